@@ -1,0 +1,44 @@
+# fsbench: the two commands a new user needs are `make run` and `make test` (as root, Debian).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Debian packages fsbench drives; `fsbench doctor` reports the same list.
+DEB_PACKAGES := e2fsprogs xfsprogs btrfs-progs util-linux mount fio python3 python3-venv
+STAMP_APT := $(VENV)/.stamp-apt
+STAMP_PY := $(VENV)/.stamp-python
+
+.PHONY: install run test lint clean
+
+install: $(STAMP_APT) $(STAMP_PY)
+
+# Installs only what is missing, so a second `make install` costs a dpkg query.
+$(STAMP_APT): Makefile
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@mkdir -p $(VENV) && touch $@
+
+$(STAMP_PY): pyproject.toml $(STAMP_APT)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+run: install
+	$(BIN)/fsbench run
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

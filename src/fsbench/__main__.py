@@ -1,0 +1,3 @@
+from fsbench.cli.app import main
+
+main()

@@ -1,0 +1,57 @@
+"""`fsbench doctor`: what this machine can test, what is missing; releases stale resources."""
+
+from __future__ import annotations
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from fsbench import doctor as checks
+from fsbench.cli.common import DEFAULT_WORKDIR_PATH, DbOption, JsonOption, WorkdirOption
+from fsbench.targets import stale
+
+
+def doctor(
+    json_out: JsonOption = False,
+    workdir: WorkdirOption = DEFAULT_WORKDIR_PATH,
+    db: DbOption = None,
+) -> None:
+    """Show what this machine can test and what is missing (and clean up after crashed runs)."""
+    released = stale.release_stale(workdir) if workdir.exists() else []
+    report = checks.examine(workdir, db, released)
+    if json_out:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        _print(report)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def _mark(ok: bool) -> str:
+    return "[green]yes[/]" if ok else "[red]no[/]"
+
+
+def _print(report: checks.DoctorReport) -> None:
+    console = Console()
+    t = Table(title="machine", box=box.SIMPLE_HEAD, title_justify="left")
+    t.add_column("check")
+    t.add_column("ok")
+    t.add_column("detail", overflow="fold")
+    for c in report.checks:
+        t.add_row(c.name, _mark(c.ok), c.detail)
+    console.print(t)
+    t = Table(title="filesystems", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("filesystem", "available", "tools version", "reason"):
+        t.add_column(col, overflow="fold")
+    for f in report.filesystems:
+        t.add_row(f.name, _mark(f.available), f.version or "-", "" if f.available else f.reason)
+    console.print(t)
+    t = Table(title="workloads", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("workload", "available", "tools", "reason"):
+        t.add_column(col, overflow="fold")
+    for w in report.workloads:
+        t.add_row(w.name, _mark(w.available), ", ".join(w.tools) or "(built in)",
+                  "" if w.available else w.reason)
+    console.print(t)
+    for line in report.released:
+        console.print(f"released stale: {line}", style="yellow", markup=False)

@@ -1,0 +1,79 @@
+"""`fsbench list filesystems|workloads|presets|runs`."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from fsbench import filesystems, plan, workloads
+from fsbench.cli.common import DbOption, JsonOption
+from fsbench.store import Store
+
+
+class What(StrEnum):
+    filesystems = "filesystems"
+    workloads = "workloads"
+    presets = "presets"
+    runs = "runs"
+
+
+def list_(
+    what: Annotated[What, typer.Argument(help="filesystems, workloads, presets or runs")],
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """List the catalogue, the workloads and their parameters, the presets, or stored runs."""
+    items: list[dict[str, Any]]
+    if what == What.filesystems:
+        items = [
+            {"name": f.name, "summary": f.summary, "package": f.package,
+             "mkfs": " ".join(f.mkfs), "fsck": " ".join(f.fsck_readonly)}
+            for f in filesystems.CATALOGUE.values()
+        ]
+    elif what == What.workloads:
+        items = []
+        for name, wl in workloads.all_workloads().items():
+            items.append({
+                "name": name,
+                "summary": wl.summary,
+                "params": list(wl.params_model.model_fields),
+                "defaults": {s.value: wl.defaults(s) for s in wl.scale_defaults},
+                "cache": str(wl.cache),
+                "tools": [t.command for t in wl.tools],
+            })
+    elif what == What.presets:
+        items = [{"name": n, "description": plan.preset_description(n)}
+                 for n in plan.preset_names()]
+    else:
+        store = Store(db)
+        items = [
+            {"id": r.id, "name": r.name, "status": r.status, "created_at": r.created_at,
+             "trials": len(r.schedule)}
+            for r in store.list_runs()
+        ]
+    if json_out:
+        typer.echo(json.dumps(items, indent=2, default=str))
+        return
+    table = Table(box=box.SIMPLE_HEAD)
+    if not items:
+        Console().print(f"no {what.value}")
+        return
+    for key in items[0]:
+        table.add_column(key, overflow="fold")
+    for item in items:
+        table.add_row(*(_cell(v) for v in item.values()))
+    Console().print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_cell(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)

@@ -1,0 +1,219 @@
+"""`fsbench run`: build the plan from a file, a preset or flags; run the matrix; print it."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from fsbench import matrix
+from fsbench import plan as planning
+from fsbench.cli.common import DbOption, JsonOption
+from fsbench.cli.report import emit
+from fsbench.errors import FsbenchError
+from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.store import Store, TrialRecord
+from fsbench.targets import stale
+from fsbench.targets.base import Target
+from fsbench.targets.blockdev import BlockDevice
+from fsbench.targets.loop import LoopImage
+from fsbench.units import parse_size
+from fsbench.workloads.base import Scale
+
+# Exit codes: a run that measured everything is 0; unsupported cells are results, not
+# errors, but scripts should be able to tell.
+EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
+
+FS_HELP = (
+    "Filesystem configs: 'ext4,xfs' or one config with options "
+    "'TYPE[:mkfs=OPTS][:mount=OPTS][:label=NAME]', e.g. "
+    "'ext4:mkfs=-I 256 -O ^flex_bg:mount=data=writeback,nodelalloc'. Repeatable."
+)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def build_plan(
+    plan_file: Path | None,
+    preset: str | None,
+    fs: list[str],
+    workload: list[str],
+    scale: Scale | None,
+    reps: int | None,
+    image_size: str | None,
+    workdir: Path | None,
+    device: str | None,
+    destroy_data: bool,
+) -> Plan:
+    if plan_file and preset:
+        raise FsbenchError("give a plan file or --preset, not both")
+    if plan_file:
+        base = planning.load_plan_file(plan_file)
+    else:
+        base = planning.load_preset(preset or "quick")
+    data = base.model_dump(by_alias=True)
+    if fs:
+        data["fs"] = [c for spec in fs for c in planning.parse_fs_spec(spec)]
+    if workload:
+        names = [w.strip() for spec in workload for w in spec.split(",") if w.strip()]
+        keep = {w.name: w for w in base.workloads}
+        data["workload"] = [keep.get(n) or WorkloadSpec(name=n) for n in names]
+    if scale is not None:
+        data["scale"] = scale
+    if reps is not None:
+        data["reps"] = reps
+    target = dict(data["target"])
+    if image_size is not None:
+        try:
+            target["image_size"] = parse_size(image_size)
+        except ValueError as exc:
+            raise FsbenchError(f"--image-size: {exc}") from None
+    if workdir is not None:
+        target["workdir"] = workdir
+    if device is not None:
+        target["device"] = device
+    target["destroy_data"] = destroy_data or target.get("destroy_data", False)
+    data["target"] = target
+    if not plan_file and not preset and (fs or workload):
+        data["name"] = "custom"
+        data["description"] = ""
+    try:
+        data["fs"] = [c if isinstance(c, FsConfig) else FsConfig(**c) for c in data["fs"]]
+        return Plan.model_validate(data)
+    except Exception as exc:
+        msg = planning.one_line(exc) if hasattr(exc, "errors") else str(exc)
+        raise FsbenchError(msg) from None
+
+
+def make_target(plan: Plan) -> Target:
+    t = plan.target
+    if t.device:
+        return BlockDevice(t.device, destroy_data=t.destroy_data)
+    if t.destroy_data:
+        raise FsbenchError("--destroy-data only makes sense with --device")
+    return LoopImage(t.workdir, t.image_size)
+
+
+def run(
+    plan_file: Annotated[Path | None, typer.Argument(metavar="[PLAN.toml]",
+                                                     help="A plan file.")] = None,
+    preset: Annotated[str | None, typer.Option("--preset", "-p",
+                                               help="A shipped plan: see `fsbench list presets`."
+                                               " [default: quick]")] = None,
+    fs: Annotated[list[str], typer.Option("--fs", help=FS_HELP)] = [],  # noqa: B006
+    workload: Annotated[list[str], typer.Option("--workload", "-w",
+                                                help="Workloads, comma list.")] = [],  # noqa: B006
+    set_: Annotated[list[str], typer.Option("--set", help="NAME=VALUE[,VALUE...] for any "
+                                            "workload parameter; a list makes one cell per "
+                                            "value.")] = [],  # noqa: B006
+    reps: Annotated[int | None, typer.Option("--reps", help="Repetitions per cell.")] = None,
+    scale: Annotated[Scale | None, typer.Option("--scale", help="tiny, quick or full.")] = None,
+    image_size: Annotated[str | None, typer.Option("--image-size",
+                                                   help="Loop image size [default: 8G].")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="Where images and mounts go "
+                                                 "[default: /var/tmp/fsbench].")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="A real block device instead "
+                                               "of a loop image (needs --destroy-data).")] = None,
+    destroy_data: Annotated[bool, typer.Option("--destroy-data", help="Allow fsbench to "
+                                               "overwrite --device.")] = False,
+    db: DbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Format the target with every filesystem config, run the workloads, print the table."""
+    plan = build_plan(plan_file, preset, fs, workload, scale, reps, image_size, workdir,
+                      device, destroy_data)
+    overrides = planning.parse_set(set_)
+    cells = planning.expand(plan, overrides)
+    err = Console(stderr=True)
+    target = make_target(plan)
+    workdir_path = plan.target.workdir
+    warnings: list[str] = []
+    if plan.target.device is None:  # a loop image's size is known before it exists
+        warnings = matrix.preflight(plan, cells, plan.target.image_size)
+    for line in stale.release_stale(workdir_path) if workdir_path.exists() else []:
+        err.print(f"released stale: {line}", style="yellow", markup=False)
+    store = Store(db)
+    with target:  # safety checks of a real device happen here, before anything is written
+        if plan.target.device is not None:
+            warnings = matrix.preflight(plan, cells, target.size_bytes)
+        for w in warnings:
+            err.print(f"warning: {w}", style="yellow", markup=False)
+        outcome = _execute(plan, cells, store, target, workdir_path, overrides, err)
+    emit(store, outcome.run_id, "json" if json_out else "table", None, False)
+    if outcome.counts.get("failed"):
+        raise typer.Exit(EXIT_FAILED)
+    if outcome.counts.get("unsupported"):
+        raise typer.Exit(EXIT_UNSUPPORTED)
+
+
+def _execute(
+    plan: Plan,
+    cells: list[planning.Cell],
+    store: Store,
+    target: Target,
+    workdir: Path,
+    overrides: dict[str, list[str]],
+    err: Console,
+) -> matrix.Outcome:
+    total = len(cells) * plan.reps
+    err.print(
+        f"fsbench: {plan.name}: {len(plan.fs)} configs x {len(cells) // len(plan.fs)} cells x "
+        f"{plan.reps} reps = {total} trials, scale {plan.scale}, store {store.url}",
+        markup=False, highlight=False,
+    )
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    progress = Progress(
+        TextColumn("trial"),
+        MofNCompleteColumn(),
+        BarColumn(bar_width=24),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=False,
+    )
+    task = progress.add_task("", total=total)
+    problems: list[str] = []
+
+    def on_start(index: int, n: int, rep: int, cell: planning.Cell) -> None:
+        progress.update(task, completed=index, description=f"rep {rep}: {cell.describe()}")
+
+    def on_done(index: int, n: int, record: TrialRecord) -> None:
+        progress.update(task, completed=index + 1)
+        if record.status != "ok":
+            problems.append(f"{record.status}: {record.config} · {record.workload} "
+                            f"{record.params}: {record.message}")
+            progress.console.print(f"  {problems[-1]}", style="yellow", markup=False,
+                                   highlight=False)
+
+    try:
+        with progress:
+            outcome = matrix.execute(
+                plan, cells, store, target, workdir, argv=sys.argv, overrides=overrides,
+                on_start=on_start, on_done=on_done,
+            )
+            progress.update(task, completed=total, description="done")
+    except KeyboardInterrupt:
+        rid = store.latest_run_id()
+        err.print(f"fsbench: interrupted; finished trials are stored in run {rid}",
+                  style="yellow")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return outcome

@@ -1,0 +1,112 @@
+"""What this machine can test, and what is missing: facts for `fsbench doctor`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from fsbench import filesystems, proc, workloads
+from fsbench.plan import DEFAULT_IMAGE_SIZE
+from fsbench.store import Store
+from fsbench.units import human_bytes
+
+
+class Check(BaseModel):
+    name: str
+    ok: bool
+    detail: str
+
+
+class FsStatus(BaseModel):
+    name: str
+    available: bool
+    reason: str
+    kernel: bool
+    version: str | None
+    package: str
+
+
+class WorkloadStatus(BaseModel):
+    name: str
+    available: bool
+    reason: str
+    tools: list[str]
+
+
+class DoctorReport(BaseModel):
+    checks: list[Check]
+    filesystems: list[FsStatus]
+    workloads: list[WorkloadStatus]
+    released: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+def _existing_parent(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
+    checks = [
+        Check(
+            name="root",
+            ok=os.geteuid() == 0,
+            detail="running as root" if os.geteuid() == 0 else "mkfs, mount and losetup need root",
+        )
+    ]
+    loop_ok = Path("/dev/loop-control").exists() and proc.which("losetup") is not None
+    free = proc.run(["losetup", "--find"], timeout=10) if loop_ok else None
+    checks.append(
+        Check(
+            name="loop devices",
+            ok=bool(free and free.ok),
+            detail=(f"free: {free.stdout.strip()}" if free and free.ok
+                    else "no /dev/loop-control or no free loop device (modprobe loop)"),
+        )
+    )
+    where = _existing_parent(workdir)
+    usage = shutil.disk_usage(where)
+    checks.append(
+        Check(
+            name="image space",
+            ok=usage.free >= DEFAULT_IMAGE_SIZE,
+            detail=f"{human_bytes(usage.free)} free at {where} (default image "
+            f"{human_bytes(DEFAULT_IMAGE_SIZE)}, sparse; workloads write into it)",
+        )
+    )
+    try:
+        store = Store(db)
+        integrity = store.integrity()
+        checks.append(Check(name="result store", ok=integrity == "ok",
+                            detail=f"{store.url} (integrity: {integrity})"))
+        store.close()
+    except Exception as exc:  # doctor reports, never crashes
+        checks.append(Check(name="result store", ok=False, detail=str(exc)))
+
+    kernel = filesystems.kernel_filesystems()
+    fs_status = []
+    for fs in filesystems.CATALOGUE.values():
+        a = filesystems.availability(fs, kernel)
+        fs_status.append(FsStatus(name=fs.name, available=a.available, reason=a.reason,
+                                  kernel=a.kernel, version=a.version, package=fs.package))
+    wl_status = []
+    for name, wl in workloads.all_workloads().items():
+        missing = [t for t in wl.tools if proc.which(t.command) is None]
+        wl_status.append(
+            WorkloadStatus(
+                name=name,
+                available=not missing,
+                reason="ok" if not missing else "missing " + ", ".join(
+                    f"{t.command} (apt-get install {t.package})" for t in missing),
+                tools=[t.command for t in wl.tools],
+            )
+        )
+    return DoctorReport(checks=checks, filesystems=fs_status, workloads=wl_status,
+                        released=released)

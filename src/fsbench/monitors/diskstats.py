@@ -1,0 +1,61 @@
+"""Block device counters from /sys/class/block/<dev>/stat (see the kernel's
+Documentation/block/stat.rst): what the device really read and wrote."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+SECTOR = 512
+
+
+@dataclass(frozen=True)
+class DiskStat:
+    reads: int
+    read_bytes: int
+    writes: int
+    write_bytes: int
+    busy_ms: int
+    discards: int
+    discard_bytes: int
+    flushes: int
+
+    def __sub__(self, other: DiskStat) -> DiskStat:
+        return DiskStat(
+            self.reads - other.reads,
+            self.read_bytes - other.read_bytes,
+            self.writes - other.writes,
+            self.write_bytes - other.write_bytes,
+            self.busy_ms - other.busy_ms,
+            self.discards - other.discards,
+            self.discard_bytes - other.discard_bytes,
+            self.flushes - other.flushes,
+        )
+
+
+def device_name(device: str) -> str:
+    return os.path.basename(os.path.realpath(device))
+
+
+def parse(text: str) -> DiskStat:
+    f = [int(x) for x in text.split()]
+    f += [0] * (17 - len(f))  # older kernels have fewer fields (no discard/flush)
+    return DiskStat(
+        reads=f[0],
+        read_bytes=f[2] * SECTOR,
+        writes=f[4],
+        write_bytes=f[6] * SECTOR,
+        busy_ms=f[9],
+        discards=f[11],
+        discard_bytes=f[13] * SECTOR,
+        flushes=f[15],
+    )
+
+
+def read(device: str) -> DiskStat | None:
+    path = Path("/sys/class/block") / device_name(device) / "stat"
+    try:
+        return parse(path.read_text())
+    except OSError:
+        return None

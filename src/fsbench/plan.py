@@ -1,0 +1,264 @@
+"""Plans: what to compare, validated (pydantic), loaded from TOML or built from CLI flags,
+and expanded into the matrix of cells the runner measures."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fsbench import filesystems, workloads
+from fsbench.errors import FsbenchError
+from fsbench.workloads.base import Bytes, Scale
+
+DEFAULT_WORKDIR = Path("/var/tmp/fsbench")
+DEFAULT_IMAGE_SIZE = 8 << 30
+
+
+class FsConfig(BaseModel):
+    """One filesystem configuration: type + mkfs options + mount options (+ a label)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str
+    mkfs: tuple[str, ...] = ()
+    mount: str = ""
+    label: str = ""
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        try:
+            filesystems.get(value)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+        return value
+
+    @field_validator("mkfs", mode="before")
+    @classmethod
+    def _split_mkfs(cls, value: Any) -> Any:
+        # A string is split like a shell would split it: into argv, never run by a shell.
+        if isinstance(value, str):
+            try:
+                return tuple(shlex.split(value))
+            except ValueError as exc:
+                raise ValueError(f"mkfs options {value!r}: {exc}") from None
+        return value
+
+    @property
+    def display(self) -> str:
+        """The label reports use: the given one, or type + options."""
+        if self.label:
+            return self.label
+        parts = [self.type]
+        if self.mkfs:
+            parts.append(shlex.join(self.mkfs))
+        if self.mount:
+            parts.append(self.mount)
+        return " ".join(parts)
+
+
+class WorkloadSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    # Scalars or lists; a list is a sweep: one cell per value.
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _known_workload(cls, value: str) -> str:
+        try:
+            workloads.get(value)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+        return value
+
+
+class TargetSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    image_size: Bytes = Field(default=DEFAULT_IMAGE_SIZE, gt=0)
+    workdir: Path = DEFAULT_WORKDIR
+    device: str | None = None
+    destroy_data: bool = False
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = "custom"
+    description: str = ""
+    scale: Scale = Scale.QUICK
+    reps: int = Field(default=3, ge=1, le=1000)
+    fs: list[FsConfig] = Field(min_length=1)
+    workloads: list[WorkloadSpec] = Field(min_length=1, alias="workload")
+    target: TargetSpec = Field(default_factory=TargetSpec)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix: a filesystem config, a workload, scalar parameters."""
+
+    config: FsConfig
+    workload: str
+    params: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return f"{self.config.display}|{self.workload}|{json.dumps(self.params, sort_keys=True)}"
+
+    def describe(self) -> str:
+        shown = " ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.config.display} · {self.workload} {shown}".rstrip()
+
+
+def one_line(exc: ValidationError) -> str:
+    """First validation error as `where: what`, for a one-line CLI message."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{where}: {msg}{extra}" if where else f"{msg}{extra}"
+
+
+_SPEC_KEYS = ("mkfs", "mount", "label")
+
+
+def parse_fs_spec(text: str) -> list[FsConfig]:
+    """`ext4,xfs` -> two configs; `ext4:mkfs=-I 256:mount=data=writeback,nodelalloc` -> one.
+
+    A comma separates configs only when the spec has no `:` (mount options use commas).
+    """
+    text = text.strip()
+    if not text:
+        raise FsbenchError("empty --fs value")
+    try:
+        if ":" not in text:
+            return [FsConfig(type=t.strip()) for t in text.split(",") if t.strip()]
+        head, *rest = re.split(":(?=(?:" + "|".join(_SPEC_KEYS) + ")=)", text)
+        fields: dict[str, Any] = {"type": head.strip()}
+        for part in rest:
+            key, _, value = part.partition("=")
+            if key in fields:
+                raise FsbenchError(f"--fs {text!r}: {key}= given twice")
+            fields[key] = value
+        if ":" in fields["type"]:
+            raise FsbenchError(
+                f"--fs {text!r}: expected TYPE[:mkfs=OPTS][:mount=OPTS][:label=NAME]"
+            )
+        return [FsConfig(**fields)]
+    except ValidationError as exc:
+        raise FsbenchError(f"--fs {text!r}: {one_line(exc)}") from None
+
+
+def parse_set(items: list[str]) -> dict[str, list[str]]:
+    """`--set method=fallocate,write-4k --set size=64M` -> {name: [values]}."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not value.strip():
+            raise FsbenchError(f"--set {item!r}: expected NAME=VALUE[,VALUE...]")
+        out[name] = [v.strip() for v in value.split(",") if v.strip()]
+    return out
+
+
+def load_toml(text: str, source: str) -> Plan:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FsbenchError(f"{source}: invalid TOML: {exc}") from None
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise FsbenchError(f"{source}: {one_line(exc)}") from None
+
+
+def load_plan_file(path: Path) -> Plan:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise FsbenchError(f"cannot read plan {path}: {exc.strerror}") from None
+    return load_toml(text, str(path))
+
+
+def preset_names() -> list[str]:
+    root = resources.files("fsbench.presets")
+    return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def load_preset(name: str) -> Plan:
+    root = resources.files("fsbench.presets")
+    res = root.joinpath(f"{name}.toml")
+    if not res.is_file():
+        raise FsbenchError(f"unknown preset {name!r} (known: {', '.join(preset_names())})")
+    return load_toml(res.read_text(), f"preset {name}")
+
+
+def preset_description(name: str) -> str:
+    return load_preset(name).description
+
+
+def expand(plan: Plan, overrides: dict[str, list[str]] | None = None) -> list[Cell]:
+    """The matrix: configs x workloads x parameter sweeps, with scale defaults filled in.
+
+    Cells of one workload and parameter set are adjacent for every config, so configs that
+    are compared with each other run close together in time.
+    """
+    overrides = overrides or {}
+    labels = [c.display for c in plan.fs]
+    dup = next((lab for lab in labels if labels.count(lab) > 1), None)
+    if dup:
+        raise FsbenchError(f"two filesystem configs share the label {dup!r}: add label=NAME")
+    known_names: set[str] = set()
+    for spec in plan.workloads:
+        known_names |= set(workloads.get(spec.name).params_model.model_fields)
+    unknown = sorted(set(overrides) - known_names)
+    if unknown:
+        names = ", ".join(s.name for s in plan.workloads)
+        raise FsbenchError(
+            f"--set {unknown[0]}: no such parameter for {names} "
+            f"(known: {', '.join(sorted(known_names))})"
+        )
+    cells: list[Cell] = []
+    for spec in plan.workloads:
+        wl = workloads.get(spec.name)
+        fields = wl.params_model.model_fields
+        unknown_params = sorted(set(spec.params) - set(fields))
+        if unknown_params:
+            raise FsbenchError(
+                f"workload {spec.name}: unknown parameter {unknown_params[0]!r} "
+                f"(known: {', '.join(fields)})"
+            )
+        values: dict[str, Any] = wl.defaults(plan.scale)
+        values.update(spec.params)
+        values.update({k: v for k, v in overrides.items() if k in fields})
+        dims = {k: (v if isinstance(v, list) else [v]) for k, v in values.items()}
+        for name, vals in dims.items():
+            if not vals:
+                raise FsbenchError(f"workload {spec.name}: parameter {name} has an empty list")
+        names = list(dims)
+        for combo in itertools.product(*(dims[n] for n in names)):
+            try:
+                params = wl.params_model.model_validate(dict(zip(names, combo, strict=True)))
+            except ValidationError as exc:
+                raise FsbenchError(f"workload {spec.name}: {one_line(exc)}") from None
+            dumped = params.model_dump(mode="json")
+            for config in plan.fs:
+                cells.append(Cell(config, spec.name, dumped))
+    return cells
+
+
+def schedule(cells: list[Cell], reps: int) -> list[tuple[int, Cell]]:
+    """Repetitions interleaved: rep 1 of every cell, then rep 2..., so drift of the machine
+    over the run spreads evenly over the configs."""
+    return [(rep, cell) for rep in range(1, reps + 1) for cell in cells]

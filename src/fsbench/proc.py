@@ -1,0 +1,80 @@
+"""Running external commands: always argv lists, never shell strings."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def output(self) -> str:
+        """stderr and stdout together, trimmed: what a user needs to see of a failure."""
+        return "\n".join(p for p in (self.stderr.strip(), self.stdout.strip()) if p)
+
+    def command(self) -> str:
+        return " ".join(self.argv)
+
+
+class CommandError(Exception):
+    def __init__(self, result: Result) -> None:
+        first = result.output.splitlines()[0] if result.output else f"exit {result.returncode}"
+        super().__init__(f"{result.command()}: {first}")
+        self.result = result
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    check: bool = False,
+    timeout: float | None = 600,
+    input_text: str | None = None,
+) -> Result:
+    """Run argv, capture text output. A missing program is returncode 127, not an exception."""
+    args = tuple(str(a) for a in argv)
+    try:
+        cp = subprocess.run(
+            args,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            input=input_text,
+            check=False,
+        )
+        result = Result(args, cp.returncode, cp.stdout, cp.stderr)
+    except FileNotFoundError:
+        result = Result(args, 127, "", f"{args[0]}: command not found")
+    except subprocess.TimeoutExpired as exc:
+        result = Result(args, 124, "", f"{args[0]}: timed out after {exc.timeout:.0f} s")
+    if check and not result.ok:
+        raise CommandError(result)
+    return result
+
+
+def which(program: str) -> str | None:
+    # /sbin and /usr/sbin are not on every root PATH (sudo, cron, CI); mkfs lives there.
+    return shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin:/usr/bin:/bin")
+
+
+def tool_version(argv: Sequence[str]) -> str | None:
+    """First non-empty output line of a version command, or None if the tool is missing."""
+    if which(argv[0]) is None:
+        return None
+    res = run(argv, timeout=20)
+    for line in (res.stdout + "\n" + res.stderr).splitlines():
+        if line.strip():
+            return line.strip()
+    return None

@@ -1,0 +1,128 @@
+"""From stored trials to report rows: one row per (config, workload, params, metric).
+
+This is the stable interface of `fsbench report --format json`; every renderer (table,
+markdown, CSV) is a pure function of these rows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fsbench.stats import summarize
+from fsbench.store import RunRecord, TrialRecord
+
+
+@dataclass
+class Row:
+    config: str
+    fs: str
+    workload: str
+    params: dict[str, Any]
+    metric: str | None
+    unit: str | None
+    better: str | None
+    status: str  # ok | unsupported | failed
+    message: str
+    n: int
+    mean: float | None
+    sd: float | None
+    ci95: list[float] | None
+    cv: float | None
+    values: list[float]
+    trials: dict[str, int]  # status -> count
+    option_notes: list[dict[str, str]] = field(default_factory=list)
+    flags: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _cell_id(t: TrialRecord) -> tuple[str, str, str]:
+    return (t.config, t.workload, json.dumps(t.params, sort_keys=True))
+
+
+def _status(counts: dict[str, int]) -> str:
+    if counts.get("ok"):
+        return "ok"
+    if counts.get("unsupported"):
+        return "unsupported"
+    return "failed"
+
+
+def build_rows(trials: list[TrialRecord]) -> list[Row]:
+    """Rows in schedule order of first appearance (configs in plan order)."""
+    cells: dict[tuple[str, str, str], list[TrialRecord]] = {}
+    for t in trials:
+        cells.setdefault(_cell_id(t), []).append(t)
+    # Metric names and units per workload, from any successful trial.
+    wl_metrics: dict[str, dict[str, tuple[str, str]]] = {}
+    for t in trials:
+        if t.status == "ok":
+            for m in t.metrics:
+                wl_metrics.setdefault(t.workload, {}).setdefault(m.name, (m.unit, m.better))
+    rows: list[Row] = []
+    for (config, workload, _), group in cells.items():
+        counts: dict[str, int] = {}
+        for t in group:
+            counts[t.status] = counts.get(t.status, 0) + 1
+        status = _status(counts)
+        bad = [t for t in group if t.status != "ok"]
+        message = bad[0].message if bad else ""
+        if status == "ok" and bad:
+            message = f"{len(bad)} of {len(group)} trials {bad[0].status}: {bad[0].message}"
+        notes: list[dict[str, str]] = []
+        flags: dict[str, str] = {}
+        for t in group:
+            for note in t.provenance.get("option_notes", []):
+                if note not in notes:
+                    notes.append(note)
+            flags.update(t.provenance.get("flags", {}))
+        first = group[0]
+        known = wl_metrics.get(workload, {})
+        names = list(known) or [None]
+        for name in names:
+            values = [
+                m.value for t in group if t.status == "ok" for m in t.metrics if m.name == name
+            ]
+            s = summarize(values)
+            unit, better = known.get(name, (None, None)) if name else (None, None)
+            rows.append(
+                Row(
+                    config=config,
+                    fs=first.fs,
+                    workload=workload,
+                    params=first.params,
+                    metric=name,
+                    unit=unit,
+                    better=better,
+                    status=status,
+                    message=message,
+                    n=s.n,
+                    mean=s.mean,
+                    sd=s.sd,
+                    ci95=list(s.ci95) if s.ci95 else None,
+                    cv=s.cv,
+                    values=values,
+                    trials=counts,
+                    option_notes=notes,
+                    flags=flags,
+                )
+            )
+    return rows
+
+
+def report_document(run: RunRecord, rows: list[Row]) -> dict[str, Any]:
+    """The JSON document: `{"run": ID, "rows": [...]}` plus the run's provenance."""
+    return {
+        "run": run.id,
+        "name": run.name,
+        "status": run.status,
+        "created_at": run.created_at,
+        "finished_at": run.finished_at,
+        "fsbench_version": run.fsbench_version,
+        "host": run.host,
+        "target": run.target,
+        "rows": [r.as_dict() for r in rows],
+    }

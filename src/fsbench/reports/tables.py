@@ -1,0 +1,195 @@
+"""Rows -> tables like a mailing-list post: rows = filesystem configs; columns = the swept
+parameter (one table per headline metric) or, with nothing swept, the metrics."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsbench import workloads
+from fsbench.reports.rows import Row
+from fsbench.store import RunRecord
+from fsbench.units import human_bytes
+
+
+@dataclass
+class Table:
+    title: str
+    caption: str
+    row_header: str
+    columns: list[str]
+    rows: list[tuple[str, list[str]]]
+    footnotes: list[str] = field(default_factory=list)
+
+
+def fmt_number(x: float) -> str:
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    mag = abs(x)
+    if mag >= 1000:
+        return f"{x:,.0f}"
+    if mag >= 100:
+        return f"{x:.0f}"
+    if mag >= 10:
+        return f"{x:.1f}"
+    if mag >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+def fmt_value(row: Row) -> str:
+    """mean ± CI half-width (n); bytes in binary units."""
+    if row.mean is None:
+        return "-"
+    if row.unit == "B":
+        text = human_bytes(row.mean)
+        if row.ci95:
+            text += f" ± {human_bytes((row.ci95[1] - row.ci95[0]) / 2)}"
+        return f"{text} ({row.n})"
+    text = fmt_number(row.mean)
+    if row.ci95:
+        text += f" ± {fmt_number((row.ci95[1] - row.ci95[0]) / 2)}"
+    return f"{text} ({row.n})"
+
+
+def _params_label(params: dict[str, Any], names: list[str]) -> str:
+    if len(names) == 1:
+        return str(params[names[0]])
+    return " ".join(f"{n}={params[n]}" for n in names)
+
+
+def _unit_text(row: Row | None) -> str:
+    if row is None or row.metric is None:
+        return ""
+    unit = {"s": "seconds", "B": "bytes", "count": "count"}.get(row.unit or "", row.unit or "")
+    better = f", {row.better} is better" if row.better else ""
+    return f"{row.metric} ({unit}{better})" if unit != row.metric else f"{row.metric}{better}"
+
+
+class _Notes:
+    """Footnotes numbered in order of first use."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def mark(self, text: str) -> str:
+        if text not in self.items:
+            self.items.append(text)
+        return f"[{self.items.index(text) + 1}]"
+
+
+def _config_label(config: str, rows: list[Row], notes: _Notes) -> str:
+    label = config
+    seen: list[dict[str, str]] = []
+    for r in rows:
+        for n in r.option_notes:
+            if n not in seen:
+                seen.append(n)
+    for n in seen:
+        what = "ignored" if n["kind"] == "ignored" else "not shown by the kernel"
+        label += " " + notes.mark(f"{config}: {n['where']} option {n['option']} {what}: "
+                                  f"{n['evidence']}")
+    return label
+
+
+def _cell_text(row: Row | None, cell_name: str, notes: _Notes) -> str:
+    if row is None:
+        return ""
+    if row.status != "ok":
+        return f"{row.status} " + notes.mark(f"{cell_name}: {row.message}")
+    text = fmt_value(row)
+    if row.message:  # some trials of the cell failed
+        text += " " + notes.mark(f"{cell_name}: {row.message}")
+    for flag, detail in row.flags.items():
+        text += " " + notes.mark(f"{cell_name}: {flag}: {detail}")
+    return text
+
+
+def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
+    tables: list[Table] = []
+    for wname in dict.fromkeys(r.workload for r in rows):
+        wrows = [r for r in rows if r.workload == wname]
+        try:
+            headline = list(workloads.get(wname).headline)
+        except KeyError:
+            headline = []
+        metric_names = [m for m in dict.fromkeys(r.metric for r in wrows) if m is not None]
+        shown = metric_names if all_metrics or not headline else [
+            m for m in metric_names if m in headline
+        ]
+        param_names = list(dict.fromkeys(k for r in wrows for k in r.params))
+        varying = [
+            p for p in param_names
+            if len({repr(r.params.get(p)) for r in wrows}) > 1
+        ]
+        constant = [p for p in param_names if p not in varying]
+        caption_params = " ".join(f"{p}={wrows[0].params.get(p)}" for p in constant)
+        caption = "mean ± 95% CI (n)" + (f" · {caption_params}" if caption_params else "")
+        configs = list(dict.fromkeys(r.config for r in wrows))
+        if varying:
+            combos = list(dict.fromkeys(_params_label(r.params, varying) for r in wrows))
+            for metric in shown or [None]:
+                notes = _Notes()
+                mrows = [r for r in wrows if r.metric == metric or r.metric is None]
+                sample = next((r for r in mrows if r.metric == metric), None)
+                body = []
+                for config in configs:
+                    crows = [r for r in mrows if r.config == config]
+                    cells = []
+                    for combo in combos:
+                        match = next(
+                            (r for r in crows if _params_label(r.params, varying) == combo), None
+                        )
+                        cells.append(_cell_text(match, f"{config} · {combo}", notes))
+                    body.append((_config_label(config, crows, notes), cells))
+                title = f"{wname}: {_unit_text(sample)}" if sample else wname
+                header = varying[0] if len(varying) == 1 else "parameters"
+                tables.append(Table(title, caption, f"config \\ {header}", combos, body,
+                                    notes.items))
+        else:
+            notes = _Notes()
+            body = []
+            for config in configs:
+                crows = [r for r in wrows if r.config == config]
+                cells = []
+                for metric in shown or [None]:
+                    match = next((r for r in crows if r.metric == metric), crows[0])
+                    cells.append(_cell_text(match, config, notes))
+                body.append((_config_label(config, crows, notes), cells))
+            columns = []
+            for metric in shown:
+                sample = next(r for r in wrows if r.metric == metric)
+                columns.append(_unit_text(sample))
+            tables.append(Table(wname, caption, "config", columns or ["result"], body,
+                                notes.items))
+    return tables
+
+
+def run_header(run: RunRecord) -> list[str]:
+    """Who/what/where lines above every human-readable report."""
+    h, t = run.host, run.target
+    mem = h.get("memory_bytes")
+    lines = [
+        f"fsbench run {run.id} ({run.name}, {run.status}) {run.created_at[:19].replace('T', ' ')}"
+        f" UTC, fsbench {run.fsbench_version}",
+        f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
+        f"{human_bytes(mem) if mem else '?'} RAM",
+    ]
+    if t.get("kind") == "loop":
+        lines.append(
+            f"target: loop image {human_bytes(t.get('size_bytes', 0))} on "
+            f"{t.get('backing_fs', '?')} ({t.get('backing_device', '?')}"
+            f"{', ' + t['backing_model'] if t.get('backing_model') else ''}, "
+            f"{'rotational' if t.get('rotational') else 'non-rotational'}), "
+            f"direct I/O {'on' if t.get('direct_io') else 'off'}"
+        )
+    elif t.get("kind") == "device":
+        lines.append(
+            f"target: {t.get('path')} {human_bytes(t.get('size_bytes', 0))}"
+            f"{' ' + t['model'] if t.get('model') else ''}, "
+            f"{'rotational' if t.get('rotational') else 'non-rotational'}"
+        )
+    plan = run.plan
+    lines.append(f"scale {plan.get('scale')}, {plan.get('reps')} reps, fresh mkfs every trial")
+    return lines

@@ -1,0 +1,340 @@
+"""The one place results live: SQLite (WAL) through SQLAlchemy Core; PostgreSQL by URL.
+
+Written trial by trial, so a crash or Ctrl-C loses at most the trial in progress. The
+schema is the interface: reports, compare and scripts read only what is stored here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Engine,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import SQLAlchemyError
+
+from fsbench.errors import FsbenchError
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("schema_version", Integer, nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("status", String(20), nullable=False),  # running | finished | interrupted | failed
+    Column("created_at", String(40), nullable=False),
+    Column("finished_at", String(40)),
+    Column("fsbench_version", String(40), nullable=False),
+    Column("argv", Text, nullable=False),  # JSON list
+    Column("plan", Text, nullable=False),  # JSON: the validated plan
+    Column("overrides", Text, nullable=False),  # JSON: --set values
+    Column("schedule", Text, nullable=False),  # JSON: [[rep, cell_key], ...] in order
+    Column("host", Text, nullable=False),  # JSON provenance: kernel, CPU, memory, tools
+    Column("target", Text, nullable=False),  # JSON: device, model, rotational, direct I/O
+)
+
+trials = Table(
+    "trials",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),  # position in the run's schedule
+    Column("rep", Integer, nullable=False),
+    Column("cell_key", Text, nullable=False),
+    Column("config", String(300), nullable=False),  # display label
+    Column("fs", String(40), nullable=False),
+    Column("mkfs_options", Text, nullable=False),  # JSON list, as asked
+    Column("mount_options", Text, nullable=False),  # as asked
+    Column("workload", String(80), nullable=False),
+    Column("params", Text, nullable=False),  # JSON object
+    Column("status", String(20), nullable=False),  # ok | unsupported | failed
+    Column("message", Text, nullable=False),
+    Column("detail", Text, nullable=False),
+    Column("started_at", String(40), nullable=False),
+    Column("finished_at", String(40), nullable=False),
+    Column("provenance", Text, nullable=False),  # JSON: mkfs argv, effective options, geometry
+    UniqueConstraint("run_id", "seq", name="one_trial_per_slot"),
+)
+
+metrics = Table(
+    "metrics",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(80), nullable=False),
+    Column("value", Float, nullable=False),
+    Column("unit", String(20), nullable=False),
+    Column("better", String(10), nullable=False),  # higher | lower
+)
+
+
+def default_db_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "fsbench" / "results.db"
+
+
+def to_url(db: str | Path | None) -> str:
+    """A path or an SQLAlchemy URL (postgresql://...)."""
+    if db is None:
+        db = default_db_path()
+    text = str(db)
+    if "://" in text:
+        return text
+    path = Path(text).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class MetricRecord:
+    name: str
+    value: float
+    unit: str
+    better: str
+
+
+@dataclass
+class TrialRecord:
+    seq: int
+    rep: int
+    cell_key: str
+    config: str
+    fs: str
+    mkfs_options: list[str]
+    mount_options: str
+    workload: str
+    params: dict[str, Any]
+    status: str
+    message: str = ""
+    detail: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    metrics: list[MetricRecord] = field(default_factory=list)
+    id: int | None = None
+
+
+@dataclass
+class RunRecord:
+    id: int
+    name: str
+    status: str
+    created_at: str
+    finished_at: str | None
+    fsbench_version: str
+    argv: list[str]
+    plan: dict[str, Any]
+    overrides: dict[str, list[str]]
+    schedule: list[tuple[int, str]]
+    host: dict[str, Any]
+    target: dict[str, Any]
+
+
+class Store:
+    def __init__(self, db: str | Path | None = None) -> None:
+        self.url = to_url(db)
+        try:
+            self.engine: Engine = create_engine(self.url)
+            if self.url.startswith("sqlite"):
+                event.listen(self.engine, "connect", _sqlite_pragmas)
+            metadata.create_all(self.engine)
+        except (SQLAlchemyError, OSError) as exc:
+            raise FsbenchError(f"cannot open result store {self.url}: {exc}") from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def create_run(
+        self,
+        *,
+        name: str,
+        fsbench_version: str,
+        argv: list[str],
+        plan: dict[str, Any],
+        overrides: dict[str, list[str]],
+        schedule: list[tuple[int, str]],
+        host: dict[str, Any],
+        target: dict[str, Any],
+    ) -> int:
+        with self.engine.begin() as conn:
+            res = conn.execute(
+                insert(runs).values(
+                    schema_version=SCHEMA_VERSION,
+                    name=name,
+                    status="running",
+                    created_at=now(),
+                    fsbench_version=fsbench_version,
+                    argv=json.dumps(argv),
+                    plan=json.dumps(plan),
+                    overrides=json.dumps(overrides),
+                    schedule=json.dumps(schedule),
+                    host=json.dumps(host),
+                    target=json.dumps(target),
+                )
+            )
+            return int(res.inserted_primary_key[0])
+
+    def set_target(self, run_id: int, target: dict[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(runs).where(runs.c.id == run_id).values(target=json.dumps(target)))
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(runs).where(runs.c.id == run_id).values(status=status, finished_at=now())
+            )
+
+    def record_trial(self, run_id: int, trial: TrialRecord) -> int:
+        """The trial and its metrics in one transaction: all or nothing."""
+        with self.engine.begin() as conn:
+            res = conn.execute(
+                insert(trials).values(
+                    run_id=run_id,
+                    seq=trial.seq,
+                    rep=trial.rep,
+                    cell_key=trial.cell_key,
+                    config=trial.config,
+                    fs=trial.fs,
+                    mkfs_options=json.dumps(trial.mkfs_options),
+                    mount_options=trial.mount_options,
+                    workload=trial.workload,
+                    params=json.dumps(trial.params, sort_keys=True),
+                    status=trial.status,
+                    message=trial.message,
+                    detail=trial.detail,
+                    started_at=trial.started_at,
+                    finished_at=trial.finished_at,
+                    provenance=json.dumps(trial.provenance, default=str),
+                )
+            )
+            trial_id = int(res.inserted_primary_key[0])
+            if trial.metrics:
+                conn.execute(
+                    insert(metrics),
+                    [
+                        {
+                            "trial_id": trial_id,
+                            "name": m.name,
+                            "value": float(m.value),
+                            "unit": m.unit,
+                            "better": m.better,
+                        }
+                        for m in trial.metrics
+                    ],
+                )
+        trial.id = trial_id
+        return trial_id
+
+    def run_ids(self) -> list[int]:
+        with self.engine.connect() as conn:
+            return [int(r[0]) for r in conn.execute(select(runs.c.id).order_by(runs.c.id))]
+
+    def latest_run_id(self) -> int | None:
+        ids = self.run_ids()
+        return ids[-1] if ids else None
+
+    def get_run(self, run_id: int) -> RunRecord:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
+        if row is None:
+            raise FsbenchError(f"no run {run_id} in {self.url}")
+        return RunRecord(
+            id=row["id"],
+            name=row["name"],
+            status=row["status"],
+            created_at=row["created_at"],
+            finished_at=row["finished_at"],
+            fsbench_version=row["fsbench_version"],
+            argv=json.loads(row["argv"]),
+            plan=json.loads(row["plan"]),
+            overrides=json.loads(row["overrides"]),
+            schedule=[(int(a), str(b)) for a, b in json.loads(row["schedule"])],
+            host=json.loads(row["host"]),
+            target=json.loads(row["target"]),
+        )
+
+    def list_runs(self) -> list[RunRecord]:
+        return [self.get_run(i) for i in self.run_ids()]
+
+    def get_trials(self, run_id: int) -> list[TrialRecord]:
+        with self.engine.connect() as conn:
+            trows = conn.execute(
+                select(trials).where(trials.c.run_id == run_id).order_by(trials.c.seq)
+            ).mappings().all()
+            mrows = conn.execute(
+                select(metrics)
+                .join(trials, metrics.c.trial_id == trials.c.id)
+                .where(trials.c.run_id == run_id)
+                .order_by(metrics.c.id)
+            ).mappings().all()
+        by_trial: dict[int, list[MetricRecord]] = {}
+        for m in mrows:
+            by_trial.setdefault(m["trial_id"], []).append(
+                MetricRecord(m["name"], m["value"], m["unit"], m["better"])
+            )
+        return [
+            TrialRecord(
+                id=t["id"],
+                seq=t["seq"],
+                rep=t["rep"],
+                cell_key=t["cell_key"],
+                config=t["config"],
+                fs=t["fs"],
+                mkfs_options=json.loads(t["mkfs_options"]),
+                mount_options=t["mount_options"],
+                workload=t["workload"],
+                params=json.loads(t["params"]),
+                status=t["status"],
+                message=t["message"],
+                detail=t["detail"],
+                started_at=t["started_at"],
+                finished_at=t["finished_at"],
+                provenance=json.loads(t["provenance"]),
+                metrics=by_trial.get(t["id"], []),
+            )
+            for t in trows
+        ]
+
+    def integrity(self) -> str:
+        """`ok` or SQLite's own complaint (doctor shows it)."""
+        if not self.url.startswith("sqlite"):
+            return "ok"
+        with self.engine.connect() as conn:
+            rows = conn.exec_driver_sql("PRAGMA integrity_check").fetchall()
+        return ", ".join(str(r[0]) for r in rows)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL: a report can read while a run writes; a crash mid-write loses no committed trial.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()

@@ -1,0 +1,26 @@
+"""Cache control: flush a filesystem, drop the page cache."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def syncfs(path: Path) -> None:
+    """Flush one filesystem (syncfs(2)) rather than every filesystem of the host."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if _libc.syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"syncfs {path}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+def drop_caches() -> None:
+    """sync, then drop page cache, dentries and inodes (needs root)."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")

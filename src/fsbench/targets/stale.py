@@ -1,0 +1,185 @@
+"""Leftovers of crashed runs: found by name, released only when their owner is gone.
+
+A run owned by process <pid> makes `WORKDIR/fsbench-<pid>[-<n>].img` (attached to a
+loop device) and mounts under `WORKDIR/mnt-<pid>*`. When <pid> is no longer alive
+(or is a zombie), those are stale: `release_stale` unmounts, detaches, deletes.
+Nothing else in WORKDIR, and nothing outside it except mounts of a stale loop device,
+is ever touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsbench import proc
+from fsbench.targets import devinfo
+from fsbench.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
+
+
+@dataclass(frozen=True)
+class StaleResource:
+    kind: str  # "loop" (attached image), "image" (not attached), "mountdir"
+    path: Path  # the image file or the mount point directory
+    pid: int  # the dead owner
+    loop_device: str | None = None
+    mounts: tuple[str, ...] = ()  # mount points to release first, deepest first
+
+    def describe(self) -> str:
+        if self.kind == "loop":
+            return f"{self.loop_device} on {self.path} (pid {self.pid} gone)"
+        return f"{self.path} (pid {self.pid} gone)"
+
+
+def pid_alive(pid: int) -> bool:
+    """True if process `pid` exists and is not a zombie."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc entry to look at: trust kill(0)
+    state = stat.rpartition(")")[2].split()[:1]
+    return state != ["Z"] and state != ["X"]
+
+
+def _loop_table() -> list[tuple[str, str]]:
+    """(device, back-file) of every attached loop device."""
+    res = proc.run(["losetup", "-J", "--list"], timeout=30)
+    table: list[tuple[str, str]] = []
+    if res.ok and res.stdout.strip():
+        try:
+            data = json.loads(res.stdout)
+        except json.JSONDecodeError:
+            data = {}
+        for dev in data.get("loopdevices") or []:
+            name, back = dev.get("name"), dev.get("back-file")
+            if name and back:
+                table.append((str(name), str(back)))
+        return table
+    # Older losetup or no JSON: read sysfs directly.
+    try:
+        names = sorted(p.name for p in devinfo.SYS_BLOCK.iterdir() if p.name.startswith("loop"))
+    except OSError:
+        return table
+    for name in names:
+        back = devinfo.loop_backing_file(name)
+        if back:
+            table.append((f"/dev/{name}", back))
+    return table
+
+
+def _device_devnums(device: str) -> set[str]:
+    kname = Path(device).name
+    nums = {devinfo.devnum_of_kname(kname)}
+    nums.update(devinfo.devnum_of_kname(p) for p in devinfo.partitions(kname))
+    return {n for n in nums if n}
+
+
+def find_stale(workdir: str | Path) -> list[StaleResource]:
+    """Resources in `workdir` that belong to processes that no longer exist."""
+    top = Path(os.path.realpath(workdir))
+    if not top.is_dir():
+        return []
+    mounts = devinfo.read_mountinfo()
+    found: list[StaleResource] = []
+    attached: set[str] = set()
+    for device, back in _loop_table():
+        backing = Path(back.removesuffix(" (deleted)"))
+        m = IMAGE_RE.match(backing.name)
+        if backing.parent != top or m is None:
+            continue
+        attached.add(backing.name)
+        pid = int(m.group(1))
+        if pid_alive(pid):
+            continue
+        devnums = _device_devnums(device)
+        parts = {f"/dev/{p}" for p in devinfo.partitions(Path(device).name)}
+        on_it = [
+            e.mountpoint
+            for e in devinfo.mounts_under("/", mounts)
+            if e.devnum in devnums or e.source == device or e.source in parts
+        ]
+        found.append(StaleResource("loop", backing, pid, device, tuple(on_it)))
+    for entry in sorted(top.iterdir()):
+        m = IMAGE_RE.match(entry.name)
+        if m and entry.name not in attached and not entry.is_symlink() and entry.is_file():
+            pid = int(m.group(1))
+            if not pid_alive(pid):
+                found.append(StaleResource("image", entry, pid))
+            continue
+        m = MOUNT_DIR_RE.match(entry.name)
+        if m and not entry.is_symlink() and entry.is_dir():
+            pid = int(m.group(1))
+            if not pid_alive(pid):
+                below = tuple(e.mountpoint for e in devinfo.mounts_under(entry, mounts))
+                found.append(StaleResource("mountdir", entry, pid, None, below))
+    return found
+
+
+def _unmount_all(mountpoints: tuple[str, ...], why: str, lines: list[str]) -> bool:
+    ok = True
+    for mp in mountpoints:
+        err = devinfo.unmount(mp)
+        if err is None:
+            lines.append(f"unmounted {mp} ({why})")
+        else:
+            ok = False
+            lines.append(f"could not unmount {mp} ({why}): {err}")
+    return ok
+
+
+def _delete(path: Path, lines: list[str]) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        lines.append(f"could not delete {path}: {exc.strerror}")
+        return
+    lines.append(f"deleted {path}")
+
+
+def release_stale(workdir: str | Path) -> list[str]:
+    """Release what `find_stale` finds; returns one human-readable line per action
+    (failures start with 'could not'). Safe to call at any time, from any process."""
+    lines: list[str] = []
+    stale = find_stale(workdir)
+    for res in (r for r in stale if r.kind == "loop"):
+        device = res.loop_device
+        if device is None:
+            continue
+        _unmount_all(res.mounts, f"{device}, pid {res.pid} gone", lines)
+        # Re-check right before detaching: the device must still serve this image.
+        back = devinfo.loop_backing_file(Path(device).name)
+        if back is not None and back.removesuffix(" (deleted)") == str(res.path):
+            err = detach_loop(device)
+            if err is None:
+                lines.append(f"detached {device} ({res.path}, pid {res.pid} gone)")
+            else:
+                lines.append(f"could not detach {device}: {err}")
+        _delete(res.path, lines)
+    for res in (r for r in stale if r.kind == "image"):
+        _delete(res.path, lines)
+    for res in (r for r in stale if r.kind == "mountdir"):
+        # Mounts may have gone with a detached loop device: look again.
+        still = tuple(e.mountpoint for e in devinfo.mounts_under(res.path))
+        if not _unmount_all(still, f"pid {res.pid} gone", lines):
+            continue
+        try:
+            res.path.rmdir()  # only if empty: never delete files
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            lines.append(f"could not remove {res.path}: {exc.strerror}")
+            continue
+        lines.append(f"removed empty mount point {res.path}")
+    return lines

@@ -1,0 +1,45 @@
+"""Byte sizes as people write them: 64M, 1GiB, 4 GiB, 512k."""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "m": 1 << 20,
+    "g": 1 << 30,
+    "t": 1 << 40,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes from '64M', '1GiB', '4 GiB', '512k' or an int (binary units throughout)."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a size: {text!r}")
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError(f"size must not be negative: {text}")
+        return text
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise ValueError(f"not a size: {text!r} (examples: 64M, 1G, 4GiB)")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    return int(value)
+
+
+def format_size(n: int) -> str:
+    """The shortest exact binary form: 67108864 -> '64M'; 1536 -> '1536'."""
+    for suffix, factor in (("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{suffix}"
+    return str(n)
+
+
+def human_bytes(n: float) -> str:
+    for suffix, factor in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= factor:
+            return f"{n / factor:.1f} {suffix}"
+    return f"{n:.0f} B"

@@ -1,0 +1,182 @@
+"""alloc: make one big file by one allocation method, time it to disk, count its fragments.
+
+The classic allocation comparison: the same size written by fallocate(2), by
+posix_fallocate(3), by mmap + memset, and by 4 KiB and 8 KiB write() calls. The runner
+times `run` plus the sync and umount that put the data on disk; `inspect` reads the
+file's layout (FIEMAP) after a fresh mount.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import mmap
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
+
+from fsbench import fiemap
+from fsbench.errors import TrialFailed, Unsupported
+from fsbench.workloads import register
+from fsbench.workloads.base import (
+    Better,
+    Bytes,
+    CacheState,
+    Metric,
+    Params,
+    Scale,
+    TrialContext,
+    Workload,
+)
+
+Method = Literal["fallocate", "posix_fallocate", "mmap", "write-4k", "write-8k"]
+METHODS: tuple[Method, ...] = ("fallocate", "posix_fallocate", "mmap", "write-4k", "write-8k")
+
+FILENAME = "alloc.dat"
+_BUFFER = 1 << 20  # 1 MiB of random bytes, reused: data no compressing fs can shortcut
+_MARGIN_MIN = 16 << 20  # fixed metadata/journal overhead that matters on small filesystems
+
+
+class AllocParams(Params):
+    size: Annotated[Bytes, Field(gt=0)]
+    method: Method
+
+
+def _libc_fallocate() -> Callable[[int, int, int, int], int]:
+    # The raw syscall wrapper: unlike posix_fallocate, glibc's fallocate() never emulates,
+    # so EOPNOTSUPP reaches us. fallocate64 takes a 64-bit off_t on every ABI.
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    func = getattr(libc, "fallocate64", None) or libc.fallocate
+    func.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    func.restype = ctypes.c_int
+    return func
+
+
+_fallocate: Callable[[int, int, int, int], int] | None = None
+
+
+def fallocate(fd: int, offset: int, length: int, mode: int = 0) -> None:
+    """fallocate(2); OSError with the kernel's errno on failure."""
+    global _fallocate
+    if _fallocate is None:
+        _fallocate = _libc_fallocate()
+    while _fallocate(fd, mode, offset, length) != 0:
+        err = ctypes.get_errno()
+        if err != errno.EINTR:  # a signal may interrupt a long allocation: just retry
+            raise OSError(err, os.strerror(err))
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    # os.write may write less than asked (signals, nearly full fs): finish the chunk.
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
+
+
+def _by_write(fd: int, size: int, chunk: int, buf: memoryview) -> None:
+    done = 0
+    while done < size:
+        pos = done % len(buf)
+        n = min(chunk, size - done, len(buf) - pos)
+        _write_all(fd, buf[pos : pos + n])  # a memoryview slice: no copy
+        done += n
+
+
+def _by_mmap(fd: int, size: int, buf: memoryview) -> None:
+    # A store into a mapping that the filesystem cannot back kills the process with
+    # SIGBUS: refuse up front, as an ENOSPC error, when the space is plainly not there.
+    vfs = os.fstatvfs(fd)
+    if vfs.f_bavail * vfs.f_frsize < size:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + " (checked before mmap)")
+    os.ftruncate(fd, size)
+    with mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as mm:
+        view = memoryview(mm)
+        try:
+            for pos in range(0, size, len(buf)):
+                n = min(len(buf), size - pos)
+                view[pos : pos + n] = buf[:n]  # memset-like: pages dirtied through the mapping
+        finally:
+            view.release()  # mmap.close() refuses while a view is exported
+    # No msync: the runner's sync + umount writes the dirty pages, inside the timing.
+
+
+@register
+class Alloc(Workload):
+    name: ClassVar[str] = "alloc"
+    summary: ClassVar[str] = (
+        "one big file by fallocate, posix_fallocate, mmap+memset, 4k or 8k writes: "
+        "seconds to disk and fragments"
+    )
+    params_model: ClassVar[type[Params]] = AllocParams
+    scale_defaults = {
+        Scale.TINY: {"size": "64M", "method": list(METHODS)},
+        Scale.QUICK: {"size": "1G", "method": list(METHODS)},
+        Scale.FULL: {"size": "4G", "method": list(METHODS)},
+    }
+    cache: ClassVar[CacheState] = CacheState.COLD
+    flush_in_timing: ClassVar[bool] = True
+
+    def required_bytes(self, params: Params) -> int:
+        assert isinstance(params, AllocParams)
+        return params.size + max(params.size // 10, _MARGIN_MIN)
+
+    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        assert isinstance(params, AllocParams)
+        path = ctx.mountpoint / FILENAME
+        # Random data made before the clock starts; it is not the filesystem's work.
+        buf = memoryview(os.urandom(_BUFFER))
+        t0 = time.monotonic()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            self._fill(ctx, fd, path, params, buf)
+        finally:
+            os.close(fd)
+        seconds = time.monotonic() - t0
+        return [Metric("write_seconds", seconds, "s", Better.LOWER)]
+
+    def _fill(
+        self, ctx: TrialContext, fd: int, path: Path, params: AllocParams, buf: memoryview
+    ) -> None:
+        size, method = params.size, params.method
+        try:
+            if method == "fallocate":
+                fallocate(fd, 0, size)
+            elif method == "posix_fallocate":
+                os.posix_fallocate(fd, 0, size)
+            elif method == "mmap":
+                _by_mmap(fd, size, buf)
+            else:
+                _by_write(fd, size, 4096 if method == "write-4k" else 8192, buf)
+        except OSError as exc:
+            text = exc.strerror or os.strerror(exc.errno or 0)
+            if method == "fallocate" and exc.errno == errno.EOPNOTSUPP:
+                raise Unsupported(
+                    f"fallocate(2): {text} on {ctx.fs_type}",
+                    detail=f"fallocate({path}, mode=0, offset=0, len={size}) -> "
+                    f"{errno.errorcode.get(exc.errno, exc.errno)}",
+                ) from exc
+            done = os.fstat(fd).st_size
+            raise OSError(
+                exc.errno,
+                f"alloc {method}: {text} after {done} of {size} bytes on {ctx.fs_type}",
+                str(path),
+            ) from exc
+
+    def inspect(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        assert isinstance(params, AllocParams)
+        path = ctx.mountpoint / FILENAME
+        st = path.stat()
+        if st.st_size != params.size:
+            raise TrialFailed(f"{path} is {st.st_size} bytes after remount, not {params.size}")
+        layout = fiemap.summary(path)
+        return [
+            Metric("fragments", layout.fragments, "count", Better.LOWER),
+            Metric("extents", layout.extents, "count", Better.LOWER),
+            # Informational: fallocate leaves unwritten extents, the write methods none.
+            Metric("unwritten_extents", layout.unwritten, "count", Better.LOWER),
+        ]

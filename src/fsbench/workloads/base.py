@@ -1,0 +1,133 @@
+"""The workload contract: a name, a parameter model with defaults per scale, the
+tools it needs, an untimed prepare, a timed run, and an optional untimed inspect.
+
+The runner owns the clock: it times `run` plus, when `flush_in_timing`, the sync and
+umount that put the data on disk. A workload only does its work and reports metrics.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Protocol
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+
+from fsbench.units import format_size, parse_size
+
+
+class Scale(StrEnum):
+    TINY = "tiny"  # seconds: tests
+    QUICK = "quick"  # minutes
+    FULL = "full"  # the original comparison's sizes
+
+
+class Better(StrEnum):
+    HIGHER = "higher"
+    LOWER = "lower"
+
+
+class CacheState(StrEnum):
+    WARM = "warm"  # whatever prepare left in the page cache
+    COLD = "cold"  # sync + drop_caches before the timed phase
+    COLD_REMOUNT = "cold-remount"  # umount + mount + drop_caches: nothing cached at all
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    value: float
+    unit: str
+    better: Better
+
+
+@dataclass(frozen=True)
+class Tool:
+    command: str
+    package: str  # Debian package that provides it
+
+
+# A byte size in params: accepts 64M / 1G / ints, stored and shown as "64M".
+Bytes = Annotated[
+    int,
+    BeforeValidator(parse_size),
+    PlainSerializer(format_size, return_type=str, when_used="json"),
+]
+
+
+class Params(BaseModel):
+    """Base of every workload's parameter model: unknown names are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TrialContext(Protocol):
+    """What the runner gives a workload during one trial."""
+
+    @property
+    def mountpoint(self) -> Path: ...
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def fs_type(self) -> str: ...
+
+    def sync(self) -> None: ...
+
+    def drop_caches(self) -> None: ...
+
+    def remount(self) -> None:
+        """umount + mount with the same options: nothing of the filesystem stays cached."""
+
+    def flag(self, name: str, detail: str) -> None:
+        """Mark the trial with a validity flag (e.g. `not-cold`): kept with the result."""
+
+
+class Workload(ABC):
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    params_model: ClassVar[type[Params]]
+    # Parameter values per scale; a list value is a sweep (one cell per element).
+    scale_defaults: ClassVar[Mapping[Scale, Mapping[str, Any]]]
+    tools: ClassVar[tuple[Tool, ...]] = ()
+    cache: ClassVar[CacheState] = CacheState.COLD
+    flush_in_timing: ClassVar[bool] = True
+    needs_filesystem: ClassVar[bool] = True
+    # Metrics the terminal table shows; every metric is stored and in md/csv/json.
+    headline: ClassVar[tuple[str, ...]] = ("seconds",)
+
+    def required_bytes(self, params: Params) -> int:
+        """Space the workload needs on the filesystem; checked before a run starts."""
+        return 0
+
+    def prepare(self, ctx: TrialContext, params: Params) -> None:  # noqa: B027 - optional hook
+        """Untimed setup on the mounted filesystem."""
+
+    @abstractmethod
+    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        """The timed work. Raise errors.Unsupported when the filesystem cannot do it."""
+
+    def inspect(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        """Untimed measurements after the data is on disk and the filesystem remounted."""
+        return []
+
+    @classmethod
+    def has_inspect(cls) -> bool:
+        return cls.inspect is not Workload.inspect
+
+    @classmethod
+    def defaults(cls, scale: Scale) -> dict[str, Any]:
+        return dict(cls.scale_defaults.get(scale, {}))
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,91 @@
+"""Shared fixtures. Integration fixtures make real sparse images and loop devices under
+/var/tmp and release them (mounts first, then loop devices) even when a test fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from fsbench import filesystems, fsops
+
+TEST_ROOT = Path("/var/tmp/fsbench-tests")
+CORE_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+
+
+def available_fs() -> list[str]:
+    kernel = filesystems.kernel_filesystems()
+    return [
+        name for name in CORE_FS
+        if filesystems.availability(filesystems.get(name), kernel).available
+    ]
+
+
+def _release(mountpoints: list[Path], loop: str | None, image: Path | None) -> None:
+    for mnt in reversed(mountpoints):
+        if fsops.is_mounted(mnt):
+            subprocess.run(["umount", str(mnt)], check=False)
+            if fsops.is_mounted(mnt):
+                subprocess.run(["umount", "-l", str(mnt)], check=False)
+    if loop:
+        subprocess.run(["losetup", "-d", loop], check=False, capture_output=True)
+    if image and image.exists():
+        image.unlink()
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """A private directory under /var/tmp (a real disk filesystem, not tmpfs)."""
+    path = TEST_ROOT / uuid.uuid4().hex[:12]
+    path.mkdir(parents=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False)
+
+
+@pytest.fixture
+def loopdev(workdir: Path) -> Iterator[str]:
+    """A 1 GiB sparse image attached with direct I/O: big enough for xfs and btrfs."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for loop devices")
+    image = workdir / "disk.img"
+    with image.open("wb") as f:
+        f.truncate(1 << 30)
+    loop = subprocess.run(
+        ["losetup", "--direct-io=on", "--find", "--show", str(image)],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    mounts_before = {e.mountpoint for e in fsops.mount_entries()}
+    try:
+        yield loop
+    finally:
+        stray = [Path(e.mountpoint) for e in fsops.mount_entries()
+                 if e.source == loop and e.mountpoint not in mounts_before]
+        _release(stray, loop, image)
+
+
+MountFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def make_fs(loopdev: str, workdir: Path) -> Iterator[MountFactory]:
+    """make_fs("ext4", mkfs=["-I", "256"], mount="noatime") -> mounted path on the loop device."""
+    made: list[Path] = []
+
+    def factory(fs_name: str, mkfs: list[str] | None = None, mount: str = "") -> Path:
+        fs = filesystems.get(fs_name)
+        fsops.mkfs(fs, mkfs or [], loopdev)
+        mnt = workdir / f"mnt{len(made)}"
+        made.append(mnt)
+        fsops.mount(fs, loopdev, mnt, mount)
+        return mnt
+
+    try:
+        yield factory
+    finally:
+        _release(made, None, None)
