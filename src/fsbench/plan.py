@@ -60,7 +60,8 @@ class FsConfig(BaseModel):
             return self.label
         parts = [self.type]
         if self.mkfs:
-            parts.append(shlex.join(self.mkfs))
+            # Quote only what needs it for reading: `-O ^flex_bg` stays as people write it.
+            parts.append(" ".join(shlex.quote(a) if " " in a else a for a in self.mkfs))
         if self.mount:
             parts.append(self.mount)
         return " ".join(parts)

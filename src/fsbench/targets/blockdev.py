@@ -50,6 +50,7 @@ class DeviceFacts:
     exists: bool = True
     is_block: bool = True
     devnum: str = ""
+    size_bytes: int | None = None  # from sysfs; None if unknown
     # The device first, then every partition and holder below it (dm, md, ...).
     nodes: tuple[BlockNode, ...] = ()
     lsblk_error: str = ""
@@ -79,6 +80,11 @@ def refusal(f: DeviceFacts) -> str | None:
             f"--device {name} is not a block device; give a disk or partition such as "
             "/dev/sdX, or drop --device to use a loop image"
         )
+    if f.size_bytes == 0:
+        return (
+            f"{name} is empty (0 bytes): an unattached loop device or a drive without "
+            "medium; choose another device"
+        )
     others = f.nodes[1:]
     devnums = {n.devnum for n in f.nodes if n.devnum} | ({f.devnum} if f.devnum else set())
     paths = {n.path for n in f.nodes} | {f.real}
@@ -92,8 +98,7 @@ def refusal(f: DeviceFacts) -> str | None:
     for node in f.nodes:
         if SWAP_MARK in node.mountpoints or node.path in f.swaps:
             return (
-                f"{name} is used as swap ({node.path}); swapoff it first "
-                "or choose another device"
+                f"{name} is used as swap ({node.path}); swapoff it first or choose another device"
             )
     if f.real in f.swaps:
         return f"{name} is used as swap; swapoff it first or choose another device"
@@ -175,8 +180,11 @@ def _flatten(devices: list[Any]) -> Iterator[dict[str, Any]]:
 
 def _lsblk_nodes(real: str) -> tuple[list[BlockNode], str]:
     res = proc.run(["lsblk", "-J", "-b", "-o", LSBLK_COLUMNS, real], timeout=30)
+    if res.returncode == 32:
+        return [], "lsblk does not list it"
     if not res.ok:
-        return [], res.output.splitlines()[0] if res.output else f"exit {res.returncode}"
+        err = res.stderr.strip()
+        return [], err.splitlines()[0] if err else f"lsblk exit {res.returncode}"
     try:
         data = json.loads(res.stdout or "{}")
     except json.JSONDecodeError as exc:
@@ -271,7 +279,13 @@ def probe_device(path: str, destroy_data: bool) -> DeviceFacts:
     else:
         nodes = [BlockNode(real, "", devnum)] + nodes
     kname = devinfo.kname_of_devnum(devnum)
+    size: int | None = None
     if kname is not None:
+        sectors = devinfo.SYS_BLOCK / kname / "size"
+        try:
+            size = int(sectors.read_text().strip()) * 512
+        except (OSError, ValueError):
+            size = None
         seen = {n.devnum for n in nodes}
         for extra in _sysfs_nodes(kname):
             if extra.devnum not in seen:
@@ -294,6 +308,7 @@ def probe_device(path: str, destroy_data: bool) -> DeviceFacts:
         real=real,
         destroy_data=destroy_data,
         devnum=devnum,
+        size_bytes=size,
         nodes=tuple(nodes),
         lsblk_error=lsblk_error,
         signature=sig,

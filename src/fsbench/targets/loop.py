@@ -115,8 +115,7 @@ class LoopImage(Target):
             return
         if self._size <= 0 or self._size % 512:
             raise FsbenchError(
-                f"image size {self._size} is not a positive multiple of 512 bytes: "
-                "fix --image-size"
+                f"image size {self._size} is not a positive multiple of 512 bytes: fix --image-size"
             )
         try:
             self._open()

@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import pytest
+
+from fsbench import plan as planning
+from fsbench.errors import FsbenchError
+from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.workloads.base import Scale
+
+
+def test_comma_list_makes_one_config_per_type() -> None:
+    configs = planning.parse_fs_spec("ext4,xfs,btrfs")
+    assert [c.type for c in configs] == ["ext4", "xfs", "btrfs"]
+    assert [c.display for c in configs] == ["ext4", "xfs", "btrfs"]
+
+
+def test_rich_spec_keeps_commas_of_mount_options() -> None:
+    (c,) = planning.parse_fs_spec("ext4:mkfs=-I 256 -O ^flex_bg:mount=data=writeback,nodelalloc")
+    assert c.type == "ext4"
+    assert c.mkfs == ("-I", "256", "-O", "^flex_bg")
+    assert c.mount == "data=writeback,nodelalloc"
+    assert c.display == "ext4 -I 256 -O ^flex_bg data=writeback,nodelalloc"
+
+
+def test_spec_label_and_quoted_mkfs() -> None:
+    (c,) = planning.parse_fs_spec("xfs:mkfs=-L 'a b':label=my xfs")
+    assert c.mkfs == ("-L", "a b")
+    assert c.display == "my xfs"
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("zfs", "unknown filesystem 'zfs'"),
+        ("", "empty --fs"),
+        ("ext4:mount=a:mount=b", "mount= given twice"),
+        ("ext4:mkfs=-O 'unterminated", "No closing quotation"),
+    ],
+)
+def test_bad_fs_specs_are_one_line_errors(spec: str, message: str) -> None:
+    with pytest.raises(FsbenchError, match=message) as info:
+        planning.parse_fs_spec(spec)
+    assert "\n" not in str(info.value)
+
+
+def test_parse_set() -> None:
+    assert planning.parse_set(["method=fallocate,write-4k", "size=64M"]) == {
+        "method": ["fallocate", "write-4k"],
+        "size": ["64M"],
+    }
+    with pytest.raises(FsbenchError, match="NAME=VALUE"):
+        planning.parse_set(["method"])
+
+
+def _plan(**kw: object) -> Plan:
+    base: dict[str, object] = {
+        "fs": [FsConfig(type="ext4"), FsConfig(type="xfs")],
+        "workload": [WorkloadSpec(name="alloc")],
+        "scale": Scale.TINY,
+        "reps": 2,
+    }
+    base.update(kw)
+    return Plan.model_validate(base)
+
+
+def test_scale_defaults_sweep_methods_and_size() -> None:
+    cells = planning.expand(_plan())
+    methods = {c.params["method"] for c in cells}
+    assert methods == {"fallocate", "posix_fallocate", "mmap", "write-4k", "write-8k"}
+    assert {c.params["size"] for c in cells} == {"64M"}
+    assert len(cells) == 5 * 2
+
+
+def test_set_overrides_defaults_and_makes_one_cell_per_value() -> None:
+    cells = planning.expand(_plan(), {"method": ["fallocate", "write-4k"], "size": ["1M"]})
+    assert [(c.config.type, c.params["method"]) for c in cells] == [
+        ("ext4", "fallocate"), ("xfs", "fallocate"), ("ext4", "write-4k"), ("xfs", "write-4k"),
+    ]
+    assert all(c.params["size"] == "1M" for c in cells)
+
+
+def test_set_unknown_parameter_is_refused() -> None:
+    with pytest.raises(FsbenchError, match="--set clients: no such parameter"):
+        planning.expand(_plan(), {"clients": ["1"]})
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"method": ["sideways"]}, "method"),
+        ({"size": ["-5M"]}, "size"),
+        ({"size": ["lots"]}, "not a size"),
+    ],
+)
+def test_bad_parameter_values(values: dict[str, list[str]], message: str) -> None:
+    with pytest.raises(FsbenchError, match=message):
+        planning.expand(_plan(), values)
+
+
+def test_duplicate_labels_are_refused() -> None:
+    p = _plan(fs=[FsConfig(type="ext4"), FsConfig(type="ext4")])
+    with pytest.raises(FsbenchError, match="share the label"):
+        planning.expand(p)
+
+
+def test_schedule_interleaves_reps() -> None:
+    cells = planning.expand(_plan(), {"method": ["fallocate"]})
+    order = planning.schedule(cells, 3)
+    assert [(rep, c.config.type) for rep, c in order] == [
+        (1, "ext4"), (1, "xfs"), (2, "ext4"), (2, "xfs"), (3, "ext4"), (3, "xfs"),
+    ]
+
+
+def test_presets_load_and_expand() -> None:
+    assert {"quick", "alloc"} <= set(planning.preset_names())
+    alloc = planning.load_preset("alloc")
+    assert [c.display for c in alloc.fs] == [
+        "ext2", "ext3 ordered", "ext3 writeback", "ext3 journal", "ext4", "xfs", "btrfs",
+    ]
+    assert alloc.reps == 3
+    cells = planning.expand(alloc)
+    assert len(cells) == 7 * 5
+    quick = planning.load_preset("quick")
+    assert [c.type for c in quick.fs] == ["ext4", "xfs", "btrfs"]
+
+
+def test_unknown_preset() -> None:
+    with pytest.raises(FsbenchError, match="unknown preset 'nope'"):
+        planning.load_preset("nope")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("reps = [", "invalid TOML"),
+        ('reps = 0\n[[fs]]\ntype="ext4"\n[[workload]]\nname="alloc"', "reps"),
+        ('[[fs]]\ntype="reiser5"\n[[workload]]\nname="alloc"', "unknown filesystem"),
+        ('[[fs]]\ntype="ext4"\n[[workload]]\nname="bonnie"', "unknown workload"),
+        ('[[fs]]\ntype="ext4"\n[[workload]]\nname="alloc"\nbogus=1', "bogus"),
+        ('colour = "red"\n[[fs]]\ntype="ext4"\n[[workload]]\nname="alloc"', "colour"),
+    ],
+)
+def test_bad_toml_is_one_line(text: str, message: str) -> None:
+    with pytest.raises(FsbenchError, match=message) as info:
+        planning.load_toml(text, "plan.toml")
+    assert "\n" not in str(info.value)
+
+
+def test_toml_plan_round_trip() -> None:
+    text = """
+name = "mine"
+reps = 5
+scale = "tiny"
+[target]
+image_size = "2G"
+[[fs]]
+type = "ext4"
+mkfs = "-I 256"
+mount = "data=writeback"
+[[workload]]
+name = "alloc"
+[workload.params]
+method = "mmap"
+"""
+    p = planning.load_toml(text, "mine.toml")
+    assert p.target.image_size == 2 << 30
+    assert p.fs[0].mkfs == ("-I", "256")
+    cells = planning.expand(p)
+    assert len(cells) == 1 and cells[0].params == {"size": "64M", "method": "mmap"}
