@@ -147,7 +147,12 @@ def test_layout_counts_flags() -> None:
     ]
     lay = fiemap.layout(exts)
     assert lay == fiemap.FileLayout(
-        extents=4, fragments=3, bytes_mapped=3 * M + 100, unwritten=1, shared=1, inline=1,
+        extents=4,
+        fragments=3,
+        bytes_mapped=3 * M + 100,
+        unwritten=1,
+        shared=1,
+        inline=1,
         delalloc=0,
     )
     assert exts[1].unwritten and not exts[0].unwritten

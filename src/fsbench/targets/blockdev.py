@@ -155,8 +155,8 @@ def refusal(f: DeviceFacts) -> str | None:
             what = sig_type or usage
             lab = f" labelled {label!r}" if label else ""
             return (
-                f"{name} carries a {what} signature{lab} (fsbench only overwrites blank devices "
-                f"or filesystems labelled {FSBENCH_LABEL!r}); {wipe}"
+                f"{name} carries a signature ({what}{lab}); fsbench only overwrites blank "
+                f"devices or filesystems labelled {FSBENCH_LABEL!r}; {wipe}"
             )
     if f.busy:
         return (

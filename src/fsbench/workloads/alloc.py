@@ -120,6 +120,7 @@ class Alloc(Workload):
     }
     cache: ClassVar[CacheState] = CacheState.COLD
     flush_in_timing: ClassVar[bool] = True
+    headline: ClassVar[tuple[str, ...]] = ("seconds", "fragments", "extents")
 
     def required_bytes(self, params: Params) -> int:
         assert isinstance(params, AllocParams)

@@ -1,0 +1,285 @@
+"""fiemap against e2fsprogs `filefrag` on real files, and the alloc workload on every
+available filesystem. Real loop devices and filesystems: nothing mocked."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import MountFactory, available_fs
+from fsbench import fiemap, filesystems, fsops
+from fsbench.errors import Unsupported
+from fsbench.workloads import get
+from fsbench.workloads.alloc import FILENAME, METHODS, Alloc, AllocParams
+from fsbench.workloads.base import Better, Metric, Scale, fsync_path
+
+FS = available_fs()
+K = 4096
+M = 1 << 20
+# ext2/ext3 (no extents, mounted by the ext4 driver): fallocate(2) is EOPNOTSUPP.
+NO_FALLOCATE = {"ext2", "ext3"}
+
+needs_filefrag = pytest.mark.skipif(shutil.which("filefrag") is None, reason="no filefrag")
+
+
+class Ctx:
+    """The runner's TrialContext, reduced to what a test needs."""
+
+    def __init__(self, fs_name: str, device: str, mountpoint: Path) -> None:
+        self._fs = filesystems.get(fs_name)
+        self._device = device
+        self._mountpoint = mountpoint
+        self.flags: list[tuple[str, str]] = []
+
+    @property
+    def mountpoint(self) -> Path:
+        return self._mountpoint
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    @property
+    def fs_type(self) -> str:
+        return self._fs.name
+
+    def sync(self) -> None:
+        os.sync()
+
+    def drop_caches(self) -> None:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+    def remount(self) -> None:
+        fsops.umount(self._mountpoint)
+        fsops.mount(self._fs, self._device, self._mountpoint, "")
+
+    def flag(self, name: str, detail: str) -> None:
+        self.flags.append((name, detail))
+
+
+def filefrag_count(path: Path) -> int:
+    out = subprocess.run(
+        ["filefrag", str(path)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    m = re.search(r": (\d+) extents? found", out)
+    assert m, f"unexpected filefrag output: {out!r}"
+    return int(m.group(1))
+
+
+def write_file(path: Path, pieces: list[tuple[int, int]], size: int | None = None) -> None:
+    """Write (offset, length) pieces of random data, then set the size (holes stay holes)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for off, length in pieces:
+            os.pwrite(fd, os.urandom(length), off)
+        if size is not None:
+            os.ftruncate(fd, size)
+    finally:
+        os.close(fd)
+
+
+def interleaved(a: Path, b: Path, chunks: int) -> None:
+    """Two files growing 4 KiB at a time, each chunk forced to disk: the allocator hands out
+    neighbouring blocks to both, so each file ends up in many pieces."""
+    data = os.urandom(K)
+    fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) for p in (a, b)]
+    try:
+        for _ in range(chunks):
+            for fd in fds:
+                os.write(fd, data)
+                os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+# -- fiemap vs filefrag ----------------------------------------------------------------
+
+
+@pytest.mark.integration
+@needs_filefrag
+@pytest.mark.parametrize("fs_name", FS)
+def test_fragments_match_filefrag(make_fs: MountFactory, fs_name: str) -> None:
+    mnt = make_fs(fs_name)
+    files: dict[str, Path] = {
+        n: mnt / n
+        for n in (
+            "contiguous",
+            "empty",
+            "tiny",
+            "sparse",
+            "leading-hole",
+            "holes-filled",
+            "frag-a",
+            "frag-b",
+        )
+    }
+    write_file(files["contiguous"], [(0, 8 * M)])
+    write_file(files["empty"], [])
+    write_file(files["tiny"], [(0, 100)])
+    write_file(files["sparse"], [(0, 64 * 1024), (M, 64 * 1024), (5 * M, 64 * 1024)], 16 * M)
+    write_file(files["leading-hole"], [(3 * M, 128 * 1024)], 8 * M)
+    # Every other 64 KiB first, the gaps later: allocated at two moments.
+    hf = files["holes-filled"]
+    write_file(hf, [(i * 65536, 65536) for i in range(0, 64, 2)])
+    fsync_path(hf)
+    fd = os.open(hf, os.O_WRONLY)
+    try:
+        for i in range(1, 64, 2):
+            os.pwrite(fd, os.urandom(65536), i * 65536)
+    finally:
+        os.close(fd)
+    interleaved(files["frag-a"], files["frag-b"], 128)
+    if fs_name not in NO_FALLOCATE:
+        # Unwritten extents, and a fallocated file written in its middle: mixed flags.
+        for name, written in (("prealloc", None), ("prealloc-part", (2 * M, M))):
+            p = files[name] = mnt / name
+            fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(fd, 0, 8 * M)
+                if written:
+                    os.pwrite(fd, os.urandom(written[1]), written[0])
+            finally:
+                os.close(fd)
+    # filefrag does not ask FIEMAP to sync: make delayed allocation happen first.
+    os.sync()
+
+    for name, path in files.items():
+        exts = fiemap.extents(path)
+        lay = fiemap.summary(path)
+        assert lay.fragments == filefrag_count(path), (fs_name, name, exts)
+        assert lay.extents == len(exts) >= lay.fragments
+        # Batching: one record per ioctl call gives the same list.
+        assert fiemap.extents(path, batch=1) == exts, (fs_name, name)
+
+    assert fiemap.summary(files["empty"]).fragments == 0
+    contiguous = fiemap.summary(files["contiguous"]).fragments
+    if fs_name in NO_FALLOCATE:
+        # Block-mapped files: the indirect blocks sit between data runs (filefrag agrees).
+        assert 1 <= contiguous <= 8
+    else:
+        assert contiguous == 1
+    assert fiemap.summary(files["contiguous"]).bytes_mapped == 8 * M
+    for name in ("frag-a", "frag-b"):
+        lay = fiemap.summary(files[name])
+        assert lay.fragments > 1, (fs_name, name, lay)
+        assert lay.extents >= lay.fragments
+    if fs_name not in NO_FALLOCATE:
+        pre = fiemap.summary(files["prealloc"])
+        assert pre.unwritten == pre.extents >= 1
+        part = fiemap.extents(files["prealloc-part"])
+        assert any(e.unwritten for e in part) and not all(e.unwritten for e in part)
+
+
+@pytest.mark.integration
+def test_extents_unsupported_raises_oserror(tmp_path: Path) -> None:
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm")
+    path = shm / f"fsbench-fiemap-{os.getpid()}"
+    path.write_bytes(b"x")
+    try:
+        with pytest.raises(OSError) as info:
+            fiemap.extents(path)
+        assert info.value.errno in (errno.EOPNOTSUPP, errno.ENOTTY)
+        assert info.value.filename == str(path)
+    finally:
+        path.unlink()
+
+
+# -- the alloc workload ----------------------------------------------------------------
+
+
+def test_registry_and_params() -> None:
+    assert get("alloc") is Alloc
+    for scale, size in ((Scale.TINY, 64 * M), (Scale.QUICK, 1 << 30), (Scale.FULL, 4 << 30)):
+        d = Alloc.defaults(scale)
+        assert d["method"] == list(METHODS)
+        p = AllocParams(size=d["size"], method="mmap")
+        assert p.size == size
+        assert p.size < Alloc().required_bytes(p) <= p.size + max(p.size // 10, 16 * M)
+    assert Alloc.has_inspect()
+    with pytest.raises(ValueError):
+        AllocParams(size=0, method="mmap")
+    with pytest.raises(ValueError):
+        AllocParams(size="1M", method="write-16k")
+
+
+def metric(metrics: list[Metric], name: str) -> Metric:
+    found = [m for m in metrics if m.name == name]
+    assert len(found) == 1, (name, metrics)
+    return found[0]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("fs_name", FS)
+def test_alloc_run_and_inspect(
+    make_fs: MountFactory, loopdev: str, fs_name: str, method: str
+) -> None:
+    mnt = make_fs(fs_name)
+    ctx = Ctx(fs_name, loopdev, mnt)
+    params = AllocParams(size="16M", method=method)
+    work = Alloc()
+    path = mnt / FILENAME
+
+    if method == "fallocate" and fs_name in NO_FALLOCATE:
+        with pytest.raises(Unsupported) as info:
+            work.run(ctx, params)
+        assert fs_name in info.value.message
+        assert os.strerror(errno.EOPNOTSUPP) in info.value.message
+        return
+
+    (timing,) = work.run(ctx, params)
+    assert timing == Metric("write_seconds", timing.value, "s", Better.LOWER)
+    assert timing.value > 0
+    # What the runner does between run and inspect: flush, umount, fresh mount.
+    ctx.sync()
+    ctx.remount()
+    metrics = work.inspect(ctx, params)
+
+    st = path.stat()
+    assert st.st_size == 16 * M
+    assert st.st_blocks * 512 >= 16 * M  # every block allocated, no holes
+    fragments = metric(metrics, "fragments")
+    extents = metric(metrics, "extents")
+    unwritten = metric(metrics, "unwritten_extents")
+    assert (fragments.unit, fragments.better) == ("count", Better.LOWER)
+    assert extents.unit == "count"
+    assert fragments.value >= 1
+    assert extents.value >= fragments.value
+    if shutil.which("filefrag"):
+        assert fragments.value == filefrag_count(path)
+
+    real_fallocate = method == "fallocate" or (
+        method == "posix_fallocate" and fs_name not in NO_FALLOCATE
+    )
+    if real_fallocate:
+        # Allocated, never written: every extent is unwritten.
+        assert unwritten.value == extents.value
+    else:
+        # Written data (posix_fallocate on ext2/ext3 is glibc writing a byte per block).
+        assert unwritten.value == 0
+    assert ctx.flags == []
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("method", ["write-8k", "mmap", "fallocate"])
+def test_alloc_enospc_is_a_clear_oserror(make_fs: MountFactory, loopdev: str, method: str) -> None:
+    if "btrfs" not in FS:
+        pytest.skip("btrfs unavailable (used for its size option: a 128 MiB filesystem)")
+    mnt = make_fs("btrfs", mkfs=["-b", "128M"])
+    ctx = Ctx("btrfs", loopdev, mnt)
+    params = AllocParams(size="256M", method=method)
+    with pytest.raises(OSError) as info:
+        Alloc().run(ctx, params)
+    assert info.value.errno == errno.ENOSPC
+    assert f"alloc {method}" in str(info.value)
+    assert "btrfs" in str(info.value)
