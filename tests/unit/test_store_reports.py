@@ -101,8 +101,8 @@ def test_markdown_table(store: Store, run_id: int) -> None:
     md = render.render_markdown(store.get_run(run_id), build_rows(store.get_trials(run_id)))
     assert "### alloc: seconds, lower is better" in md
     assert "| config \\ method | fallocate | write-4k |" in md
-    assert "| xfs | 0.022 ± 0.00497 (3) | 2.20 ± 0.497 (3) |" in md
-    assert "| ext2 | unsupported [2] | 3.00 (1) |" in md
+    assert "| xfs | 0.0220 ± 0.0050 (3) | 2.20 ± 0.50 (3) |" in md
+    assert "| ext2 | unsupported [2] | 3 (1) |" in md
     assert "| ext2 | unsupported [" in md
     assert "Ignoring removed i_version option" in md  # ignored option beside the result
     assert "_mean ± 95% CI (n) · size=64M_" in md
@@ -121,4 +121,21 @@ def test_terminal_table(store: Store, run_id: int) -> None:
     text = render.render_text(store.get_run(run_id), build_rows(store.get_trials(run_id)),
                               all_metrics=True)
     assert "alloc: seconds" in text and "alloc: fragments (count, lower is better)" in text
-    assert "unsupported" in text and "2.20 ± 0.497 (3)" in text
+    assert "unsupported" in text and "2.20 ± 0.50 (3)" in text
+
+
+@pytest.mark.parametrize(
+    "mean, half, text",
+    [
+        (2.2034, 0.4971, "2.20 ± 0.50"),
+        (0.0299, 0.0246, "0.030 ± 0.025"),
+        (1234.5, 56.0, "1,234 ± 56"),
+        (1.0, 0.0, "1 ± 0"),
+        (8.0, None, "8"),
+        (0.1234, None, "0.123"),
+    ],
+)
+def test_mean_rounded_to_its_uncertainty(mean: float, half: float | None, text: str) -> None:
+    from fsbench.reports.tables import fmt_mean_ci
+
+    assert fmt_mean_ci(mean, half) == text

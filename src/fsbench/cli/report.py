@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -39,7 +40,9 @@ def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: 
     run = store.get_run(run_id)
     rows = build_rows(store.get_trials(run_id))
     if fmt == "table" and output is None:
-        render.print_tables(Console(), run, rows, all_metrics)
+        # Piped or redirected: do not wrap the table at 80 columns.
+        console = Console() if sys.stdout.isatty() else Console(width=200)
+        render.print_tables(console, run, rows, all_metrics)
         return
     text = {
         "table": lambda: render.render_text(run, rows, all_metrics=all_metrics),

@@ -71,7 +71,9 @@ def build_plan(
         data["fs"] = [c for spec in fs for c in planning.parse_fs_spec(spec)]
     if workload:
         names = [w.strip() for spec in workload for w in spec.split(",") if w.strip()]
-        keep = {w.name: w for w in base.workloads}
+        # An explicit preset or plan keeps its parameters for the workloads it has;
+        # otherwise a workload runs with its own defaults for the scale.
+        keep = {w.name: w for w in base.workloads} if (plan_file or preset) else {}
         data["workload"] = [keep.get(n) or WorkloadSpec(name=n) for n in names]
     if scale is not None:
         data["scale"] = scale
@@ -197,8 +199,9 @@ def _execute(
     def on_done(index: int, n: int, record: TrialRecord) -> None:
         progress.update(task, completed=index + 1)
         if record.status != "ok":
-            problems.append(f"{record.status}: {record.config} · {record.workload} "
-                            f"{record.params}: {record.message}")
+            shown = " ".join(f"{k}={v}" for k, v in record.params.items())
+            problems.append(f"{record.status}: {record.config} · {record.workload} {shown}: "
+                            f"{record.message}")
             progress.console.print(f"  {problems[-1]}", style="yellow", markup=False,
                                    highlight=False)
 

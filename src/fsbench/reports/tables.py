@@ -38,19 +38,30 @@ def fmt_number(x: float) -> str:
     return f"{x:.3g}"
 
 
+def fmt_mean_ci(mean: float, half: float | None) -> str:
+    """The mean to the precision of its uncertainty: CI half-width to 2 significant digits,
+    the mean to the same decimal place (2.2034 ± 0.4971 -> 2.20 ± 0.50)."""
+    if half is None or half <= 0 or not math.isfinite(half):
+        if float(mean).is_integer():
+            text = f"{mean:,.0f}"
+        else:
+            text = fmt_number(mean)
+        return text if half is None else f"{text} ± 0"
+    decimals = min(6, max(0, 1 - math.floor(math.log10(half))))
+    return f"{mean:,.{decimals}f} ± {half:,.{decimals}f}"
+
+
 def fmt_value(row: Row) -> str:
     """mean ± CI half-width (n); bytes in binary units."""
     if row.mean is None:
         return "-"
+    half = (row.ci95[1] - row.ci95[0]) / 2 if row.ci95 else None
     if row.unit == "B":
         text = human_bytes(row.mean)
-        if row.ci95:
-            text += f" ± {human_bytes((row.ci95[1] - row.ci95[0]) / 2)}"
+        if half is not None:
+            text += f" ± {human_bytes(half)}"
         return f"{text} ({row.n})"
-    text = fmt_number(row.mean)
-    if row.ci95:
-        text += f" ± {fmt_number((row.ci95[1] - row.ci95[0]) / 2)}"
-    return f"{text} ({row.n})"
+    return f"{fmt_mean_ci(row.mean, half)} ({row.n})"
 
 
 def _params_label(params: dict[str, Any], names: list[str]) -> str:
