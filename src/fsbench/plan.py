@@ -126,6 +126,8 @@ def one_line(exc: ValidationError) -> str:
     """First validation error as `where: what`, for a one-line CLI message."""
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"])
+    if where in ("type", "name"):  # the message names the thing already
+        where = ""
     msg = str(err["msg"]).removeprefix("Value error, ")
     extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     return f"{where}: {msg}{extra}" if where else f"{msg}{extra}"

@@ -11,8 +11,9 @@ _UNITS = {
     "m": 1 << 20,
     "g": 1 << 30,
     "t": 1 << 40,
+    "p": 1 << 50,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
 def parse_size(text: str | int) -> int:

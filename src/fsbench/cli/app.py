@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.console import Console
 
 from fsbench.cli import doctor, listing, report, run
 from fsbench.errors import FsbenchError
@@ -28,9 +27,9 @@ def main() -> None:
     try:
         app()
     except FsbenchError as exc:
-        Console(stderr=True).print(f"fsbench: error: {exc}", style="red", highlight=False,
-                                   markup=False)
+        # One line, never wrapped: scripts and people grep it.
+        sys.stderr.write(f"fsbench: error: {exc}\n")
         sys.exit(2)
     except KeyboardInterrupt:
-        Console(stderr=True).print("fsbench: interrupted", style="yellow")
+        sys.stderr.write("fsbench: interrupted\n")
         sys.exit(130)

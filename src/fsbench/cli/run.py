@@ -9,6 +9,7 @@ from types import FrameType
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -74,7 +75,10 @@ def build_plan(
         # An explicit preset or plan keeps its parameters for the workloads it has;
         # otherwise a workload runs with its own defaults for the scale.
         keep = {w.name: w for w in base.workloads} if (plan_file or preset) else {}
-        data["workload"] = [keep.get(n) or WorkloadSpec(name=n) for n in names]
+        try:
+            data["workload"] = [keep.get(n) or WorkloadSpec(name=n) for n in names]
+        except ValidationError as exc:
+            raise FsbenchError(f"--workload: {planning.one_line(exc)}") from None
     if scale is not None:
         data["scale"] = scale
     if reps is not None:
@@ -97,9 +101,8 @@ def build_plan(
     try:
         data["fs"] = [c if isinstance(c, FsConfig) else FsConfig(**c) for c in data["fs"]]
         return Plan.model_validate(data)
-    except Exception as exc:
-        msg = planning.one_line(exc) if hasattr(exc, "errors") else str(exc)
-        raise FsbenchError(msg) from None
+    except ValidationError as exc:
+        raise FsbenchError(planning.one_line(exc)) from None
 
 
 def make_target(plan: Plan) -> Target:

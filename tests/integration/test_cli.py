@@ -1,0 +1,229 @@
+"""The `fsbench` command end to end, as a user runs it: real loop images, real mkfs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fsbench import fsops
+from fsbench.store import Store
+
+pytestmark = pytest.mark.integration
+
+
+def fsbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fsbench", *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+def ours(workdir: Path) -> tuple[list[str], list[str]]:
+    """Loop devices backed by files in workdir, and mounts under it."""
+    out = subprocess.run(["losetup", "-J", "--list"], capture_output=True, text=True).stdout
+    loops = [d["name"] for d in json.loads(out or '{"loopdevices": []}')["loopdevices"]
+             if str(d.get("back-file") or "").startswith(str(workdir))]
+    mounts = [e.mountpoint for e in fsops.mount_entries() if e.mountpoint.startswith(str(workdir))]
+    return loops, mounts
+
+
+@pytest.fixture
+def common(workdir: Path) -> list[str]:
+    return ["--workdir", str(workdir / "work"), "--db", str(workdir / "results.db"),
+            "--image-size", "1G", "--scale", "tiny"]
+
+
+def test_run_json_rows(common: list[str], workdir: Path) -> None:
+    res = fsbench("run", "--fs", "ext4,xfs", "--workload", "alloc", "--reps", "2",
+                  "--set", "method=fallocate,write-4k", "--set", "size=16M", "--json", *common)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    rows = doc["rows"]
+    assert {(r["config"], r["params"]["method"]) for r in rows} == {
+        ("ext4", "fallocate"), ("ext4", "write-4k"), ("xfs", "fallocate"), ("xfs", "write-4k")}
+    seconds = [r for r in rows if r["metric"] == "seconds"]
+    assert all(r["status"] == "ok" and r["n"] == 2 and len(r["values"]) == 2 for r in seconds)
+    assert all(r["ci95"][0] <= r["mean"] <= r["ci95"][1] for r in seconds)
+    frags = [r for r in rows if r["metric"] == "fragments"]
+    assert frags and all(r["mean"] >= 1 and r["better"] == "lower" for r in frags)
+    assert doc["target"]["kind"] == "loop" and doc["target"]["direct_io"] is True
+    assert doc["host"]["kernel"]
+    assert ours(workdir) == ([], [])
+    # The same run read back from the store, in every format.
+    for fmt, needle in [("md", "| config \\ method | fallocate | write-4k |"),
+                        ("csv", "run,config,fs,workload"), ("table", "alloc: seconds")]:
+        rep = fsbench("report", str(doc["run"]), "--format", fmt, "--db",
+                      str(workdir / "results.db"))
+        assert rep.returncode == 0 and needle in rep.stdout, rep.stdout + rep.stderr
+
+
+def test_refused_mount_option_is_unsupported_and_the_run_goes_on(
+    common: list[str], workdir: Path
+) -> None:
+    res = fsbench("run", "--fs", "ext4:mount=nomballoc", "--fs", "xfs", "--workload", "alloc",
+                  "--set", "method=fallocate", "--reps", "2", "--json", *common)
+    assert res.returncode == 3, res.stderr  # some cells unsupported: not an error
+    rows = json.loads(res.stdout)["rows"]
+    ext4 = [r for r in rows if r["fs"] == "ext4"]
+    assert ext4 and all(r["status"] == "unsupported" for r in ext4)
+    assert "Unknown parameter 'nomballoc'" in ext4[0]["message"]
+    xfs = next(r for r in rows if r["fs"] == "xfs" and r["metric"] == "seconds")
+    assert xfs["status"] == "ok" and xfs["n"] == 2
+    # Refused once, not asked again every rep.
+    store = Store(workdir / "results.db")
+    trials = store.get_trials(store.latest_run_id() or 0)
+    assert [t.status for t in trials if t.fs == "ext4"] == ["unsupported"]
+    assert ours(workdir) == ([], [])
+
+
+def test_ignored_option_is_shown_beside_the_result(common: list[str], workdir: Path) -> None:
+    res = fsbench("run", "--fs", "ext4:mount=i_version", "--workload", "alloc",
+                  "--set", "method=fallocate", "--reps", "1", *common)
+    assert res.returncode == 0, res.stderr
+    assert "ext4 i_version [" in res.stdout
+    assert "mount option i_version ignored: kernel: EXT4-fs: Ignoring removed i_version" \
+        in res.stdout
+
+
+def test_unavailable_filesystem_is_unsupported(common: list[str]) -> None:
+    res = fsbench("run", "--fs", "jfs,ext4", "--workload", "alloc", "--set", "method=fallocate",
+                  "--reps", "1", "--json", *common)
+    assert res.returncode == 3, res.stderr
+    jfs = next(r for r in json.loads(res.stdout)["rows"] if r["fs"] == "jfs")
+    assert jfs["status"] == "unsupported" and "lacks jfs" in jfs["message"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--fs", "zfs"], "unknown filesystem 'zfs'"),
+        (["--workload", "bonnie"], "unknown workload 'bonnie'"),
+        (["--set", "clients=4"], "no such parameter"),
+        (["--set", "size=-1G"], "size"),
+        (["--reps", "0"], "reps"),
+        (["--image-size", "huge"], "--image-size"),
+        (["--preset", "nope"], "unknown preset"),
+        (["--image-size", "1P"], "free"),
+        (["--set", "size=8G"], "needs"),
+        (["--destroy-data"], "--destroy-data only makes sense with --device"),
+        (["--device", "/dev/vda"], "--destroy-data"),
+        (["--device", "/dev/vda", "--destroy-data"], "root filesystem"),
+        (["--device", "/etc/passwd", "--destroy-data"], "not a block device"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    args: list[str], message: str, workdir: Path
+) -> None:
+    res = fsbench("run", "--workdir", str(workdir / "work"), "--db", str(workdir / "r.db"),
+                  "--image-size", "1G", "--scale", "tiny", *args)
+    # Later flags win: an --image-size in args overrides the 1G above.
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert message in res.stderr
+    assert "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert ours(workdir) == ([], [])
+
+
+def test_invalid_toml_plan(workdir: Path) -> None:
+    plan = workdir / "plan.toml"
+    plan.write_text("reps = [\n")
+    res = fsbench("run", str(plan), "--db", str(workdir / "r.db"))
+    assert res.returncode == 2 and "invalid TOML" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_mounted_device_is_refused_and_untouched(make_fs: object, loopdev: str,
+                                                 workdir: Path) -> None:
+    mnt = make_fs("ext4")  # type: ignore[operator]
+    (mnt / "precious").write_text("keep me")
+    res = fsbench("run", "--device", loopdev, "--destroy-data", "--db", str(workdir / "r.db"),
+                  "--workdir", str(workdir / "work"), "--scale", "tiny")
+    assert res.returncode == 2 and "mounted" in res.stderr, res.stderr
+    assert (mnt / "precious").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_releases_everything_and_keeps_finished_trials(
+    sig: signal.Signals, common: list[str], workdir: Path
+) -> None:
+    db = workdir / "results.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsbench", "run", "--fs", "ext4,xfs,btrfs", "--workload",
+         "alloc", "--set", "method=write-4k", "--reps", "50", *common],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # wait until some trials are stored
+            if db.exists():
+                s = Store(db)
+                rid = s.latest_run_id()
+                if rid and len(s.get_trials(rid)) >= 2:
+                    break
+            time.sleep(0.2)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    store = Store(db)
+    run = store.get_run(store.latest_run_id() or 0)
+    assert run.status == "interrupted"
+    trials = store.get_trials(run.id)
+    assert len(trials) >= 2 and all(t.status == "ok" for t in trials)
+    assert len({t.seq for t in trials}) == len(trials)
+    assert ours(workdir) == ([], [])
+    assert not list((workdir / "work").glob("fsbench-*.img"))
+
+
+def test_doctor_json(workdir: Path) -> None:
+    res = fsbench("doctor", "--json", "--workdir", str(workdir), "--db", str(workdir / "r.db"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads(res.stdout)
+    fs = {f["name"]: f for f in doc["filesystems"]}
+    for name in ("ext2", "ext3", "ext4", "xfs", "btrfs"):
+        assert fs[name]["available"] is True and fs[name]["version"]
+    for name in ("jfs", "reiserfs", "f2fs", "nilfs2"):
+        assert fs[name]["available"] is False and "lacks" in fs[name]["reason"]
+    wl = {w["name"]: w for w in doc["workloads"]}
+    assert wl["alloc"]["available"] is True and wl["alloc"]["reason"] == "ok"
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert checks["root"]["ok"] and checks["loop devices"]["ok"]
+
+
+def test_list_commands() -> None:
+    for what, needle in [("filesystems", "btrfs"), ("workloads", "alloc"),
+                         ("presets", "quick")]:
+        res = fsbench("list", what, "--json")
+        assert res.returncode == 0 and needle in res.stdout, res.stderr
+
+
+def test_stale_resources_of_a_killed_run_are_released(common: list[str], workdir: Path) -> None:
+    db = workdir / "results.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsbench", "run", "--fs", "ext4", "--workload", "alloc",
+         "--set", "method=write-4k", "--reps", "50", *common],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not ours(workdir)[1]:
+            time.sleep(0.05)
+        proc.kill()  # kill -9: no cleanup runs
+        proc.communicate(timeout=30)
+        loops, _ = ours(workdir)
+        assert loops, "the killed run should have left its loop device"
+        res = fsbench("doctor", "--workdir", str(workdir / "work"), "--db", str(db))
+        assert "released stale" in res.stdout, res.stdout + res.stderr
+        assert ours(workdir) == ([], [])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
