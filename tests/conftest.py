@@ -20,7 +20,8 @@ CORE_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
 def available_fs() -> list[str]:
     kernel = filesystems.kernel_filesystems()
     return [
-        name for name in CORE_FS
+        name
+        for name in CORE_FS
         if filesystems.availability(filesystems.get(name), kernel).available
     ]
 
@@ -58,14 +59,19 @@ def loopdev(workdir: Path) -> Iterator[str]:
         f.truncate(1 << 30)
     loop = subprocess.run(
         ["losetup", "--direct-io=on", "--find", "--show", str(image)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     mounts_before = {e.mountpoint for e in fsops.mount_entries()}
     try:
         yield loop
     finally:
-        stray = [Path(e.mountpoint) for e in fsops.mount_entries()
-                 if e.source == loop and e.mountpoint not in mounts_before]
+        stray = [
+            Path(e.mountpoint)
+            for e in fsops.mount_entries()
+            if e.source == loop and e.mountpoint not in mounts_before
+        ]
         _release(stray, loop, image)
 
 

@@ -67,8 +67,11 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
         Check(
             name="loop devices",
             ok=bool(free and free.ok),
-            detail=(f"free: {free.stdout.strip()}" if free and free.ok
-                    else "no /dev/loop-control or no free loop device (modprobe loop)"),
+            detail=(
+                f"free: {free.stdout.strip()}"
+                if free and free.ok
+                else "no /dev/loop-control or no free loop device (modprobe loop)"
+            ),
         )
     )
     where = _existing_parent(workdir)
@@ -84,8 +87,13 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
     try:
         store = Store(db)
         integrity = store.integrity()
-        checks.append(Check(name="result store", ok=integrity == "ok",
-                            detail=f"{store.url} (integrity: {integrity})"))
+        checks.append(
+            Check(
+                name="result store",
+                ok=integrity == "ok",
+                detail=f"{store.url} (integrity: {integrity})",
+            )
+        )
         store.close()
     except Exception as exc:  # doctor reports, never crashes
         checks.append(Check(name="result store", ok=False, detail=str(exc)))
@@ -94,8 +102,16 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
     fs_status = []
     for fs in filesystems.CATALOGUE.values():
         a = filesystems.availability(fs, kernel)
-        fs_status.append(FsStatus(name=fs.name, available=a.available, reason=a.reason,
-                                  kernel=a.kernel, version=a.version, package=fs.package))
+        fs_status.append(
+            FsStatus(
+                name=fs.name,
+                available=a.available,
+                reason=a.reason,
+                kernel=a.kernel,
+                version=a.version,
+                package=fs.package,
+            )
+        )
     wl_status = []
     for name, wl in workloads.all_workloads().items():
         missing = [t for t in wl.tools if proc.which(t.command) is None]
@@ -103,10 +119,13 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
             WorkloadStatus(
                 name=name,
                 available=not missing,
-                reason="ok" if not missing else "missing " + ", ".join(
-                    f"{t.command} (apt-get install {t.package})" for t in missing),
+                reason="ok"
+                if not missing
+                else "missing "
+                + ", ".join(f"{t.command} (apt-get install {t.package})" for t in missing),
                 tools=[t.command for t in wl.tools],
             )
         )
-    return DoctorReport(checks=checks, filesystems=fs_status, workloads=wl_status,
-                        released=released)
+    return DoctorReport(
+        checks=checks, filesystems=fs_status, workloads=wl_status, released=released
+    )

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench import kmsg, proc
+from fsbench import kmsg, mounts, proc
 from fsbench.errors import TrialFailed, Unsupported
 from fsbench.filesystems import FSBENCH_LABEL, FsType
 
@@ -108,72 +108,27 @@ def mount(fs: FsType, device: str, mountpoint: Path, options: str) -> Made:
 
 def umount(mountpoint: Path, attempts: int = 5) -> str | None:
     """Unmount; on a busy target retry, then lazy-umount. Returns a warning or None."""
-    last = ""
-    for i in range(attempts):
-        res = proc.run(["umount", str(mountpoint)], timeout=600)
-        if res.ok or not is_mounted(mountpoint):
-            return None
-        last = res.output
-        time.sleep(0.2 * (i + 1))
-    res = proc.run(["umount", "-l", str(mountpoint)], timeout=60)
-    if not res.ok and is_mounted(mountpoint):
-        raise TrialFailed(f"cannot unmount {mountpoint}: {res.output or last}")
-    return f"{mountpoint} was busy ({last.strip()}); lazily unmounted"
+    done = mounts.umount(mountpoint, attempts)
+    if done.error:
+        raise TrialFailed(f"cannot unmount {mountpoint}: {done.error}")
+    if done.lazy:
+        return f"{mountpoint} was busy ({done.busy}); lazily unmounted"
+    return None
 
 
-@dataclass(frozen=True)
-class MountEntry:
-    mountpoint: str
-    fstype: str
-    source: str
-    mount_options: tuple[str, ...]
-    super_options: tuple[str, ...]
-
-    @property
-    def options(self) -> list[str]:
-        """Effective options: per-mount flags then superblock options, without duplicates."""
-        seen: list[str] = []
-        for o in (*self.mount_options, *self.super_options):
-            if o not in seen:
-                seen.append(o)
-        return seen
+MountEntry = mounts.MountEntry
 
 
-def _unescape(path: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
-
-
-def mount_entries(mountinfo: Path = Path("/proc/self/mountinfo")) -> list[MountEntry]:
-    entries = []
-    for line in mountinfo.read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        lf = left.split()
-        rf = right.split()
-        if len(lf) < 6 or len(rf) < 2:
-            continue
-        entries.append(
-            MountEntry(
-                mountpoint=_unescape(lf[4]),
-                fstype=rf[0],
-                source=_unescape(rf[1]),
-                mount_options=tuple(split_options(lf[5])),
-                super_options=tuple(split_options(rf[2]) if len(rf) > 2 else ()),
-            )
-        )
-    return entries
+def mount_entries(mountinfo: Path = mounts.MOUNTINFO) -> list[MountEntry]:
+    return mounts.read(mountinfo)
 
 
 def mount_entry(mountpoint: Path) -> MountEntry | None:
-    target = str(mountpoint.resolve())
-    found = None
-    for e in mount_entries():
-        if e.mountpoint == target:
-            found = e  # the last one is on top
-    return found
+    return mounts.entry_at(mountpoint)
 
 
 def is_mounted(mountpoint: Path) -> bool:
-    return mount_entry(mountpoint) is not None
+    return mounts.is_mounted(mountpoint)
 
 
 def geometry(fs: FsType, device: str) -> dict[str, str]:
@@ -233,8 +188,12 @@ class OptionNote:
     evidence: str
 
     def as_dict(self) -> dict[str, str]:
-        return {"option": self.option, "kind": self.kind, "where": self.where,
-                "evidence": self.evidence}
+        return {
+            "option": self.option,
+            "kind": self.kind,
+            "where": self.where,
+            "evidence": self.evidence,
+        }
 
 
 _IGNORED_PATTERNS = (
@@ -264,8 +223,12 @@ def mount_option_notes(asked: str, effective: list[str], kernel: list[str]) -> l
             notes.append(OptionNote(opt, "ignored", "mount", f"kernel: {said}"))
         elif opt not in effective and key not in eff_keys:
             notes.append(
-                OptionNote(opt, "not-shown", "mount",
-                           "absent from /proc/self/mountinfo (a default is often not shown)")
+                OptionNote(
+                    opt,
+                    "not-shown",
+                    "mount",
+                    "absent from /proc/self/mountinfo (a default is often not shown)",
+                )
             )
     return notes
 

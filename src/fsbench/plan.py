@@ -246,13 +246,13 @@ def expand(plan: Plan, overrides: dict[str, list[str]] | None = None) -> list[Ce
         values.update(spec.params)
         values.update({k: v for k, v in overrides.items() if k in fields})
         dims = {k: (v if isinstance(v, list) else [v]) for k, v in values.items()}
-        for name, vals in dims.items():
+        for pname, vals in dims.items():
             if not vals:
-                raise FsbenchError(f"workload {spec.name}: parameter {name} has an empty list")
-        names = list(dims)
-        for combo in itertools.product(*(dims[n] for n in names)):
+                raise FsbenchError(f"workload {spec.name}: parameter {pname} has an empty list")
+        param_names = list(dims)
+        for combo in itertools.product(*(dims[n] for n in param_names)):
             try:
-                params = wl.params_model.model_validate(dict(zip(names, combo, strict=True)))
+                params = wl.params_model.model_validate(dict(zip(param_names, combo, strict=True)))
             except ValidationError as exc:
                 raise FsbenchError(f"workload {spec.name}: {one_line(exc)}") from None
             dumped = params.model_dump(mode="json")

@@ -136,8 +136,12 @@ class Runner:
 
         self.target.reset()
         made = fsops.mkfs(fs, list(cell.config.mkfs), ctx.device)
-        prov["mkfs"] = {"argv": made.argv, "seconds": round(made.seconds, 3),
-                        "output": made.output, "kernel": made.kernel}
+        prov["mkfs"] = {
+            "argv": made.argv,
+            "seconds": round(made.seconds, 3),
+            "output": made.output,
+            "kernel": made.kernel,
+        }
         mounted = ctx.mount()
         entry = fsops.mount_entry(ctx.mountpoint)
         effective = entry.options if entry else []

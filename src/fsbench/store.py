@@ -199,7 +199,7 @@ class Store:
                     target=json.dumps(target),
                 )
             )
-            return int(res.inserted_primary_key[0])
+            return _new_id(res.inserted_primary_key)
 
     def set_target(self, run_id: int, target: dict[str, Any]) -> None:
         with self.engine.begin() as conn:
@@ -234,7 +234,7 @@ class Store:
                     provenance=json.dumps(trial.provenance, default=str),
                 )
             )
-            trial_id = int(res.inserted_primary_key[0])
+            trial_id = _new_id(res.inserted_primary_key)
             if trial.metrics:
                 conn.execute(
                     insert(metrics),
@@ -285,15 +285,21 @@ class Store:
 
     def get_trials(self, run_id: int) -> list[TrialRecord]:
         with self.engine.connect() as conn:
-            trows = conn.execute(
-                select(trials).where(trials.c.run_id == run_id).order_by(trials.c.seq)
-            ).mappings().all()
-            mrows = conn.execute(
-                select(metrics)
-                .join(trials, metrics.c.trial_id == trials.c.id)
-                .where(trials.c.run_id == run_id)
-                .order_by(metrics.c.id)
-            ).mappings().all()
+            trows = (
+                conn.execute(select(trials).where(trials.c.run_id == run_id).order_by(trials.c.seq))
+                .mappings()
+                .all()
+            )
+            mrows = (
+                conn.execute(
+                    select(metrics)
+                    .join(trials, metrics.c.trial_id == trials.c.id)
+                    .where(trials.c.run_id == run_id)
+                    .order_by(metrics.c.id)
+                )
+                .mappings()
+                .all()
+            )
         by_trial: dict[int, list[MetricRecord]] = {}
         for m in mrows:
             by_trial.setdefault(m["trial_id"], []).append(
@@ -329,6 +335,12 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.exec_driver_sql("PRAGMA integrity_check").fetchall()
         return ", ".join(str(r[0]) for r in rows)
+
+
+def _new_id(key: Any) -> int:
+    if key is None:
+        raise FsbenchError("the store returned no id for a new row")
+    return int(key[0])
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

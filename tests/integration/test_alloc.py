@@ -153,11 +153,13 @@ def test_fragments_match_filefrag(make_fs: MountFactory, fs_name: str) -> None:
 
     for name, path in files.items():
         exts = fiemap.extents(path)
-        lay = fiemap.summary(path)
+        lay = fiemap.layout(exts)
         assert lay.fragments == filefrag_count(path), (fs_name, name, exts)
         assert lay.extents == len(exts) >= lay.fragments
-        # Batching: one record per ioctl call gives the same list.
-        assert fiemap.extents(path, batch=1) == exts, (fs_name, name)
+        # Batching: one record per ioctl call gives the same mapping. (Not always the same
+        # records: ext2/3 block maps are reported from a cache that a drop_caches elsewhere
+        # on the machine rebuilds with other record boundaries.)
+        assert _mapping(fiemap.extents(path, batch=1)) == _mapping(exts), (fs_name, name)
 
     assert fiemap.summary(files["empty"]).fragments == 0
     contiguous = fiemap.summary(files["contiguous"]).fragments
@@ -283,3 +285,19 @@ def test_alloc_enospc_is_a_clear_oserror(make_fs: MountFactory, loopdev: str, me
     assert info.value.errno == errno.ENOSPC
     assert f"alloc {method}" in str(info.value)
     assert "btrfs" in str(info.value)
+
+
+def _mapping(exts: list[fiemap.Extent]) -> list[tuple[int, int, int]]:
+    """Records merged where both logical and physical ranges continue: the file's mapping,
+    independent of how the kernel splits it into records."""
+    runs: list[list[int]] = []
+    for e in exts:
+        if (
+            runs
+            and runs[-1][0] + runs[-1][2] == e.logical
+            and runs[-1][1] + runs[-1][2] == (e.physical)
+        ):
+            runs[-1][2] += e.length
+        else:
+            runs.append([e.logical, e.physical, e.length])
+    return [(a, b, c) for a, b, c in runs]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,33 +20,64 @@ pytestmark = pytest.mark.integration
 def fsbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "fsbench", *args],
-        capture_output=True, text=True, timeout=timeout, check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
 def ours(workdir: Path) -> tuple[list[str], list[str]]:
     """Loop devices backed by files in workdir, and mounts under it."""
     out = subprocess.run(["losetup", "-J", "--list"], capture_output=True, text=True).stdout
-    loops = [d["name"] for d in json.loads(out or '{"loopdevices": []}')["loopdevices"]
-             if str(d.get("back-file") or "").startswith(str(workdir))]
+    loops = [
+        d["name"]
+        for d in json.loads(out or '{"loopdevices": []}')["loopdevices"]
+        if str(d.get("back-file") or "").startswith(str(workdir))
+    ]
     mounts = [e.mountpoint for e in fsops.mount_entries() if e.mountpoint.startswith(str(workdir))]
     return loops, mounts
 
 
 @pytest.fixture
 def common(workdir: Path) -> list[str]:
-    return ["--workdir", str(workdir / "work"), "--db", str(workdir / "results.db"),
-            "--image-size", "1G", "--scale", "tiny"]
+    return [
+        "--workdir",
+        str(workdir / "work"),
+        "--db",
+        str(workdir / "results.db"),
+        "--image-size",
+        "1G",
+        "--scale",
+        "tiny",
+    ]
 
 
 def test_run_json_rows(common: list[str], workdir: Path) -> None:
-    res = fsbench("run", "--fs", "ext4,xfs", "--workload", "alloc", "--reps", "2",
-                  "--set", "method=fallocate,write-4k", "--set", "size=16M", "--json", *common)
+    res = fsbench(
+        "run",
+        "--fs",
+        "ext4,xfs",
+        "--workload",
+        "alloc",
+        "--reps",
+        "2",
+        "--set",
+        "method=fallocate,write-4k",
+        "--set",
+        "size=16M",
+        "--json",
+        *common,
+    )
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     rows = doc["rows"]
     assert {(r["config"], r["params"]["method"]) for r in rows} == {
-        ("ext4", "fallocate"), ("ext4", "write-4k"), ("xfs", "fallocate"), ("xfs", "write-4k")}
+        ("ext4", "fallocate"),
+        ("ext4", "write-4k"),
+        ("xfs", "fallocate"),
+        ("xfs", "write-4k"),
+    }
     seconds = [r for r in rows if r["metric"] == "seconds"]
     assert all(r["status"] == "ok" and r["n"] == 2 and len(r["values"]) == 2 for r in seconds)
     assert all(r["ci95"][0] <= r["mean"] <= r["ci95"][1] for r in seconds)
@@ -57,18 +87,35 @@ def test_run_json_rows(common: list[str], workdir: Path) -> None:
     assert doc["host"]["kernel"]
     assert ours(workdir) == ([], [])
     # The same run read back from the store, in every format.
-    for fmt, needle in [("md", "| config \\ method | fallocate | write-4k |"),
-                        ("csv", "run,config,fs,workload"), ("table", "alloc: seconds")]:
-        rep = fsbench("report", str(doc["run"]), "--format", fmt, "--db",
-                      str(workdir / "results.db"))
+    for fmt, needle in [
+        ("md", "| config \\ method | fallocate | write-4k |"),
+        ("csv", "run,config,fs,workload"),
+        ("table", "alloc: seconds"),
+    ]:
+        rep = fsbench(
+            "report", str(doc["run"]), "--format", fmt, "--db", str(workdir / "results.db")
+        )
         assert rep.returncode == 0 and needle in rep.stdout, rep.stdout + rep.stderr
 
 
 def test_refused_mount_option_is_unsupported_and_the_run_goes_on(
     common: list[str], workdir: Path
 ) -> None:
-    res = fsbench("run", "--fs", "ext4:mount=nomballoc", "--fs", "xfs", "--workload", "alloc",
-                  "--set", "method=fallocate", "--reps", "2", "--json", *common)
+    res = fsbench(
+        "run",
+        "--fs",
+        "ext4:mount=nomballoc",
+        "--fs",
+        "xfs",
+        "--workload",
+        "alloc",
+        "--set",
+        "method=fallocate",
+        "--reps",
+        "2",
+        "--json",
+        *common,
+    )
     assert res.returncode == 3, res.stderr  # some cells unsupported: not an error
     rows = json.loads(res.stdout)["rows"]
     ext4 = [r for r in rows if r["fs"] == "ext4"]
@@ -84,17 +131,39 @@ def test_refused_mount_option_is_unsupported_and_the_run_goes_on(
 
 
 def test_ignored_option_is_shown_beside_the_result(common: list[str], workdir: Path) -> None:
-    res = fsbench("run", "--fs", "ext4:mount=i_version", "--workload", "alloc",
-                  "--set", "method=fallocate", "--reps", "1", *common)
+    res = fsbench(
+        "run",
+        "--fs",
+        "ext4:mount=i_version",
+        "--workload",
+        "alloc",
+        "--set",
+        "method=fallocate",
+        "--reps",
+        "1",
+        *common,
+    )
     assert res.returncode == 0, res.stderr
     assert "ext4 i_version [" in res.stdout
-    assert "mount option i_version ignored: kernel: EXT4-fs: Ignoring removed i_version" \
-        in res.stdout
+    assert (
+        "mount option i_version ignored: kernel: EXT4-fs: Ignoring removed i_version" in res.stdout
+    )
 
 
 def test_unavailable_filesystem_is_unsupported(common: list[str]) -> None:
-    res = fsbench("run", "--fs", "jfs,ext4", "--workload", "alloc", "--set", "method=fallocate",
-                  "--reps", "1", "--json", *common)
+    res = fsbench(
+        "run",
+        "--fs",
+        "jfs,ext4",
+        "--workload",
+        "alloc",
+        "--set",
+        "method=fallocate",
+        "--reps",
+        "1",
+        "--json",
+        *common,
+    )
     assert res.returncode == 3, res.stderr
     jfs = next(r for r in json.loads(res.stdout)["rows"] if r["fs"] == "jfs")
     assert jfs["status"] == "unsupported" and "lacks jfs" in jfs["message"]
@@ -118,11 +187,19 @@ def test_unavailable_filesystem_is_unsupported(common: list[str]) -> None:
         (["--device", "/etc/passwd", "--destroy-data"], "not a block device"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(
-    args: list[str], message: str, workdir: Path
-) -> None:
-    res = fsbench("run", "--workdir", str(workdir / "work"), "--db", str(workdir / "r.db"),
-                  "--image-size", "1G", "--scale", "tiny", *args)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, workdir: Path) -> None:
+    res = fsbench(
+        "run",
+        "--workdir",
+        str(workdir / "work"),
+        "--db",
+        str(workdir / "r.db"),
+        "--image-size",
+        "1G",
+        "--scale",
+        "tiny",
+        *args,
+    )
     # Later flags win: an --image-size in args overrides the 1G above.
     assert res.returncode == 2, res.stdout + res.stderr
     assert message in res.stderr
@@ -138,12 +215,23 @@ def test_invalid_toml_plan(workdir: Path) -> None:
     assert res.returncode == 2 and "invalid TOML" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_mounted_device_is_refused_and_untouched(make_fs: object, loopdev: str,
-                                                 workdir: Path) -> None:
+def test_mounted_device_is_refused_and_untouched(
+    make_fs: object, loopdev: str, workdir: Path
+) -> None:
     mnt = make_fs("ext4")  # type: ignore[operator]
     (mnt / "precious").write_text("keep me")
-    res = fsbench("run", "--device", loopdev, "--destroy-data", "--db", str(workdir / "r.db"),
-                  "--workdir", str(workdir / "work"), "--scale", "tiny")
+    res = fsbench(
+        "run",
+        "--device",
+        loopdev,
+        "--destroy-data",
+        "--db",
+        str(workdir / "r.db"),
+        "--workdir",
+        str(workdir / "work"),
+        "--scale",
+        "tiny",
+    )
     assert res.returncode == 2 and "mounted" in res.stderr, res.stderr
     assert (mnt / "precious").read_text() == "keep me"
 
@@ -154,9 +242,24 @@ def test_interrupt_releases_everything_and_keeps_finished_trials(
 ) -> None:
     db = workdir / "results.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fsbench", "run", "--fs", "ext4,xfs,btrfs", "--workload",
-         "alloc", "--set", "method=write-4k", "--reps", "50", *common],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "fsbench",
+            "run",
+            "--fs",
+            "ext4,xfs,btrfs",
+            "--workload",
+            "alloc",
+            "--set",
+            "method=write-4k",
+            "--reps",
+            "50",
+            *common,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -200,8 +303,7 @@ def test_doctor_json(workdir: Path) -> None:
 
 
 def test_list_commands() -> None:
-    for what, needle in [("filesystems", "btrfs"), ("workloads", "alloc"),
-                         ("presets", "quick")]:
+    for what, needle in [("filesystems", "btrfs"), ("workloads", "alloc"), ("presets", "quick")]:
         res = fsbench("list", what, "--json")
         assert res.returncode == 0 and needle in res.stdout, res.stderr
 
@@ -209,9 +311,24 @@ def test_list_commands() -> None:
 def test_stale_resources_of_a_killed_run_are_released(common: list[str], workdir: Path) -> None:
     db = workdir / "results.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fsbench", "run", "--fs", "ext4", "--workload", "alloc",
-         "--set", "method=write-4k", "--reps", "50", *common],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "fsbench",
+            "run",
+            "--fs",
+            "ext4",
+            "--workload",
+            "alloc",
+            "--set",
+            "method=write-4k",
+            "--reps",
+            "50",
+            *common,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60

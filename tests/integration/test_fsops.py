@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.conftest import MountFactory, available_fs
 
 from fsbench import filesystems, fsops, proc
 from fsbench.errors import Unsupported
-from tests.conftest import MountFactory, available_fs
 
 pytestmark = pytest.mark.integration
 
@@ -37,8 +37,11 @@ def test_ext4_is_made_without_lazy_init(make_fs: MountFactory, loopdev: str) -> 
     # With lazy_itable_init=0 every group's inode table is zeroed at mkfs: no ITABLE_ZEROED
     # work is left for the ext4lazyinit thread. dumpe2fs -h says so via the flags below.
     assert "uninit_bg" not in g["Filesystem features"]
-    groups = [line for line in proc.run(["dumpe2fs", loopdev]).stdout.splitlines()
-              if re.match(r"Group \d+:", line)]
+    groups = [
+        line
+        for line in proc.run(["dumpe2fs", loopdev]).stdout.splitlines()
+        if re.match(r"Group \d+:", line)
+    ]
     assert groups and all("ITABLE_ZEROED" in line for line in groups)
 
 
@@ -51,8 +54,9 @@ def test_effective_options_and_ignored_option(loopdev: str, workdir: Path) -> No
         entry = fsops.mount_entry(mnt)
         assert entry is not None
         assert "data=writeback" in entry.options and "noatime" in entry.options
-        notes = fsops.mount_option_notes("i_version,data=writeback,noatime", entry.options,
-                                         made.kernel)
+        notes = fsops.mount_option_notes(
+            "i_version,data=writeback,noatime", entry.options, made.kernel
+        )
         assert [(n.option, n.kind) for n in notes] == [("i_version", "ignored")]
         assert "Ignoring removed i_version option" in notes[0].evidence
     finally:

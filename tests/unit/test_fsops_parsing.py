@@ -32,13 +32,19 @@ def test_xfs_geometry() -> None:
 
 
 def test_colon_geometry() -> None:
-    text = "Filesystem volume name:   fsbench\nInode size:\t          256\nJournal size:             64M\n"
+    text = (
+        "Filesystem volume name:   fsbench\n"
+        "Inode size:\t          256\n"
+        "Journal size:             64M\n"
+    )
     g = fsops._parse_colon(text)
     assert g == {"Filesystem volume name": "fsbench", "Inode size": "256", "Journal size": "64M"}
 
 
 def test_btrfs_geometry() -> None:
-    text = "superblock: bytenr=65536, device=/dev/loop0\ncsum_type\t\t0 (crc32c)\nsectorsize\t\t4096\n"
+    text = (
+        "superblock: bytenr=65536, device=/dev/loop0\ncsum_type\t\t0 (crc32c)\nsectorsize\t\t4096\n"
+    )
     g = fsops._parse_btrfs(text)
     assert g["csum_type"] == "0 (crc32c)"
     assert g["sectorsize"] == "4096"
@@ -58,8 +64,10 @@ def test_ext4_lazy_init_defaults_merge_into_user_extended_options() -> None:
 
 
 def test_mount_option_notes() -> None:
-    kernel = ["EXT4-fs: Ignoring removed i_version option",
-              "EXT4-fs (loop0): mounted filesystem r/w with ordered data mode."]
+    kernel = [
+        "EXT4-fs: Ignoring removed i_version option",
+        "EXT4-fs (loop0): mounted filesystem r/w with ordered data mode.",
+    ]
     notes = fsops.mount_option_notes(
         "i_version,noatime,data=ordered,defaults", ["rw", "noatime"], kernel
     )
@@ -73,7 +81,10 @@ def test_mkfs_feature_notes() -> None:
     ext4 = filesystems.get("ext4")
     geometry = {"Filesystem features": "has_journal extent flex_bg metadata_csum"}
     notes = fsops.mkfs_feature_notes(ext4, ["-O", "uninit_bg,^flex_bg,extent"], geometry, "")
-    assert [(n.option, n.kind) for n in notes] == [("uninit_bg", "ignored"), ("^flex_bg", "ignored")]
+    assert [(n.option, n.kind) for n in notes] == [
+        ("uninit_bg", "ignored"),
+        ("^flex_bg", "ignored"),
+    ]
     assert fsops.mkfs_feature_notes(ext4, ["-O", "uninit_bg"], {}, "") == []
 
 
@@ -90,10 +101,15 @@ def test_mountinfo_parsing(tmp_path: Path) -> None:
 
 
 def test_kmsg_filter_keeps_untagged_and_own_device() -> None:
-    lines = ["ext4: Unknown parameter 'nomballoc'", "EXT4-fs (vda): resized",
-             "EXT4-fs (loop3): mounted filesystem", "loop3: detected capacity change"]
+    lines = [
+        "ext4: Unknown parameter 'nomballoc'",
+        "EXT4-fs (vda): resized",
+        "EXT4-fs (loop3): mounted filesystem",
+        "loop3: detected capacity change",
+    ]
     assert kmsg.about_device(lines, "/dev/loop3") == [
-        "ext4: Unknown parameter 'nomballoc'", "EXT4-fs (loop3): mounted filesystem",
+        "ext4: Unknown parameter 'nomballoc'",
+        "EXT4-fs (loop3): mounted filesystem",
         "loop3: detected capacity change",
     ]
 

@@ -74,7 +74,10 @@ def test_scale_defaults_sweep_methods_and_size() -> None:
 def test_set_overrides_defaults_and_makes_one_cell_per_value() -> None:
     cells = planning.expand(_plan(), {"method": ["fallocate", "write-4k"], "size": ["1M"]})
     assert [(c.config.type, c.params["method"]) for c in cells] == [
-        ("ext4", "fallocate"), ("xfs", "fallocate"), ("ext4", "write-4k"), ("xfs", "write-4k"),
+        ("ext4", "fallocate"),
+        ("xfs", "fallocate"),
+        ("ext4", "write-4k"),
+        ("xfs", "write-4k"),
     ]
     assert all(c.params["size"] == "1M" for c in cells)
 
@@ -107,7 +110,12 @@ def test_schedule_interleaves_reps() -> None:
     cells = planning.expand(_plan(), {"method": ["fallocate"]})
     order = planning.schedule(cells, 3)
     assert [(rep, c.config.type) for rep, c in order] == [
-        (1, "ext4"), (1, "xfs"), (2, "ext4"), (2, "xfs"), (3, "ext4"), (3, "xfs"),
+        (1, "ext4"),
+        (1, "xfs"),
+        (2, "ext4"),
+        (2, "xfs"),
+        (3, "ext4"),
+        (3, "xfs"),
     ]
 
 
@@ -115,7 +123,13 @@ def test_presets_load_and_expand() -> None:
     assert {"quick", "alloc"} <= set(planning.preset_names())
     alloc = planning.load_preset("alloc")
     assert [c.display for c in alloc.fs] == [
-        "ext2", "ext3 ordered", "ext3 writeback", "ext3 journal", "ext4", "xfs", "btrfs",
+        "ext2",
+        "ext3 ordered",
+        "ext3 writeback",
+        "ext3 journal",
+        "ext4",
+        "xfs",
+        "btrfs",
     ]
     assert alloc.reps == 3
     cells = planning.expand(alloc)

@@ -14,19 +14,41 @@ from fsbench.reports.rows import build_rows
 from fsbench.store import MetricRecord, Store, TrialRecord
 
 
-def _trial(seq: int, rep: int, config: str, fs: str, method: str, status: str = "ok",
-           seconds: float | None = None, fragments: float = 1, message: str = "",
-           notes: list[dict[str, str]] | None = None) -> TrialRecord:
+def _trial(
+    seq: int,
+    rep: int,
+    config: str,
+    fs: str,
+    method: str,
+    status: str = "ok",
+    seconds: float | None = None,
+    fragments: float = 1,
+    message: str = "",
+    notes: list[dict[str, str]] | None = None,
+) -> TrialRecord:
     params = {"method": method, "size": "64M"}
     metrics = []
     if status == "ok":
-        metrics = [MetricRecord("seconds", seconds or 0.0, "s", "lower"),
-                   MetricRecord("fragments", fragments, "count", "lower")]
+        metrics = [
+            MetricRecord("seconds", seconds or 0.0, "s", "lower"),
+            MetricRecord("fragments", fragments, "count", "lower"),
+        ]
     return TrialRecord(
-        seq=seq, rep=rep, cell_key=f"{config}|alloc|{json.dumps(params, sort_keys=True)}",
-        config=config, fs=fs, mkfs_options=[], mount_options="", workload="alloc",
-        params=params, status=status, message=message, started_at="t0", finished_at="t1",
-        provenance={"option_notes": notes or [], "flags": {}}, metrics=metrics,
+        seq=seq,
+        rep=rep,
+        cell_key=f"{config}|alloc|{json.dumps(params, sort_keys=True)}",
+        config=config,
+        fs=fs,
+        mkfs_options=[],
+        mount_options="",
+        workload="alloc",
+        params=params,
+        status=status,
+        message=message,
+        started_at="t0",
+        finished_at="t1",
+        provenance={"option_notes": notes or [], "flags": {}},
+        metrics=metrics,
     )
 
 
@@ -38,23 +60,56 @@ def store(tmp_path: Path) -> Store:
 @pytest.fixture
 def run_id(store: Store) -> int:
     rid = store.create_run(
-        name="alloc", fsbench_version="0.1.0", argv=["fsbench", "run"],
-        plan={"scale": "tiny", "reps": 3}, overrides={}, schedule=[], host={"kernel": "6.18"},
+        name="alloc",
+        fsbench_version="0.1.0",
+        argv=["fsbench", "run"],
+        plan={"scale": "tiny", "reps": 3},
+        overrides={},
+        schedule=[],
+        host={"kernel": "6.18"},
         target={"kind": "loop", "size_bytes": 1 << 30, "direct_io": True},
     )
-    ignored = [{"option": "i_version", "kind": "ignored", "where": "mount",
-                "evidence": "kernel: EXT4-fs: Ignoring removed i_version option"}]
+    ignored = [
+        {
+            "option": "i_version",
+            "kind": "ignored",
+            "where": "mount",
+            "evidence": "kernel: EXT4-fs: Ignoring removed i_version option",
+        }
+    ]
     seq = 0
     for rep, (a, b) in enumerate([(1.0, 2.0), (1.2, 2.2), (1.4, 2.4)], start=1):
-        for config, fs, method, value in [("ext4 i_version", "ext4", "fallocate", a * 0.01),
-                                          ("ext4 i_version", "ext4", "write-4k", a),
-                                          ("xfs", "xfs", "fallocate", b * 0.01),
-                                          ("xfs", "xfs", "write-4k", b)]:
-            store.record_trial(rid, _trial(seq, rep, config, fs, method, seconds=value,
-                                           notes=ignored if fs == "ext4" else None))
+        for config, fs, method, value in [
+            ("ext4 i_version", "ext4", "fallocate", a * 0.01),
+            ("ext4 i_version", "ext4", "write-4k", a),
+            ("xfs", "xfs", "fallocate", b * 0.01),
+            ("xfs", "xfs", "write-4k", b),
+        ]:
+            store.record_trial(
+                rid,
+                _trial(
+                    seq,
+                    rep,
+                    config,
+                    fs,
+                    method,
+                    seconds=value,
+                    notes=ignored if fs == "ext4" else None,
+                ),
+            )
             seq += 1
-    store.record_trial(rid, _trial(seq, 1, "ext2", "ext2", "fallocate", status="unsupported",
-                                   message="fallocate(2): Operation not supported on ext2"))
+    store.record_trial(
+        rid,
+        _trial(
+            seq,
+            1,
+            "ext2",
+            "ext2",
+            "fallocate",
+            status="unsupported",
+            message="fallocate(2): Operation not supported on ext2",
+        ),
+    )
     store.record_trial(rid, _trial(seq + 1, 1, "ext2", "ext2", "write-4k", seconds=3.0))
     store.finish_run(rid, "finished")
     return rid
@@ -77,22 +132,42 @@ def test_one_trial_per_schedule_slot(store: Store, run_id: int) -> None:
 
 def test_rows_summarise_per_cell(store: Store, run_id: int) -> None:
     rows = build_rows(store.get_trials(run_id))
-    xfs = next(r for r in rows if r.config == "xfs" and r.params["method"] == "write-4k"
-               and r.metric == "seconds")
+    xfs = next(
+        r
+        for r in rows
+        if r.config == "xfs" and r.params["method"] == "write-4k" and r.metric == "seconds"
+    )
     assert xfs.n == 3 and xfs.mean == pytest.approx(2.2) and xfs.values == [2.0, 2.2, 2.4]
     assert xfs.ci95 is not None and xfs.ci95[0] < 2.2 < xfs.ci95[1]
     ext2 = [r for r in rows if r.config == "ext2" and r.params["method"] == "fallocate"]
     assert {r.metric for r in ext2} == {"seconds", "fragments"}
-    assert all(r.status == "unsupported" and r.n == 0 and "not supported" in r.message
-               for r in ext2)
+    assert all(
+        r.status == "unsupported" and r.n == 0 and "not supported" in r.message for r in ext2
+    )
 
 
 def test_json_document_is_the_documented_interface(store: Store, run_id: int) -> None:
-    doc = json.loads(render.render_json(store.get_run(run_id), build_rows(store.get_trials(run_id))))
+    doc = json.loads(
+        render.render_json(store.get_run(run_id), build_rows(store.get_trials(run_id)))
+    )
     assert doc["run"] == run_id
     row = doc["rows"][0]
-    for key in ("config", "fs", "workload", "params", "metric", "unit", "better", "status",
-                "message", "n", "mean", "sd", "ci95", "values"):
+    for key in (
+        "config",
+        "fs",
+        "workload",
+        "params",
+        "metric",
+        "unit",
+        "better",
+        "status",
+        "message",
+        "n",
+        "mean",
+        "sd",
+        "ci95",
+        "values",
+    ):
         assert key in row
     assert row["params"] == {"method": "fallocate", "size": "64M"}
 
@@ -109,17 +184,28 @@ def test_markdown_table(store: Store, run_id: int) -> None:
 
 
 def test_csv(store: Store, run_id: int) -> None:
-    rows = list(csv.DictReader(io.StringIO(
-        render.render_csv(store.get_run(run_id), build_rows(store.get_trials(run_id))))))
-    r = next(r for r in rows if r["config"] == "xfs" and r["metric"] == "seconds"
-             and json.loads(r["params"])["method"] == "write-4k")
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                render.render_csv(store.get_run(run_id), build_rows(store.get_trials(run_id)))
+            )
+        )
+    )
+    r = next(
+        r
+        for r in rows
+        if r["config"] == "xfs"
+        and r["metric"] == "seconds"
+        and json.loads(r["params"])["method"] == "write-4k"
+    )
     assert float(r["mean"]) == pytest.approx(2.2) and r["n"] == "3"
     assert r["values"] == "2.0 2.2 2.4"
 
 
 def test_terminal_table(store: Store, run_id: int) -> None:
-    text = render.render_text(store.get_run(run_id), build_rows(store.get_trials(run_id)),
-                              all_metrics=True)
+    text = render.render_text(
+        store.get_run(run_id), build_rows(store.get_trials(run_id)), all_metrics=True
+    )
     assert "alloc: seconds" in text and "alloc: fragments (count, lower is better)" in text
     assert "unsupported" in text and "2.20 ± 0.50 (3)" in text
 

@@ -10,8 +10,15 @@ from fsbench.units import format_size, human_bytes, parse_size
 
 @pytest.mark.parametrize(
     "text, value",
-    [("64M", 64 << 20), ("1G", 1 << 30), ("4 GiB", 4 << 30), ("512k", 512 << 10),
-     ("100", 100), (4096, 4096), ("1.5G", 3 << 29)],
+    [
+        ("64M", 64 << 20),
+        ("1G", 1 << 30),
+        ("4 GiB", 4 << 30),
+        ("512k", 512 << 10),
+        ("100", 100),
+        (4096, 4096),
+        ("1.5G", 3 << 29),
+    ],
 )
 def test_parse_size(text: str | int, value: int) -> None:
     assert parse_size(text) == value

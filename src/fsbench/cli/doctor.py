@@ -50,8 +50,12 @@ def _print(report: checks.DoctorReport) -> None:
     for col in ("workload", "available", "tools", "reason"):
         t.add_column(col, overflow="fold")
     for w in report.workloads:
-        t.add_row(w.name, _mark(w.available), ", ".join(w.tools) or "(built in)",
-                  "" if w.available else w.reason)
+        t.add_row(
+            w.name,
+            _mark(w.available),
+            ", ".join(w.tools) or "(built in)",
+            "" if w.available else w.reason,
+        )
     console.print(t)
     for line in report.released:
         console.print(f"released stale: {line}", style="yellow", markup=False)

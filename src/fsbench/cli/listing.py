@@ -32,29 +32,42 @@ def list_(
     items: list[dict[str, Any]]
     if what == What.filesystems:
         items = [
-            {"name": f.name, "summary": f.summary, "package": f.package,
-             "mkfs": " ".join(f.mkfs), "fsck": " ".join(f.fsck_readonly)}
+            {
+                "name": f.name,
+                "summary": f.summary,
+                "package": f.package,
+                "mkfs": " ".join(f.mkfs),
+                "fsck": " ".join(f.fsck_readonly),
+            }
             for f in filesystems.CATALOGUE.values()
         ]
     elif what == What.workloads:
         items = []
         for name, wl in workloads.all_workloads().items():
-            items.append({
-                "name": name,
-                "summary": wl.summary,
-                "params": list(wl.params_model.model_fields),
-                "defaults": {s.value: wl.defaults(s) for s in wl.scale_defaults},
-                "cache": str(wl.cache),
-                "tools": [t.command for t in wl.tools],
-            })
+            items.append(
+                {
+                    "name": name,
+                    "summary": wl.summary,
+                    "params": list(wl.params_model.model_fields),
+                    "defaults": {s.value: wl.defaults(s) for s in wl.scale_defaults},
+                    "cache": str(wl.cache),
+                    "tools": [t.command for t in wl.tools],
+                }
+            )
     elif what == What.presets:
-        items = [{"name": n, "description": plan.preset_description(n)}
-                 for n in plan.preset_names()]
+        items = [
+            {"name": n, "description": plan.preset_description(n)} for n in plan.preset_names()
+        ]
     else:
         store = Store(db)
         items = [
-            {"id": r.id, "name": r.name, "status": r.status, "created_at": r.created_at,
-             "trials": len(r.schedule)}
+            {
+                "id": r.id,
+                "name": r.name,
+                "status": r.status,
+                "created_at": r.created_at,
+                "trials": len(r.schedule),
+            }
             for r in store.list_runs()
         ]
     if json_out:

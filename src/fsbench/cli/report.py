@@ -17,13 +17,15 @@ from fsbench.store import Store
 
 
 def report(
-    run_id: Annotated[int | None, typer.Argument(metavar="[RUN]",
-                                                 help="Run id [default: the latest].")] = None,
+    run_id: Annotated[
+        int | None, typer.Argument(metavar="[RUN]", help="Run id [default: the latest].")
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, csv or json.")] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,
-    all_metrics: Annotated[bool, typer.Option("--all-metrics",
-                                              help="Tables for every metric, not only "
-                                              "the headline ones.")] = False,
+    all_metrics: Annotated[
+        bool,
+        typer.Option("--all-metrics", help="Tables for every metric, not only the headline ones."),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Print a stored run like a mailing-list post: configs x metrics, mean ± 95% CI (n)."""

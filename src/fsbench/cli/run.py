@@ -115,33 +115,53 @@ def make_target(plan: Plan) -> Target:
 
 
 def run(
-    plan_file: Annotated[Path | None, typer.Argument(metavar="[PLAN.toml]",
-                                                     help="A plan file.")] = None,
-    preset: Annotated[str | None, typer.Option("--preset", "-p",
-                                               help="A shipped plan: see `fsbench list presets`."
-                                               " [default: quick]")] = None,
+    plan_file: Annotated[
+        Path | None, typer.Argument(metavar="[PLAN.toml]", help="A plan file.")
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset", "-p", help="A shipped plan: see `fsbench list presets`. [default: quick]"
+        ),
+    ] = None,
     fs: Annotated[list[str], typer.Option("--fs", help=FS_HELP)] = [],  # noqa: B006
-    workload: Annotated[list[str], typer.Option("--workload", "-w",
-                                                help="Workloads, comma list.")] = [],  # noqa: B006
-    set_: Annotated[list[str], typer.Option("--set", help="NAME=VALUE[,VALUE...] for any "
-                                            "workload parameter; a list makes one cell per "
-                                            "value.")] = [],  # noqa: B006
+    workload: Annotated[
+        list[str], typer.Option("--workload", "-w", help="Workloads, comma list.")
+    ] = [],  # noqa: B006
+    set_: Annotated[
+        list[str],
+        typer.Option(
+            "--set",
+            help="NAME=VALUE[,VALUE...] for any "
+            "workload parameter; a list makes one cell per "
+            "value.",
+        ),
+    ] = [],  # noqa: B006
     reps: Annotated[int | None, typer.Option("--reps", help="Repetitions per cell.")] = None,
     scale: Annotated[Scale | None, typer.Option("--scale", help="tiny, quick or full.")] = None,
-    image_size: Annotated[str | None, typer.Option("--image-size",
-                                                   help="Loop image size [default: 8G].")] = None,
-    workdir: Annotated[Path | None, typer.Option("--workdir", help="Where images and mounts go "
-                                                 "[default: /var/tmp/fsbench].")] = None,
-    device: Annotated[str | None, typer.Option("--device", help="A real block device instead "
-                                               "of a loop image (needs --destroy-data).")] = None,
-    destroy_data: Annotated[bool, typer.Option("--destroy-data", help="Allow fsbench to "
-                                               "overwrite --device.")] = False,
+    image_size: Annotated[
+        str | None, typer.Option("--image-size", help="Loop image size [default: 8G].")
+    ] = None,
+    workdir: Annotated[
+        Path | None,
+        typer.Option("--workdir", help="Where images and mounts go [default: /var/tmp/fsbench]."),
+    ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device", help="A real block device instead of a loop image (needs --destroy-data)."
+        ),
+    ] = None,
+    destroy_data: Annotated[
+        bool, typer.Option("--destroy-data", help="Allow fsbench to overwrite --device.")
+    ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
-    plan = build_plan(plan_file, preset, fs, workload, scale, reps, image_size, workdir,
-                      device, destroy_data)
+    plan = build_plan(
+        plan_file, preset, fs, workload, scale, reps, image_size, workdir, device, destroy_data
+    )
     overrides = planning.parse_set(set_)
     cells = planning.expand(plan, overrides)
     err = Console(stderr=True)
@@ -179,7 +199,8 @@ def _execute(
     err.print(
         f"fsbench: {plan.name}: {len(plan.fs)} configs x {len(cells) // len(plan.fs)} cells x "
         f"{plan.reps} reps = {total} trials, scale {plan.scale}, store {store.url}",
-        markup=False, highlight=False,
+        markup=False,
+        highlight=False,
     )
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     progress = Progress(
@@ -203,22 +224,30 @@ def _execute(
         progress.update(task, completed=index + 1)
         if record.status != "ok":
             shown = " ".join(f"{k}={v}" for k, v in record.params.items())
-            problems.append(f"{record.status}: {record.config} · {record.workload} {shown}: "
-                            f"{record.message}")
-            progress.console.print(f"  {problems[-1]}", style="yellow", markup=False,
-                                   highlight=False)
+            problems.append(
+                f"{record.status}: {record.config} · {record.workload} {shown}: {record.message}"
+            )
+            progress.console.print(
+                f"  {problems[-1]}", style="yellow", markup=False, highlight=False
+            )
 
     try:
         with progress:
             outcome = matrix.execute(
-                plan, cells, store, target, workdir, argv=sys.argv, overrides=overrides,
-                on_start=on_start, on_done=on_done,
+                plan,
+                cells,
+                store,
+                target,
+                workdir,
+                argv=sys.argv,
+                overrides=overrides,
+                on_start=on_start,
+                on_done=on_done,
             )
             progress.update(task, completed=total, description="done")
     except KeyboardInterrupt:
         rid = store.latest_run_id()
-        err.print(f"fsbench: interrupted; finished trials are stored in run {rid}",
-                  style="yellow")
+        err.print(f"fsbench: interrupted; finished trials are stored in run {rid}", style="yellow")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         signal.signal(signal.SIGTERM, previous)

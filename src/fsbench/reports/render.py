@@ -25,16 +25,45 @@ def render_csv(run: RunRecord, rows: list[Row]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        ["run", "config", "fs", "workload", "params", "metric", "unit", "better", "status",
-         "message", "n", "mean", "sd", "ci95_low", "ci95_high", "cv", "values"]
+        [
+            "run",
+            "config",
+            "fs",
+            "workload",
+            "params",
+            "metric",
+            "unit",
+            "better",
+            "status",
+            "message",
+            "n",
+            "mean",
+            "sd",
+            "ci95_low",
+            "ci95_high",
+            "cv",
+            "values",
+        ]
     )
     for r in rows:
         writer.writerow(
             [
-                run.id, r.config, r.fs, r.workload, json.dumps(r.params, sort_keys=True),
-                r.metric or "", r.unit or "", r.better or "", r.status, r.message, r.n,
-                _num(r.mean), _num(r.sd), _num(r.ci95[0] if r.ci95 else None),
-                _num(r.ci95[1] if r.ci95 else None), _num(r.cv),
+                run.id,
+                r.config,
+                r.fs,
+                r.workload,
+                json.dumps(r.params, sort_keys=True),
+                r.metric or "",
+                r.unit or "",
+                r.better or "",
+                r.status,
+                r.message,
+                r.n,
+                _num(r.mean),
+                _num(r.sd),
+                _num(r.ci95[0] if r.ci95 else None),
+                _num(r.ci95[1] if r.ci95 else None),
+                _num(r.cv),
                 " ".join(repr(v) for v in r.values),
             ]
         )
@@ -79,8 +108,13 @@ def print_tables(
 
 
 def _rich_table(t: Table) -> RichTable:
-    table = RichTable(title=t.title, caption=t.caption, box=box.SIMPLE_HEAD, title_justify="left",
-                      caption_justify="left")
+    table = RichTable(
+        title=t.title,
+        caption=t.caption,
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        caption_justify="left",
+    )
     table.add_column(t.row_header, no_wrap=True)
     for col in t.columns:
         table.add_column(col, justify="right")
@@ -97,8 +131,9 @@ def _escape(text: str) -> str:
     return text.replace("[", "\\[")
 
 
-def render_text(run: RunRecord, rows: list[Row], width: int = 160, all_metrics: bool = False
-                ) -> str:
+def render_text(
+    run: RunRecord, rows: list[Row], width: int = 160, all_metrics: bool = False
+) -> str:
     console = Console(record=True, width=width, file=io.StringIO(), color_system=None)
     print_tables(console, run, rows, all_metrics)
     return console.export_text()

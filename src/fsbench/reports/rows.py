@@ -81,7 +81,7 @@ def build_rows(trials: list[TrialRecord]) -> list[Row]:
             flags.update(t.provenance.get("flags", {}))
         first = group[0]
         known = wl_metrics.get(workload, {})
-        names = list(known) or [None]
+        names: list[str | None] = list(known) or [None]
         for name in names:
             values = [
                 m.value for t in group if t.status == "ok" for m in t.metrics if m.name == name

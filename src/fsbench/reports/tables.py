@@ -12,7 +12,6 @@ from fsbench.reports.rows import Row
 from fsbench.store import RunRecord
 from fsbench.units import human_bytes
 
-
 # What a validity flag means, once per table rather than once per cell; the per-trial
 # detail stays in the store and in JSON.
 FLAG_TEXT = {
@@ -107,8 +106,9 @@ def _config_label(config: str, rows: list[Row], notes: _Notes) -> str:
                 seen.append(n)
     for n in seen:
         what = "ignored" if n["kind"] == "ignored" else "not shown by the kernel"
-        label += " " + notes.mark(f"{config}: {n['where']} option {n['option']} {what}: "
-                                  f"{n['evidence']}")
+        label += " " + notes.mark(
+            f"{config}: {n['where']} option {n['option']} {what}: {n['evidence']}"
+        )
     return label
 
 
@@ -136,14 +136,13 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
         except KeyError:
             headline = []
         metric_names = [m for m in dict.fromkeys(r.metric for r in wrows) if m is not None]
-        shown = metric_names if all_metrics or not headline else [
-            m for m in metric_names if m in headline
-        ]
+        shown: list[str | None] = (
+            list(metric_names)
+            if all_metrics or not headline
+            else [m for m in metric_names if m in headline]
+        )
         param_names = list(dict.fromkeys(k for r in wrows for k in r.params))
-        varying = [
-            p for p in param_names
-            if len({repr(r.params.get(p)) for r in wrows}) > 1
-        ]
+        varying = [p for p in param_names if len({repr(r.params.get(p)) for r in wrows}) > 1]
         constant = [p for p in param_names if p not in varying]
         caption_params = " ".join(f"{p}={wrows[0].params.get(p)}" for p in constant)
         caption = "mean ± 95% CI (n)" + (f" · {caption_params}" if caption_params else "")
@@ -166,8 +165,9 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                     body.append((_config_label(config, crows, notes), cells))
                 title = f"{wname}: {_unit_text(sample)}" if sample else wname
                 header = varying[0] if len(varying) == 1 else "parameters"
-                tables.append(Table(title, caption, f"config \\ {header}", combos, body,
-                                    notes.items))
+                tables.append(
+                    Table(title, caption, f"config \\ {header}", combos, body, notes.items)
+                )
         else:
             notes = _Notes()
             body = []
@@ -182,8 +182,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
             for metric in shown:
                 sample = next(r for r in wrows if r.metric == metric)
                 columns.append(_unit_text(sample))
-            tables.append(Table(wname, caption, "config", columns or ["result"], body,
-                                notes.items))
+            tables.append(Table(wname, caption, "config", columns or ["result"], body, notes.items))
     return tables
 
 

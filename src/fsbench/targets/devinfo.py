@@ -7,31 +7,19 @@ Kernel names ("vda", "loop0", "sda2") are what /sys/class/block and /proc/diskst
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import proc
+from fsbench import mounts
 
 SYS_BLOCK = Path("/sys/class/block")
 SYS_DEV_BLOCK = Path("/sys/dev/block")
-MOUNTINFO = Path("/proc/self/mountinfo")
-
-_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+MOUNTINFO = mounts.MOUNTINFO
 
 
-@dataclass(frozen=True)
-class MountEntry:
-    """One line of /proc/self/mountinfo."""
 
-    mount_id: int
-    parent_id: int
-    devnum: str  # "MAJ:MIN" of the filesystem (0:N for tmpfs, btrfs, overlay...)
-    root: str
-    mountpoint: str
-    fstype: str
-    source: str
+MountEntry = mounts.MountEntry
 
 
 @dataclass(frozen=True)
@@ -44,39 +32,12 @@ class DiskInfo:
     rotational: bool | None
 
 
-def unescape(field: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as \\ooo."""
-    return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
-
-
-def parse_mountinfo(text: str) -> list[MountEntry]:
-    entries: list[MountEntry] = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 10 or "-" not in parts[6:]:
-            continue
-        sep = parts.index("-", 6)
-        if len(parts) < sep + 3:
-            continue
-        entries.append(
-            MountEntry(
-                mount_id=int(parts[0]),
-                parent_id=int(parts[1]),
-                devnum=parts[2],
-                root=unescape(parts[3]),
-                mountpoint=unescape(parts[4]),
-                fstype=parts[sep + 1],
-                source=unescape(parts[sep + 2]),
-            )
-        )
-    return entries
+unescape = mounts.unescape
+parse_mountinfo = mounts.parse
 
 
 def read_mountinfo(path: Path = MOUNTINFO) -> list[MountEntry]:
-    try:
-        return parse_mountinfo(path.read_text(errors="replace"))
-    except OSError:
-        return []
+    return mounts.read(path)
 
 
 def devnum_str(dev: int) -> str:
@@ -256,11 +217,4 @@ def fs_type_of(path: str | Path) -> str | None:
 
 def unmount(mountpoint: str) -> str | None:
     """umount, then `umount -l` if it is busy. None on success, else the error line."""
-    res = proc.run(["umount", mountpoint], timeout=120)
-    if res.ok:
-        return None
-    lazy = proc.run(["umount", "-l", mountpoint], timeout=60)
-    if lazy.ok:
-        return None
-    first = (lazy.output or res.output or f"exit {lazy.returncode}").splitlines()[0]
-    return first
+    return mounts.umount(mountpoint, attempts=1).error
