@@ -15,7 +15,7 @@ DbOption = Annotated[
         "--db",
         envvar="FSBENCH_DB",
         help="Result store: a file path or an SQLAlchemy URL "
-        "[default: ~/.local/share/fsbench/results.db].",
+        "\\[default: ~/.local/share/fsbench/results.db].",
         show_default=False,
     ),
 ]

@@ -18,7 +18,7 @@ from fsbench.store import Store
 
 def report(
     run_id: Annotated[
-        int | None, typer.Argument(metavar="[RUN]", help="Run id [default: the latest].")
+        int | None, typer.Argument(metavar="[RUN]", help="Run id \\[default: the latest].")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, csv or json.")] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,

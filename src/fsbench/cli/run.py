@@ -121,7 +121,7 @@ def run(
     preset: Annotated[
         str | None,
         typer.Option(
-            "--preset", "-p", help="A shipped plan: see `fsbench list presets`. [default: quick]"
+            "--preset", "-p", help="A shipped plan: see `fsbench list presets`. \\[default: quick]"
         ),
     ] = None,
     fs: Annotated[list[str], typer.Option("--fs", help=FS_HELP)] = [],  # noqa: B006
@@ -140,11 +140,11 @@ def run(
     reps: Annotated[int | None, typer.Option("--reps", help="Repetitions per cell.")] = None,
     scale: Annotated[Scale | None, typer.Option("--scale", help="tiny, quick or full.")] = None,
     image_size: Annotated[
-        str | None, typer.Option("--image-size", help="Loop image size [default: 8G].")
+        str | None, typer.Option("--image-size", help="Loop image size \\[default: 8G].")
     ] = None,
     workdir: Annotated[
         Path | None,
-        typer.Option("--workdir", help="Where images and mounts go [default: /var/tmp/fsbench]."),
+        typer.Option("--workdir", help="Where images and mounts go \\[default: /var/tmp/fsbench]."),
     ] = None,
     device: Annotated[
         str | None,
