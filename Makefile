@@ -5,15 +5,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages fsbench drives; `fsbench doctor` reports the same list.
 DEB_PACKAGES := e2fsprogs xfsprogs btrfs-progs util-linux mount fio python3 python3-venv
-STAMP_APT := $(VENV)/.stamp-apt
 STAMP_PY := $(VENV)/.stamp-python
 
-.PHONY: install run test lint clean
+.PHONY: install apt run test lint clean
 
-install: $(STAMP_APT) $(STAMP_PY)
+install: apt $(STAMP_PY)
 
-# Installs only what is missing, so a second `make install` costs a dpkg query.
-$(STAMP_APT): Makefile
+# Checked every time (one dpkg-query per package, well under a second); apt runs only
+# when something is missing.
+apt:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
@@ -21,9 +21,8 @@ $(STAMP_APT): Makefile
 	  echo "apt: installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@mkdir -p $(VENV) && touch $@
 
-$(STAMP_PY): pyproject.toml $(STAMP_APT)
+$(STAMP_PY): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
