@@ -11,7 +11,7 @@ from pathlib import Path
 from fsbench import __version__, filesystems, proc, provenance, workloads
 from fsbench.errors import FsbenchError
 from fsbench.plan import Cell, Plan, schedule
-from fsbench.runner import Runner, mount_root
+from fsbench.runner import Runner, cache_root, mount_root
 from fsbench.store import Store, TrialRecord
 from fsbench.targets.base import Target
 from fsbench.units import format_size
@@ -44,15 +44,19 @@ def preflight(plan: Plan, cells: list[Cell], target_size: int) -> list[str]:
         if not avail.available:
             warnings.append(f"{config.display}: {avail.reason}; its cells will be unsupported")
     for spec in plan.workloads:
-        for tool in workloads.get(spec.name).tools:
+        if spec.scales and plan.scale not in spec.scales:
+            continue
+        for tool in (t for step in spec.steps for t in workloads.get(step).tools):
             if proc.which(tool.command) is None:
                 raise FsbenchError(
                     f"workload {spec.name} needs {tool.command}: apt-get install {tool.package}"
                 )
     usable = target_size - max(FS_OVERHEAD_MIN, int(target_size * FS_OVERHEAD_FRACTION))
     for cell in cells:
-        wl = workloads.get(cell.workload)
-        need = wl().required_bytes(wl.params_model.model_validate(cell.params))
+        need = 0
+        for name, params in cell.steps:
+            wl = workloads.get(name)
+            need = max(need, wl().required_bytes(wl.params_model.model_validate(params)))
         if need > usable:
             raise FsbenchError(
                 f"{cell.workload} {cell.params} needs {format_size(need)} but a "
@@ -84,7 +88,7 @@ def execute(
         overrides=overrides,
         schedule=[(rep, cell.key) for rep, cell in order],
         host=provenance.host(
-            sorted({c.type for c in plan.fs}), sorted({w.name for w in plan.workloads})
+            sorted({c.type for c in plan.fs}), sorted({s for w in plan.workloads for s in w.steps})
         ),
         target={"kind": target.kind},
     )
@@ -93,20 +97,21 @@ def execute(
     try:
         store.set_target(run_id, target.describe())
         mnt = mount_root(workdir)
-        runner = Runner(target, mnt, plan.scale)
+        runner = Runner(target, mnt, plan.scale, cache_root(workdir))
         try:
             for index, (rep, cell) in enumerate(order):
                 if cell.key in unsupported:
                     continue  # the kernel said no once; asking again measures nothing
                 if on_start:
                     on_start(index, len(order), rep, cell)
-                record = runner.run_trial(index, rep, cell)
-                store.record_trial(run_id, record)
-                outcome.counts[record.status] = outcome.counts.get(record.status, 0) + 1
-                if record.status == "unsupported":
-                    unsupported[cell.key] = record.message
-                if on_done:
-                    on_done(index, len(order), record)
+                records = runner.run_cell(index, rep, cell)
+                store.record_trials(run_id, records)
+                for record in records:
+                    outcome.counts[record.status] = outcome.counts.get(record.status, 0) + 1
+                    if on_done:
+                        on_done(index, len(order), record)
+                if records[0].status == "unsupported":
+                    unsupported[cell.key] = records[0].message
         finally:
             if mnt.exists() and not os.path.ismount(mnt):
                 mnt.rmdir()

@@ -67,21 +67,34 @@ class FsConfig(BaseModel):
         return " ".join(parts)
 
 
+CHAIN_SEP = "+"
+
+
 class WorkloadSpec(BaseModel):
+    """A workload, or a chain `untar+tree-read+fsck` whose steps share one mkfs."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    # Scalars or lists; a list is a sweep: one cell per value.
+    # Scalars or lists; a list is a sweep: one cell per value. In a chain, a parameter
+    # applies to every step that has it.
     params: dict[str, Any] = Field(default_factory=dict)
+    # Run only at these scales (kernel-build: full); empty = every scale.
+    scales: tuple[Scale, ...] = ()
 
     @field_validator("name")
     @classmethod
     def _known_workload(cls, value: str) -> str:
-        try:
-            workloads.get(value)
-        except KeyError as exc:
-            raise ValueError(exc.args[0]) from None
-        return value
+        for step in value.split(CHAIN_SEP):
+            try:
+                workloads.get(step.strip())
+            except KeyError as exc:
+                raise ValueError(exc.args[0]) from None
+        return CHAIN_SEP.join(step.strip() for step in value.split(CHAIN_SEP))
+
+    @property
+    def steps(self) -> list[str]:
+        return self.name.split(CHAIN_SEP)
 
 
 class TargetSpec(BaseModel):
@@ -116,6 +129,19 @@ class Cell:
     @property
     def key(self) -> str:
         return f"{self.config.display}|{self.workload}|{json.dumps(self.params, sort_keys=True)}"
+
+    @property
+    def is_chain(self) -> bool:
+        return CHAIN_SEP in self.workload
+
+    @property
+    def steps(self) -> list[tuple[str, dict[str, Any]]]:
+        """(workload, its own parameters) for each step of the cell."""
+        out = []
+        for name in self.workload.split(CHAIN_SEP):
+            fields = workloads.get(name).params_model.model_fields
+            out.append((name, {k: v for k, v in self.params.items() if k in fields}))
+        return out
 
     def describe(self) -> str:
         shown = " ".join(f"{k}={v}" for k, v in self.params.items())
@@ -224,7 +250,8 @@ def expand(plan: Plan, overrides: dict[str, list[str]] | None = None) -> list[Ce
         raise FsbenchError(f"two filesystem configs share the label {dup!r}: add label=NAME")
     known_names: set[str] = set()
     for spec in plan.workloads:
-        known_names |= set(workloads.get(spec.name).params_model.model_fields)
+        for step in spec.steps:
+            known_names |= set(workloads.get(step).params_model.model_fields)
     unknown = sorted(set(overrides) - known_names)
     if unknown:
         names = ", ".join(s.name for s in plan.workloads)
@@ -234,15 +261,21 @@ def expand(plan: Plan, overrides: dict[str, list[str]] | None = None) -> list[Ce
         )
     cells: list[Cell] = []
     for spec in plan.workloads:
-        wl = workloads.get(spec.name)
-        fields = wl.params_model.model_fields
+        if spec.scales and plan.scale not in spec.scales:
+            continue
+        steps = [workloads.get(step) for step in spec.steps]
+        fields: dict[str, None] = {}
+        values: dict[str, Any] = {}
+        for wl in steps:
+            fields.update(dict.fromkeys(wl.params_model.model_fields))
+            for k, v in wl.defaults(plan.scale).items():
+                values.setdefault(k, v)
         unknown_params = sorted(set(spec.params) - set(fields))
         if unknown_params:
             raise FsbenchError(
                 f"workload {spec.name}: unknown parameter {unknown_params[0]!r} "
                 f"(known: {', '.join(fields)})"
             )
-        values: dict[str, Any] = wl.defaults(plan.scale)
         values.update(spec.params)
         values.update({k: v for k, v in overrides.items() if k in fields})
         dims = {k: (v if isinstance(v, list) else [v]) for k, v in values.items()}
@@ -251,13 +284,20 @@ def expand(plan: Plan, overrides: dict[str, list[str]] | None = None) -> list[Ce
                 raise FsbenchError(f"workload {spec.name}: parameter {pname} has an empty list")
         param_names = list(dims)
         for combo in itertools.product(*(dims[n] for n in param_names)):
-            try:
-                params = wl.params_model.model_validate(dict(zip(param_names, combo, strict=True)))
-            except ValidationError as exc:
-                raise FsbenchError(f"workload {spec.name}: {one_line(exc)}") from None
-            dumped = params.model_dump(mode="json")
+            chosen = dict(zip(param_names, combo, strict=True))
+            dumped: dict[str, Any] = {}
+            for wl in steps:
+                own = {k: v for k, v in chosen.items() if k in wl.params_model.model_fields}
+                try:
+                    dumped.update(wl.params_model.model_validate(own).model_dump(mode="json"))
+                except ValidationError as exc:
+                    raise FsbenchError(f"workload {wl.name}: {one_line(exc)}") from None
             for config in plan.fs:
                 cells.append(Cell(config, spec.name, dumped))
+    if not cells:
+        raise FsbenchError(
+            f"nothing to run at scale {plan.scale}: every workload is limited to other scales"
+        )
     return cells
 
 

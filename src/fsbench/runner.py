@@ -1,8 +1,10 @@
-"""One trial: fresh mkfs -> mount -> prepare (untimed) -> settle -> run (timed) ->
-flush (sync + umount, timed when the workload says so) -> inspect (after remount).
+"""One cell, one trial: fresh mkfs -> mount -> for each step of the cell (one workload, or
+a chain such as untar+tree-read+fsck+tree-rm sharing the filesystem): prepare (untimed)
+-> settle -> run (timed) -> flush (timed, as the workload says) -> check -> inspect
+(untimed, after a remount).
 
-The runner owns the clock and every mount it makes; whatever happens, the filesystem is
-unmounted before `run_trial` returns or raises.
+The runner owns the clock and every mount it makes: whatever happens, the filesystem is
+unmounted before `run_cell` returns or raises.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from fsbench.monitors import diskstats
 from fsbench.plan import Cell
 from fsbench.store import MetricRecord, TrialRecord, now
 from fsbench.targets.base import Target
-from fsbench.workloads.base import Better, CacheState, Metric, Scale
+from fsbench.workloads.base import Better, CacheState, Flush, Metric, Scale, Workload
 
 # Below this a timed phase is dominated by timer resolution and noise (DESIGN: traps).
 MIN_TIMED_SECONDS = 2.0
@@ -34,9 +36,12 @@ class _Context:
     device: str
     mountpoint: Path
     mount_options: str
+    cache_dir: Path
+    scale: Scale
     flags: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     mounted: bool = False
+    kernel: list[str] = field(default_factory=list)
 
     @property
     def fs_type(self) -> str:
@@ -74,69 +79,110 @@ def _metric(m: Metric) -> MetricRecord:
 
 
 class Runner:
-    def __init__(self, target: Target, mount_root: Path, scale: Scale) -> None:
+    def __init__(self, target: Target, mount_root: Path, scale: Scale, cache_dir: Path) -> None:
         self.target = target
         self.mountpoint = mount_root
         self.scale = scale
+        self.cache_dir = cache_dir
         self._kernel_fs = filesystems.kernel_filesystems()
 
-    def run_trial(self, seq: int, rep: int, cell: Cell) -> TrialRecord:
-        record = TrialRecord(
-            seq=seq,
-            rep=rep,
-            cell_key=cell.key,
-            config=cell.config.display,
-            fs=cell.config.type,
-            mkfs_options=list(cell.config.mkfs),
-            mount_options=cell.config.mount,
-            workload=cell.workload,
-            params=cell.params,
-            status="running",
-            started_at=now(),
-        )
+    def run_cell(self, seq: int, rep: int, cell: Cell) -> list[TrialRecord]:
+        """One record per step, in order. A refused mkfs/mount makes every step
+        `unsupported`; a failed step makes the steps after it `failed` (not run)."""
+        records = [
+            TrialRecord(
+                seq=seq,
+                rep=rep,
+                step=i,
+                chain=cell.workload if cell.is_chain else "",
+                cell_key=cell.key,
+                config=cell.config.display,
+                fs=cell.config.type,
+                mkfs_options=list(cell.config.mkfs),
+                mount_options=cell.config.mount,
+                workload=name,
+                params=params,
+                status="pending",
+                started_at=now(),
+            )
+            for i, (name, params) in enumerate(cell.steps)
+        ]
         fs = filesystems.get(cell.config.type)
-        ctx = _Context(fs, self.target.device, self.mountpoint, cell.config.mount)
-        prov: dict[str, Any] = {}
+        ctx = _Context(
+            fs, self.target.device, self.mountpoint, cell.config.mount, self.cache_dir, self.scale
+        )
+        shared: dict[str, Any] = {}
+        current: TrialRecord | None = None
         try:
-            metrics = self._measure(fs, cell, ctx, prov)
-            record.metrics = [_metric(m) for m in metrics]
-            record.status = "ok"
+            self._make_filesystem(fs, cell, ctx, shared)
+            for record in records:
+                current = record
+                ctx.flags = {}
+                record.started_at = now()
+                metrics = self._step(ctx, record)
+                record.metrics = [_metric(m) for m in metrics]
+                record.status = "ok"
+                record.provenance = {**shared, "flags": ctx.flags, "notes": list(ctx.notes)}
+                record.finished_at = now()
+                current = None
         except Unsupported as exc:
-            record.status, record.message, record.detail = "unsupported", exc.message, exc.detail
+            self._close_out(records, current, "unsupported", exc.message, exc.detail, shared)
         except TrialFailed as exc:
-            record.status, record.message, record.detail = "failed", exc.message, exc.detail
+            self._close_out(records, current, "failed", exc.message, exc.detail, shared)
         except Exception as exc:  # a workload bug or an I/O error must not end the matrix
-            record.status = "failed"
-            record.message = f"{type(exc).__name__}: {exc}"
-            record.detail = traceback.format_exc()
+            self._close_out(
+                records,
+                current,
+                "failed",
+                f"{type(exc).__name__}: {exc}",
+                traceback.format_exc(),
+                shared,
+            )
         finally:
             # Also on KeyboardInterrupt: never leave a mount behind.
             if ctx.mounted or fsops.is_mounted(self.mountpoint):
                 try:
                     ctx.umount()
-                except Exception as exc:  # reported, and the target's close() retries
+                except Exception as exc:  # reported; the target's close() retries
                     ctx.notes.append(f"umount failed: {exc}")
-        prov["flags"] = ctx.flags
-        prov["notes"] = ctx.notes
-        record.provenance = prov
-        record.finished_at = now()
-        return record
+        return records
 
-    def _measure(
-        self, fs: filesystems.FsType, cell: Cell, ctx: _Context, prov: dict[str, Any]
-    ) -> list[Metric]:
+    def _close_out(
+        self,
+        records: list[TrialRecord],
+        current: TrialRecord | None,
+        status: str,
+        message: str,
+        detail: str,
+        shared: dict[str, Any],
+    ) -> None:
+        for record in records:
+            if record.status != "pending":
+                continue
+            if current is None or record is current:
+                record.status, record.message, record.detail = status, message, detail
+            else:  # after the step that failed: never ran
+                record.status = "failed" if status == "failed" else status
+                record.message = (
+                    f"not run: {current.workload} {status}: {message}"
+                    if status == "failed"
+                    else message
+                )
+            record.provenance = {**shared, **record.provenance}
+            record.finished_at = now()
+
+    def _make_filesystem(
+        self, fs: filesystems.FsType, cell: Cell, ctx: _Context, shared: dict[str, Any]
+    ) -> None:
         avail = filesystems.availability(fs, self._kernel_fs)
         if not avail.available:
             raise Unsupported(f"{fs.name} unavailable: {avail.reason}")
-        wl_cls = workloads.get(cell.workload)
-        if fs.pseudo and wl_cls.needs_filesystem:
-            raise Unsupported(f"{cell.workload} needs a filesystem; {fs.name} is the bare device")
-        workload = wl_cls()
-        params = wl_cls.params_model.model_validate(cell.params)
-
+        for name, _ in cell.steps:
+            if fs.pseudo and workloads.get(name).needs_filesystem:
+                raise Unsupported(f"{name} needs a filesystem; {fs.name} is the bare device")
         self.target.reset()
         made = fsops.mkfs(fs, list(cell.config.mkfs), ctx.device)
-        prov["mkfs"] = {
+        shared["mkfs"] = {
             "argv": made.argv,
             "seconds": round(made.seconds, 3),
             "output": made.output,
@@ -148,34 +194,43 @@ class Runner:
         geometry = fsops.geometry(fs, ctx.device)
         notes = fsops.mount_option_notes(cell.config.mount, effective, mounted.kernel)
         notes += fsops.mkfs_feature_notes(fs, list(cell.config.mkfs), geometry, made.output)
-        prov["mount"] = {"argv": mounted.argv, "effective": effective, "kernel": mounted.kernel}
-        prov["geometry"] = geometry
-        prov["option_notes"] = [n.as_dict() for n in notes]
+        shared["mount"] = {"argv": mounted.argv, "effective": effective, "kernel": mounted.kernel}
+        shared["geometry"] = geometry
+        shared["option_notes"] = [n.as_dict() for n in notes]
 
+    def _step(self, ctx: _Context, record: TrialRecord) -> list[Metric]:
+        wl_cls = workloads.get(record.workload)
+        workload: Workload = wl_cls()
+        params = wl_cls.params_model.model_validate(record.params)
+        if not ctx.mounted:
+            ctx.mount()
         workload.prepare(ctx, params)
 
         # Settle: everything prepare wrote is on disk; caches as the workload states.
         ctx.sync()
-        if wl_cls.cache == CacheState.COLD_REMOUNT:
+        if not wl_cls.needs_mount:
+            ctx.umount()
+            system.drop_caches()
+        elif wl_cls.cache == CacheState.COLD_REMOUNT:
             ctx.remount()
         elif wl_cls.cache == CacheState.COLD:
             system.drop_caches()
-        prov["cache"] = str(wl_cls.cache)
 
         before = diskstats.read(ctx.device)
         t0 = time.monotonic()
         metrics = list(workload.run(ctx, params))
         t_run = time.monotonic()
-        if wl_cls.flush_in_timing:
+        if wl_cls.flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and ctx.mounted:
             ctx.sync()
-            ctx.umount()
+            if wl_cls.flush == Flush.SYNC_UMOUNT:
+                ctx.umount()
         t_end = time.monotonic()
         after = diskstats.read(ctx.device)
 
         elapsed = t_end - t0
         if not any(m.name == "seconds" for m in metrics):
             metrics.append(Metric("seconds", elapsed, "s", Better.LOWER))
-        if wl_cls.flush_in_timing:
+        if wl_cls.flush != Flush.NONE:
             metrics.append(Metric("flush_seconds", t_end - t_run, "s", Better.LOWER))
         if before is not None and after is not None:
             delta = after - before
@@ -183,16 +238,22 @@ class Runner:
             metrics.append(Metric("device_read_bytes", delta.read_bytes, "B", Better.LOWER))
         if elapsed < MIN_TIMED_SECONDS and self.scale != Scale.TINY:
             ctx.flag("short", f"timed phase {elapsed:.2f} s < {MIN_TIMED_SECONDS:.0f} s")
+        for name, detail in workload.check(params, {m.name: m.value for m in metrics}).items():
+            ctx.flag(name, detail)
 
         if wl_cls.has_inspect():
-            if not ctx.mounted:
+            if ctx.mounted:
+                ctx.remount()
+            else:
                 ctx.mount()
-            system.drop_caches()
+                system.drop_caches()
             metrics += workload.inspect(ctx, params)
-        if ctx.mounted:
-            ctx.umount()
         return metrics
 
 
 def mount_root(workdir: Path, pid: int | None = None) -> Path:
     return workdir / f"mnt-{pid or os.getpid()}"
+
+
+def cache_root(workdir: Path) -> Path:
+    return workdir / "cache"

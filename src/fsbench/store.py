@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
+    Connection,
     Engine,
     Float,
     ForeignKey,
@@ -34,7 +35,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from fsbench.errors import FsbenchError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -62,6 +63,8 @@ trials = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("seq", Integer, nullable=False),  # position in the run's schedule
+    Column("step", Integer, nullable=False),  # position in the cell's chain (0 if none)
+    Column("chain", String(300), nullable=False),  # "untar+tree-read+fsck", or ""
     Column("rep", Integer, nullable=False),
     Column("cell_key", Text, nullable=False),
     Column("config", String(300), nullable=False),  # display label
@@ -76,7 +79,7 @@ trials = Table(
     Column("started_at", String(40), nullable=False),
     Column("finished_at", String(40), nullable=False),
     Column("provenance", Text, nullable=False),  # JSON: mkfs argv, effective options, geometry
-    UniqueConstraint("run_id", "seq", name="one_trial_per_slot"),
+    UniqueConstraint("run_id", "seq", "step", name="one_trial_per_slot"),
 )
 
 metrics = Table(
@@ -138,6 +141,8 @@ class TrialRecord:
     finished_at: str = ""
     provenance: dict[str, Any] = field(default_factory=dict)
     metrics: list[MetricRecord] = field(default_factory=list)
+    step: int = 0
+    chain: str = ""
     id: int | None = None
 
 
@@ -212,43 +217,55 @@ class Store:
             )
 
     def record_trial(self, run_id: int, trial: TrialRecord) -> int:
-        """The trial and its metrics in one transaction: all or nothing."""
+        return self.record_trials(run_id, [trial])[0]
+
+    def record_trials(self, run_id: int, records: list[TrialRecord]) -> list[int]:
+        """The trials of one cell (its chain's steps) and their metrics in one
+        transaction: all or nothing."""
+        ids = []
         with self.engine.begin() as conn:
-            res = conn.execute(
-                insert(trials).values(
-                    run_id=run_id,
-                    seq=trial.seq,
-                    rep=trial.rep,
-                    cell_key=trial.cell_key,
-                    config=trial.config,
-                    fs=trial.fs,
-                    mkfs_options=json.dumps(trial.mkfs_options),
-                    mount_options=trial.mount_options,
-                    workload=trial.workload,
-                    params=json.dumps(trial.params, sort_keys=True),
-                    status=trial.status,
-                    message=trial.message,
-                    detail=trial.detail,
-                    started_at=trial.started_at,
-                    finished_at=trial.finished_at,
-                    provenance=json.dumps(trial.provenance, default=str),
-                )
+            for trial in records:
+                ids.append(self._insert_trial(conn, run_id, trial))
+        return ids
+
+    def _insert_trial(self, conn: Connection, run_id: int, trial: TrialRecord) -> int:
+        res = conn.execute(
+            insert(trials).values(
+                run_id=run_id,
+                seq=trial.seq,
+                step=trial.step,
+                chain=trial.chain,
+                rep=trial.rep,
+                cell_key=trial.cell_key,
+                config=trial.config,
+                fs=trial.fs,
+                mkfs_options=json.dumps(trial.mkfs_options),
+                mount_options=trial.mount_options,
+                workload=trial.workload,
+                params=json.dumps(trial.params, sort_keys=True),
+                status=trial.status,
+                message=trial.message,
+                detail=trial.detail,
+                started_at=trial.started_at,
+                finished_at=trial.finished_at,
+                provenance=json.dumps(trial.provenance, default=str),
             )
-            trial_id = _new_id(res.inserted_primary_key)
-            if trial.metrics:
-                conn.execute(
-                    insert(metrics),
-                    [
-                        {
-                            "trial_id": trial_id,
-                            "name": m.name,
-                            "value": float(m.value),
-                            "unit": m.unit,
-                            "better": m.better,
-                        }
-                        for m in trial.metrics
-                    ],
-                )
+        )
+        trial_id = _new_id(res.inserted_primary_key)
+        if trial.metrics:
+            conn.execute(
+                insert(metrics),
+                [
+                    {
+                        "trial_id": trial_id,
+                        "name": m.name,
+                        "value": float(m.value),
+                        "unit": m.unit,
+                        "better": m.better,
+                    }
+                    for m in trial.metrics
+                ],
+            )
         trial.id = trial_id
         return trial_id
 
@@ -286,7 +303,11 @@ class Store:
     def get_trials(self, run_id: int) -> list[TrialRecord]:
         with self.engine.connect() as conn:
             trows = (
-                conn.execute(select(trials).where(trials.c.run_id == run_id).order_by(trials.c.seq))
+                conn.execute(
+                    select(trials)
+                    .where(trials.c.run_id == run_id)
+                    .order_by(trials.c.seq, trials.c.step)
+                )
                 .mappings()
                 .all()
             )
@@ -309,6 +330,8 @@ class Store:
             TrialRecord(
                 id=t["id"],
                 seq=t["seq"],
+                step=t["step"],
+                chain=t["chain"],
                 rep=t["rep"],
                 cell_key=t["cell_key"],
                 config=t["config"],

@@ -19,6 +19,7 @@ class Row:
     config: str
     fs: str
     workload: str
+    chain: str  # the chain the workload ran in ("" when alone)
     params: dict[str, Any]
     metric: str | None
     unit: str | None
@@ -39,8 +40,8 @@ class Row:
         return asdict(self)
 
 
-def _cell_id(t: TrialRecord) -> tuple[str, str, str]:
-    return (t.config, t.workload, json.dumps(t.params, sort_keys=True))
+def _cell_id(t: TrialRecord) -> tuple[str, str, str, str]:
+    return (t.config, t.chain, t.workload, json.dumps(t.params, sort_keys=True))
 
 
 def _status(counts: dict[str, int]) -> str:
@@ -53,7 +54,7 @@ def _status(counts: dict[str, int]) -> str:
 
 def build_rows(trials: list[TrialRecord]) -> list[Row]:
     """Rows in schedule order of first appearance (configs in plan order)."""
-    cells: dict[tuple[str, str, str], list[TrialRecord]] = {}
+    cells: dict[tuple[str, str, str, str], list[TrialRecord]] = {}
     for t in trials:
         cells.setdefault(_cell_id(t), []).append(t)
     # Metric names and units per workload, from any successful trial.
@@ -63,7 +64,7 @@ def build_rows(trials: list[TrialRecord]) -> list[Row]:
             for m in t.metrics:
                 wl_metrics.setdefault(t.workload, {}).setdefault(m.name, (m.unit, m.better))
     rows: list[Row] = []
-    for (config, workload, _), group in cells.items():
+    for (config, chain, workload, _), group in cells.items():
         counts: dict[str, int] = {}
         for t in group:
             counts[t.status] = counts.get(t.status, 0) + 1
@@ -93,6 +94,7 @@ def build_rows(trials: list[TrialRecord]) -> list[Row]:
                     config=config,
                     fs=first.fs,
                     workload=workload,
+                    chain=chain,
                     params=first.params,
                     metric=name,
                     unit=unit,

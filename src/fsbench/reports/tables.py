@@ -129,8 +129,8 @@ def _cell_text(row: Row | None, cell_name: str, notes: _Notes) -> str:
 
 def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
     tables: list[Table] = []
-    for wname in dict.fromkeys(r.workload for r in rows):
-        wrows = [r for r in rows if r.workload == wname]
+    for chain, wname in dict.fromkeys((r.chain, r.workload) for r in rows):
+        wrows = [r for r in rows if r.workload == wname and r.chain == chain]
         try:
             headline = list(workloads.get(wname).headline)
         except KeyError:
@@ -146,6 +146,8 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
         constant = [p for p in param_names if p not in varying]
         caption_params = " ".join(f"{p}={wrows[0].params.get(p)}" for p in constant)
         caption = "mean ± 95% CI (n)" + (f" · {caption_params}" if caption_params else "")
+        if chain:
+            caption += f" · step of {chain.replace('+', ' → ')} on one mkfs"
         configs = list(dict.fromkeys(r.config for r in wrows))
         if varying:
             combos = list(dict.fromkeys(_params_label(r.params, varying) for r in wrows))

@@ -18,7 +18,6 @@ SYS_DEV_BLOCK = Path("/sys/dev/block")
 MOUNTINFO = mounts.MOUNTINFO
 
 
-
 MountEntry = mounts.MountEntry
 
 

@@ -27,6 +27,7 @@ from fsbench.workloads.base import (
     Better,
     Bytes,
     CacheState,
+    Flush,
     Metric,
     Params,
     Scale,
@@ -119,7 +120,7 @@ class Alloc(Workload):
         Scale.FULL: {"size": "4G", "method": list(METHODS)},
     }
     cache: ClassVar[CacheState] = CacheState.COLD
-    flush_in_timing: ClassVar[bool] = True
+    flush: ClassVar[Flush] = Flush.SYNC_UMOUNT
     headline: ClassVar[tuple[str, ...]] = ("seconds", "fragments", "extents")
 
     def required_bytes(self, params: Params) -> int:

@@ -1,8 +1,10 @@
 """The workload contract: a name, a parameter model with defaults per scale, the
 tools it needs, an untimed prepare, a timed run, and an optional untimed inspect.
 
-The runner owns the clock: it times `run` plus, when `flush_in_timing`, the sync and
-umount that put the data on disk. A workload only does its work and reports metrics.
+The runner owns the clock: it times `run` plus the flush the workload asks for (sync, or
+sync + umount) that puts the data on disk. A workload only does its work and reports
+metrics; its validity checks (`check`) and after-the-fact measurements (`inspect`) are
+separate hooks.
 """
 
 from __future__ import annotations
@@ -29,6 +31,15 @@ class Scale(StrEnum):
 class Better(StrEnum):
     HIGHER = "higher"
     LOWER = "lower"
+
+
+class Flush(StrEnum):
+    """What the runner does after `run`, inside the timing: data counts as written only
+    once it is on disk."""
+
+    NONE = "none"  # the workload flushes itself, or only reads
+    SYNC = "sync"  # syncfs of the filesystem
+    SYNC_UMOUNT = "sync+umount"  # syncfs then umount: nothing left in flight at all
 
 
 class CacheState(StrEnum):
@@ -77,6 +88,13 @@ class TrialContext(Protocol):
     @property
     def fs_type(self) -> str: ...
 
+    @property
+    def cache_dir(self) -> Path:
+        """A directory outside the target for inputs kept across trials (source trees)."""
+
+    @property
+    def scale(self) -> Scale: ...
+
     def sync(self) -> None: ...
 
     def drop_caches(self) -> None: ...
@@ -96,8 +114,11 @@ class Workload(ABC):
     scale_defaults: ClassVar[Mapping[Scale, Mapping[str, Any]]]
     tools: ClassVar[tuple[Tool, ...]] = ()
     cache: ClassVar[CacheState] = CacheState.COLD
-    flush_in_timing: ClassVar[bool] = True
+    flush: ClassVar[Flush] = Flush.SYNC_UMOUNT
     needs_filesystem: ClassVar[bool] = True
+    # False for workloads that act on the unmounted device (fsck): the runner unmounts
+    # before `run` and mounts again for whatever comes next.
+    needs_mount: ClassVar[bool] = True
     # Metrics the terminal table shows; every metric is stored and in md/csv/json.
     headline: ClassVar[tuple[str, ...]] = ("seconds",)
 
@@ -115,6 +136,11 @@ class Workload(ABC):
     def inspect(self, ctx: TrialContext, params: Params) -> list[Metric]:
         """Untimed measurements after the data is on disk and the filesystem remounted."""
         return []
+
+    def check(self, params: Params, metrics: dict[str, float]) -> dict[str, str]:
+        """Validity flags from the trial's metrics, runner's included (device_read_bytes,
+        seconds): e.g. {"not-cold": "device read 3 MiB of a 1 GiB tree"}."""
+        return {}
 
     @classmethod
     def has_inspect(cls) -> bool:
