@@ -158,3 +158,64 @@ def layout(exts: Sequence[Extent]) -> FileLayout:
 def summary(path: Path | str, *, sync: bool = False) -> FileLayout:
     """Layout of one file. For a tree, call it per regular file and average the fields."""
     return layout(extents(path, sync=sync))
+
+
+def gaps(exts: Sequence[Extent]) -> list[int]:
+    """Physical distances (bytes) jumped between the fragments of a file: where a record
+    breaks the run by filefrag's rule, |its start - where the previous record ended|."""
+    out: list[int] = []
+    prev: Extent | None = None
+    for e in exts:
+        if prev is not None and e.logical != 0:
+            dense = prev.physical + prev.length
+            expected = prev.physical + e.logical - prev.logical
+            if e.physical not in (dense, expected):
+                out.append(abs(e.physical - dense))
+        prev = e
+    return out
+
+
+@dataclass(frozen=True)
+class TreeLayout:
+    """Fragmentation of every regular file under a directory."""
+
+    files: int
+    mean_fragments: float  # per file with data
+    mean_extents: float  # FIEMAP records per file with data
+    pct_fragmented: float  # % of files with data in more than one fragment
+    mean_gap_bytes: float  # mean jump between fragments, over multi-fragment files
+
+
+def tree_layout(root: Path | str) -> TreeLayout:
+    """FIEMAP over a tree (files without data blocks, e.g. empty, are not counted)."""
+    files = frags = exts_total = fragmented = 0
+    all_gaps: list[int] = []
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue  # symlinks and the like: no extents of their own
+            try:
+                exts = extents_fd(fd)
+            finally:
+                os.close(fd)
+            if not exts:
+                continue
+            files += 1
+            n = fragments(exts)
+            frags += n
+            exts_total += len(exts)
+            if n > 1:
+                fragmented += 1
+                all_gaps += gaps(exts)
+    if files == 0:
+        return TreeLayout(0, 0.0, 0.0, 0.0, 0.0)
+    return TreeLayout(
+        files=files,
+        mean_fragments=frags / files,
+        mean_extents=exts_total / files,
+        pct_fragmented=100.0 * fragmented / files,
+        mean_gap_bytes=(sum(all_gaps) / len(all_gaps)) if all_gaps else 0.0,
+    )

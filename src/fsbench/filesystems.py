@@ -28,6 +28,11 @@ class FsType:
     extended_flag: str = ""
     extended_defaults: tuple[tuple[str, str], ...] = ()
     fsck_readonly: tuple[str, ...] = ()
+    # The fsck's own fragmentation figure, where its output has one (e2fsck's
+    # "N/M files (X% non-contiguous)"); else a separate read-only tool that reports it.
+    fsck_frag_regex: str = ""
+    frag_report: tuple[str, ...] = ()  # argv prefix; device appended
+    frag_report_regex: str = ""
     geometry: tuple[str, ...] = ()  # argv prefix; device appended
     geometry_format: str = ""  # colon | xfs | btrfs
     version: tuple[str, ...] = ()
@@ -55,6 +60,7 @@ def _ext(name: str, summary: str) -> FsType:
         extended_flag="-E",
         extended_defaults=_EXT_LAZY,
         fsck_readonly=("e2fsck", "-fn"),
+        fsck_frag_regex=r"\(([\d.]+)% non-contiguous\)",
         geometry=("dumpe2fs", "-h"),
         geometry_format="colon",
         version=("mke2fs", "-V"),
@@ -78,6 +84,8 @@ CATALOGUE: dict[str, FsType] = {
             force=("-f",),
             label_max=12,
             fsck_readonly=("xfs_repair", "-n"),
+            frag_report=("xfs_db", "-r", "-c", "frag"),
+            frag_report_regex=r"fragmentation factor ([\d.]+)%",
             geometry=("xfs_info",),
             geometry_format="xfs",
             version=("mkfs.xfs", "-V"),

@@ -14,7 +14,7 @@ from fsbench.plan import Cell, Plan, schedule
 from fsbench.runner import Runner, cache_root, mount_root
 from fsbench.store import Store, TrialRecord
 from fsbench.targets.base import Target
-from fsbench.units import format_size
+from fsbench.units import human_bytes
 
 # Room the filesystem itself takes (journal, metadata, btrfs chunks): a workload must fit
 # in the target with this much to spare.
@@ -58,9 +58,10 @@ def preflight(plan: Plan, cells: list[Cell], target_size: int) -> list[str]:
             wl = workloads.get(name)
             need = max(need, wl().required_bytes(wl.params_model.model_validate(params)))
         if need > usable:
+            shown = " ".join(f"{k}={v}" for k, v in cell.params.items())
             raise FsbenchError(
-                f"{cell.workload} {cell.params} needs {format_size(need)} but a "
-                f"{format_size(target_size)} target leaves ~{format_size(usable)} after the "
+                f"{cell.workload} {shown} needs {human_bytes(need)} but a "
+                f"{human_bytes(target_size)} target leaves ~{human_bytes(usable)} after the "
                 "filesystem's own metadata: use a larger --image-size or a smaller --scale"
             )
     return warnings

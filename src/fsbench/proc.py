@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import IO
 
 
 @dataclass(frozen=True)
@@ -78,3 +80,45 @@ def tool_version(argv: Sequence[str]) -> str | None:
         if line.strip():
             return line.strip()
     return None
+
+
+def run_to_file(argv: Sequence[str], out: IO[bytes], *, timeout: float | None = 600) -> Result:
+    """Run argv with stdout into an open binary file (decompression, archives)."""
+    args = tuple(str(a) for a in argv)
+    try:
+        cp = subprocess.run(args, stdout=out, stderr=subprocess.PIPE, timeout=timeout, check=False)
+        return Result(args, cp.returncode, "", cp.stderr.decode("utf-8", "replace"))
+    except FileNotFoundError:
+        return Result(args, 127, "", f"{args[0]}: command not found")
+    except subprocess.TimeoutExpired as exc:
+        return Result(args, 124, "", f"{args[0]}: timed out after {exc.timeout:.0f} s")
+
+
+def read_through_cat(
+    argv: Sequence[str], *, cwd: str | None = None, timeout: float | None = 3600
+) -> Result:
+    """`argv | cat > /dev/null` without a shell. GNU tar reads no file data when its
+    output is /dev/null itself, so the bytes must go through a pipe."""
+    args = tuple(str(a) for a in argv)
+    with tempfile.TemporaryFile() as err:
+        try:
+            producer = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, cwd=cwd)
+        except FileNotFoundError:
+            return Result(args, 127, "", f"{args[0]}: command not found")
+        assert producer.stdout is not None
+        sink = subprocess.Popen(["cat"], stdin=producer.stdout, stdout=subprocess.DEVNULL)
+        producer.stdout.close()  # so the producer sees SIGPIPE if cat dies
+        try:
+            sink.wait(timeout=timeout)
+            rc = producer.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            producer.kill()
+            sink.kill()
+            producer.wait()
+            sink.wait()
+            return Result(args, 124, "", f"{args[0]}: timed out after {timeout:.0f} s")
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    if sink.returncode != 0 and rc == 0:
+        rc = sink.returncode
+    return Result(args, rc, "", stderr)

@@ -181,6 +181,9 @@ class Runner:
             if fs.pseudo and workloads.get(name).needs_filesystem:
                 raise Unsupported(f"{name} needs a filesystem; {fs.name} is the bare device")
         self.target.reset()
+        if fs.pseudo:  # `raw`: the bare device; workloads use ctx.device
+            shared["raw"] = {"device": ctx.device}
+            return
         made = fsops.mkfs(fs, list(cell.config.mkfs), ctx.device)
         shared["mkfs"] = {
             "argv": made.argv,
@@ -202,13 +205,19 @@ class Runner:
         wl_cls = workloads.get(record.workload)
         workload: Workload = wl_cls()
         params = wl_cls.params_model.model_validate(record.params)
-        if not ctx.mounted:
+        raw = ctx.fs.pseudo
+        if not ctx.mounted and not raw:
             ctx.mount()
         workload.prepare(ctx, params)
 
         # Settle: everything prepare wrote is on disk; caches as the workload states.
-        ctx.sync()
-        if not wl_cls.needs_mount:
+        if raw:
+            system.drop_caches()
+        else:
+            ctx.sync()
+        if raw:
+            pass
+        elif not wl_cls.needs_mount:
             ctx.umount()
             system.drop_caches()
         elif wl_cls.cache == CacheState.COLD_REMOUNT:
@@ -238,10 +247,11 @@ class Runner:
             metrics.append(Metric("device_read_bytes", delta.read_bytes, "B", Better.LOWER))
         if elapsed < MIN_TIMED_SECONDS and self.scale != Scale.TINY:
             ctx.flag("short", f"timed phase {elapsed:.2f} s < {MIN_TIMED_SECONDS:.0f} s")
+        metrics += workload.derive(params, {m.name: m.value for m in metrics})
         for name, detail in workload.check(params, {m.name: m.value for m in metrics}).items():
             ctx.flag(name, detail)
 
-        if wl_cls.has_inspect():
+        if wl_cls.has_inspect() and not raw:
             if ctx.mounted:
                 ctx.remount()
             else:

@@ -167,7 +167,9 @@ def test_fragments_match_filefrag(make_fs: MountFactory, fs_name: str) -> None:
         # Block-mapped files: the indirect blocks sit between data runs (filefrag agrees).
         assert 1 <= contiguous <= 8
     else:
-        assert contiguous == 1
+        # One write of 8 MiB: one fragment, two when writeback split the delayed
+        # allocation (seen under concurrent I/O). The point is filefrag's count above.
+        assert 1 <= contiguous <= 2
     assert fiemap.summary(files["contiguous"]).bytes_mapped == 8 * M
     for name in ("frag-a", "frag-b"):
         lay = fiemap.summary(files[name])

@@ -11,32 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import fsops
 from fsbench.store import Store
+from tests.helpers import fsbench, ours
 
 pytestmark = pytest.mark.integration
-
-
-def fsbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fsbench", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def ours(workdir: Path) -> tuple[list[str], list[str]]:
-    """Loop devices backed by files in workdir, and mounts under it."""
-    out = subprocess.run(["losetup", "-J", "--list"], capture_output=True, text=True).stdout
-    loops = [
-        d["name"]
-        for d in json.loads(out or '{"loopdevices": []}')["loopdevices"]
-        if str(d.get("back-file") or "").startswith(str(workdir))
-    ]
-    mounts = [e.mountpoint for e in fsops.mount_entries() if e.mountpoint.startswith(str(workdir))]
-    return loops, mounts
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.conftest import MountFactory, available_fs
 
 from fsbench import filesystems, fsops, proc
 from fsbench.errors import Unsupported
+from tests.conftest import MountFactory, available_fs
 
 pytestmark = pytest.mark.integration
 

@@ -181,3 +181,13 @@ method = "mmap"
     assert p.fs[0].mkfs == ("-I", "256")
     cells = planning.expand(p)
     assert len(cells) == 1 and cells[0].params == {"size": "64M", "method": "mmap"}
+
+
+def test_registry_loads_every_workload_even_after_a_direct_import() -> None:
+    import importlib
+
+    from fsbench import workloads
+
+    importlib.import_module("fsbench.workloads.alloc")
+    names = set(workloads.all_workloads())
+    assert {"alloc", "untar", "tree-read", "tree-copy", "tree-rm", "fsck", "kernel-build"} <= names

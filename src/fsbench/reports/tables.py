@@ -136,11 +136,10 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
         except KeyError:
             headline = []
         metric_names = [m for m in dict.fromkeys(r.metric for r in wrows) if m is not None]
-        shown: list[str | None] = (
-            list(metric_names)
-            if all_metrics or not headline
-            else [m for m in metric_names if m in headline]
-        )
+        # Headline metrics first, in the workload's order; then the rest if asked for.
+        shown: list[str | None] = [m for m in headline if m in metric_names]
+        if all_metrics or not shown:
+            shown += [m for m in metric_names if m not in shown]
         param_names = list(dict.fromkeys(k for r in wrows for k in r.params))
         varying = [p for p in param_names if len({repr(r.params.get(p)) for r in wrows}) > 1]
         constant = [p for p in param_names if p not in varying]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fsbench.workloads.base import Workload
 
 _REGISTRY: dict[str, type[Workload]] = {}
+_loaded = False
 
 
 def register(cls: type[Workload]) -> type[Workload]:
@@ -13,13 +14,23 @@ def register(cls: type[Workload]) -> type[Workload]:
 
 
 def _load() -> None:
-    # Import for the side effect of registering; one line per workload module.
-    from fsbench.workloads import alloc  # noqa: F401
+    # Every module of this package but `base` is a workload that registers itself when
+    # imported: adding a workload is adding a module.
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "base" and not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
 
 
 def all_workloads() -> dict[str, type[Workload]]:
-    if not _REGISTRY:
+    # Not "if the registry is empty": importing one workload module directly registers
+    # that one only.
+    global _loaded
+    if not _loaded:
         _load()
+        _loaded = True
     return dict(sorted(_REGISTRY.items()))
 
 

@@ -137,6 +137,11 @@ class Workload(ABC):
         """Untimed measurements after the data is on disk and the filesystem remounted."""
         return []
 
+    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
+        """Metrics computed from the timed ones (MB/s from bytes and the runner's
+        `seconds`, which includes the flush)."""
+        return []
+
     def check(self, params: Params, metrics: dict[str, float]) -> dict[str, str]:
         """Validity flags from the trial's metrics, runner's included (device_read_bytes,
         seconds): e.g. {"not-cold": "device read 3 MiB of a 1 GiB tree"}."""

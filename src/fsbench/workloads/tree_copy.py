@@ -1,0 +1,85 @@
+"""tree-copy: `copies` parallel `cp -a` of a warm tree already on the filesystem + sync
+(the ext4-vs-xfs comparison ran 1 and 4)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field
+
+from fsbench.errors import TrialFailed
+from fsbench.sourcetree import SourceTree
+from fsbench.workloads import _trees, register
+from fsbench.workloads.base import (
+    Better,
+    CacheState,
+    Flush,
+    Metric,
+    Params,
+    Scale,
+    TrialContext,
+    Workload,
+)
+
+
+class TreeCopyParams(_trees.TreeParams):
+    copies: int = Field(default=1, ge=1, le=64)
+
+
+@register
+class TreeCopy(Workload):
+    name: ClassVar[str] = "tree-copy"
+    summary: ClassVar[str] = "N parallel cp -a of a warm tree on the filesystem + sync"
+    params_model: ClassVar[type[Params]] = TreeCopyParams
+    scale_defaults = _trees.with_tree_defaults(
+        {
+            Scale.TINY: {"copies": [1, 4]},
+            Scale.QUICK: {"copies": [1, 4]},
+            Scale.FULL: {"copies": [1, 4]},
+        }
+    )
+    cache: ClassVar[CacheState] = CacheState.WARM
+    flush: ClassVar[Flush] = Flush.SYNC
+    headline: ClassVar[tuple[str, ...]] = ("seconds", "mb_per_s")
+
+    def __init__(self) -> None:
+        self._src: SourceTree | None = None
+        self._from: Path | None = None
+        self._dests: list[Path] = []
+
+    def required_bytes(self, params: Params) -> int:
+        assert isinstance(params, TreeCopyParams)
+        return _trees.tree_bytes_estimate(params) * (params.copies + 1)
+
+    def prepare(self, ctx: TrialContext, params: Params) -> None:
+        assert isinstance(params, TreeCopyParams)
+        self._src, trees = _trees.ensure_trees(ctx, params, 1)
+        self._from = trees[0]
+        _trees.read_trees(ctx, [self._from])  # warm: the copy's reads come from memory
+        base = ctx.mountpoint / _trees.TREES_DIR
+        self._dests = [base / f"copy-{i}" for i in range(params.copies)]
+
+    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        assert self._src is not None and self._from is not None
+        procs = [
+            subprocess.Popen(["cp", "-a", str(self._from), str(d)], stderr=subprocess.PIPE)
+            for d in self._dests
+        ]
+        errors = []
+        for p in procs:
+            _out, err = p.communicate()
+            if p.returncode != 0:
+                errors.append(err.decode("utf-8", "replace").strip())
+        if errors:
+            raise TrialFailed(f"cp -a failed: {errors[0].splitlines()[0]}", "\n".join(errors))
+        src, trees = _trees.state(ctx)
+        _trees.save_state(ctx, self._src, [*trees, *self._dests])
+        return [Metric("data_bytes", self._src.bytes * len(self._dests), "B", Better.HIGHER)]
+
+    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
+        seconds = metrics.get("seconds", 0.0)
+        if not seconds:
+            return []
+        return [Metric("mb_per_s", metrics["data_bytes"] / seconds / 1e6, "MB/s", Better.HIGHER)]

@@ -1,0 +1,71 @@
+"""tree-read: the tree(s) in place, remount and drop caches, then read every byte of
+every file (`tar cf - TREES | cat > /dev/null`). Valid only if the device really read
+the data: otherwise the trial is flagged `not-cold`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field
+
+from fsbench.sourcetree import SourceTree
+from fsbench.units import human_bytes
+from fsbench.workloads import _trees, register
+from fsbench.workloads.base import (
+    Better,
+    CacheState,
+    Flush,
+    Metric,
+    Params,
+    TrialContext,
+    Workload,
+)
+
+
+class TreeReadParams(_trees.TreeParams):
+    trees: int = Field(default=1, ge=1, le=64)
+
+
+@register
+class TreeRead(Workload):
+    name: ClassVar[str] = "tree-read"
+    summary: ClassVar[str] = "read every file of the tree(s) cold, after remount"
+    params_model: ClassVar[type[Params]] = TreeReadParams
+    scale_defaults = _trees.with_tree_defaults({})
+    cache: ClassVar[CacheState] = CacheState.COLD_REMOUNT
+    flush: ClassVar[Flush] = Flush.NONE
+    headline: ClassVar[tuple[str, ...]] = ("seconds", "mb_per_s")
+
+    def __init__(self) -> None:
+        self._src: SourceTree | None = None
+        self._trees: list[Path] = []
+
+    def required_bytes(self, params: Params) -> int:
+        assert isinstance(params, TreeReadParams)
+        return _trees.tree_bytes_estimate(params) * params.trees
+
+    def prepare(self, ctx: TrialContext, params: Params) -> None:
+        assert isinstance(params, TreeReadParams)
+        self._src, self._trees = _trees.ensure_trees(ctx, params, params.trees)
+
+    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        assert self._src is not None
+        _trees.read_trees(ctx, self._trees)
+        return [Metric("data_bytes", self._src.bytes * len(self._trees), "B", Better.HIGHER)]
+
+    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
+        seconds = metrics.get("seconds", 0.0)
+        if not seconds:
+            return []
+        return [Metric("mb_per_s", metrics["data_bytes"] / seconds / 1e6, "MB/s", Better.HIGHER)]
+
+    def check(self, params: Params, metrics: dict[str, float]) -> dict[str, str]:
+        want = metrics.get("data_bytes", 0.0)
+        got = metrics.get("device_read_bytes")
+        if got is not None and got < want:
+            return {
+                "not-cold": f"device read {human_bytes(got)} of {human_bytes(want)} of data: "
+                "part of the tree came from a cache"
+            }
+        return {}
