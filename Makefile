@@ -3,8 +3,11 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Debian packages fsbench drives; `fsbench doctor` reports the same list.
-DEB_PACKAGES := e2fsprogs xfsprogs btrfs-progs util-linux mount fio python3 python3-venv
+# Debian packages fsbench drives: filesystem tools, workload tools, the kernel source and
+# what building it needs. `fsbench doctor` tells what each one is for.
+DEB_PACKAGES := e2fsprogs xfsprogs btrfs-progs util-linux mount python3 python3-venv \
+	tar xz-utils fio fsmark dbench postmark sysbench stress-ng gzip \
+	linux-source make gcc flex bison bc libelf-dev libssl-dev
 STAMP_PY := $(VENV)/.stamp-python
 
 .PHONY: install apt run test lint clean
