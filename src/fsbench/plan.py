@@ -8,14 +8,14 @@ import json
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fsbench import filesystems, workloads
+from fsbench import filesystems, knobs, workloads
 from fsbench.errors import FsbenchError
 from fsbench.workloads.base import Bytes, Scale
 
@@ -116,6 +116,9 @@ class Plan(BaseModel):
     fs: list[FsConfig] = Field(min_length=1)
     workloads: list[WorkloadSpec] = Field(min_length=1, alias="workload")
     target: TargetSpec = Field(default_factory=TargetSpec)
+    # System knobs, each a dimension when a list: {"vm.dirty_ratio": [1, 20],
+    # "scheduler": ["none", "bfq"], "contention": ["idle", "busy"]}.
+    knobs: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -125,10 +128,12 @@ class Cell:
     config: FsConfig
     workload: str
     params: dict[str, Any]
+    knobs: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
-        return f"{self.config.display}|{self.workload}|{json.dumps(self.params, sort_keys=True)}"
+        key = f"{self.config.display}|{self.workload}|{json.dumps(self.params, sort_keys=True)}"
+        return key + (f"|{json.dumps(self.knobs, sort_keys=True)}" if self.knobs else "")
 
     @property
     def is_chain(self) -> bool:
@@ -144,7 +149,7 @@ class Cell:
         return out
 
     def describe(self) -> str:
-        shown = " ".join(f"{k}={v}" for k, v in self.params.items())
+        shown = " ".join(f"{k}={v}" for k, v in {**self.params, **self.knobs}.items())
         return f"{self.config.display} · {self.workload} {shown}".rstrip()
 
 
@@ -189,14 +194,14 @@ def parse_fs_spec(text: str) -> list[FsConfig]:
         raise FsbenchError(f"--fs {text!r}: {one_line(exc)}") from None
 
 
-def parse_set(items: list[str]) -> dict[str, list[str]]:
+def parse_set(items: list[str], flag: str = "--set") -> dict[str, list[str]]:
     """`--set method=fallocate,write-4k --set size=64M` -> {name: [values]}."""
     out: dict[str, list[str]] = {}
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name or not value.strip():
-            raise FsbenchError(f"--set {item!r}: expected NAME=VALUE[,VALUE...]")
+            raise FsbenchError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...]")
         out[name] = [v.strip() for v in value.split(",") if v.strip()]
     return out
 
@@ -237,7 +242,29 @@ def preset_description(name: str) -> str:
     return load_preset(name).description
 
 
-def expand(plan: Plan, overrides: dict[str, list[str]] | None = None) -> list[Cell]:
+def knob_combinations(
+    plan: Plan, knob_overrides: dict[str, list[str]] | None = None
+) -> list[dict[str, str]]:
+    """Every combination of the plan's knobs (plus --knob), validated."""
+    values: dict[str, Any] = {**plan.knobs, **(knob_overrides or {})}
+    dims: dict[str, list[str]] = {}
+    for name, value in values.items():
+        vals = value if isinstance(value, list) else [value]
+        if not vals:
+            raise FsbenchError(f"knob {name} has an empty list")
+        dims[name] = [knobs.validate(name, v) for v in vals]
+    names = list(dims)
+    return [
+        dict(zip(names, combo, strict=True))
+        for combo in itertools.product(*(dims[n] for n in names))
+    ]
+
+
+def expand(
+    plan: Plan,
+    overrides: dict[str, list[str]] | None = None,
+    knob_overrides: dict[str, list[str]] | None = None,
+) -> list[Cell]:
     """The matrix: configs x workloads x parameter sweeps, with scale defaults filled in.
 
     Cells of one workload and parameter set are adjacent for every config, so configs that
@@ -259,6 +286,7 @@ def expand(plan: Plan, overrides: dict[str, list[str]] | None = None) -> list[Ce
             f"--set {unknown[0]}: no such parameter for {names} "
             f"(known: {', '.join(sorted(known_names))})"
         )
+    knob_sets = knob_combinations(plan, knob_overrides)
     cells: list[Cell] = []
     for spec in plan.workloads:
         if spec.scales and plan.scale not in spec.scales:
@@ -292,8 +320,9 @@ def expand(plan: Plan, overrides: dict[str, list[str]] | None = None) -> list[Ce
                     dumped.update(wl.params_model.model_validate(own).model_dump(mode="json"))
                 except ValidationError as exc:
                     raise FsbenchError(f"workload {wl.name}: {one_line(exc)}") from None
-            for config in plan.fs:
-                cells.append(Cell(config, spec.name, dumped))
+            for knob_set in knob_sets:
+                for config in plan.fs:
+                    cells.append(Cell(config, spec.name, dumped, knob_set))
     if not cells:
         raise FsbenchError(
             f"nothing to run at scale {plan.scale}: every workload is limited to other scales"

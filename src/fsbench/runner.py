@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import filesystems, fsops, system, workloads
+from fsbench import filesystems, fsops, knobs, system, workloads
 from fsbench.errors import TrialFailed, Unsupported
 from fsbench.monitors import diskstats
 from fsbench.plan import Cell
@@ -84,6 +84,8 @@ class Runner:
         self.mountpoint = mount_root
         self.scale = scale
         self.cache_dir = cache_dir
+        # stress-ng's I/O for contention=busy goes to the host's disk, beside the cache.
+        self.contention_dir = cache_dir.parent / "contention"
         self._kernel_fs = filesystems.kernel_filesystems()
 
     def run_cell(self, seq: int, rep: int, cell: Cell) -> list[TrialRecord]:
@@ -102,6 +104,7 @@ class Runner:
                 mount_options=cell.config.mount,
                 workload=name,
                 params=params,
+                knobs=dict(cell.knobs),
                 status="pending",
                 started_at=now(),
             )
@@ -112,31 +115,20 @@ class Runner:
             fs, self.target.device, self.mountpoint, cell.config.mount, self.cache_dir, self.scale
         )
         shared: dict[str, Any] = {}
-        current: TrialRecord | None = None
         try:
-            self._make_filesystem(fs, cell, ctx, shared)
-            for record in records:
-                current = record
-                ctx.flags = {}
-                record.started_at = now()
-                metrics = self._step(ctx, record)
-                record.metrics = [_metric(m) for m in metrics]
-                record.status = "ok"
-                record.provenance = {**shared, "flags": ctx.flags, "notes": list(ctx.notes)}
-                record.finished_at = now()
-                current = None
+            with knobs.applied(cell.knobs, ctx.device) as in_force:
+                if cell.knobs:
+                    shared["knobs"] = in_force
+                self._make_filesystem(fs, cell, ctx, shared)
+                for record in records:
+                    self._run_step(ctx, record, shared)
         except Unsupported as exc:
-            self._close_out(records, current, "unsupported", exc.message, exc.detail, shared)
+            self._close_out(records, "unsupported", exc.message, exc.detail, shared)
         except TrialFailed as exc:
-            self._close_out(records, current, "failed", exc.message, exc.detail, shared)
+            self._close_out(records, "failed", exc.message, exc.detail, shared)
         except Exception as exc:  # a workload bug or an I/O error must not end the matrix
             self._close_out(
-                records,
-                current,
-                "failed",
-                f"{type(exc).__name__}: {exc}",
-                traceback.format_exc(),
-                shared,
+                records, "failed", f"{type(exc).__name__}: {exc}", traceback.format_exc(), shared
             )
         finally:
             # Also on KeyboardInterrupt: never leave a mount behind.
@@ -147,26 +139,35 @@ class Runner:
                     ctx.notes.append(f"umount failed: {exc}")
         return records
 
+    def _run_step(self, ctx: _Context, record: TrialRecord, shared: dict[str, Any]) -> None:
+        ctx.flags = {}
+        record.started_at = now()
+        metrics = self._step(ctx, record)
+        record.metrics = [_metric(m) for m in metrics]
+        record.status = "ok"
+        record.provenance = {**shared, "flags": ctx.flags, "notes": list(ctx.notes)}
+        record.finished_at = now()
+
     def _close_out(
         self,
         records: list[TrialRecord],
-        current: TrialRecord | None,
         status: str,
         message: str,
         detail: str,
         shared: dict[str, Any],
     ) -> None:
+        # The first step still pending is the one that failed; the ones after never ran.
+        current = next((r for r in records if r.status == "pending"), None)
         for record in records:
             if record.status != "pending":
                 continue
-            if current is None or record is current:
+            if record is current:
                 record.status, record.message, record.detail = status, message, detail
             else:  # after the step that failed: never ran
                 record.status = "failed" if status == "failed" else status
+                failed_step = current.workload if current else "an earlier step"
                 record.message = (
-                    f"not run: {current.workload} {status}: {message}"
-                    if status == "failed"
-                    else message
+                    f"not run: {failed_step} {status}: {message}" if status == "failed" else message
                 )
             record.provenance = {**shared, **record.provenance}
             record.finished_at = now()
@@ -225,16 +226,17 @@ class Runner:
         elif wl_cls.cache == CacheState.COLD:
             system.drop_caches()
 
-        before = diskstats.read(ctx.device)
-        t0 = time.monotonic()
-        metrics = list(workload.run(ctx, params))
-        t_run = time.monotonic()
-        if wl_cls.flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and ctx.mounted:
-            ctx.sync()
-            if wl_cls.flush == Flush.SYNC_UMOUNT:
-                ctx.umount()
-        t_end = time.monotonic()
-        after = diskstats.read(ctx.device)
+        with knobs.contention(record.knobs.get("contention", "idle"), self.contention_dir):
+            before = diskstats.read(ctx.device)
+            t0 = time.monotonic()
+            metrics = list(workload.run(ctx, params))
+            t_run = time.monotonic()
+            if wl_cls.flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and ctx.mounted:
+                ctx.sync()
+                if wl_cls.flush == Flush.SYNC_UMOUNT:
+                    ctx.umount()
+            t_end = time.monotonic()
+            after = diskstats.read(ctx.device)
 
         elapsed = t_end - t0
         if not any(m.name == "seconds" for m in metrics):

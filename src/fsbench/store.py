@@ -35,7 +35,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from fsbench.errors import FsbenchError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -73,6 +73,7 @@ trials = Table(
     Column("mount_options", Text, nullable=False),  # as asked
     Column("workload", String(80), nullable=False),
     Column("params", Text, nullable=False),  # JSON object
+    Column("knobs", Text, nullable=False),  # JSON object: sysctls, scheduler, contention
     Column("status", String(20), nullable=False),  # ok | unsupported | failed
     Column("message", Text, nullable=False),
     Column("detail", Text, nullable=False),
@@ -143,6 +144,7 @@ class TrialRecord:
     metrics: list[MetricRecord] = field(default_factory=list)
     step: int = 0
     chain: str = ""
+    knobs: dict[str, str] = field(default_factory=dict)
     id: int | None = None
 
 
@@ -243,6 +245,7 @@ class Store:
                 mount_options=trial.mount_options,
                 workload=trial.workload,
                 params=json.dumps(trial.params, sort_keys=True),
+                knobs=json.dumps(trial.knobs, sort_keys=True),
                 status=trial.status,
                 message=trial.message,
                 detail=trial.detail,
@@ -340,6 +343,7 @@ class Store:
                 mount_options=t["mount_options"],
                 workload=t["workload"],
                 params=json.loads(t["params"]),
+                knobs=json.loads(t["knobs"]),
                 status=t["status"],
                 message=t["message"],
                 detail=t["detail"],

@@ -322,3 +322,47 @@ def test_stale_resources_of_a_killed_run_are_released(common: list[str], workdir
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_knobs_are_dimensions_and_restored(common: list[str], workdir: Path) -> None:
+    before = Path("/proc/sys/vm/dirty_ratio").read_text()
+    before_bytes = Path("/proc/sys/vm/dirty_bytes").read_text()
+    res = fsbench(
+        "run",
+        "--fs",
+        "ext2,ext4",
+        "--workload",
+        "alloc",
+        "--reps",
+        "1",
+        "--set",
+        "method=fallocate,write-4k",
+        "--set",
+        "size=8M",
+        "--knob",
+        "vm.dirty_ratio=1,20",
+        "--knob",
+        "scheduler=mq-deadline",
+        "--json",
+        *common,
+    )
+    # ext2 cannot fallocate: that trial ends unsupported, and the knobs still come back.
+    assert res.returncode == 3, res.stderr
+    rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
+    ext4 = [r for r in rows if r["fs"] == "ext4"]
+    assert len(ext4) == 4  # 2 methods x 2 dirty ratios
+    assert {(r["params"]["method"], r["knobs"]["vm.dirty_ratio"]) for r in ext4} == {
+        ("fallocate", "1"),
+        ("fallocate", "20"),
+        ("write-4k", "1"),
+        ("write-4k", "20"),
+    }
+    assert all(r["knobs"]["scheduler"] == "mq-deadline" for r in rows)
+    assert Path("/proc/sys/vm/dirty_ratio").read_text() == before
+    assert Path("/proc/sys/vm/dirty_bytes").read_text() == before_bytes
+    store = Store(workdir / "results.db")
+    trials = store.get_trials(store.latest_run_id() or 0)
+    assert all(t.provenance["knobs"]["scheduler"] == "mq-deadline" for t in trials)
+    assert ours(workdir) == ([], [])
+    table = fsbench("report", "--db", str(workdir / "results.db"))
+    assert "vm.dirty_ratio" in table.stdout

@@ -137,6 +137,15 @@ def run(
             "value.",
         ),
     ] = [],  # noqa: B006
+    knob: Annotated[
+        list[str],
+        typer.Option(
+            "--knob",
+            help="System knob NAME=VALUE[,VALUE...], a dimension of the matrix, set before "
+            "and restored after every trial: a sysctl (vm.dirty_ratio=1,20), "
+            "scheduler=none,mq-deadline,bfq,kyber, contention=idle,busy.",
+        ),
+    ] = [],  # noqa: B006
     reps: Annotated[int | None, typer.Option("--reps", help="Repetitions per cell.")] = None,
     scale: Annotated[Scale | None, typer.Option("--scale", help="tiny, quick or full.")] = None,
     image_size: Annotated[
@@ -163,6 +172,10 @@ def run(
         plan_file, preset, fs, workload, scale, reps, image_size, workdir, device, destroy_data
     )
     overrides = planning.parse_set(set_)
+    if knob:  # kept in the plan, so the stored run says which knobs it swept
+        plan = plan.model_copy(
+            update={"knobs": {**plan.knobs, **planning.parse_set(knob, flag="--knob")}}
+        )
     cells = planning.expand(plan, overrides)
     err = Console(stderr=True)
     target = make_target(plan)

@@ -20,6 +20,7 @@ class Row:
     fs: str
     workload: str
     chain: str  # the chain the workload ran in ("" when alone)
+    knobs: dict[str, str]  # sysctls, scheduler, contention set for the trial
     params: dict[str, Any]
     metric: str | None
     unit: str | None
@@ -41,7 +42,8 @@ class Row:
 
 
 def _cell_id(t: TrialRecord) -> tuple[str, str, str, str]:
-    return (t.config, t.chain, t.workload, json.dumps(t.params, sort_keys=True))
+    dims = {**t.params, **{f"knob:{k}": v for k, v in t.knobs.items()}}
+    return (t.config, t.chain, t.workload, json.dumps(dims, sort_keys=True))
 
 
 def _status(counts: dict[str, int]) -> str:
@@ -95,6 +97,7 @@ def build_rows(trials: list[TrialRecord]) -> list[Row]:
                     fs=first.fs,
                     workload=workload,
                     chain=chain,
+                    knobs=first.knobs,
                     params=first.params,
                     metric=name,
                     unit=unit,

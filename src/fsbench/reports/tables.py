@@ -71,10 +71,15 @@ def fmt_value(row: Row) -> str:
     return f"{fmt_mean_ci(row.mean, half)} ({row.n})"
 
 
+def _dims(row: Row) -> dict[str, Any]:
+    """What varies between cells of a workload: its parameters and the system knobs."""
+    return {**row.params, **row.knobs}
+
+
 def _params_label(params: dict[str, Any], names: list[str]) -> str:
     if len(names) == 1:
-        return str(params[names[0]])
-    return " ".join(f"{n}={params[n]}" for n in names)
+        return str(params.get(names[0]))
+    return " ".join(f"{n}={params.get(n)}" for n in names)
 
 
 def _unit_text(row: Row | None) -> str:
@@ -140,16 +145,16 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
         shown: list[str | None] = [m for m in headline if m in metric_names]
         if all_metrics or not shown:
             shown += [m for m in metric_names if m not in shown]
-        param_names = list(dict.fromkeys(k for r in wrows for k in r.params))
-        varying = [p for p in param_names if len({repr(r.params.get(p)) for r in wrows}) > 1]
+        param_names = list(dict.fromkeys(k for r in wrows for k in _dims(r)))
+        varying = [p for p in param_names if len({repr(_dims(r).get(p)) for r in wrows}) > 1]
         constant = [p for p in param_names if p not in varying]
-        caption_params = " ".join(f"{p}={wrows[0].params.get(p)}" for p in constant)
+        caption_params = " ".join(f"{p}={_dims(wrows[0]).get(p)}" for p in constant)
         caption = "mean ± 95% CI (n)" + (f" · {caption_params}" if caption_params else "")
         if chain:
             caption += f" · step of {chain.replace('+', ' → ')} on one mkfs"
         configs = list(dict.fromkeys(r.config for r in wrows))
         if varying:
-            combos = list(dict.fromkeys(_params_label(r.params, varying) for r in wrows))
+            combos = list(dict.fromkeys(_params_label(_dims(r), varying) for r in wrows))
             for metric in shown or [None]:
                 notes = _Notes()
                 mrows = [r for r in wrows if r.metric == metric or r.metric is None]
@@ -160,7 +165,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                     cells = []
                     for combo in combos:
                         match = next(
-                            (r for r in crows if _params_label(r.params, varying) == combo), None
+                            (r for r in crows if _params_label(_dims(r), varying) == combo), None
                         )
                         cells.append(_cell_text(match, f"{config} · {combo}", notes))
                     body.append((_config_label(config, crows, notes), cells))
