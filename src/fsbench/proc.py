@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 
@@ -43,8 +44,10 @@ def run(
     check: bool = False,
     timeout: float | None = 600,
     input_text: str | None = None,
+    cwd: str | Path | None = None,
 ) -> Result:
-    """Run argv, capture text output. A missing program is returncode 127, not an exception."""
+    """Run argv, capture text output. A missing program is returncode 127, not an exception.
+    Standard input is empty unless given: a tool that reads it must never wait on a tty."""
     args = tuple(str(a) for a in argv)
     try:
         cp = subprocess.run(
@@ -54,6 +57,8 @@ def run(
             errors="replace",
             timeout=timeout,
             input=input_text,
+            stdin=None if input_text is not None else subprocess.DEVNULL,
+            cwd=cwd,
             check=False,
         )
         result = Result(args, cp.returncode, cp.stdout, cp.stderr)
@@ -86,7 +91,14 @@ def run_to_file(argv: Sequence[str], out: IO[bytes], *, timeout: float | None = 
     """Run argv with stdout into an open binary file (decompression, archives)."""
     args = tuple(str(a) for a in argv)
     try:
-        cp = subprocess.run(args, stdout=out, stderr=subprocess.PIPE, timeout=timeout, check=False)
+        cp = subprocess.run(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+            check=False,
+        )
         return Result(args, cp.returncode, "", cp.stderr.decode("utf-8", "replace"))
     except FileNotFoundError:
         return Result(args, 127, "", f"{args[0]}: command not found")

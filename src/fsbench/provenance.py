@@ -47,6 +47,11 @@ def _git_commit() -> str | None:
     return res.stdout.strip() if res.ok else None
 
 
+def package_version(package: str) -> str | None:
+    res = proc.run(["dpkg-query", "-W", "-f", "${Version}", package], timeout=20)
+    return f"{package} {res.stdout.strip()}" if res.ok and res.stdout.strip() else None
+
+
 def host(fs_types: list[str], workload_names: list[str]) -> dict[str, Any]:
     tools: dict[str, str | None] = {}
     for name in fs_types:
@@ -55,7 +60,9 @@ def host(fs_types: list[str], workload_names: list[str]) -> dict[str, Any]:
             tools[fs.version[0]] = proc.tool_version(fs.version)
     for wname in workload_names:
         for tool in workloads.get(wname).tools:
-            tools[tool.command] = proc.tool_version([tool.command, "--version"])
+            # From the package database: several tools have no --version (postmark reads
+            # commands from stdin, fs_mark rejects it).
+            tools[tool.command] = package_version(tool.package)
     mem = _meminfo_kib("MemTotal")
     return {
         "hostname": socket.gethostname(),

@@ -18,7 +18,7 @@ from typing import Any
 
 from fsbench import filesystems, fsops, knobs, system, workloads
 from fsbench.errors import TrialFailed, Unsupported
-from fsbench.monitors import diskstats
+from fsbench.monitors.sampler import Sampler
 from fsbench.plan import Cell
 from fsbench.store import MetricRecord, TrialRecord, now
 from fsbench.targets.base import Target
@@ -226,8 +226,10 @@ class Runner:
         elif wl_cls.cache == CacheState.COLD:
             system.drop_caches()
 
-        with knobs.contention(record.knobs.get("contention", "idle"), self.contention_dir):
-            before = diskstats.read(ctx.device)
+        with (
+            knobs.contention(record.knobs.get("contention", "idle"), self.contention_dir),
+            Sampler(ctx.device) as sampler,
+        ):
             t0 = time.monotonic()
             metrics = list(workload.run(ctx, params))
             t_run = time.monotonic()
@@ -236,17 +238,14 @@ class Runner:
                 if wl_cls.flush == Flush.SYNC_UMOUNT:
                     ctx.umount()
             t_end = time.monotonic()
-            after = diskstats.read(ctx.device)
+        record.samples = [s.as_dict() for s in sampler.samples]
 
         elapsed = t_end - t0
         if not any(m.name == "seconds" for m in metrics):
             metrics.append(Metric("seconds", elapsed, "s", Better.LOWER))
         if wl_cls.flush != Flush.NONE:
             metrics.append(Metric("flush_seconds", t_end - t_run, "s", Better.LOWER))
-        if before is not None and after is not None:
-            delta = after - before
-            metrics.append(Metric("device_write_bytes", delta.write_bytes, "B", Better.LOWER))
-            metrics.append(Metric("device_read_bytes", delta.read_bytes, "B", Better.LOWER))
+        metrics += _monitor_metrics(sampler, metrics, ctx)
         if elapsed < MIN_TIMED_SECONDS and self.scale != Scale.TINY:
             ctx.flag("short", f"timed phase {elapsed:.2f} s < {MIN_TIMED_SECONDS:.0f} s")
         metrics += workload.derive(params, {m.name: m.value for m in metrics})
@@ -261,6 +260,41 @@ class Runner:
                 system.drop_caches()
             metrics += workload.inspect(ctx, params)
         return metrics
+
+
+def _monitor_metrics(sampler: Sampler, metrics: list[Metric], ctx: _Context) -> list[Metric]:
+    """What the device and the CPUs did during the timed phase."""
+    totals = sampler.totals
+    if totals is None:
+        return []
+    out = []
+    elapsed = max(totals.seconds, 1e-9)
+    if totals.disk is not None:
+        d = totals.disk
+        out += [
+            Metric("device_write_bytes", d.write_bytes, "B", Better.LOWER),
+            Metric("device_read_bytes", d.read_bytes, "B", Better.LOWER),
+            Metric(
+                "device_util_pct", min(100.0, 100.0 * d.busy_ms / 1000 / elapsed), "%", Better.LOWER
+            ),
+        ]
+        written = next((m.value for m in metrics if m.name == "bytes_written"), None)
+        if written:
+            # Device bytes per byte the workload wrote: journal, metadata, COW, parity.
+            out.append(Metric("write_amplification", d.write_bytes / written, "x", Better.LOWER))
+    # CPU of fsbench and the tools it ran (the kernel's own writeback threads are not in
+    # it); the machine-wide split is in the timeline.
+    own = totals.own_user + totals.own_system
+    out += [
+        Metric("cpu_user_s", totals.own_user, "s", Better.LOWER),
+        Metric("cpu_sys_s", totals.own_system, "s", Better.LOWER),
+    ]
+    if elapsed >= 0.5 and own >= 0.9 * elapsed:
+        ctx.flag(
+            "cpu-bound",
+            f"{own:.1f} s of CPU in {elapsed:.1f} s: the CPU, not the filesystem, may set the pace",
+        )
+    return out
 
 
 def mount_root(workdir: Path, pid: int | None = None) -> Path:

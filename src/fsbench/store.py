@@ -35,7 +35,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from fsbench.errors import FsbenchError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -81,6 +81,34 @@ trials = Table(
     Column("finished_at", String(40), nullable=False),
     Column("provenance", Text, nullable=False),  # JSON: mkfs argv, effective options, geometry
     UniqueConstraint("run_id", "seq", "step", name="one_trial_per_slot"),
+)
+
+samples = Table(
+    "samples",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
+    Column("t", Float, nullable=False),  # seconds since the timed phase started
+    Column("read_bps", Float, nullable=False),
+    Column("write_bps", Float, nullable=False),
+    Column("util_pct", Float, nullable=False),
+    Column("cpu_user_pct", Float, nullable=False),
+    Column("cpu_sys_pct", Float, nullable=False),
+    Column("cpu_iowait_pct", Float, nullable=False),
+    Column("dirty_bytes", Float, nullable=False),
+    Column("writeback_bytes", Float, nullable=False),
+)
+
+SAMPLE_FIELDS = (
+    "t",
+    "read_bps",
+    "write_bps",
+    "util_pct",
+    "cpu_user_pct",
+    "cpu_sys_pct",
+    "cpu_iowait_pct",
+    "dirty_bytes",
+    "writeback_bytes",
 )
 
 metrics = Table(
@@ -145,6 +173,8 @@ class TrialRecord:
     step: int = 0
     chain: str = ""
     knobs: dict[str, str] = field(default_factory=dict)
+    # The monitors' timeline of the timed phase (SAMPLE_FIELDS each), stored apart.
+    samples: list[dict[str, float]] = field(default_factory=list)
     id: int | None = None
 
 
@@ -269,6 +299,11 @@ class Store:
                     for m in trial.metrics
                 ],
             )
+        if trial.samples:
+            conn.execute(
+                insert(samples),
+                [{"trial_id": trial_id, **{k: s[k] for k in SAMPLE_FIELDS}} for s in trial.samples],
+            )
         trial.id = trial_id
         return trial_id
 
@@ -354,6 +389,18 @@ class Store:
             )
             for t in trows
         ]
+
+    def get_samples(self, trial_id: int) -> list[dict[str, float]]:
+        """The timeline of one trial's timed phase, in time order."""
+        with self.engine.connect() as conn:
+            rows = (
+                conn.execute(
+                    select(samples).where(samples.c.trial_id == trial_id).order_by(samples.c.t)
+                )
+                .mappings()
+                .all()
+            )
+        return [{k: float(r[k]) for k in SAMPLE_FIELDS} for r in rows]
 
     def integrity(self) -> str:
         """`ok` or SQLite's own complaint (doctor shows it)."""

@@ -241,7 +241,9 @@ def test_alloc_run_and_inspect(
         assert os.strerror(errno.EOPNOTSUPP) in info.value.message
         return
 
-    (timing,) = work.run(ctx, params)
+    timing, *written = work.run(ctx, params)
+    expected_written = [params.size] if method in ("mmap", "write-4k", "write-8k") else []
+    assert [(m.name, m.value) for m in written] == [("bytes_written", v) for v in expected_written]
     assert timing == Metric("write_seconds", timing.value, "s", Better.LOWER)
     assert timing.value > 0
     # What the runner does between run and inspect: flush, umount, fresh mount.

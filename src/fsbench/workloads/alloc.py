@@ -139,7 +139,11 @@ class Alloc(Workload):
         finally:
             os.close(fd)
         seconds = time.monotonic() - t0
-        return [Metric("write_seconds", seconds, "s", Better.LOWER)]
+        metrics = [Metric("write_seconds", seconds, "s", Better.LOWER)]
+        if params.method in ("mmap", "write-4k", "write-8k"):
+            # What the application wrote: the runner turns it into write amplification.
+            metrics.append(Metric("bytes_written", params.size, "B", Better.HIGHER))
+        return metrics
 
     def _fill(
         self, ctx: TrialContext, fd: int, path: Path, params: AllocParams, buf: memoryview

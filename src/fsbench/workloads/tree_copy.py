@@ -76,7 +76,11 @@ class TreeCopy(Workload):
             raise TrialFailed(f"cp -a failed: {errors[0].splitlines()[0]}", "\n".join(errors))
         src, trees = _trees.state(ctx)
         _trees.save_state(ctx, self._src, [*trees, *self._dests])
-        return [Metric("data_bytes", self._src.bytes * len(self._dests), "B", Better.HIGHER)]
+        copied = self._src.bytes * len(self._dests)
+        return [
+            Metric("data_bytes", copied, "B", Better.HIGHER),
+            Metric("bytes_written", copied, "B", Better.HIGHER),
+        ]
 
     def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
         seconds = metrics.get("seconds", 0.0)

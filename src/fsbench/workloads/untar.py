@@ -64,6 +64,7 @@ class Untar(Workload):
         return [
             Metric("files", self._src.files, "count", Better.HIGHER),
             Metric("data_bytes", self._src.bytes, "B", Better.HIGHER),
+            Metric("bytes_written", self._src.bytes, "B", Better.HIGHER),
         ]
 
     def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:

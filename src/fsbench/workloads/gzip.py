@@ -1,0 +1,152 @@
+"""gzip: compress one file of `size` on the filesystem into another on the filesystem
+(`gzip -c`, its stdout a file we open: no shell), as the classic suites' gzip test.
+
+The input, written by `prepare` (untimed), is deterministic and realistic: 1 MiB chunks
+alternating between random bytes (incompressible) and text (words from a seeded
+vocabulary, compressible about 3:1), so gzip does real work on both kinds of data.
+
+The cache is COLD: the runner syncs and drops caches after `prepare`, so the input is
+read from the filesystem (read path, readahead) rather than from the page cache that
+`prepare` filled just by writing it; a `not-cold` flag says when the device read less
+than the input. gzip is CPU bound here (~27 MB/s at -6): the filesystem's share is the
+read and the output write, which the runner's sync (inside `seconds`) puts on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Annotated, ClassVar
+
+from pydantic import Field
+
+from fsbench.workloads import _tools, register
+from fsbench.workloads.base import (
+    Better,
+    Bytes,
+    CacheState,
+    Flush,
+    Metric,
+    Params,
+    Scale,
+    Tool,
+    TrialContext,
+    Workload,
+)
+
+DIRNAME = "gzip"
+INPUT = "input.dat"
+OUTPUT = "input.dat.gz"
+CHUNK = 1 << 20
+_MARGIN = 32 << 20
+_TIMEOUT_BASE = 600.0
+_SLOWEST_BYTES_PER_S = 1 << 20  # a hung gzip becomes a failed trial
+_TEXT_POOL = 4 << 20  # text chunks are slices of a 4 MiB pool: no repeats within gzip's window
+
+
+class GzipParams(Params):
+    size: Annotated[Bytes, Field(gt=0)]
+    level: Annotated[int, Field(ge=1, le=9)] = 6  # gzip's default
+    # gzip --synchronous: fdatasync the output before exiting (off: gzip's default).
+    synchronous: bool = False
+    seed: int = 0
+
+
+def text_pool(rng: random.Random, size: int = _TEXT_POOL) -> bytes:
+    vocabulary = [
+        "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 10)))
+        for _ in range(2000)
+    ]
+    lines: list[str] = []
+    total = 0
+    while total < size:
+        line = " ".join(rng.choices(vocabulary, k=rng.randint(6, 14))) + "\n"
+        lines.append(line)
+        total += len(line)
+    return "".join(lines).encode()[:size]
+
+
+def write_input(path: os.PathLike[str], size: int, seed: int) -> None:
+    """Alternating 1 MiB chunks of random bytes and text, from a seeded generator."""
+    rng = random.Random(seed)
+    pool = text_pool(rng)
+    with open(path, "wb") as f:
+        done, i = 0, 0
+        while done < size:
+            n = min(CHUNK, size - done)
+            if i % 2 == 0:
+                chunk = rng.randbytes(n)
+            else:
+                off = rng.randrange(len(pool) - n + 1)
+                chunk = pool[off : off + n]
+            f.write(chunk)
+            done += n
+            i += 1
+
+
+def argv(params: GzipParams, src: os.PathLike[str]) -> list[str]:
+    args = ["gzip", "-c", f"-{params.level}"]
+    if params.synchronous:
+        args.append("--synchronous")
+    return [*args, os.fspath(src)]
+
+
+@register
+class Gzip(Workload):
+    name: ClassVar[str] = "gzip"
+    summary: ClassVar[str] = (
+        "gzip: compress a file (half random, half text) on the filesystem into another: MB/s"
+    )
+    params_model: ClassVar[type[Params]] = GzipParams
+    scale_defaults = {
+        Scale.TINY: {"size": "32M"},  # ~1.2 s here
+        Scale.QUICK: {"size": "128M"},  # ~5 s here
+        Scale.FULL: {"size": "2G"},  # the suites' 2 GB file
+    }
+    tools: ClassVar[tuple[Tool, ...]] = (Tool("gzip", "gzip"),)
+    cache: ClassVar[CacheState] = CacheState.COLD
+    flush: ClassVar[Flush] = Flush.SYNC
+    headline: ClassVar[tuple[str, ...]] = ("seconds", "mb_per_s")
+
+    def required_bytes(self, params: Params) -> int:
+        assert isinstance(params, GzipParams)
+        # Output at most the input plus gzip's framing (random data does not shrink).
+        return 2 * params.size + params.size // 100 + _MARGIN
+
+    def prepare(self, ctx: TrialContext, params: Params) -> None:
+        assert isinstance(params, GzipParams)
+        d = ctx.mountpoint / DIRNAME
+        d.mkdir(exist_ok=True)
+        write_input(d / INPUT, params.size, params.seed)
+
+    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        assert isinstance(params, GzipParams)
+        d = ctx.mountpoint / DIRNAME
+        out = d / OUTPUT
+        timeout = _TIMEOUT_BASE + params.size / _SLOWEST_BYTES_PER_S
+        res = _tools.run_to_file(argv(params, d / INPUT), out, timeout=timeout)
+        if not res.ok:
+            raise _tools.tool_failed("gzip", res)
+        out_bytes = out.stat().st_size
+        return [
+            Metric("input_bytes", params.size, "B", Better.HIGHER),
+            Metric("output_bytes", out_bytes, "B", Better.LOWER),
+            Metric("ratio", out_bytes / params.size, "ratio", Better.LOWER),
+        ]
+
+    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
+        seconds = metrics.get("seconds", 0.0)
+        if seconds <= 0 or "input_bytes" not in metrics:
+            return []
+        mb_s = metrics["input_bytes"] / seconds / _tools.MB
+        return [Metric("mb_per_s", mb_s, "MB/s", Better.HIGHER)]
+
+    def check(self, params: Params, metrics: dict[str, float]) -> dict[str, str]:
+        assert isinstance(params, GzipParams)
+        read = metrics.get("device_read_bytes")
+        if read is not None and read < 0.9 * params.size:
+            return {
+                "not-cold": f"device read {read / (1 << 20):.1f} MiB of a "
+                f"{params.size / (1 << 20):.1f} MiB input"
+            }
+        return {}
