@@ -7,11 +7,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fsbench import __version__, filesystems, proc, provenance, workloads
 from fsbench.errors import FsbenchError
-from fsbench.plan import Cell, Plan, schedule
+from fsbench.plan import MIN_AUTO_REPS, Cell, Plan, schedule, slot_seq
 from fsbench.runner import Runner, cache_root, mount_root
+from fsbench.stats import summarize
 from fsbench.store import Store, TrialRecord
 from fsbench.targets.base import Target
 from fsbench.units import human_bytes
@@ -78,41 +80,53 @@ def execute(
     overrides: dict[str, list[str]],
     on_start: OnStart | None = None,
     on_done: OnDone | None = None,
+    resume_run: int | None = None,
 ) -> Outcome:
-    """Run every scheduled trial on an opened target; the caller owns open and close."""
-    order = schedule(cells, plan.reps)
-    run_id = store.create_run(
-        name=plan.name,
-        fsbench_version=__version__,
-        argv=argv,
-        plan=plan.model_dump(mode="json", by_alias=True),
-        overrides=overrides,
-        schedule=[(rep, cell.key) for rep, cell in order],
-        host=provenance.host(
-            sorted({c.type for c in plan.fs}), sorted({s for w in plan.workloads for s in w.steps})
-        ),
-        target={"kind": target.kind},
-    )
+    """Run the matrix on an opened target (the caller owns open and close): rounds of
+    interleaved repetitions, each trial stored as it ends. With `resume_run`, the slots
+    that run already stored are skipped."""
+    if resume_run is None:
+        run_id = store.create_run(
+            name=plan.name,
+            fsbench_version=__version__,
+            argv=argv,
+            plan=plan.model_dump(mode="json", by_alias=True),
+            overrides=overrides,
+            schedule=[(rep, cell.key) for rep, cell in schedule(cells, plan.planned_reps)],
+            host=provenance.host(
+                sorted({c.type for c in plan.fs}),
+                sorted({s for w in plan.workloads for s in w.steps}),
+            ),
+            target={"kind": target.kind},
+        )
+    else:
+        run_id = resume_run
+        store.reopen_run(run_id)
     outcome = Outcome(run_id)
-    unsupported: dict[str, str] = {}
     try:
         store.set_target(run_id, target.describe())
         mnt = mount_root(workdir)
         runner = Runner(target, mnt, plan.scale, cache_root(workdir))
+        total = len(cells) * plan.planned_reps
         try:
-            for index, (rep, cell) in enumerate(order):
-                if cell.key in unsupported:
-                    continue  # the kernel said no once; asking again measures nothing
-                if on_start:
-                    on_start(index, len(order), rep, cell)
-                records = runner.run_cell(index, rep, cell)
-                store.record_trials(run_id, records)
-                for record in records:
-                    outcome.counts[record.status] = outcome.counts.get(record.status, 0) + 1
-                    if on_done:
-                        on_done(index, len(order), record)
-                if records[0].status == "unsupported":
-                    unsupported[cell.key] = records[0].message
+            for rep in range(1, plan.planned_reps + 1):
+                done = store.get_trials(run_id)
+                active = _cells_to_run(plan, cells, rep, done)
+                stored = {t.seq for t in done}
+                for index, cell in enumerate(cells):
+                    seq = slot_seq(rep, index, len(cells))
+                    if cell.key not in active or seq in stored:
+                        continue
+                    if on_start:
+                        on_start(seq, total, rep, cell)
+                    records = runner.run_cell(seq, rep, cell)
+                    store.record_trials(run_id, records)
+                    for record in records:
+                        outcome.counts[record.status] = outcome.counts.get(record.status, 0) + 1
+                        if on_done:
+                            on_done(seq, total, record)
+            if plan.reps == "auto":
+                store.set_convergence(run_id, convergence(plan, cells, store.get_trials(run_id)))
         finally:
             if mnt.exists() and not os.path.ismount(mnt):
                 mnt.rmdir()
@@ -125,3 +139,65 @@ def execute(
         raise
     store.finish_run(run_id, "finished")
     return outcome
+
+
+def _headline_values(cell: Cell, trials: list[TrialRecord]) -> dict[str, list[float]]:
+    """Per step, the values of its first headline metric (what convergence is judged on)."""
+    out: dict[str, list[float]] = {}
+    for name, _ in cell.steps:
+        headline = workloads.get(name).headline
+        metric = headline[0] if headline else "seconds"
+        out[f"{name}:{metric}"] = [
+            m.value
+            for t in trials
+            if t.cell_key == cell.key and t.workload == name and t.status == "ok"
+            for m in t.metrics
+            if m.name == metric
+        ]
+    return out
+
+
+def _half_width_pct(values: list[float]) -> float | None:
+    s = summarize(values)
+    if s.half_width is None or not s.mean:
+        return None
+    return 100.0 * s.half_width / abs(s.mean)
+
+
+def _cells_to_run(plan: Plan, cells: list[Cell], rep: int, trials: list[TrialRecord]) -> set[str]:
+    """Cells that get repetition `rep`: all of them with fixed reps (and the first
+    MIN_AUTO_REPS of auto), then only those whose CI is still too wide. A cell the kernel
+    refused once is not asked again."""
+    refused = {t.cell_key for t in trials if t.status == "unsupported"}
+    keys = {c.key for c in cells} - refused
+    if plan.reps != "auto" or rep <= MIN_AUTO_REPS:
+        return keys
+    active = set()
+    for cell in cells:
+        if cell.key not in keys:
+            continue
+        for values in _headline_values(cell, trials).values():
+            width = _half_width_pct(values)
+            if width is not None and width > 100 * plan.ci_target:
+                active.add(cell.key)
+    return active
+
+
+def convergence(plan: Plan, cells: list[Cell], trials: list[TrialRecord]) -> dict[str, Any]:
+    """Per cell: repetitions made and whether every step's CI reached the target."""
+    out: dict[str, Any] = {}
+    for cell in cells:
+        widths = {
+            key: _half_width_pct(values) for key, values in _headline_values(cell, trials).items()
+        }
+        if not any(v is not None for v in widths.values()):
+            continue
+        reps = max((t.rep for t in trials if t.cell_key == cell.key), default=0)
+        ok = all(w is not None and w <= 100 * plan.ci_target for w in widths.values())
+        out[cell.key] = {
+            "reps": reps,
+            "converged": ok,
+            "half_width_pct": {k: None if v is None else round(v, 2) for k, v in widths.items()},
+            "target_pct": 100 * plan.ci_target,
+        }
+    return out

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -106,19 +106,38 @@ class TargetSpec(BaseModel):
     destroy_data: bool = False
 
 
+MIN_AUTO_REPS = 3
+
+
 class Plan(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     name: str = "custom"
     description: str = ""
     scale: Scale = Scale.QUICK
-    reps: int = Field(default=3, ge=1, le=1000)
+    # A number, or "auto": at least MIN_AUTO_REPS, more per cell until the 95% CI
+    # half-width is within ci_target of the mean, at most max_reps.
+    reps: int | Literal["auto"] = Field(default=3)
+    ci_target: float = Field(default=0.05, gt=0, lt=1)
+    max_reps: int = Field(default=10, ge=1, le=1000)
     fs: list[FsConfig] = Field(min_length=1)
     workloads: list[WorkloadSpec] = Field(min_length=1, alias="workload")
     target: TargetSpec = Field(default_factory=TargetSpec)
     # System knobs, each a dimension when a list: {"vm.dirty_ratio": [1, 20],
     # "scheduler": ["none", "bfq"], "contention": ["idle", "busy"]}.
     knobs: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("reps")
+    @classmethod
+    def _reps_range(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and not 1 <= value <= 1000:
+            raise ValueError("reps must be between 1 and 1000, or auto")
+        return value
+
+    @property
+    def planned_reps(self) -> int:
+        """Repetitions per cell at most."""
+        return self.max_reps if self.reps == "auto" else int(self.reps)
 
 
 @dataclass(frozen=True)
@@ -332,5 +351,11 @@ def expand(
 
 def schedule(cells: list[Cell], reps: int) -> list[tuple[int, Cell]]:
     """Repetitions interleaved: rep 1 of every cell, then rep 2..., so drift of the machine
-    over the run spreads evenly over the configs."""
+    over the run spreads evenly over the configs. Slot i of this list has seq i."""
     return [(rep, cell) for rep in range(1, reps + 1) for cell in cells]
+
+
+def slot_seq(rep: int, cell_index: int, n_cells: int) -> int:
+    """The seq of (rep, cell) in `schedule`: stable whether or not earlier slots ran, so
+    adaptive repetitions and resumed runs number their trials the same way."""
+    return (rep - 1) * n_cells + cell_index

@@ -35,7 +35,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from fsbench.errors import FsbenchError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -55,6 +55,8 @@ runs = Table(
     Column("schedule", Text, nullable=False),  # JSON: [[rep, cell_key], ...] in order
     Column("host", Text, nullable=False),  # JSON provenance: kernel, CPU, memory, tools
     Column("target", Text, nullable=False),  # JSON: device, model, rotational, direct I/O
+    # JSON, --reps auto: per cell key, reps made and whether its CI reached the target.
+    Column("convergence", Text, nullable=False, default="{}"),
 )
 
 trials = Table(
@@ -192,6 +194,7 @@ class RunRecord:
     schedule: list[tuple[int, str]]
     host: dict[str, Any]
     target: dict[str, Any]
+    convergence: dict[str, Any] = field(default_factory=dict)
 
 
 class Store:
@@ -241,6 +244,19 @@ class Store:
     def set_target(self, run_id: int, target: dict[str, Any]) -> None:
         with self.engine.begin() as conn:
             conn.execute(update(runs).where(runs.c.id == run_id).values(target=json.dumps(target)))
+
+    def set_convergence(self, run_id: int, convergence: dict[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(runs).where(runs.c.id == run_id).values(convergence=json.dumps(convergence))
+            )
+
+    def reopen_run(self, run_id: int) -> None:
+        """A resumed run is running again until it finishes or is interrupted again."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(runs).where(runs.c.id == run_id).values(status="running", finished_at=None)
+            )
 
     def finish_run(self, run_id: int, status: str) -> None:
         with self.engine.begin() as conn:
@@ -333,6 +349,7 @@ class Store:
             schedule=[(int(a), str(b)) for a, b in json.loads(row["schedule"])],
             host=json.loads(row["host"]),
             target=json.loads(row["target"]),
+            convergence=json.loads(row["convergence"] or "{}"),
         )
 
     def list_runs(self) -> list[RunRecord]:

@@ -366,3 +366,87 @@ def test_knobs_are_dimensions_and_restored(common: list[str], workdir: Path) -> 
     assert ours(workdir) == ([], [])
     table = fsbench("report", "--db", str(workdir / "results.db"))
     assert "vm.dirty_ratio" in table.stdout
+
+
+def test_killed_run_resumes_and_keeps_every_trial_once(common: list[str], workdir: Path) -> None:
+    db = workdir / "results.db"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsbench",
+            "run",
+            "--fs",
+            "ext4,xfs",
+            "--workload",
+            "alloc",
+            "--set",
+            "method=fallocate,write-4k",
+            "--set",
+            "size=16M",
+            "--reps",
+            "3",
+            *common,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if db.exists():
+                s = Store(db)
+                rid = s.latest_run_id()
+                if rid and len(s.get_trials(rid)) >= 3:
+                    break
+            time.sleep(0.05)
+        proc.kill()  # kill -9 in the middle of the matrix
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    store = Store(db)
+    run_id = store.latest_run_id() or 0
+    before = store.get_trials(run_id)
+    assert store.get_run(run_id).status == "running" and 3 <= len(before) < 12
+    res = fsbench("run", "--resume", "--db", str(db), "--json")
+    assert res.returncode == 0, res.stderr
+    assert "resuming run" in res.stderr
+    after = store.get_trials(run_id)
+    assert sorted(t.seq for t in after) == list(range(12))  # every slot exactly once
+    assert {(t.seq, t.started_at) for t in before} <= {(t.seq, t.started_at) for t in after}
+    assert store.get_run(run_id).status == "finished"
+    rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
+    assert all(r["n"] == 3 for r in rows)
+    assert ours(workdir) == ([], [])
+    again = fsbench("run", "--resume", "--db", str(db))
+    assert again.returncode == 2 and "no unfinished run" in again.stderr
+
+
+def test_reps_auto_records_convergence(common: list[str], workdir: Path) -> None:
+    res = fsbench(
+        "run",
+        "--fs",
+        "ext4",
+        "--workload",
+        "alloc",
+        "--set",
+        "method=write-4k",
+        "--set",
+        "size=16M",
+        "--reps",
+        "auto",
+        "--max-reps",
+        "4",
+        "--json",
+        *common,
+    )
+    assert res.returncode == 0, res.stderr
+    row = next(r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds")
+    assert 3 <= row["n"] <= 4
+    store = Store(workdir / "results.db")
+    conv = store.get_run(store.latest_run_id() or 0).convergence
+    (entry,) = conv.values()
+    assert entry["reps"] == row["n"] and entry["target_pct"] == 5.0
+    assert entry["converged"] == (row["n"] == 3 or entry["half_width_pct"]["alloc:seconds"] <= 5)

@@ -55,11 +55,13 @@ def build_plan(
     fs: list[str],
     workload: list[str],
     scale: Scale | None,
-    reps: int | None,
+    reps: str | None,
     image_size: str | None,
     workdir: Path | None,
     device: str | None,
     destroy_data: bool,
+    max_reps: int | None = None,
+    ci_target: float | None = None,
 ) -> Plan:
     if plan_file and preset:
         raise FsbenchError("give a plan file or --preset, not both")
@@ -81,8 +83,12 @@ def build_plan(
             raise FsbenchError(f"--workload: {planning.one_line(exc)}") from None
     if scale is not None:
         data["scale"] = scale
+    if max_reps is not None:
+        data["max_reps"] = max_reps
+    if ci_target is not None:
+        data["ci_target"] = ci_target
     if reps is not None:
-        data["reps"] = reps
+        data["reps"] = _parse_reps(reps)
     target = dict(data["target"])
     if image_size is not None:
         try:
@@ -103,6 +109,15 @@ def build_plan(
         return Plan.model_validate(data)
     except ValidationError as exc:
         raise FsbenchError(planning.one_line(exc)) from None
+
+
+def _parse_reps(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise FsbenchError(f"--reps {text!r}: a number or auto") from None
 
 
 def make_target(plan: Plan) -> Target:
@@ -146,7 +161,21 @@ def run(
             "scheduler=none,mq-deadline,bfq,kyber, contention=idle,busy.",
         ),
     ] = [],  # noqa: B006
-    reps: Annotated[int | None, typer.Option("--reps", help="Repetitions per cell.")] = None,
+    reps: Annotated[
+        str | None,
+        typer.Option(
+            "--reps",
+            help="Repetitions per cell, or auto: at least 3, more until the 95% CI half-width "
+            "is within --ci-target of the mean, at most --max-reps.",
+        ),
+    ] = None,
+    max_reps: Annotated[
+        int | None, typer.Option("--max-reps", help="Limit of --reps auto \\[default: 10].")
+    ] = None,
+    ci_target: Annotated[
+        float | None,
+        typer.Option("--ci-target", help="CI half-width / mean for --reps auto \\[default: 0.05]."),
+    ] = None,
     scale: Annotated[Scale | None, typer.Option("--scale", help="tiny, quick or full.")] = None,
     image_size: Annotated[
         str | None, typer.Option("--image-size", help="Loop image size \\[default: 8G].")
@@ -164,12 +193,34 @@ def run(
     destroy_data: Annotated[
         bool, typer.Option("--destroy-data", help="Allow fsbench to overwrite --device.")
     ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Finish an interrupted run: the last unfinished one in --db, or the run id "
+            "given in place of PLAN. Finished trials are kept, the rest run.",
+        ),
+    ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
+    if resume:
+        _resume(plan_file, db, json_out)
+        return
     plan = build_plan(
-        plan_file, preset, fs, workload, scale, reps, image_size, workdir, device, destroy_data
+        plan_file,
+        preset,
+        fs,
+        workload,
+        scale,
+        reps,
+        image_size,
+        workdir,
+        device,
+        destroy_data,
+        max_reps,
+        ci_target,
     )
     overrides = planning.parse_set(set_)
     if knob:  # kept in the plan, so the stored run says which knobs it swept
@@ -192,11 +243,52 @@ def run(
         for w in warnings:
             err.print(f"warning: {w}", style="yellow", markup=False)
         outcome = _execute(plan, cells, store, target, workdir_path, overrides, err)
+    _finish(store, outcome, json_out)
+
+
+def _finish(store: Store, outcome: matrix.Outcome, json_out: bool) -> None:
     emit(store, outcome.run_id, "json" if json_out else "table", None, False)
-    if outcome.counts.get("failed"):
+    statuses = {t.status for t in store.get_trials(outcome.run_id)}
+    if "failed" in statuses:
         raise typer.Exit(EXIT_FAILED)
-    if outcome.counts.get("unsupported"):
+    if "unsupported" in statuses:
         raise typer.Exit(EXIT_UNSUPPORTED)
+
+
+def _resume(run_arg: Path | None, db: str | None, json_out: bool) -> None:
+    store = Store(db)
+    if run_arg is not None:
+        if not str(run_arg).isdigit():
+            raise FsbenchError(f"--resume takes a run id, not {str(run_arg)!r}")
+        run_id = int(str(run_arg))
+    else:
+        unfinished = [r.id for r in store.list_runs() if r.status != "finished"]
+        if not unfinished:
+            raise FsbenchError(f"no unfinished run in {store.url} to resume")
+        run_id = unfinished[-1]
+    record = store.get_run(run_id)
+    if record.status == "finished":
+        raise FsbenchError(f"run {run_id} is finished: nothing to resume")
+    try:
+        plan = Plan.model_validate(record.plan)
+    except ValidationError as exc:
+        raise FsbenchError(
+            f"run {run_id}: stored plan no longer valid: {planning.one_line(exc)}"
+        ) from None
+    cells = planning.expand(plan, record.overrides)
+    err = Console(stderr=True)
+    workdir_path = plan.target.workdir
+    for line in stale.release_stale(workdir_path) if workdir_path.exists() else []:
+        err.print(f"released stale: {line}", style="yellow", markup=False)
+    target = make_target(plan)
+    done = len({t.seq for t in store.get_trials(run_id)})
+    err.print(f"fsbench: resuming run {run_id} ({done} trials stored)", highlight=False)
+    with target:
+        matrix.preflight(plan, cells, target.size_bytes)
+        outcome = _execute(
+            plan, cells, store, target, workdir_path, record.overrides, err, resume_run=run_id
+        )
+    _finish(store, outcome, json_out)
 
 
 def _execute(
@@ -207,11 +299,13 @@ def _execute(
     workdir: Path,
     overrides: dict[str, list[str]],
     err: Console,
+    resume_run: int | None = None,
 ) -> matrix.Outcome:
-    total = len(cells) * plan.reps
+    total = len(cells) * plan.planned_reps
     err.print(
         f"fsbench: {plan.name}: {len(plan.fs)} configs x {len(cells) // len(plan.fs)} cells x "
-        f"{plan.reps} reps = {total} trials, scale {plan.scale}, store {store.url}",
+        f"{plan.reps} reps = {total if plan.reps != 'auto' else f'up to {total}'} trials, "
+        f"scale {plan.scale}, store {store.url}",
         markup=False,
         highlight=False,
     )
@@ -256,6 +350,7 @@ def _execute(
                 overrides=overrides,
                 on_start=on_start,
                 on_done=on_done,
+                resume_run=resume_run,
             )
             progress.update(task, completed=total, description="done")
     except KeyboardInterrupt:
