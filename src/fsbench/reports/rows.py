@@ -54,8 +54,10 @@ def _status(counts: dict[str, int]) -> str:
     return "failed"
 
 
-def build_rows(trials: list[TrialRecord]) -> list[Row]:
-    """Rows in schedule order of first appearance (configs in plan order)."""
+def build_rows(trials: list[TrialRecord], convergence: dict[str, Any] | None = None) -> list[Row]:
+    """Rows in schedule order of first appearance (configs in plan order). With the run's
+    convergence record (--reps auto), cells whose CI missed the target are flagged."""
+    convergence = convergence or {}
     cells: dict[tuple[str, str, str, str], list[TrialRecord]] = {}
     for t in trials:
         cells.setdefault(_cell_id(t), []).append(t)
@@ -83,6 +85,17 @@ def build_rows(trials: list[TrialRecord]) -> list[Row]:
                     notes.append(note)
             flags.update(t.provenance.get("flags", {}))
         first = group[0]
+        conv = convergence.get(first.cell_key)
+        if conv and not conv.get("converged", True):
+            widths = ", ".join(
+                f"{k.split(':')[-1]} ±{v}%"
+                for k, v in conv["half_width_pct"].items()
+                if k.startswith(f"{workload}:") and v is not None
+            )
+            flags["not-converged"] = (
+                f"CI {widths or 'unknown'} after {conv['reps']} reps "
+                f"(target ±{conv['target_pct']:g}%)"
+            )
         known = wl_metrics.get(workload, {})
         names: list[str | None] = list(known) or [None]
         for name in names:
