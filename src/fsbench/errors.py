@@ -25,3 +25,7 @@ class TrialFailed(Exception):
         super().__init__(message)
         self.message = message
         self.detail = detail
+
+
+class TrialTimeout(TrialFailed):
+    """The per-trial time limit passed: the tool hung or the trial is far too big."""

@@ -106,7 +106,7 @@ def execute(
     try:
         store.set_target(run_id, target.describe())
         mnt = mount_root(workdir)
-        runner = Runner(target, mnt, plan.scale, cache_root(workdir))
+        runner = Runner(target, mnt, plan.scale, cache_root(workdir), plan.timeout)
         total = len(cells) * plan.planned_reps
         try:
             for rep in range(1, plan.planned_reps + 1):

@@ -107,6 +107,7 @@ class TargetSpec(BaseModel):
 
 
 MIN_AUTO_REPS = 3
+DEFAULT_TRIAL_TIMEOUT = {Scale.TINY: 600.0, Scale.QUICK: 3600.0, Scale.FULL: 12 * 3600.0}
 
 
 class Plan(BaseModel):
@@ -119,6 +120,8 @@ class Plan(BaseModel):
     # half-width is within ci_target of the mean, at most max_reps.
     reps: int | Literal["auto"] = Field(default=3)
     ci_target: float = Field(default=0.05, gt=0, lt=1)
+    # Seconds one cell (mkfs + every step) may take before it is failed; default by scale.
+    trial_timeout: float | None = Field(default=None, gt=0)
     max_reps: int = Field(default=10, ge=1, le=1000)
     fs: list[FsConfig] = Field(min_length=1)
     workloads: list[WorkloadSpec] = Field(min_length=1, alias="workload")
@@ -133,6 +136,10 @@ class Plan(BaseModel):
         if isinstance(value, int) and not 1 <= value <= 1000:
             raise ValueError("reps must be between 1 and 1000, or auto")
         return value
+
+    @property
+    def timeout(self) -> float:
+        return self.trial_timeout or DEFAULT_TRIAL_TIMEOUT[self.scale]
 
     @property
     def planned_reps(self) -> int:

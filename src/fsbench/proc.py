@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 @dataclass(frozen=True)
@@ -47,28 +49,51 @@ def run(
     cwd: str | Path | None = None,
 ) -> Result:
     """Run argv, capture text output. A missing program is returncode 127, not an exception.
-    Standard input is empty unless given: a tool that reads it must never wait on a tty."""
+    Standard input is empty unless given: a tool that reads it must never wait on a tty.
+
+    The tool runs in a process group of its own, and the whole group is killed when it
+    times out or when anything interrupts the wait (per-trial timeout, Ctrl-C): tools that
+    fork (dbench's clients, make -j) leave no orphans holding the filesystem busy."""
     args = tuple(str(a) for a in argv)
     try:
-        cp = subprocess.run(
+        child = subprocess.Popen(
             args,
-            capture_output=True,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            timeout=timeout,
-            input=input_text,
-            stdin=None if input_text is not None else subprocess.DEVNULL,
             cwd=cwd,
-            check=False,
+            start_new_session=True,
         )
-        result = Result(args, cp.returncode, cp.stdout, cp.stderr)
     except FileNotFoundError:
         result = Result(args, 127, "", f"{args[0]}: command not found")
-    except subprocess.TimeoutExpired as exc:
-        result = Result(args, 124, "", f"{args[0]}: timed out after {exc.timeout:.0f} s")
+    else:
+        try:
+            out, err = child.communicate(input_text, timeout=timeout)
+            result = Result(args, child.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            kill_group(child)
+            result = Result(args, 124, "", f"{args[0]}: timed out after {timeout:.0f} s")
+        except BaseException:
+            kill_group(child)
+            raise
     if check and not result.ok:
         raise CommandError(result)
     return result
+
+
+def kill_group(child: subprocess.Popen[Any]) -> None:
+    """SIGKILL a child started with start_new_session=True and everything it forked."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        child.communicate(timeout=30)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        child.kill()
+        child.wait()
 
 
 def which(program: str) -> str | None:
@@ -124,11 +149,14 @@ def read_through_cat(
             sink.wait(timeout=timeout)
             rc = producer.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            producer.kill()
-            sink.kill()
-            producer.wait()
-            sink.wait()
             return Result(args, 124, "", f"{args[0]}: timed out after {timeout:.0f} s")
+        finally:
+            # Also on an exception from outside (per-trial timeout, Ctrl-C): no orphans
+            # left holding the filesystem busy.
+            for child in (producer, sink):
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
     if sink.returncode != 0 and rc == 0:

@@ -10,14 +10,19 @@ unmounted before `run_cell` returns or raises.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from fsbench import filesystems, fsops, knobs, system, workloads
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.errors import TrialFailed, TrialTimeout, Unsupported
 from fsbench.monitors.sampler import Sampler
 from fsbench.plan import Cell
 from fsbench.store import MetricRecord, TrialRecord, now
@@ -74,13 +79,45 @@ class _Context:
         self.flags[name] = detail
 
 
+@contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Raise TrialTimeout in the main thread after `seconds` (SIGALRM). A tool running
+    under subprocess.run is killed on the way out (subprocess kills its child on any
+    exception), so a hung tool ends its trial, not the run."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: FrameType | None) -> None:
+        raise TrialTimeout(
+            f"timed out after {seconds:.0f} s (per-trial limit: --trial-timeout or the scale's "
+            "default)"
+        )
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _metric(m: Metric) -> MetricRecord:
     return MetricRecord(m.name, float(m.value), m.unit, str(m.better))
 
 
 class Runner:
-    def __init__(self, target: Target, mount_root: Path, scale: Scale, cache_dir: Path) -> None:
+    def __init__(
+        self,
+        target: Target,
+        mount_root: Path,
+        scale: Scale,
+        cache_dir: Path,
+        timeout: float | None = None,
+    ) -> None:
         self.target = target
+        self.timeout = timeout
         self.mountpoint = mount_root
         self.scale = scale
         self.cache_dir = cache_dir
@@ -116,7 +153,7 @@ class Runner:
         )
         shared: dict[str, Any] = {}
         try:
-            with knobs.applied(cell.knobs, ctx.device) as in_force:
+            with deadline(self.timeout), knobs.applied(cell.knobs, ctx.device) as in_force:
                 if cell.knobs:
                     shared["knobs"] = in_force
                 self._make_filesystem(fs, cell, ctx, shared)

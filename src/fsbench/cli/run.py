@@ -62,6 +62,7 @@ def build_plan(
     destroy_data: bool,
     max_reps: int | None = None,
     ci_target: float | None = None,
+    trial_timeout: float | None = None,
 ) -> Plan:
     if plan_file and preset:
         raise FsbenchError("give a plan file or --preset, not both")
@@ -87,6 +88,8 @@ def build_plan(
         data["max_reps"] = max_reps
     if ci_target is not None:
         data["ci_target"] = ci_target
+    if trial_timeout is not None:
+        data["trial_timeout"] = trial_timeout
     if reps is not None:
         data["reps"] = _parse_reps(reps)
     target = dict(data["target"])
@@ -177,6 +180,14 @@ def run(
         typer.Option("--ci-target", help="CI half-width / mean for --reps auto \\[default: 0.05]."),
     ] = None,
     scale: Annotated[Scale | None, typer.Option("--scale", help="tiny, quick or full.")] = None,
+    trial_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--trial-timeout",
+            help="Seconds a trial may take before it is failed and the run goes on "
+            "\\[default: tiny 600, quick 3600, full 43200].",
+        ),
+    ] = None,
     image_size: Annotated[
         str | None, typer.Option("--image-size", help="Loop image size \\[default: 8G].")
     ] = None,
@@ -221,6 +232,7 @@ def run(
         destroy_data,
         max_reps,
         ci_target,
+        trial_timeout,
     )
     overrides = planning.parse_set(set_)
     if knob:  # kept in the plan, so the stored run says which knobs it swept

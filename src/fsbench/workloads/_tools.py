@@ -75,12 +75,31 @@ def run_watching(
     args = tuple(str(a) for a in argv)
     try:
         child = subprocess.Popen(
-            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # killed as a group, like proc.run
         )
     except FileNotFoundError:
         return proc.Result(args, 127, "", f"{args[0]}: command not found"), {}
-    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     deadline = time.monotonic() + timeout
+    try:
+        return _watch(child, args, markers, input_text, timeout, deadline)
+    except BaseException:
+        proc.kill_group(child)  # a per-trial timeout or Ctrl-C: no orphan left behind
+        raise
+
+
+def _watch(
+    child: subprocess.Popen[bytes],
+    args: tuple[str, ...],
+    markers: Sequence[str],
+    input_text: str,
+    timeout: float,
+    deadline: float,
+) -> tuple[proc.Result, dict[str, float]]:
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     out, err = bytearray(), bytearray()
     seen: dict[str, float] = {}
     wanted = [(m, m.encode()) for m in markers]
@@ -125,12 +144,11 @@ def run_watching(
                     if name not in seen and out.find(raw, start) >= 0:
                         seen[name] = now
         if timed_out:
-            child.kill()
+            proc.kill_group(child)
         try:
             returncode = child.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+            proc.kill_group(child)
             timed_out = True
             returncode = 124
     stdout = out.decode(errors="replace")

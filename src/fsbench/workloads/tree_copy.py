@@ -68,10 +68,16 @@ class TreeCopy(Workload):
             for d in self._dests
         ]
         errors = []
-        for p in procs:
-            _out, err = p.communicate()
-            if p.returncode != 0:
-                errors.append(err.decode("utf-8", "replace").strip())
+        try:
+            for p in procs:
+                _out, err = p.communicate()
+                if p.returncode != 0:
+                    errors.append(err.decode("utf-8", "replace").strip())
+        finally:
+            for p in procs:  # a per-trial timeout or Ctrl-C: no cp left writing
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
         if errors:
             raise TrialFailed(f"cp -a failed: {errors[0].splitlines()[0]}", "\n".join(errors))
         src, trees = _trees.state(ctx)
