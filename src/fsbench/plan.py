@@ -81,6 +81,8 @@ class WorkloadSpec(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     # Run only at these scales (kernel-build: full); empty = every scale.
     scales: tuple[Scale, ...] = ()
+    # Knobs for this workload only (added to the plan's): {"vm.dirty_ratio": [1, 20]}.
+    knobs: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -269,10 +271,16 @@ def preset_description(name: str) -> str:
 
 
 def knob_combinations(
-    plan: Plan, knob_overrides: dict[str, list[str]] | None = None
+    plan: Plan,
+    knob_overrides: dict[str, list[str]] | None = None,
+    spec: WorkloadSpec | None = None,
 ) -> list[dict[str, str]]:
-    """Every combination of the plan's knobs (plus --knob), validated."""
-    values: dict[str, Any] = {**plan.knobs, **(knob_overrides or {})}
+    """Every combination of the plan's knobs, the workload's own and --knob, validated."""
+    values: dict[str, Any] = {
+        **plan.knobs,
+        **(spec.knobs if spec else {}),
+        **(knob_overrides or {}),
+    }
     dims: dict[str, list[str]] = {}
     for name, value in values.items():
         vals = value if isinstance(value, list) else [value]
@@ -312,11 +320,11 @@ def expand(
             f"--set {unknown[0]}: no such parameter for {names} "
             f"(known: {', '.join(sorted(known_names))})"
         )
-    knob_sets = knob_combinations(plan, knob_overrides)
     cells: list[Cell] = []
     for spec in plan.workloads:
         if spec.scales and plan.scale not in spec.scales:
             continue
+        knob_sets = knob_combinations(plan, knob_overrides, spec)
         steps = [workloads.get(step) for step in spec.steps]
         fields: dict[str, None] = {}
         values: dict[str, Any] = {}

@@ -191,3 +191,19 @@ def test_registry_loads_every_workload_even_after_a_direct_import() -> None:
     importlib.import_module("fsbench.workloads.alloc")
     names = set(workloads.all_workloads())
     assert {"alloc", "untar", "tree-read", "tree-copy", "tree-rm", "fsck", "kernel-build"} <= names
+
+
+@pytest.mark.parametrize("name", planning.preset_names())
+@pytest.mark.parametrize("scale", list(Scale))
+def test_every_preset_expands_at_every_scale(name: str, scale: Scale) -> None:
+    p = planning.load_preset(name).model_copy(update={"scale": scale})
+    cells = planning.expand(p)
+    assert cells and p.description
+    assert len({c.key for c in cells}) == len(cells)
+
+
+def test_workload_knobs_apply_to_that_workload_only() -> None:
+    cells = planning.expand(planning.load_preset("ext4-vs-xfs"))
+    sysbench = [c for c in cells if c.workload == "sysbench-fileio"]
+    assert {c.knobs.get("vm.dirty_ratio") for c in sysbench} == {"1", "20"}
+    assert all(not c.knobs for c in cells if c.workload != "sysbench-fileio")

@@ -1,0 +1,226 @@
+//! The command line. [`main`] returns what goes to stdout (JSON) or the error for stderr.
+
+use std::io::Read;
+
+use crate::dist::mix64;
+use crate::error::{Error, Result};
+use crate::personalities::{self, Options, Scale};
+use crate::spec::{self, Spec};
+use crate::{runner, stats};
+
+pub const USAGE: &str = "\
+usage: fsbench-engine run SPEC.json|-        prepare, run, print results JSON
+       fsbench-engine prepare SPEC.json|-    only make the filesets, print the prepare JSON
+       fsbench-engine personality NAME [--scale tiny|quick|full] [--dir DIR]
+                      [--threads N] [--duration S] [--warmup S] [--seed N]
+                                             print the spec JSON of a built-in personality
+       fsbench-engine list                   personalities and scales, as JSON
+       fsbench-engine --version | --help
+personalities: fileserver, varmail, webserver (filebench's defaults)
+";
+
+fn read_spec(path: &str) -> Result<Spec> {
+    let text = if path == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| Error::input(format!("read spec from stdin: {e}")))?;
+        s
+    } else {
+        std::fs::read_to_string(path).map_err(|e| Error::input(format!("read spec {path}: {e}")))?
+    };
+    let mut spec = spec::parse(&text)?;
+    spec.normalize(clock_seed());
+    Ok(spec)
+}
+
+fn clock_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    mix64(nanos ^ (u64::from(std::process::id()) << 32))
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
+    let mut s = serde_json::to_string_pretty(v)
+        .map_err(|e| Error::runtime(format!("serialize JSON: {e}")))?;
+    s.push('\n');
+    Ok(s)
+}
+
+fn one_arg<'a>(cmd: &str, rest: &'a [String]) -> Result<&'a str> {
+    match rest {
+        [p] => Ok(p.as_str()),
+        [] => Err(Error::input(format!(
+            "{cmd} needs a spec file (or - for stdin); see --help"
+        ))),
+        _ => Err(Error::input(format!(
+            "{cmd} takes one spec file, got {} arguments",
+            rest.len()
+        ))),
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T> {
+    v.parse()
+        .map_err(|_| Error::input(format!("{flag}: {v:?} is not a valid number")))
+}
+
+fn personality(rest: &[String]) -> Result<String> {
+    let mut name: Option<&str> = None;
+    let mut opts = Options::default();
+    let mut i = 0;
+    while i < rest.len() {
+        let arg = rest[i].as_str();
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg, None),
+        };
+        if !flag.starts_with("--") {
+            if name.is_some() {
+                return Err(Error::input(format!("unexpected argument {arg:?}")));
+            }
+            name = Some(arg);
+            i += 1;
+            continue;
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => {
+                i += 1;
+                rest.get(i)
+                    .cloned()
+                    .ok_or_else(|| Error::input(format!("{flag} needs a value")))?
+            }
+        };
+        match flag {
+            "--scale" => opts.scale = Scale::parse(&value)?,
+            "--dir" => opts.dir = value,
+            "--threads" => {
+                let t: u32 = parse_num(flag, &value)?;
+                if t == 0 || t > spec::MAX_THREADS {
+                    return Err(Error::input(format!(
+                        "--threads must be 1..={}",
+                        spec::MAX_THREADS
+                    )));
+                }
+                opts.threads = Some(t);
+            }
+            "--duration" => opts.duration_s = Some(parse_num(flag, &value)?),
+            "--warmup" => opts.warmup_s = Some(parse_num(flag, &value)?),
+            "--seed" => opts.seed = Some(parse_num(flag, &value)?),
+            _ => return Err(Error::input(format!("unknown option {flag}; see --help"))),
+        }
+        i += 1;
+    }
+    let Some(name) = name else {
+        return Err(Error::input(format!(
+            "personality needs a name: {}",
+            personalities::NAMES.join(", ")
+        )));
+    };
+    to_json(&personalities::build(name, &opts)?)
+}
+
+/// Run the command line `args` (without the program name).
+pub fn main(args: &[String]) -> Result<String> {
+    let Some(cmd) = args.first() else {
+        return Err(Error::input("no command; see --help"));
+    };
+    let rest = &args[1..];
+    match cmd.as_str() {
+        "run" => {
+            let spec = read_spec(one_arg(cmd, rest)?)?;
+            to_json(&runner::run(&spec)?)
+        }
+        "prepare" => {
+            let spec = read_spec(one_arg(cmd, rest)?)?;
+            to_json(&runner::prepare_only(&spec)?)
+        }
+        "personality" => personality(rest),
+        "list" => to_json(&serde_json::json!({
+            "schema": spec::SCHEMA,
+            "engine": stats::ENGINE,
+            "personalities": personalities::NAMES,
+            "scales": ["tiny", "quick", "full"],
+        })),
+        "--version" | "-V" | "version" => Ok(format!(
+            "{} {}\n",
+            stats::ENGINE.name,
+            stats::ENGINE.version
+        )),
+        "--help" | "-h" | "help" => Ok(USAGE.to_string()),
+        other => Err(Error::input(format!(
+            "unknown command {other:?}; see --help"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn personality_flags() {
+        let out = main(&args(&[
+            "personality",
+            "varmail",
+            "--scale=tiny",
+            "--dir",
+            "/mnt/t",
+            "--threads",
+            "3",
+            "--seed",
+            "5",
+            "--duration",
+            "1.5",
+        ]))
+        .expect("ok");
+        let s = spec::parse(&out).expect("prints a valid spec");
+        assert_eq!(s.dir, "/mnt/t");
+        assert_eq!(s.groups[0].threads, 3);
+        assert_eq!(s.seed, Some(5));
+        assert_eq!(s.stop.duration_s, Some(1.5));
+    }
+
+    #[test]
+    fn bad_command_lines() {
+        for (a, want) in [
+            (vec![], "no command"),
+            (vec!["frob"], "unknown command"),
+            (vec!["run"], "needs a spec file"),
+            (vec!["run", "a", "b"], "takes one spec file"),
+            (
+                vec!["run", "/nonexistent/spec.json"],
+                "read spec /nonexistent/spec.json",
+            ),
+            (vec!["personality"], "needs a name"),
+            (vec!["personality", "nope"], "unknown personality"),
+            (
+                vec!["personality", "varmail", "--threads", "x"],
+                "not a valid number",
+            ),
+            (
+                vec!["personality", "varmail", "--threads", "0"],
+                "--threads must be",
+            ),
+            (vec!["personality", "varmail", "--scale"], "needs a value"),
+            (
+                vec!["personality", "varmail", "--bogus", "1"],
+                "unknown option",
+            ),
+            (
+                vec!["personality", "varmail", "--duration", "-3"],
+                "duration_s",
+            ),
+        ] {
+            let e = main(&args(&a)).expect_err("should fail");
+            assert!(e.msg.contains(want), "{a:?}: {e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+    }
+}

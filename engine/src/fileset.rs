@@ -1,0 +1,657 @@
+//! Filesets: where the files are (a directory tree of mean width `dirwidth`), how big
+//! each one is (drawn from the seed), which exist, and the shared pool that threads pick
+//! files from.
+//!
+//! Like filebench, every file slot (entry) exists or not, and is idle or busy. A flowop
+//! that creates picks an idle non-existing entry, one that opens, stats, deletes or
+//! renames picks an idle existing one; the entry is busy only for the duration of that
+//! metadata call, so two threads never create or delete the same file at once, while
+//! several may hold the same file open (the webserver log). When every candidate is
+//! busy the thread waits (yields) for one; when there is no candidate at all the flowop
+//! has no resource and the thread starts its chain again.
+
+use std::fs;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::dist::{FastRng, Sampler, below, rng_for};
+use crate::error::{Error, Result};
+use crate::spec::FilesetSpec;
+use crate::sys::{self, CPath};
+
+/// A file in the fileset root that says "made by fsbench-engine": only such a directory
+/// is ever removed.
+pub const MARKER: &str = ".fsbench-engine-fileset";
+
+const SEED_DOMAIN_FILESET: u64 = 0xF11E_5E70;
+
+/// The directory tree: files `i` go to leaf directory `i / width`; leaves hang under
+/// `levels` levels of directories with `fanout` entries each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub count: u64,
+    pub width: u64,
+    pub leaves: u64,
+    pub levels: u32,
+    pub fanout: u64,
+}
+
+fn pow_sat(b: u64, e: u32) -> u64 {
+    b.saturating_pow(e)
+}
+
+impl Layout {
+    pub fn new(count: u64, width: u64) -> Self {
+        let width = width.max(1);
+        let leaves = count.div_ceil(width).max(1);
+        if leaves == 1 {
+            return Layout {
+                count,
+                width,
+                leaves,
+                levels: 0,
+                fanout: 1,
+            };
+        }
+        let base = width.max(2);
+        let mut levels = 1u32;
+        while pow_sat(base, levels) < leaves {
+            levels += 1;
+        }
+        // the smallest fanout that still holds every leaf: a balanced tree
+        let mut fanout = ((leaves as f64).powf(1.0 / f64::from(levels)).floor() as u64).max(2);
+        while pow_sat(fanout, levels) < leaves {
+            fanout += 1;
+        }
+        while fanout > 2 && pow_sat(fanout - 1, levels) >= leaves {
+            fanout -= 1;
+        }
+        Layout {
+            count,
+            width,
+            leaves,
+            levels,
+            fanout,
+        }
+    }
+
+    /// Number of directories at `level` (1..=levels).
+    pub fn dirs_at(&self, level: u32) -> u64 {
+        self.leaves
+            .div_ceil(pow_sat(self.fanout, self.levels - level))
+    }
+
+    /// Append directory `j` of `level` ("d3/d0/d7").
+    pub fn push_dir(&self, level: u32, j: u64, out: &mut CPath) {
+        for k in (0..level).rev() {
+            let digit = (j / pow_sat(self.fanout, k)) % self.fanout;
+            out.push(b"d");
+            out.push_u64(digit);
+            if k > 0 {
+                out.push(b"/");
+            }
+        }
+    }
+
+    /// The path of leaf directory `leaf`, relative to the fileset root ("." for the root).
+    pub fn leaf_path(&self, leaf: u64, out: &mut CPath) {
+        out.clear();
+        if self.levels == 0 {
+            out.push(b".");
+        } else {
+            self.push_dir(self.levels, leaf, out);
+        }
+        out.terminate();
+    }
+
+    /// The path of file `i`, relative to the fileset root.
+    pub fn file_path(&self, i: u64, out: &mut CPath) {
+        out.clear();
+        if self.levels > 0 {
+            self.push_dir(self.levels, i / self.width, out);
+            out.push(b"/");
+        }
+        out.push(b"f");
+        out.push_u64(i);
+        out.terminate();
+    }
+}
+
+/// What the seed decides about a fileset: every entry's size, and which entries prepare
+/// creates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub sizes: Vec<u64>,
+    pub prealloc: Vec<bool>,
+}
+
+pub fn plan(spec: &FilesetSpec, seed: u64, index: usize) -> Result<Plan> {
+    let mut rng = rng_for(seed, SEED_DOMAIN_FILESET, index as u64);
+    let sampler = Sampler::new(&spec.size)?;
+    let n = spec.count as usize;
+    let sizes: Vec<u64> = (0..n).map(|_| sampler.sample(&mut rng)).collect();
+    let k = ((spec.count as f64) * spec.prealloc_pct / 100.0).round() as usize;
+    let k = k.min(n);
+    let mut prealloc = vec![false; n];
+    if k == n {
+        prealloc.fill(true);
+    } else if k > 0 {
+        // a partial Fisher-Yates shuffle picks k of n entries
+        let mut idx: Vec<u32> = (0..n as u32).collect();
+        for i in 0..k {
+            let j = i + below(&mut rng, (n - i) as u64) as usize;
+            idx.swap(i, j);
+            prealloc[idx[i] as usize] = true;
+        }
+    }
+    Ok(Plan { sizes, prealloc })
+}
+
+/// What prepare did to one fileset (reported, untimed by the measured phase).
+#[derive(Debug, Clone, Serialize)]
+pub struct PrepareStats {
+    pub name: String,
+    pub path: String,
+    pub entries: u64,
+    pub dirs: u64,
+    /// Files present when the measured phase starts.
+    pub files: u64,
+    pub bytes: u64,
+    /// True if the files of an earlier prepare were kept (`reuse`).
+    pub reused: bool,
+}
+
+const FREE: u8 = 0;
+const EXISTS: u8 = 1;
+const BUSY_FREE: u8 = 2;
+const BUSY_EXISTS: u8 = 3;
+
+/// Which entries exist and which are busy, with O(1) random picks.
+#[derive(Debug)]
+struct Pool {
+    status: Vec<u8>,
+    /// Position of each idle entry in `free` or `exist`.
+    pos: Vec<u32>,
+    free: Vec<u32>,
+    exist: Vec<u32>,
+    busy_free: u64,
+    busy_exist: u64,
+}
+
+impl Pool {
+    fn new(exists: &[bool]) -> Self {
+        let mut p = Pool {
+            status: vec![FREE; exists.len()],
+            pos: vec![0; exists.len()],
+            free: Vec::new(),
+            exist: Vec::new(),
+            busy_free: 0,
+            busy_exist: 0,
+        };
+        for (i, &e) in exists.iter().enumerate() {
+            p.insert(i as u32, e);
+        }
+        p
+    }
+
+    fn insert(&mut self, i: u32, exists: bool) {
+        let set = if exists {
+            &mut self.exist
+        } else {
+            &mut self.free
+        };
+        self.pos[i as usize] = set.len() as u32;
+        set.push(i);
+        self.status[i as usize] = if exists { EXISTS } else { FREE };
+    }
+
+    fn take(&mut self, exists: bool, rng: &mut FastRng) -> Option<u32> {
+        let set = if exists {
+            &mut self.exist
+        } else {
+            &mut self.free
+        };
+        if set.is_empty() {
+            return None;
+        }
+        let k = below(rng, set.len() as u64) as usize;
+        let i = set.swap_remove(k);
+        if let Some(&moved) = set.get(k) {
+            self.pos[moved as usize] = k as u32;
+        }
+        if exists {
+            self.status[i as usize] = BUSY_EXISTS;
+            self.busy_exist += 1;
+        } else {
+            self.status[i as usize] = BUSY_FREE;
+            self.busy_free += 1;
+        }
+        Some(i)
+    }
+
+    fn release(&mut self, i: u32, exists: bool) {
+        match self.status[i as usize] {
+            BUSY_EXISTS => self.busy_exist -= 1,
+            BUSY_FREE => self.busy_free -= 1,
+            _ => return, // not busy: nothing to release
+        }
+        self.insert(i, exists);
+    }
+}
+
+/// The outcome of a pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    Got(u32),
+    /// No entry of that kind exists at all (filebench's "no resource").
+    None,
+    /// The run ended while waiting for a busy entry.
+    Stopped,
+}
+
+/// A fileset ready for the measured phase.
+#[derive(Debug)]
+pub struct Fileset {
+    pub name: String,
+    pub root_path: PathBuf,
+    pub root: OwnedFd,
+    pub layout: Layout,
+    pub sizes: Vec<u64>,
+    pool: Mutex<Pool>,
+}
+
+impl Fileset {
+    pub fn root_fd(&self) -> RawFd {
+        self.root.as_raw_fd()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
+        // A thread that panicked while holding the lock left the pool consistent (every
+        // mutation is a few lines with no call that can panic), so go on.
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Pick an idle entry that exists (`exists`) or not, marking it busy. Waits while
+    /// every such entry is busy; gives up when `stop` is set or `deadline` passes.
+    pub fn pick(
+        &self,
+        exists: bool,
+        rng: &mut FastRng,
+        wait: bool,
+        stop: &AtomicBool,
+        deadline: Option<Instant>,
+    ) -> Pick {
+        loop {
+            {
+                let mut p = self.lock();
+                if let Some(i) = p.take(exists, rng) {
+                    return Pick::Got(i);
+                }
+                let busy = if exists { p.busy_exist } else { p.busy_free };
+                if busy == 0 || !wait {
+                    return Pick::None;
+                }
+            }
+            if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Pick::Stopped;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Make a busy entry idle again, existing or not.
+    pub fn release(&self, i: u32, exists: bool) {
+        self.lock().release(i, exists);
+    }
+
+    /// Number of entries that exist now (busy ones counted by what they were).
+    pub fn existing(&self) -> u64 {
+        let p = self.lock();
+        p.exist.len() as u64 + p.busy_exist
+    }
+
+    pub fn path_of(&self, rel: &CPath) -> String {
+        let rel = rel.display();
+        if rel == "." {
+            self.root_path.display().to_string()
+        } else {
+            format!("{}/{}", self.root_path.display(), rel)
+        }
+    }
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::runtime(format!("{what} {}: {e}", path.display()))
+}
+
+fn open_dir(path: &Path) -> Result<OwnedFd> {
+    let f = fs::File::open(path).map_err(|e| io_err("open directory", path, e))?;
+    Ok(OwnedFd::from(f))
+}
+
+/// Content written into files: random bytes (so compressing filesystems can't cheat).
+pub fn fill_random(buf: &mut [u8], seed: u64) {
+    let mut rng = rng_for(seed, 0xDA7A, 0);
+    for chunk in buf.chunks_mut(8) {
+        let v = rand::Rng::next_u64(&mut rng).to_ne_bytes();
+        chunk.copy_from_slice(&v[..chunk.len()]);
+    }
+}
+
+/// Create (or reuse) one fileset under `dir`, with `threads` threads writing files.
+pub fn prepare(
+    dir: &Path,
+    spec: &FilesetSpec,
+    index: usize,
+    seed: u64,
+    content: &[u8],
+    threads: usize,
+) -> Result<(Fileset, PrepareStats)> {
+    let plan = plan(spec, seed, index)?;
+    let layout = Layout::new(spec.count, spec.dirwidth);
+    let root_path = dir.join(&spec.name);
+    let marker = root_path.join(MARKER);
+
+    let mut reused = false;
+    match fs::symlink_metadata(&root_path) {
+        Ok(md) if md.is_dir() && marker.exists() => {
+            if spec.reuse {
+                reused = true;
+            } else {
+                fs::remove_dir_all(&root_path)
+                    .map_err(|e| io_err("remove the old fileset", &root_path, e))?;
+            }
+        }
+        Ok(_) => {
+            return Err(Error::runtime(format!(
+                "{} exists and was not made by fsbench-engine (no {MARKER} in it); \
+                 remove it or choose another dir",
+                root_path.display()
+            )));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("stat", &root_path, e)),
+    }
+    if !reused {
+        fs::create_dir(&root_path).map_err(|e| io_err("create directory", &root_path, e))?;
+        fs::write(&marker, format!("{}\n", spec.name)).map_err(|e| io_err("write", &marker, e))?;
+    }
+    let root = open_dir(&root_path)?;
+    let rfd = root.as_raw_fd();
+
+    // directories, level by level (mkdirat accepts existing ones, for reuse)
+    let mut dirs = 0u64;
+    let mut p = CPath::with_capacity(64);
+    for level in 1..=layout.levels {
+        for j in 0..layout.dirs_at(level) {
+            p.clear();
+            layout.push_dir(level, j, &mut p);
+            p.terminate();
+            sys::mkdirat(rfd, &p).map_err(|e| {
+                Error::runtime(format!(
+                    "mkdir {}/{}: {e}",
+                    root_path.display(),
+                    p.display()
+                ))
+            })?;
+            dirs += 1;
+        }
+    }
+
+    let n = spec.count as usize;
+    let (exists, bytes) = if reused {
+        scan_existing(&root_path, rfd, &layout, n)?
+    } else {
+        create_files(&root_path, rfd, &layout, &plan, content, threads)?;
+        let bytes = plan
+            .sizes
+            .iter()
+            .zip(&plan.prealloc)
+            .filter(|(_, p)| **p)
+            .map(|(s, _)| *s)
+            .sum();
+        (plan.prealloc, bytes)
+    };
+    let files = exists.iter().filter(|e| **e).count() as u64;
+    let stats = PrepareStats {
+        name: spec.name.clone(),
+        path: root_path.display().to_string(),
+        entries: spec.count,
+        dirs,
+        files,
+        bytes,
+        reused,
+    };
+    let fileset = Fileset {
+        name: spec.name.clone(),
+        root_path,
+        root,
+        layout,
+        sizes: plan.sizes,
+        pool: Mutex::new(Pool::new(&exists)),
+    };
+    Ok((fileset, stats))
+}
+
+fn scan_existing(root: &Path, rfd: RawFd, layout: &Layout, n: usize) -> Result<(Vec<bool>, u64)> {
+    let mut exists = vec![false; n];
+    let mut bytes = 0;
+    let mut p = CPath::with_capacity(64);
+    for (i, e) in exists.iter_mut().enumerate() {
+        layout.file_path(i as u64, &mut p);
+        match sys::fstatat_size(rfd, &p) {
+            Ok(size) => {
+                *e = true;
+                bytes += size;
+            }
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(err) => {
+                return Err(Error::runtime(format!(
+                    "stat {}/{}: {err}",
+                    root.display(),
+                    p.display()
+                )));
+            }
+        }
+    }
+    Ok((exists, bytes))
+}
+
+fn create_files(
+    root: &Path,
+    rfd: RawFd,
+    layout: &Layout,
+    plan: &Plan,
+    content: &[u8],
+    threads: usize,
+) -> Result<()> {
+    let threads = threads.max(1);
+    let failed = AtomicBool::new(false);
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let failed = &failed;
+                s.spawn(move || -> Result<()> {
+                    let mut p = CPath::with_capacity(64);
+                    let mut i = t;
+                    while i < plan.sizes.len() {
+                        if failed.load(Ordering::Relaxed) {
+                            return Ok(());
+                        }
+                        if plan.prealloc[i] {
+                            layout.file_path(i as u64, &mut p);
+                            if let Err(e) = write_file(rfd, &p, plan.sizes[i], content) {
+                                failed.store(true, Ordering::Relaxed);
+                                return Err(Error::runtime(format!(
+                                    "create {}/{}: {e}",
+                                    root.display(),
+                                    p.display()
+                                )));
+                            }
+                        }
+                        i += threads;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::runtime("a prepare thread panicked")))
+            })
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+fn write_file(rfd: RawFd, p: &CPath, size: u64, content: &[u8]) -> std::io::Result<()> {
+    let fd = sys::openat(
+        rfd,
+        p,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+        0o644,
+    )?;
+    let mut off = 0u64;
+    let mut r = Ok(());
+    while off < size {
+        let n = (size - off).min(content.len() as u64) as usize;
+        if let Err(e) = sys::pwrite_all(fd, &content[..n], off) {
+            r = Err(e);
+            break;
+        }
+        off += n as u64;
+    }
+    let c = sys::close(fd);
+    r.and(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::SizeDist;
+    use rand::SeedableRng;
+
+    fn fs_spec(count: u64, width: u64, pct: f64) -> FilesetSpec {
+        FilesetSpec {
+            name: "f".into(),
+            count,
+            dirwidth: width,
+            size: SizeDist::Gamma {
+                mean: 16384.0,
+                shape: 1.5,
+            },
+            prealloc_pct: pct,
+            reuse: false,
+        }
+    }
+
+    #[test]
+    fn layouts() {
+        let one = Layout::new(1000, 1_000_000); // varmail: one directory
+        assert_eq!((one.leaves, one.levels), (1, 0));
+        let mut p = CPath::default();
+        one.file_path(17, &mut p);
+        assert_eq!(p.display(), "f17");
+        one.leaf_path(0, &mut p);
+        assert_eq!(p.display(), ".");
+
+        let fsrv = Layout::new(10_000, 20); // fileserver: 500 leaves of 20 files
+        assert_eq!(fsrv.leaves, 500);
+        assert_eq!(fsrv.levels, 3);
+        assert_eq!(fsrv.fanout, 8); // 8^3 = 512 >= 500 > 7^3
+        fsrv.file_path(9_999, &mut p);
+        // leaf 499 = 7*64 + 6*8 + 3
+        assert_eq!(p.display(), "d7/d6/d3/f9999");
+        assert_eq!(fsrv.dirs_at(1), 8);
+        assert_eq!(fsrv.dirs_at(2), 63);
+        assert_eq!(fsrv.dirs_at(3), 500);
+
+        let web = Layout::new(1000, 20);
+        assert_eq!((web.leaves, web.levels, web.fanout), (50, 2, 8));
+        let small = Layout::new(30, 20);
+        assert_eq!((small.leaves, small.levels, small.fanout), (2, 1, 2));
+        small.file_path(29, &mut p);
+        assert_eq!(p.display(), "d1/f29");
+    }
+
+    #[test]
+    fn every_file_has_a_distinct_path_in_a_created_dir() {
+        let l = Layout::new(2_000, 7);
+        let mut dirs = std::collections::HashSet::new();
+        let mut p = CPath::default();
+        for level in 1..=l.levels {
+            for j in 0..l.dirs_at(level) {
+                p.clear();
+                l.push_dir(level, j, &mut p);
+                assert!(dirs.insert(p.display()), "dup dir {}", p.display());
+            }
+        }
+        let mut files = std::collections::HashSet::new();
+        for i in 0..l.count {
+            l.file_path(i, &mut p);
+            let s = p.display();
+            let parent = s
+                .rsplit_once('/')
+                .map(|(d, _)| d.to_string())
+                .unwrap_or_default();
+            assert!(dirs.contains(&parent), "{s} has no dir");
+            assert!(files.insert(s));
+        }
+        for leaf in 0..l.leaves {
+            l.leaf_path(leaf, &mut p);
+            assert!(dirs.contains(&p.display()));
+        }
+    }
+
+    #[test]
+    fn plan_is_deterministic() {
+        let s = fs_spec(1000, 20, 80.0);
+        let a = plan(&s, 5, 0).expect("plan");
+        let b = plan(&s, 5, 0).expect("plan");
+        assert_eq!(a, b);
+        assert_eq!(a.prealloc.iter().filter(|p| **p).count(), 800);
+        let c = plan(&s, 6, 0).expect("plan");
+        assert_ne!(a.sizes, c.sizes);
+        assert_ne!(a.prealloc, c.prealloc);
+        let d = plan(&s, 5, 1).expect("plan");
+        assert_ne!(a.sizes, d.sizes);
+        let all = plan(&fs_spec(10, 20, 100.0), 1, 0).expect("plan");
+        assert!(all.prealloc.iter().all(|p| *p));
+        let none = plan(&fs_spec(10, 20, 0.0), 1, 0).expect("plan");
+        assert!(none.prealloc.iter().all(|p| !*p));
+    }
+
+    #[test]
+    fn pool_picks_and_releases() {
+        let mut rng = FastRng::seed_from_u64(1);
+        let mut p = Pool::new(&[true, false, true, false]);
+        let a = p.take(true, &mut rng).expect("one exists");
+        let b = p.take(true, &mut rng).expect("two exist");
+        assert_ne!(a, b);
+        assert!(p.take(true, &mut rng).is_none());
+        assert_eq!(p.busy_exist, 2);
+        p.release(a, false); // deleted
+        assert_eq!(p.free.len(), 3);
+        p.release(b, true);
+        assert_eq!(p.exist, vec![b]);
+        p.release(b, true); // not busy: ignored
+        assert_eq!(p.exist, vec![b]);
+        for _ in 0..3 {
+            let f = p.take(false, &mut rng).expect("free");
+            assert_eq!(p.status[f as usize], BUSY_FREE);
+        }
+        assert!(p.take(false, &mut rng).is_none());
+        assert_eq!(p.busy_free, 3);
+        // positions stay consistent after swap_remove
+        for (k, &i) in p.exist.iter().enumerate() {
+            assert_eq!(p.pos[i as usize] as usize, k);
+        }
+    }
+}

@@ -1,0 +1,138 @@
+"""fileserver, varmail, webserver: filebench's personalities, run by fsbench-engine with
+filebench's defaults and flowop sequences (filebench itself is unmaintained).
+
+prepare (untimed) lays out the fileset with `fsbench-engine prepare`; the runner then
+syncs and drops caches; run is `fsbench-engine run` on the same fileset (reused), whose
+measured phase excludes the warm-up. Threads sweep 1..64 as in the ext4-vs-xfs comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from fsbench.workloads import _engine, register
+from fsbench.workloads.base import (
+    Better,
+    CacheState,
+    Flush,
+    Metric,
+    Params,
+    Scale,
+    TrialContext,
+    Workload,
+)
+
+DIR = "engine"
+
+
+class PersonalityParams(Params):
+    threads: int | None = Field(default=None, ge=1, le=4096)  # None: the personality's own
+    duration: float | None = Field(default=None, gt=0)  # seconds measured; None: by scale
+    warmup: float | None = Field(default=None, ge=0)
+    seed: int = Field(default=1, ge=0)
+
+
+def _defaults(threads: dict[Scale, Any]) -> dict[Scale, dict[str, Any]]:
+    return {scale: {"threads": threads[scale]} for scale in Scale}
+
+
+class _Personality(Workload):
+    personality: ClassVar[str]
+    params_model: ClassVar[type[Params]] = PersonalityParams
+    cache: ClassVar[CacheState] = CacheState.COLD
+    # ops/s is the engine's own, over its measured phase; the sync after it puts what was
+    # written on disk so the device's bytes (write amplification) count all of it.
+    flush: ClassVar[Flush] = Flush.SYNC
+    headline: ClassVar[tuple[str, ...]] = ("ops_per_s", "mb_per_s", "lat_p99_us")
+
+    def __init__(self) -> None:
+        self._spec: dict[str, Any] = {}
+        self._prepared: dict[str, Any] = {}
+
+    def required_bytes(self, params: Params) -> int:
+        return 0  # sized by the engine per scale; full scale grows with RAM
+
+    def prepare(self, ctx: TrialContext, params: Params) -> None:
+        assert isinstance(params, PersonalityParams)
+        spec = _engine.personality(
+            self.personality,
+            str(ctx.scale),
+            ctx.mountpoint / DIR,
+            threads=params.threads,
+            duration=params.duration,
+            warmup=params.warmup,
+            seed=params.seed,
+        )
+        spec["drop_caches"] = False  # the runner settles caches as `cache` says
+        self._prepared = _engine.prepare(spec, timeout=7200)
+        for fileset in spec["filesets"]:
+            fileset["reuse"] = True  # run measures on what prepare laid out
+        self._spec = spec
+
+    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        seconds = float(self._spec["stop"].get("duration_s") or 0) + float(
+            self._spec.get("warmup_s") or 0
+        )
+        result = _engine.run(self._spec, timeout=max(600.0, seconds * 4))
+        total = result["total"]
+        lat = total["latency_us"]
+        metrics = [
+            Metric("ops_per_s", total["ops_per_s"], "ops/s", Better.HIGHER),
+            Metric("mb_per_s", total["mb_per_s"], "MB/s", Better.HIGHER),
+            Metric("lat_mean_us", lat["mean"], "us", Better.LOWER),
+            Metric("lat_p50_us", lat["p50"], "us", Better.LOWER),
+            Metric("lat_p95_us", lat["p95"], "us", Better.LOWER),
+            Metric("lat_p99_us", lat["p99"], "us", Better.LOWER),
+            Metric("lat_p99_9_us", lat["p99_9"], "us", Better.LOWER),
+            Metric("lat_max_us", lat["max"], "us", Better.LOWER),
+            Metric("ops", total["ops"], "count", Better.HIGHER),
+            Metric("measured_seconds", result["measured"]["duration_s"], "s", Better.HIGHER),
+            Metric("bytes_written", total["bytes_written"], "B", Better.HIGHER),
+            Metric("prepare_seconds", self._prepared.get("seconds", 0.0), "s", Better.LOWER),
+            Metric("fileset_bytes", self._prepared.get("bytes", 0), "B", Better.HIGHER),
+        ]
+        for group in result["groups"]:
+            for op in group["flowops"]:
+                name = op["name"]
+                metrics.append(Metric(f"{name}_ops_per_s", op["ops_per_s"], "ops/s", Better.HIGHER))
+                metrics.append(
+                    Metric(f"{name}_p95_us", op["latency_us"]["p95"], "us", Better.LOWER)
+                )
+        return metrics
+
+
+@register
+class Fileserver(_Personality):
+    name: ClassVar[str] = "fileserver"
+    personality: ClassVar[str] = "fileserver"
+    summary: ClassVar[str] = (
+        "filebench fileserver: 10,000 files of 128 KiB (gamma), create-write-append-read-"
+        "delete-stat, 50 threads"
+    )
+    scale_defaults = _defaults(
+        {Scale.TINY: [1, 4], Scale.QUICK: [1, 4, 16], Scale.FULL: [1, 2, 4, 8, 16, 32, 64]}
+    )
+
+
+@register
+class Varmail(_Personality):
+    name: ClassVar[str] = "varmail"
+    personality: ClassVar[str] = "varmail"
+    summary: ClassVar[str] = (
+        "filebench varmail: 1,000 files of 16 KiB in one directory, delete-create-append-"
+        "fsync-read, 16 threads"
+    )
+    scale_defaults = _defaults({Scale.TINY: 4, Scale.QUICK: 16, Scale.FULL: 16})
+
+
+@register
+class Webserver(_Personality):
+    name: ClassVar[str] = "webserver"
+    personality: ClassVar[str] = "webserver"
+    summary: ClassVar[str] = (
+        "filebench webserver: 1,000 files of 16 KiB, 10 whole-file reads per log append, "
+        "100 threads"
+    )
+    scale_defaults = _defaults({Scale.TINY: 4, Scale.QUICK: 100, Scale.FULL: 100})
