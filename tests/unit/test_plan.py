@@ -204,6 +204,8 @@ def test_every_preset_expands_at_every_scale(name: str, scale: Scale) -> None:
 
 def test_workload_knobs_apply_to_that_workload_only() -> None:
     cells = planning.expand(planning.load_preset("ext4-vs-xfs"))
-    sysbench = [c for c in cells if c.workload == "sysbench-fileio"]
-    assert {c.knobs.get("vm.dirty_ratio") for c in sysbench} == {"1", "20"}
-    assert all(not c.knobs for c in cells if c.workload != "sysbench-fileio")
+    with_knob = {"sysbench-fileio", "fileserver"}
+    for name in with_knob:
+        swept = [c for c in cells if c.workload == name]
+        assert {c.knobs.get("vm.dirty_ratio") for c in swept} == {"1", "20"}
+    assert all(not c.knobs for c in cells if c.workload not in with_knob)
