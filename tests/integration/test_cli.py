@@ -516,3 +516,44 @@ def test_enospc_mid_workload_is_a_failed_trial(common: list[str], workdir: Path)
     assert res.returncode in (0, 4)
     for r in by_fs.values():
         assert r["status"] == "ok" or "No space left" in r["message"], r
+
+
+def test_reports_read_while_a_run_writes(common: list[str], workdir: Path) -> None:
+    db = workdir / "results.db"
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsbench",
+            "run",
+            "--fs",
+            "ext4,xfs",
+            "--workload",
+            "alloc",
+            "--set",
+            "method=fallocate",
+            "--set",
+            "size=8M",
+            "--reps",
+            "6",
+            *common,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    reads = 0
+    try:
+        while writer.poll() is None:
+            if db.exists() and Store(db).latest_run_id():
+                res = fsbench("report", "--format", "json", "--db", str(db))
+                assert res.returncode == 0, res.stderr  # WAL: readers never see a torn write
+                json.loads(res.stdout)
+                reads += 1
+        assert writer.returncode == 0, writer.stderr.read() if writer.stderr else ""
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        writer.wait()
+    assert reads >= 2
+    assert Store(db).integrity() == "ok"
