@@ -48,7 +48,10 @@ def list_(
                 {
                     "name": name,
                     "summary": wl.summary,
-                    "params": list(wl.params_model.model_fields),
+                    "params": {
+                        name: None if field.is_required() else field.default
+                        for name, field in wl.params_model.model_fields.items()
+                    },
                     "defaults": {s.value: wl.defaults(s) for s in wl.scale_defaults},
                     "cache": str(wl.cache),
                     "tools": [t.command for t in wl.tools],
@@ -73,6 +76,9 @@ def list_(
     if json_out:
         typer.echo(json.dumps(items, indent=2, default=str))
         return
+    if what == What.workloads:
+        _print_workloads(items)
+        return
     table = Table(box=box.SIMPLE_HEAD)
     if not items:
         Console().print(f"no {what.value}")
@@ -90,3 +96,26 @@ def _cell(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
     return str(value)
+
+
+def _print_workloads(items: list[dict[str, Any]]) -> None:
+    """One row per workload: what it does, then each parameter with its value per scale."""
+    table = Table(box=box.SIMPLE_HEAD, show_lines=True)
+    table.add_column("workload", no_wrap=True, style="bold")
+    table.add_column("what it measures / parameters (tiny | quick | full)")
+    for item in items:
+        lines = [item["summary"]]
+        defaults: dict[str, dict[str, Any]] = item["defaults"]
+        for param in item["params"]:
+            per_scale = [defaults.get(scale, {}).get(param, "·") for scale in defaults]
+            shown = " | ".join(_cell(v) for v in per_scale)
+            if any(v != "·" for v in per_scale):
+                lines.append(f"  {param}: {shown}")
+            else:
+                lines.append(f"  {param} = {_cell(item['params'][param])}")
+        extra = f"cache {item['cache']}" + (
+            f", needs {', '.join(item['tools'])}" if item["tools"] else ""
+        )
+        lines.append(f"  ({extra})")
+        table.add_row(item["name"], "\n".join(lines))
+    Console().print(table, markup=False, highlight=False)
