@@ -30,6 +30,7 @@ RUN_ARGS = [
     "tiny",
     "--image-size",
     "1G",
+    "--no-report",
 ]
 SLOTS = 2 * 2 * 3  # configs x methods x reps
 

@@ -10,9 +10,16 @@ from pathlib import Path
 from fsbench import fsops
 
 
-def fsbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def fsbench(
+    *args: str, timeout: float = 300, report: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI. `fsbench run` writes no HTML report unless asked (charts take seconds;
+    tests/integration/test_html_report.py covers them)."""
+    argv = list(args)
+    if argv and argv[0] == "run" and not report and "--no-report" not in argv:
+        argv.append("--no-report")
     return subprocess.run(
-        [sys.executable, "-m", "fsbench", *args],
+        [sys.executable, "-m", "fsbench", *argv],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -28,6 +28,7 @@ from sqlalchemy import (
     create_engine,
     event,
     insert,
+    inspect,
     select,
     update,
 )
@@ -205,8 +206,22 @@ class Store:
             if self.url.startswith("sqlite"):
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             metadata.create_all(self.engine)
+            self._check_schema()
         except (SQLAlchemyError, OSError) as exc:
             raise FsbenchError(f"cannot open result store {self.url}: {exc}") from None
+
+    def _check_schema(self) -> None:
+        """A store written by an older fsbench lacks columns: say so in one line instead
+        of failing later with an SQL error."""
+        found = inspect(self.engine)
+        for table in metadata.sorted_tables:
+            have = {c["name"] for c in found.get_columns(table.name)}
+            missing = [c.name for c in table.columns if c.name not in have]
+            if missing:
+                raise FsbenchError(
+                    f"{self.url} was written by an older fsbench (table {table.name} lacks "
+                    f"{', '.join(missing)}): move it aside or give another --db"
+                )
 
     def close(self) -> None:
         self.engine.dispose()

@@ -29,6 +29,7 @@ def common(workdir: Path) -> list[str]:
         "1G",
         "--scale",
         "tiny",
+        "--no-report",
     ]
 
 
@@ -557,3 +558,34 @@ def test_reports_read_while_a_run_writes(common: list[str], workdir: Path) -> No
         writer.wait()
     assert reads >= 2
     assert Store(db).integrity() == "ok"
+
+
+def test_run_writes_the_html_report_next_to_the_database(workdir: Path) -> None:
+    res = fsbench(
+        "run",
+        "--fs",
+        "ext4,xfs",
+        "--workload",
+        "alloc",
+        "--set",
+        "method=fallocate",
+        "--set",
+        "size=8M",
+        "--reps",
+        "2",
+        "--scale",
+        "tiny",
+        "--image-size",
+        "1G",
+        "--workdir",
+        str(workdir / "work"),
+        "--db",
+        str(workdir / "results.db"),
+        report=True,
+    )
+    assert res.returncode == 0, res.stderr
+    page = workdir / "reports" / "run-1" / "report.html"
+    assert f"report: {page}" in res.stderr
+    text = page.read_text()
+    assert page.stat().st_size > 10_000 and ("data:image" in text or "<svg" in text)
+    assert list(page.parent.glob("*.png")) and list(page.parent.glob("*.svg"))

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from fsbench.cli import doctor, listing, report, run
+from fsbench.cli import compare, doctor, listing, report, run
 from fsbench.errors import FsbenchError
 
 app = typer.Typer(
@@ -20,6 +20,7 @@ app = typer.Typer(
 app.command("run")(run.run)
 app.command("doctor")(doctor.doctor)
 app.command("report")(report.report)
+app.command("compare")(compare.compare)
 app.command("list")(listing.list_)
 
 

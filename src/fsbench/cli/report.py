@@ -1,4 +1,4 @@
-"""`fsbench report [RUN]`: a stored run as a table, markdown, CSV or JSON."""
+"""`fsbench report [RUN]`: a stored run as a table, markdown, CSV, JSON or an HTML page."""
 
 from __future__ import annotations
 
@@ -15,32 +15,62 @@ from fsbench.reports import render
 from fsbench.reports.rows import build_rows
 from fsbench.store import Store
 
+FORMATS = (*render.FORMATS, "html")
+
 
 def report(
     run_id: Annotated[
         int | None, typer.Argument(metavar="[RUN]", help="Run id \\[default: the latest].")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md, csv or json.")] = "table",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table, md, csv, json or html.")
+    ] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,
     all_metrics: Annotated[
         bool,
         typer.Option("--all-metrics", help="Tables for every metric, not only the headline ones."),
     ] = False,
+    charts: Annotated[
+        Path | None,
+        typer.Option(
+            "--charts",
+            help="With --format html: also write every chart as PNG and SVG into this directory.",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Print a stored run like a mailing-list post: configs x metrics, mean ± 95% CI (n)."""
-    if fmt not in render.FORMATS:
-        raise FsbenchError(f"unknown format {fmt!r} (known: {', '.join(render.FORMATS)})")
+    """Print a stored run like a mailing-list post: configs x metrics, mean ± 95% CI (n),
+    the best config marked where the difference is significant. `--format html -o FILE`
+    writes one self-contained page with every chart."""
+    if fmt not in FORMATS:
+        raise FsbenchError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    if charts is not None and fmt != "html":
+        raise FsbenchError("--charts goes with --format html")
     store = Store(db)
     rid = run_id if run_id is not None else store.latest_run_id()
     if rid is None:
         raise FsbenchError(f"no runs in {store.url}: start one with `fsbench run`")
+    if fmt == "html":
+        # Imported here: matplotlib costs most of a second at every start of fsbench.
+        from fsbench.reports import html
+
+        page = html.html_report(store, rid, charts)
+        _write(page, output)
+        return
     emit(store, rid, fmt, output, all_metrics)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        Console(stderr=True).print(f"wrote {output}", style="dim", highlight=False)
 
 
 def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: bool) -> None:
     run = store.get_run(run_id)
-    rows = build_rows(store.get_trials(run_id))
+    rows = build_rows(store.get_trials(run_id), run.convergence)
     if fmt == "table" and output is None:
         # Piped or redirected: do not wrap the table at 80 columns.
         console = Console() if sys.stdout.isatty() else Console(width=200)
@@ -52,8 +82,4 @@ def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: 
         "csv": lambda: render.render_csv(run, rows),
         "json": lambda: render.render_json(run, rows),
     }[fmt]()
-    if output is None:
-        typer.echo(text, nl=False)
-    else:
-        output.write_text(text)
-        Console(stderr=True).print(f"wrote {output}", style="dim")
+    _write(text, output)

@@ -26,7 +26,7 @@ from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
 from fsbench.errors import FsbenchError
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
-from fsbench.store import Store, TrialRecord
+from fsbench.store import Store, TrialRecord, default_db_path
 from fsbench.targets import stale
 from fsbench.targets.base import Target
 from fsbench.targets.blockdev import BlockDevice
@@ -204,6 +204,10 @@ def run(
     destroy_data: Annotated[
         bool, typer.Option("--destroy-data", help="Allow fsbench to overwrite --device.")
     ] = False,
+    no_report: Annotated[
+        bool,
+        typer.Option("--no-report", help="Do not write the HTML report and charts at the end."),
+    ] = False,
     resume: Annotated[
         bool,
         typer.Option(
@@ -217,7 +221,7 @@ def run(
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
     if resume:
-        _resume(plan_file, db, json_out)
+        _resume(plan_file, db, json_out, report=not no_report)
         return
     plan = build_plan(
         plan_file,
@@ -255,11 +259,13 @@ def run(
         for w in warnings:
             err.print(f"warning: {w}", style="yellow", markup=False)
         outcome = _execute(plan, cells, store, target, workdir_path, overrides, err)
-    _finish(store, outcome, json_out)
+    _finish(store, outcome, json_out, report=not no_report)
 
 
-def _finish(store: Store, outcome: matrix.Outcome, json_out: bool) -> None:
+def _finish(store: Store, outcome: matrix.Outcome, json_out: bool, report: bool = True) -> None:
     emit(store, outcome.run_id, "json" if json_out else "table", None, False)
+    if report:
+        _write_report(store, outcome.run_id)
     statuses = {t.status for t in store.get_trials(outcome.run_id)}
     if "failed" in statuses:
         raise typer.Exit(EXIT_FAILED)
@@ -267,7 +273,32 @@ def _finish(store: Store, outcome: matrix.Outcome, json_out: bool) -> None:
         raise typer.Exit(EXIT_UNSUPPORTED)
 
 
-def _resume(run_arg: Path | None, db: str | None, json_out: bool) -> None:
+def report_dir(store: Store, run_id: int) -> Path:
+    """Next to the database: <dir of results.db>/reports/run-<id>/."""
+    if store.url.startswith("sqlite:///"):
+        base = Path(store.url.removeprefix("sqlite:///")).parent
+    else:
+        base = default_db_path().parent
+    return base / "reports" / f"run-{run_id}"
+
+
+def _write_report(store: Store, run_id: int) -> None:
+    # Imported here: matplotlib costs most of a second at every start of fsbench.
+    from fsbench.reports.html import write_run_report
+
+    err = Console(stderr=True)
+    paths = write_run_report(store, run_id, report_dir(store, run_id))
+    charts = [p for p in paths[1:] if p.suffix == ".png"]
+    err.print(f"report: {paths[0]}", highlight=False, markup=False)
+    if charts:
+        err.print(
+            f"charts: {len(charts)} PNG (and SVG) in {paths[0].parent}",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _resume(run_arg: Path | None, db: str | None, json_out: bool, report: bool = True) -> None:
     store = Store(db)
     if run_arg is not None:
         if not str(run_arg).isdigit():
@@ -300,7 +331,7 @@ def _resume(run_arg: Path | None, db: str | None, json_out: bool) -> None:
         outcome = _execute(
             plan, cells, store, target, workdir_path, record.overrides, err, resume_run=run_id
         )
-    _finish(store, outcome, json_out)
+    _finish(store, outcome, json_out, report)
 
 
 def _execute(

@@ -82,9 +82,17 @@ def render_markdown(run: RunRecord, rows: list[Row], all_metrics: bool = False) 
         lines += [f"### {t.title}", "", f"_{t.caption}_", ""]
         lines.append("| " + " | ".join([t.row_header, *t.columns]) + " |")
         lines.append("|" + "---|" + "---:|" * len(t.columns))
-        for label, cells in t.rows:
-            lines.append("| " + " | ".join([_md(label), *(_md(c) for c in cells)]) + " |")
+        for i, (label, cells) in enumerate(t.rows):
+            texts = [
+                f"**{_md(c)}**" if (i, j) in t.best and c else _md(c) for j, c in enumerate(cells)
+            ]
+            lines.append("| " + " | ".join([_md(label), *texts]) + " |")
+        if t.verdicts:
+            verdicts = [f"_{_md(c)}_" if c else "" for c in t.verdict_cells]
+            lines.append("| " + " | ".join(["_verdict_", *verdicts]) + " |")
         lines.append("")
+        if t.legend:
+            lines += [f"_{_md(t.legend)}._", ""]
         lines += [f"{i}. {_md(n)}" for i, n in enumerate(t.footnotes, 1)]
         if t.footnotes:
             lines.append("")
@@ -105,6 +113,8 @@ def print_tables(
         console.print(_rich_table(t))
         for i, note in enumerate(t.footnotes, 1):
             console.print(f"  [{i}] {note}", style="dim", highlight=False, markup=False)
+        if t.legend:
+            console.print(f"  {t.legend}", style="dim", highlight=False, markup=False)
 
 
 def _rich_table(t: Table) -> RichTable:
@@ -118,12 +128,27 @@ def _rich_table(t: Table) -> RichTable:
     table.add_column(t.row_header, no_wrap=True)
     for col in t.columns:
         table.add_column(col, justify="right")
-    for label, cells in t.rows:
-        styled = [
-            f"[yellow]{c}[/]" if c.startswith(("unsupported", "failed")) else c
-            for c in (_escape(c) for c in cells)
-        ]
-        table.add_row(_escape(label), *styled)
+    for i, (label, cells) in enumerate(t.rows):
+        styled = []
+        for j, c in enumerate(_escape(c) for c in cells):
+            if c.startswith(("unsupported", "failed")):
+                c = f"[yellow]{c}[/]"
+            elif (i, j) in t.best:
+                c = f"[bold green]{c}[/]"
+            styled.append(c)
+        table.add_row(_escape(label), *styled, end_section=i == len(t.rows) - 1)
+    if t.verdicts:
+        table.add_row(
+            "[dim]verdict[/]",
+            *(
+                f"[green]{_escape(v.short)}[/]"
+                if v and v.significant
+                else f"[dim]{_escape(v.short)}[/]"
+                if v
+                else ""
+                for v in t.verdicts
+            ),
+        )
     return table
 
 

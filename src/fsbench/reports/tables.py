@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsbench import workloads
+from fsbench.reports.ranking import RULE, Verdict, rank_rows
 from fsbench.reports.rows import Row
 from fsbench.store import RunRecord
 from fsbench.units import human_bytes
@@ -16,6 +17,11 @@ from fsbench.units import human_bytes
 # detail stays in the store and in JSON.
 FLAG_TEXT = {
     "short": "timed phase under 2 s: timer resolution and noise weigh more",
+    "cpu-bound": "fsbench and its tools were on the CPU most of the timed phase: the CPU, "
+    "not the filesystem, may set the pace",
+    "not-cold": "the device read less than the data: part of a cold read came from a cache",
+    "not-converged": "the 95% CI did not reach the plan's target width within the maximum "
+    "repetitions",
 }
 TIMING_FLAGS = {"short"}
 
@@ -28,6 +34,35 @@ class Table:
     columns: list[str]
     rows: list[tuple[str, list[str]]]
     footnotes: list[str] = field(default_factory=list)
+    workload: str = ""
+    chain: str = ""
+    metric: str | None = None  # the one metric of a swept table; None: columns are metrics
+    # Significance: (row, column) of the significant winners, and one verdict per column
+    # (None where fewer than two configs have values); [] when nothing was compared.
+    best: set[tuple[int, int]] = field(default_factory=set)
+    verdicts: list[Verdict | None] = field(default_factory=list)
+
+    @property
+    def verdict_cells(self) -> list[str]:
+        return [v.short if v else "" for v in self.verdicts]
+
+    @property
+    def legend(self) -> str:
+        if not self.verdicts:
+            return ""
+        return f"verdict: {RULE}, else no clear difference"
+
+
+def _significance(table: Table, columns: list[list[tuple[str, Row | None]]]) -> None:
+    """Rank every column (a list of (config, row) in table row order) in place."""
+    verdicts = [rank_rows(col) for col in columns]
+    if not any(verdicts):
+        return
+    table.verdicts = verdicts
+    for j, (verdict, col) in enumerate(zip(verdicts, columns, strict=True)):
+        if verdict and verdict.significant:
+            labels = [label for label, _ in col]
+            table.best.add((labels.index(verdict.best), j))
 
 
 def fmt_number(x: float) -> str:
@@ -76,6 +111,21 @@ def _dims(row: Row) -> dict[str, Any]:
     return {**row.params, **row.knobs}
 
 
+def split_dims(rows: list[Row]) -> tuple[list[str], list[str]]:
+    """The parameter/knob names that vary between these rows, and those that do not."""
+    names = list(dict.fromkeys(k for r in rows for k in _dims(r)))
+    varying = [p for p in names if len({repr(_dims(r).get(p)) for r in rows}) > 1]
+    return varying, [p for p in names if p not in varying]
+
+
+def dims_of(row: Row) -> dict[str, Any]:
+    return _dims(row)
+
+
+def params_label(params: dict[str, Any], names: list[str]) -> str:
+    return _params_label(params, names)
+
+
 def _params_label(params: dict[str, Any], names: list[str]) -> str:
     if len(names) == 1:
         return str(params.get(names[0]))
@@ -121,7 +171,8 @@ def _cell_text(row: Row | None, cell_name: str, notes: _Notes) -> str:
     if row is None:
         return ""
     if row.status != "ok":
-        return f"{row.status} " + notes.mark(f"{cell_name}: {row.message}")
+        # One note per config and message: the same refusal in every column is one note.
+        return f"{row.status} " + notes.mark(f"{row.config}: {row.message}")
     text = fmt_value(row)
     if row.message:  # some trials of the cell failed
         text += " " + notes.mark(f"{cell_name}: {row.message}")
@@ -145,9 +196,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
         shown: list[str | None] = [m for m in headline if m in metric_names]
         if all_metrics or not shown:
             shown += [m for m in metric_names if m not in shown]
-        param_names = list(dict.fromkeys(k for r in wrows for k in _dims(r)))
-        varying = [p for p in param_names if len({repr(_dims(r).get(p)) for r in wrows}) > 1]
-        constant = [p for p in param_names if p not in varying]
+        varying, constant = split_dims(wrows)
         caption_params = " ".join(f"{p}={_dims(wrows[0]).get(p)}" for p in constant)
         caption = "mean ± 95% CI (n)" + (f" · {caption_params}" if caption_params else "")
         if chain:
@@ -160,35 +209,62 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                 mrows = [r for r in wrows if r.metric == metric or r.metric is None]
                 sample = next((r for r in mrows if r.metric == metric), None)
                 body = []
+                ranked: list[list[tuple[str, Row | None]]] = [[] for _ in combos]
                 for config in configs:
                     crows = [r for r in mrows if r.config == config]
                     cells = []
-                    for combo in combos:
+                    for j, combo in enumerate(combos):
                         match = next(
                             (r for r in crows if _params_label(_dims(r), varying) == combo), None
                         )
                         cells.append(_cell_text(match, f"{config} · {combo}", notes))
+                        ok = match if match is not None and match.metric == metric else None
+                        ranked[j].append((config, ok))
                     body.append((_config_label(config, crows, notes), cells))
                 title = f"{wname}: {_unit_text(sample)}" if sample else wname
                 header = varying[0] if len(varying) == 1 else "parameters"
-                tables.append(
-                    Table(title, caption, f"config \\ {header}", combos, body, notes.items)
+                table = Table(
+                    title,
+                    caption,
+                    f"config \\ {header}",
+                    combos,
+                    body,
+                    notes.items,
+                    workload=wname,
+                    chain=chain,
+                    metric=metric,
                 )
+                _significance(table, ranked)
+                tables.append(table)
         else:
             notes = _Notes()
             body = []
+            ranked = [[] for _ in shown or [None]]
             for config in configs:
                 crows = [r for r in wrows if r.config == config]
                 cells = []
-                for metric in shown or [None]:
+                for j, metric in enumerate(shown or [None]):
                     match = next((r for r in crows if r.metric == metric), crows[0])
                     cells.append(_cell_text(match, config, notes))
+                    ranked[j].append((config, match if match.metric == metric else None))
                 body.append((_config_label(config, crows, notes), cells))
             columns = []
             for metric in shown:
                 sample = next(r for r in wrows if r.metric == metric)
                 columns.append(_unit_text(sample))
-            tables.append(Table(wname, caption, "config", columns or ["result"], body, notes.items))
+            table = Table(
+                wname,
+                caption,
+                "config",
+                columns or ["result"],
+                body,
+                notes.items,
+                workload=wname,
+                chain=chain,
+            )
+            if shown:
+                _significance(table, ranked)
+            tables.append(table)
     return tables
 
 
