@@ -114,15 +114,12 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
         )
     wl_status = []
     for name, wl in workloads.all_workloads().items():
-        missing = [t for t in wl.tools if proc.which(t.command) is None]
+        missing = wl.missing()
         wl_status.append(
             WorkloadStatus(
                 name=name,
-                available=not missing,
-                reason="ok"
-                if not missing
-                else "missing "
-                + ", ".join(f"{t.command} (apt-get install {t.package})" for t in missing),
+                available=missing is None,
+                reason=missing or "ok",
                 tools=[t.command for t in wl.tools],
             )
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__, filesystems, proc, provenance, workloads
+from fsbench import __version__, filesystems, provenance, workloads
 from fsbench.errors import FsbenchError
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan, schedule, slot_seq
 from fsbench.runner import Runner, cache_root, mount_root
@@ -48,11 +48,10 @@ def preflight(plan: Plan, cells: list[Cell], target_size: int) -> list[str]:
     for spec in plan.workloads:
         if spec.scales and plan.scale not in spec.scales:
             continue
-        for tool in (t for step in spec.steps for t in workloads.get(step).tools):
-            if proc.which(tool.command) is None:
-                raise FsbenchError(
-                    f"workload {spec.name} needs {tool.command}: apt-get install {tool.package}"
-                )
+        for step in spec.steps:
+            missing = workloads.get(step).missing()
+            if missing:
+                raise FsbenchError(f"workload {step}: {missing}")
     usable = target_size - max(FS_OVERHEAD_MIN, int(target_size * FS_OVERHEAD_FRACTION))
     for cell in cells:
         need = 0

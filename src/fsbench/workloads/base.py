@@ -148,6 +148,17 @@ class Workload(ABC):
         return {}
 
     @classmethod
+    def missing(cls) -> str | None:
+        """Why this machine cannot run the workload (one line, with what to install), or
+        None. Tools by default; workloads with other needs (the engine) say more."""
+        from fsbench import proc  # here: base stays free of process helpers
+
+        absent = [t for t in cls.tools if proc.which(t.command) is None]
+        if not absent:
+            return None
+        return "missing " + ", ".join(f"{t.command} (apt-get install {t.package})" for t in absent)
+
+    @classmethod
     def has_inspect(cls) -> bool:
         return cls.inspect is not Workload.inspect
 

@@ -47,6 +47,12 @@ class _Personality(Workload):
     flush: ClassVar[Flush] = Flush.SYNC
     headline: ClassVar[tuple[str, ...]] = ("ops_per_s", "mb_per_s", "lat_p99_us")
 
+    @classmethod
+    def missing(cls) -> str | None:
+        if _engine.find_engine() is None:
+            return f"{_engine.ENGINE} not built: `make install` builds it (Rust >= 1.88, rustup)"
+        return None
+
     def __init__(self) -> None:
         self._spec: dict[str, Any] = {}
         self._prepared: dict[str, Any] = {}
