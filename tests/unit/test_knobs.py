@@ -40,3 +40,28 @@ def test_knobs_multiply_the_matrix() -> None:
 def test_parse_knob_flag_message() -> None:
     with pytest.raises(FsbenchError, match="--knob 'vm.dirty_ratio'"):
         planning.parse_set(["vm.dirty_ratio"], flag="--knob")
+
+
+def test_clients_and_dirty_ratio_give_four_cells_per_filesystem() -> None:
+    text = """
+scale = "tiny"
+[[fs]]
+type = "ext4"
+[[fs]]
+type = "xfs"
+[[workload]]
+name = "dbench"
+[workload.params]
+clients = [1, 4]
+[knobs]
+"vm.dirty_ratio" = [1, 20]
+"""
+    cells = planning.expand(planning.load_toml(text, "plan.toml"))
+    for fs in ("ext4", "xfs"):
+        mine = [c for c in cells if c.config.type == fs]
+        assert sorted((c.params["clients"], c.knobs["vm.dirty_ratio"]) for c in mine) == [
+            (1, "1"),
+            (1, "20"),
+            (4, "1"),
+            (4, "20"),
+        ]
