@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fsbench import fsops
+from fsbench import filesystems, fsops, runner
+from fsbench.workloads.base import Scale
 
 
 def fsbench(
@@ -37,3 +38,20 @@ def ours(workdir: Path) -> tuple[list[str], list[str]]:
     ]
     mounts = [e.mountpoint for e in fsops.mount_entries() if e.mountpoint.startswith(str(workdir))]
     return loops, mounts
+
+
+def context(
+    fs_name: str, device: str, mountpoint: Path, cache_dir: Path | None = None
+) -> runner.Context:
+    """The runner's own TrialContext for a workload test: the filesystem is already mounted
+    at mountpoint (by the make_fs fixture), except for `raw`."""
+    ctx = runner.Context(
+        fs=filesystems.get(fs_name),
+        device=device,
+        mountpoint=mountpoint,
+        mount_options="",
+        cache_dir=cache_dir or mountpoint.parent / "cache",
+        scale=Scale.TINY,
+    )
+    ctx.mounted = fs_name != "raw" and fsops.is_mounted(mountpoint)
+    return ctx

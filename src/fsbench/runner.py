@@ -34,7 +34,7 @@ MIN_TIMED_SECONDS = 2.0
 
 
 @dataclass
-class _Context:
+class Context:
     """The TrialContext a workload sees."""
 
     fs: filesystems.FsType
@@ -148,7 +148,7 @@ class Runner:
             for i, (name, params) in enumerate(cell.steps)
         ]
         fs = filesystems.get(cell.config.type)
-        ctx = _Context(
+        ctx = Context(
             fs, self.target.device, self.mountpoint, cell.config.mount, self.cache_dir, self.scale
         )
         shared: dict[str, Any] = {}
@@ -176,7 +176,7 @@ class Runner:
                     ctx.notes.append(f"umount failed: {exc}")
         return records
 
-    def _run_step(self, ctx: _Context, record: TrialRecord, shared: dict[str, Any]) -> None:
+    def _run_step(self, ctx: Context, record: TrialRecord, shared: dict[str, Any]) -> None:
         ctx.flags = {}
         record.started_at = now()
         metrics = self._step(ctx, record)
@@ -210,7 +210,7 @@ class Runner:
             record.finished_at = now()
 
     def _make_filesystem(
-        self, fs: filesystems.FsType, cell: Cell, ctx: _Context, shared: dict[str, Any]
+        self, fs: filesystems.FsType, cell: Cell, ctx: Context, shared: dict[str, Any]
     ) -> None:
         avail = filesystems.availability(fs, self._kernel_fs)
         if not avail.available:
@@ -239,7 +239,7 @@ class Runner:
         shared["geometry"] = geometry
         shared["option_notes"] = [n.as_dict() for n in notes]
 
-    def _step(self, ctx: _Context, record: TrialRecord) -> list[Metric]:
+    def _step(self, ctx: Context, record: TrialRecord) -> list[Metric]:
         wl_cls = workloads.get(record.workload)
         workload: Workload = wl_cls()
         params = wl_cls.params_model.model_validate(record.params)
@@ -299,7 +299,7 @@ class Runner:
         return metrics
 
 
-def _monitor_metrics(sampler: Sampler, metrics: list[Metric], ctx: _Context) -> list[Metric]:
+def _monitor_metrics(sampler: Sampler, metrics: list[Metric], ctx: Context) -> list[Metric]:
     """What the device and the CPUs did during the timed phase."""
     totals = sampler.totals
     if totals is None:

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from conftest import MountFactory, available_fs
-from fsbench import fiemap, filesystems, fsops
+from fsbench import fiemap
 from fsbench.errors import Unsupported
 from fsbench.workloads import get
 from fsbench.workloads.alloc import FILENAME, METHODS, Alloc, AllocParams
 from fsbench.workloads.base import Better, Metric, Scale, fsync_path
+from tests.helpers import context
 
 FS = available_fs()
 K = 4096
@@ -26,42 +27,6 @@ M = 1 << 20
 NO_FALLOCATE = {"ext2", "ext3"}
 
 needs_filefrag = pytest.mark.skipif(shutil.which("filefrag") is None, reason="no filefrag")
-
-
-class Ctx:
-    """The runner's TrialContext, reduced to what a test needs."""
-
-    def __init__(self, fs_name: str, device: str, mountpoint: Path) -> None:
-        self._fs = filesystems.get(fs_name)
-        self._device = device
-        self._mountpoint = mountpoint
-        self.flags: list[tuple[str, str]] = []
-
-    @property
-    def mountpoint(self) -> Path:
-        return self._mountpoint
-
-    @property
-    def device(self) -> str:
-        return self._device
-
-    @property
-    def fs_type(self) -> str:
-        return self._fs.name
-
-    def sync(self) -> None:
-        os.sync()
-
-    def drop_caches(self) -> None:
-        os.sync()
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-
-    def remount(self) -> None:
-        fsops.umount(self._mountpoint)
-        fsops.mount(self._fs, self._device, self._mountpoint, "")
-
-    def flag(self, name: str, detail: str) -> None:
-        self.flags.append((name, detail))
 
 
 def filefrag_count(path: Path) -> int:
@@ -229,7 +194,7 @@ def test_alloc_run_and_inspect(
     make_fs: MountFactory, loopdev: str, fs_name: str, method: str
 ) -> None:
     mnt = make_fs(fs_name)
-    ctx = Ctx(fs_name, loopdev, mnt)
+    ctx = context(fs_name, loopdev, mnt)
     params = AllocParams(size="16M", method=method)
     work = Alloc()
     path = mnt / FILENAME
@@ -273,7 +238,7 @@ def test_alloc_run_and_inspect(
     else:
         # Written data (posix_fallocate on ext2/ext3 is glibc writing a byte per block).
         assert unwritten.value == 0
-    assert ctx.flags == []
+    assert ctx.flags == {}
 
 
 @pytest.mark.integration
@@ -282,7 +247,7 @@ def test_alloc_enospc_is_a_clear_oserror(make_fs: MountFactory, loopdev: str, me
     if "btrfs" not in FS:
         pytest.skip("btrfs unavailable (used for its size option: a 128 MiB filesystem)")
     mnt = make_fs("btrfs", mkfs=["-b", "128M"])
-    ctx = Ctx("btrfs", loopdev, mnt)
+    ctx = context("btrfs", loopdev, mnt)
     params = AllocParams(size="256M", method=method)
     with pytest.raises(OSError) as info:
         Alloc().run(ctx, params)

@@ -4,18 +4,18 @@ and the headline metrics present and positive. Real tools, real loop devices."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from conftest import MountFactory, available_fs
-from fsbench import filesystems, fsops, system
+from fsbench import runner
 from fsbench.errors import TrialFailed
-from fsbench.workloads.base import CacheState, Metric, Scale, Workload
+from fsbench.workloads.base import CacheState, Metric, Workload
 from fsbench.workloads.fio import PROFILES, RAND_RW, SEQ_READ, SEQ_WRITE, THREADED, Fio, FioParams
 from fsbench.workloads.sysbench_fileio import SUBDIR, SysbenchFileio, SysbenchFileioParams
+from tests.helpers import context
 
 pytestmark = pytest.mark.integration
 
@@ -25,51 +25,9 @@ needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="no fio")
 needs_sysbench = pytest.mark.skipif(shutil.which("sysbench") is None, reason="no sysbench")
 
 
-class Ctx:
-    """The runner's TrialContext, reduced to what a test needs (`raw`: no mount)."""
-
-    def __init__(self, fs_name: str, device: str, mountpoint: Path) -> None:
-        self._fs = filesystems.get(fs_name)
-        self._device = device
-        self._mountpoint = mountpoint
-        self.flags: list[tuple[str, str]] = []
-
-    @property
-    def mountpoint(self) -> Path:
-        return self._mountpoint
-
-    @property
-    def device(self) -> str:
-        return self._device
-
-    @property
-    def fs_type(self) -> str:
-        return self._fs.name
-
-    @property
-    def cache_dir(self) -> Path:
-        return self._mountpoint.parent / "cache"
-
-    @property
-    def scale(self) -> Scale:
-        return Scale.TINY
-
-    def sync(self) -> None:
-        os.sync()
-
-    def drop_caches(self) -> None:
-        system.drop_caches()
-
-    def remount(self) -> None:
-        fsops.umount(self._mountpoint)
-        fsops.mount(self._fs, self._device, self._mountpoint, "")
-        system.drop_caches()
-
-    def flag(self, name: str, detail: str) -> None:
-        self.flags.append((name, detail))
-
-
-def trial(work: Workload, ctx: Ctx, params: FioParams | SysbenchFileioParams) -> dict[str, Metric]:
+def trial(
+    work: Workload, ctx: runner.Context, params: FioParams | SysbenchFileioParams
+) -> dict[str, Metric]:
     """What the runner does around a workload: prepare, settle, run, flush."""
     raw = ctx.fs_type == "raw"
     work.prepare(ctx, params)
@@ -120,7 +78,7 @@ ABSENT = {
 @pytest.mark.parametrize("fs_name", FS)
 def test_fio_profiles(make_fs: MountFactory, loopdev: str, fs_name: str, profile: str) -> None:
     mnt = make_fs(fs_name)
-    ctx = Ctx(fs_name, loopdev, mnt)
+    ctx = context(fs_name, loopdev, mnt)
     threads = 2 if profile == THREADED else 1
     params = FioParams(profile=profile, size="32M", runtime=1, threads=threads)
     metrics = trial(Fio(), ctx, params)
@@ -169,7 +127,7 @@ def test_fio_job_file(make_fs: MountFactory, loopdev: str, workdir: Path, fs_nam
     job = workdir / "tiny.fio"
     job.write_text(JOB)
     mnt = make_fs(fs_name)
-    ctx = Ctx(fs_name, loopdev, mnt)
+    ctx = context(fs_name, loopdev, mnt)
     params = FioParams(profile=f"job={job}", size="1M", runtime=1)
     metrics = trial(Fio(), ctx, params)
     positive(metrics, "writer_write_mib_s", "writer_write_iops", "readers_read_mib_s")
@@ -188,7 +146,7 @@ def test_fio_job_file(make_fs: MountFactory, loopdev: str, workdir: Path, fs_nam
 @needs_fio
 @pytest.mark.parametrize("profile", PROFILES)
 def test_fio_raw_device(loopdev: str, workdir: Path, profile: str) -> None:
-    ctx = Ctx("raw", loopdev, workdir / "not-mounted")
+    ctx = context("raw", loopdev, workdir / "not-mounted")
     threads = 2 if profile == THREADED else 1
     # threaded-io on the device is 4 KiB O_DIRECT: keep it small
     size = "8M" if profile == THREADED else "32M"
@@ -203,7 +161,7 @@ def test_fio_raw_device(loopdev: str, workdir: Path, profile: str) -> None:
 
 @needs_fio
 def test_fio_raw_refuses_more_than_the_device(loopdev: str, workdir: Path) -> None:
-    ctx = Ctx("raw", loopdev, workdir / "not-mounted")
+    ctx = context("raw", loopdev, workdir / "not-mounted")
     with pytest.raises(TrialFailed, match="larger than"):
         Fio().prepare(ctx, FioParams(profile=SEQ_READ, size="2G", runtime=1))
 
@@ -218,7 +176,7 @@ def test_sysbench_fileio(
     make_fs: MountFactory, loopdev: str, fs_name: str, mode: str, layout: str, direct: bool
 ) -> None:
     mnt = make_fs(fs_name)
-    ctx = Ctx(fs_name, loopdev, mnt)
+    ctx = context(fs_name, loopdev, mnt)
     params = SysbenchFileioParams.model_validate(
         {"mode": mode, "layout": layout, "duration": 1, "direct": direct}
     )

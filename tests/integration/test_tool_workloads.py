@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import MountFactory, available_fs
-from fsbench import filesystems, fsops, proc
+from fsbench import proc, runner
 from fsbench.errors import TrialFailed
 from fsbench.workloads import get
 from fsbench.workloads.base import Better, CacheState, Flush, Metric, Scale
+from tests.helpers import context
 
 pytestmark = pytest.mark.integration
 
@@ -25,64 +26,12 @@ FS = [fs for fs in ("ext4", "xfs") if fs in available_fs()]
 TOOL_OF = {"fs_mark": "fs_mark", "dbench": "dbench", "postmark": "postmark", "gzip": "gzip"}
 
 
-class Ctx:
-    """The runner's TrialContext, reduced to what a test needs."""
-
-    def __init__(self, fs_name: str, device: str, mountpoint: Path, cache_dir: Path) -> None:
-        self._fs_name = fs_name
-        self._device = device
-        self._mountpoint = mountpoint
-        self._cache_dir = cache_dir
-        self.flags: list[tuple[str, str]] = []
-
-    @property
-    def mountpoint(self) -> Path:
-        return self._mountpoint
-
-    @property
-    def device(self) -> str:
-        return self._device
-
-    @property
-    def fs_type(self) -> str:
-        return self._fs_name
-
-    @property
-    def cache_dir(self) -> Path:
-        return self._cache_dir
-
-    @property
-    def scale(self) -> Scale:
-        return Scale.TINY
-
-    def sync(self) -> None:
-        fd = os.open(self._mountpoint, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.sync()
-
-    def drop_caches(self) -> None:
-        os.sync()
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-
-    def remount(self) -> None:
-        fs = filesystems.get(self._fs_name)
-        fsops.umount(self._mountpoint)
-        fsops.mount(fs, self._device, self._mountpoint, "")
-        self.drop_caches()
-
-    def flag(self, name: str, detail: str) -> None:
-        self.flags.append((name, detail))
-
-
 def device_read_bytes(device: str) -> int:
     fields = Path(f"/sys/block/{Path(device).name}/stat").read_text().split()
     return int(fields[2]) * 512
 
 
-def trial(ctx: Ctx, name: str, **overrides: object) -> tuple[dict[str, Metric], float]:
+def trial(ctx: runner.Context, name: str, **overrides: object) -> tuple[dict[str, Metric], float]:
     """One trial as the runner does it; metrics by name and the timed seconds."""
     cls = get(name)
     work = cls()
@@ -120,13 +69,13 @@ def needs_tool(name: str) -> None:
         pytest.skip(f"{tool} not installed")
 
 
-CtxFactory = Callable[[str], Ctx]
+CtxFactory = Callable[[str], runner.Context]
 
 
 @pytest.fixture
-def ctx_for(make_fs: MountFactory, loopdev: str, workdir: Path) -> CtxFactory:
-    def factory(fs_name: str) -> Ctx:
-        return Ctx(fs_name, loopdev, make_fs(fs_name), workdir / "cache")
+def ctx_for(make_fs: MountFactory, loopdev: str, workdir: Path) -> runner.ContextFactory:
+    def factory(fs_name: str) -> runner.Context:
+        return context(fs_name, loopdev, make_fs(fs_name), workdir / "cache")
 
     return factory
 
@@ -150,7 +99,7 @@ def test_tiny_trial(ctx_for: CtxFactory, fs_name: str, name: str) -> None:
     assert headline in get(name).headline
     m = metrics[headline]
     assert m.value > 0 and m.unit == unit and m.better == Better.HIGHER
-    assert ctx.flags == []
+    assert ctx.flags == {}
 
     if name == "fs_mark":
         assert metrics["files"].value == 1000
@@ -199,7 +148,7 @@ def test_fs_mark_enospc_is_a_failed_trial(workdir: Path) -> None:
     mnt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4M,nr_inodes=64", "tmpfs", mnt], check=True)
     try:
-        ctx = Ctx("ext4", "tmpfs", mnt, workdir / "cache")  # tmpfs: only its mountpoint is used
+        ctx = context("ext4", "tmpfs", mnt, workdir / "cache")  # tmpfs: only its mountpoint is used
         work = get("fs_mark")()
         params = work.params_model.model_validate({"files": 500, "size": "4K", "sync": 0})
         work.prepare(ctx, params)
@@ -215,7 +164,7 @@ def test_fs_mark_enospc_is_a_failed_trial(workdir: Path) -> None:
 def test_postmark_errors_are_a_failed_trial(tmp_path: Path) -> None:
     """postmark exits 0 (or dies of SIGFPE) when it cannot open its files."""
     needs_tool("postmark")
-    ctx = Ctx("ext4", "none", tmp_path, tmp_path / "cache")
+    ctx = context("ext4", "none", tmp_path, tmp_path / "cache")
     work = get("postmark")()
     params = work.params_model.model_validate(
         {"files": 10, "transactions": 20, "min_size": 500, "max_size": 1000}
@@ -228,7 +177,7 @@ def test_postmark_errors_are_a_failed_trial(tmp_path: Path) -> None:
 
 def test_dbench_failure_and_missing_loadfile(tmp_path: Path) -> None:
     needs_tool("dbench")
-    ctx = Ctx("ext4", "none", tmp_path, tmp_path / "cache")
+    ctx = context("ext4", "none", tmp_path, tmp_path / "cache")
     work = get("dbench")()
     missing = work.params_model.model_validate(
         {"clients": 1, "duration": 1, "loadfile": str(tmp_path / "nope.txt")}
