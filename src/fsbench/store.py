@@ -32,7 +32,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from fsbench.errors import FsbenchError
 
@@ -205,10 +205,21 @@ class Store:
             self.engine: Engine = create_engine(self.url)
             if self.url.startswith("sqlite"):
                 event.listen(self.engine, "connect", _sqlite_pragmas)
-            metadata.create_all(self.engine)
+            self._create_tables()
             self._check_schema()
         except (SQLAlchemyError, OSError) as exc:
             raise FsbenchError(f"cannot open result store {self.url}: {exc}") from None
+
+    def _create_tables(self) -> None:
+        # create_all checks, then creates: two processes opening a new store at once (a
+        # report while a run starts) can both decide to create. The loser sees the tables.
+        for attempt in range(3):
+            try:
+                metadata.create_all(self.engine)
+                return
+            except OperationalError as exc:
+                if "already exists" not in str(exc) or attempt == 2:
+                    raise
 
     def _check_schema(self) -> None:
         """A store written by an older fsbench lacks columns: say so in one line instead

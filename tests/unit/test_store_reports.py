@@ -225,3 +225,16 @@ def test_mean_rounded_to_its_uncertainty(mean: float, half: float | None, text: 
     from fsbench.reports.tables import fmt_mean_ci
 
     assert fmt_mean_ci(mean, half) == text
+
+
+def _open_store(path: str) -> str:
+    Store(path).close()
+    return "ok"
+
+
+def test_many_processes_open_a_new_store_at_once(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "race.db")
+    with multiprocessing.get_context("fork").Pool(8) as pool:
+        assert pool.map(_open_store, [path] * 16) == ["ok"] * 16
