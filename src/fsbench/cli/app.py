@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from fsbench.cli import compare, doctor, listing, report, run
+from fsbench.cli import compare, doctor, features, listing, report, run
 from fsbench.errors import FsbenchError
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app.command("doctor")(doctor.doctor)
 app.command("report")(report.report)
 app.command("compare")(compare.compare)
 app.command("list")(listing.list_)
+app.command("features")(features.features)
 
 
 def main() -> None:

@@ -692,6 +692,9 @@ def render_html(
                 )
             )
         sections.append(tag("section", "".join(parts)))
+    features = features_section(run, trials)
+    if features:
+        toc.append(("features", "Filesystem features"))
     toc += [
         ("problems", "Unsupported and failed cells"),
         ("options", "Ignored options"),
@@ -733,6 +736,7 @@ def render_html(
                 + provenance_html(run, trials),
             ),
             *sections,
+            features,
             tag(
                 "section",
                 tag("h2", "Unsupported and failed cells", id="problems")
@@ -774,6 +778,35 @@ def render_html(
         f"<title>{e(f'fsbench run {run.id}: {run.name}')}</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n"
         f'<div class="wrap">{body}</div>\n</body>\n</html>\n'
+    )
+
+
+def features_section(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
+    """The feature table of `fsbench features` measured on this run's kernel, cut to the
+    run's filesystems; empty when none was measured."""
+    from fsbench.features import FEATURES_CSS, features_table_html, load_features
+
+    kernel = str(run.host.get("kernel") or "")
+    table = load_features(kernel) if kernel else None
+    fs_types = list(dict.fromkeys(t.fs for t in trials))
+    if table is None:
+        return ""
+    mine = [fs for fs in fs_types if fs in table.filesystems]
+    if not mine:
+        return ""
+    return tag(
+        "section",
+        tag("h2", "Filesystem features", id="features")
+        + tag(
+            "p",
+            e(
+                f"Measured by `fsbench features` on kernel {kernel}: what these filesystems do "
+                "here, each cell with its evidence."
+            ),
+            class_="about",
+        )
+        + f"<style>{FEATURES_CSS}</style>"
+        + features_table_html(table.only(mine)),
     )
 
 

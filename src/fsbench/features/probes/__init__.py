@@ -1,0 +1,1 @@
+"""One module per probe: each exports PROBE (see features/base.py)."""
