@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
-
 @dataclass(frozen=True)
 class Summary:
     n: int
