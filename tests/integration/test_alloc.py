@@ -270,3 +270,20 @@ def _mapping(exts: list[fiemap.Extent]) -> list[tuple[int, int, int]]:
         else:
             runs.append([e.logical, e.physical, e.length])
     return [(a, b, c) for a, b, c in runs]
+
+
+@pytest.mark.parametrize("fs_name", [f for f in available_fs() if f in ("ext2", "ext4", "xfs")])
+def test_fibmap_fallback_gives_the_fiemap_mapping(make_fs: MountFactory, fs_name: str) -> None:
+    """jfs and reiserfs have no FIEMAP: FIBMAP must describe the same layout."""
+    mnt = make_fs(fs_name)
+    path = mnt / "f"
+    path.write_bytes(os.urandom(12 << 20))
+    os.sync()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        from_fiemap = fiemap.extents_fd(fd)
+        from_fibmap = fiemap.extents_fibmap(fd)
+    finally:
+        os.close(fd)
+    assert _mapping(from_fibmap) == _mapping(from_fiemap)
+    assert fiemap.fragments(from_fibmap) == fiemap.fragments(from_fiemap)
