@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 # Debian packages fsbench drives: filesystem tools, workload tools, the kernel source and
 # what building it needs. `fsbench doctor` tells what each one is for.
 DEB_PACKAGES := e2fsprogs xfsprogs btrfs-progs util-linux mount python3 python3-venv quota btrfs-compsize \
+	qemu-system-x86 qemu-utils debootstrap \
 	tar xz-utils fio fsmark dbench postmark sysbench stress-ng gzip \
 	linux-source make gcc flex bison bc libelf-dev libssl-dev
 STAMP_PY := $(VENV)/.stamp-python

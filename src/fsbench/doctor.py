@@ -36,11 +36,21 @@ class WorkloadStatus(BaseModel):
     tools: list[str]
 
 
+class VmStatus(BaseModel):
+    usable: bool
+    reason: str
+    qemu: str | None
+    accel: str
+    images: list[str]  # kernel versions with a cached guest image
+    filesystems: dict[str, list[str]]  # guest kernel -> filesystems it adds
+
+
 class DoctorReport(BaseModel):
     checks: list[Check]
     filesystems: list[FsStatus]
     workloads: list[WorkloadStatus]
     released: list[str]
+    vm: VmStatus | None = None
 
     @property
     def ok(self) -> bool:
@@ -124,5 +134,39 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
             )
         )
     return DoctorReport(
-        checks=checks, filesystems=fs_status, workloads=wl_status, released=released
+        checks=checks,
+        filesystems=fs_status,
+        workloads=wl_status,
+        released=released,
+        vm=_vm_status(),
+    )
+
+
+def _vm_status() -> VmStatus | None:
+    """The VM target: QEMU, the accelerator, cached guest images and what they add."""
+    try:
+        from fsbench.vm import doctor_facts
+
+        facts = doctor_facts(probe=False)
+    except Exception as exc:  # doctor reports, never crashes
+        return VmStatus(
+            usable=False,
+            reason=f"cannot inspect: {exc}",
+            qemu=None,
+            accel="-",
+            images=[],
+            filesystems={},
+        )
+    adds = {
+        kernel: [fs for fs, ok in found.items() if ok]
+        for kernel, found in (facts.get("guest_filesystems") or {}).items()
+    }
+    qemu = facts.get("qemu") or {}
+    return VmStatus(
+        usable=bool(facts.get("usable")),
+        reason=str(facts.get("reason") or ""),
+        qemu=qemu.get("version") if isinstance(qemu, dict) else None,
+        accel=str(facts.get("accel") or "-"),
+        images=[str(i.get("kernel_version")) for i in facts.get("images") or []],
+        filesystems=adds,
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__, filesystems, provenance, workloads
+from fsbench import __version__, filesystems, proc, provenance, workloads
 from fsbench.errors import FsbenchError
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan, schedule, slot_seq
 from fsbench.runner import Runner, cache_root, mount_root
@@ -39,7 +39,14 @@ def preflight(plan: Plan, cells: list[Cell], target_size: int) -> list[str]:
     """Refuse a run that cannot work before touching anything; return warnings."""
     if os.geteuid() != 0:
         raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
-    warnings = []
+    warnings: list[str] = []
+    if plan.target.kind == "vm":
+        # The guest's kernel and tools decide; this host only needs QEMU.
+        if proc.which("qemu-system-x86_64") is None:
+            raise FsbenchError(
+                "--target vm needs QEMU: apt-get install qemu-system-x86 qemu-utils debootstrap"
+            )
+        return warnings
     kernel = filesystems.kernel_filesystems()
     for config in plan.fs:
         avail = filesystems.availability(filesystems.get(config.type), kernel)
@@ -68,6 +75,109 @@ def preflight(plan: Plan, cells: list[Cell], target_size: int) -> list[str]:
     return warnings
 
 
+def _new_run(
+    plan: Plan,
+    store: Store,
+    cells: list[Cell],
+    argv: list[str],
+    overrides: dict[str, list[str]],
+    kind: str,
+) -> int:
+    return store.create_run(
+        name=plan.name,
+        fsbench_version=__version__,
+        argv=argv,
+        plan=plan.model_dump(mode="json", by_alias=True),
+        overrides=overrides,
+        schedule=[(rep, cell.key) for rep, cell in schedule(cells, plan.planned_reps)],
+        host=provenance.host(
+            sorted({c.type for c in plan.fs}),
+            sorted({s for w in plan.workloads for s in w.steps}),
+        ),
+        target={"kind": kind},
+    )
+
+
+def execute_vm(
+    plan: Plan,
+    cells: list[Cell],
+    store: Store,
+    workdir: Path,
+    *,
+    argv: list[str],
+    overrides: dict[str, list[str]],
+    on_start: OnStart | None = None,
+    on_done: OnDone | None = None,
+    resume_run: int | None = None,
+) -> Outcome:
+    """The same rounds of repetitions, each round run inside one QEMU guest with its own
+    kernel (fsbench's runner in the guest, on a fresh virtio scratch disk); every trial is
+    stored as the guest reports it."""
+    from fsbench import vm  # QEMU, images: only when asked for
+
+    t = plan.target
+    spec = vm.VmSpec(
+        kernel=t.kernel,
+        ram_mb=t.guest_ram_mb,
+        vcpus=t.vcpus,
+        scratch_bytes=t.image_size,
+        throttle=dict(t.throttle),
+        workdir=workdir,
+    )
+    run_id = resume_run or _new_run(plan, store, cells, argv, overrides, "vm")
+    if resume_run:
+        store.reopen_run(run_id)
+    outcome = Outcome(run_id)
+    total = len(cells) * plan.planned_reps
+
+    def stored(records: list[TrialRecord]) -> None:
+        store.record_trials(run_id, records)
+        for record in records:
+            outcome.counts[record.status] = outcome.counts.get(record.status, 0) + 1
+            if on_done:
+                on_done(record.seq, total, record)
+
+    try:
+        for rep in range(1, plan.planned_reps + 1):
+            done = store.get_trials(run_id)
+            active = _cells_to_run(plan, cells, rep, done)
+            have = {t.seq for t in done}
+            batch = [
+                vm.VmCell.of(slot_seq(rep, i, len(cells)), rep, cell)
+                for i, cell in enumerate(cells)
+                if cell.key in active and slot_seq(rep, i, len(cells)) not in have
+            ]
+            if not batch:
+                continue
+            if on_start:
+                on_start(batch[0].seq, total, rep, batch[0].cell())
+            job = vm.VmJob(
+                batch, str(plan.scale), plan.timeout, plan.model_dump(mode="json", by_alias=True)
+            )
+            result = vm.run_in_vm(job, spec, on_cell=stored)
+            store.set_target(run_id, {"kind": "vm", **result.provenance})
+            missing = vm.import_records(result, only_missing=True)
+            if missing:
+                stored(missing)
+            if not result.ok and not result.records:
+                raise FsbenchError(
+                    f"the VM did not run: {result.error.splitlines()[0]}"
+                    if result.error
+                    else "the VM did not run"
+                )
+        if plan.reps == "auto":
+            store.set_convergence(run_id, convergence(plan, cells, store.get_trials(run_id)))
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        store.finish_run(run_id, "interrupted")
+        raise
+    except BaseException:
+        store.finish_run(run_id, "failed")
+        raise
+    store.finish_run(run_id, "finished")
+    return outcome
+
+
 def execute(
     plan: Plan,
     cells: list[Cell],
@@ -85,19 +195,7 @@ def execute(
     interleaved repetitions, each trial stored as it ends. With `resume_run`, the slots
     that run already stored are skipped."""
     if resume_run is None:
-        run_id = store.create_run(
-            name=plan.name,
-            fsbench_version=__version__,
-            argv=argv,
-            plan=plan.model_dump(mode="json", by_alias=True),
-            overrides=overrides,
-            schedule=[(rep, cell.key) for rep, cell in schedule(cells, plan.planned_reps)],
-            host=provenance.host(
-                sorted({c.type for c in plan.fs}),
-                sorted({s for w in plan.workloads for s in w.steps}),
-            ),
-            target={"kind": target.kind},
-        )
+        run_id = _new_run(plan, store, cells, argv, overrides, target.kind)
     else:
         run_id = resume_run
         store.reopen_run(run_id)

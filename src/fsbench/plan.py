@@ -102,10 +102,17 @@ class WorkloadSpec(BaseModel):
 class TargetSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    image_size: Bytes = Field(default=DEFAULT_IMAGE_SIZE, gt=0)
+    # loop: a sparse image on this host; vm: a QEMU guest with its own kernel (filesystems
+    # the host lacks, other kernels); a real disk is `device` + `destroy_data`.
+    kind: Literal["loop", "vm"] = "loop"
+    image_size: Bytes = Field(default=DEFAULT_IMAGE_SIZE, gt=0)  # also the VM's scratch disk
     workdir: Path = DEFAULT_WORKDIR
     device: str | None = None
     destroy_data: bool = False
+    kernel: str | None = None  # vm: Debian's default, "6.1", a package, or a bzImage path
+    guest_ram_mb: int = Field(default=2048, ge=256)  # the classic comparisons: 2 GiB
+    vcpus: int = Field(default=2, ge=1, le=64)
+    throttle: dict[str, int] = Field(default_factory=dict)  # QEMU: iops-total, bps-total...
 
 
 MIN_AUTO_REPS = 3

@@ -63,6 +63,9 @@ def build_plan(
     max_reps: int | None = None,
     ci_target: float | None = None,
     trial_timeout: float | None = None,
+    target_kind: str | None = None,
+    kernel: str | None = None,
+    guest_ram: int | None = None,
 ) -> Plan:
     if plan_file and preset:
         raise FsbenchError("give a plan file or --preset, not both")
@@ -102,6 +105,14 @@ def build_plan(
         target["workdir"] = workdir
     if device is not None:
         target["device"] = device
+    if target_kind is not None:
+        if target_kind not in ("loop", "vm"):
+            raise FsbenchError(f"--target {target_kind!r}: loop or vm (a disk: --device)")
+        target["kind"] = target_kind
+    if kernel is not None:
+        target["kernel"] = kernel
+    if guest_ram is not None:
+        target["guest_ram_mb"] = guest_ram
     target["destroy_data"] = destroy_data or target.get("destroy_data", False)
     data["target"] = target
     if not plan_file and not preset and (fs or workload):
@@ -201,6 +212,25 @@ def run(
             "--device", help="A real block device instead of a loop image (needs --destroy-data)."
         ),
     ] = None,
+    target_kind: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            help="loop (an image on this host) or vm: a QEMU guest with its own kernel, for "
+            "filesystems this kernel lacks (jfs, reiserfs, f2fs, nilfs2) or other kernels.",
+        ),
+    ] = None,
+    kernel: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel",
+            help="vm: Debian's default, a version (6.1), a "
+            "linux-image package, or the path of your own bzImage.",
+        ),
+    ] = None,
+    guest_ram: Annotated[
+        int | None, typer.Option("--guest-ram", help="vm: guest RAM in MiB \\[default: 2048].")
+    ] = None,
     destroy_data: Annotated[
         bool, typer.Option("--destroy-data", help="Allow fsbench to overwrite --device.")
     ] = False,
@@ -237,6 +267,9 @@ def run(
         max_reps,
         ci_target,
         trial_timeout,
+        target_kind,
+        kernel,
+        guest_ram,
     )
     overrides = planning.parse_set(set_)
     if knob:  # kept in the plan, so the stored run says which knobs it swept
@@ -245,6 +278,14 @@ def run(
         )
     cells = planning.expand(plan, overrides)
     err = Console(stderr=True)
+    if plan.target.kind == "vm":
+        if plan.target.device:
+            raise FsbenchError("--target vm runs on the guest's own scratch disk: no --device")
+        matrix.preflight(plan, cells, plan.target.image_size)
+        store = Store(db)
+        outcome = _execute_vm(plan, cells, store, overrides, err)
+        _finish(store, outcome, json_out, report=not no_report)
+        return
     target = make_target(plan)
     workdir_path = plan.target.workdir
     warnings: list[str] = []
@@ -320,6 +361,10 @@ def _resume(run_arg: Path | None, db: str | None, json_out: bool, report: bool =
         ) from None
     cells = planning.expand(plan, record.overrides)
     err = Console(stderr=True)
+    if plan.target.kind == "vm":
+        outcome = _execute_vm(plan, cells, store, record.overrides, err, resume_run=run_id)
+        _finish(store, outcome, json_out, report)
+        return
     workdir_path = plan.target.workdir
     for line in stale.release_stale(workdir_path) if workdir_path.exists() else []:
         err.print(f"released stale: {line}", style="yellow", markup=False)
@@ -332,6 +377,57 @@ def _resume(run_arg: Path | None, db: str | None, json_out: bool, report: bool =
             plan, cells, store, target, workdir_path, record.overrides, err, resume_run=run_id
         )
     _finish(store, outcome, json_out, report)
+
+
+def _execute_vm(
+    plan: Plan,
+    cells: list[planning.Cell],
+    store: Store,
+    overrides: dict[str, list[str]],
+    err: Console,
+    resume_run: int | None = None,
+) -> matrix.Outcome:
+    from fsbench import vm
+
+    for line in vm.release_stale(plan.target.workdir):
+        err.print(f"released stale: {line}", style="yellow", markup=False)
+    err.print(
+        f"fsbench: {plan.name} in a QEMU guest (kernel {plan.target.kernel or 'default'}): "
+        f"{len(cells)} cells x {plan.reps} reps; the first run builds the guest image "
+        "(a few minutes, cached)",
+        markup=False,
+        highlight=False,
+    )
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+
+    def on_done(seq: int, total: int, record: TrialRecord) -> None:
+        shown = " ".join(f"{k}={v}" for k, v in record.params.items())
+        err.print(
+            f"  {record.status}: {record.config} · {record.workload} {shown}"
+            + (f": {record.message}" if record.message else ""),
+            markup=False,
+            highlight=False,
+        )
+
+    try:
+        return matrix.execute_vm(
+            plan,
+            cells,
+            store,
+            plan.target.workdir,
+            argv=sys.argv,
+            overrides=overrides,
+            on_done=on_done,
+            resume_run=resume_run,
+        )
+    except KeyboardInterrupt:
+        err.print(
+            f"fsbench: interrupted; finished trials are stored in run {store.latest_run_id()}",
+            style="yellow",
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _execute(

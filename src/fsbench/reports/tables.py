@@ -286,6 +286,19 @@ def run_header(run: RunRecord) -> list[str]:
             f"{'rotational' if t.get('rotational') else 'non-rotational'}), "
             f"direct I/O {'on' if t.get('direct_io') else 'off'}"
         )
+    elif t.get("kind") == "vm":
+        guest = t.get("guest") or {}
+        lines.append(
+            f"target: QEMU guest, kernel {guest.get('kernel') or t.get('kernel_version', '?')}, "
+            f"accel {t.get('accel', '?')}, {t.get('vcpus', '?')} vCPUs, "
+            f"{t.get('guest_ram_mb', '?')} MiB RAM, virtio scratch disk "
+            f"{human_bytes(t.get('scratch_bytes', 0))}"
+        )
+        if t.get("accel") == "tcg":
+            lines.append(
+                "note: TCG (software emulation): these numbers compare the configs within "
+                "this run, not with the host or with KVM runs"
+            )
     elif t.get("kind") == "device":
         lines.append(
             f"target: {t.get('path')} {human_bytes(t.get('size_bytes', 0))}"

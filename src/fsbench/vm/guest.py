@@ -1,0 +1,128 @@
+"""Inside the guest: `python -m fsbench.vm.guest /share/job.json`.
+
+Runs the job's cells with fsbench's own Runner on the scratch disk (/dev/vdb, blank, so
+it passes BlockDevice's safety checks), appends each cell's records to the share as one
+JSON line, then writes DONE (or FAILED with the traceback). The systemd unit powers the
+guest off when this returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from fsbench import filesystems, proc
+from fsbench.vm.job import DONE, FAILED, RECORDS, STARTED, VmJob
+
+SCRATCH = "/dev/vdb"
+MOUNT_ROOT = Path("/run/fsbench/mnt")
+CACHE_DIR = Path("/var/tmp/fsbench/cache")
+
+
+def _say(text: str) -> None:
+    """To the serial console (the unit sends stdout there), with the guest's uptime."""
+    try:
+        up = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError):
+        up = 0.0
+    print(f"fsbench-guest [{up:7.2f}] {text}", flush=True)
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _meminfo_kib(field: str) -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def guest_facts() -> dict[str, Any]:
+    """What the guest is: its kernel (uname -r), CPUs, memory, the filesystems it can mount."""
+    for fs in filesystems.CATALOGUE.values():
+        if fs.module:  # modules-load.d loaded the VM's ones; the rest on demand
+            proc.run(["modprobe", "-q", fs.module], timeout=30)
+    kernel_fs = filesystems.kernel_filesystems()
+    avail = {
+        name: filesystems.availability(fs, kernel_fs).reason
+        for name, fs in filesystems.CATALOGUE.items()
+        if not fs.pseudo
+    }
+    return {
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "cpus": os.cpu_count(),
+        "mem_total_kib": _meminfo_kib("MemTotal"),
+        "python": platform.python_version(),
+        "filesystems": avail,
+        "uptime_s": float(Path("/proc/uptime").read_text().split()[0]),
+    }
+
+
+def run_job(job: VmJob, share: Path) -> None:
+    from fsbench.runner import Runner
+    from fsbench.targets.blockdev import BlockDevice
+    from fsbench.workloads.base import Scale
+
+    _say("modules imported")
+    facts = guest_facts()
+    _say(f"kernel {facts['kernel']}")
+    target = BlockDevice(SCRATCH, destroy_data=True)
+    with target:
+        facts["target"] = target.describe()
+        _write(share / STARTED, json.dumps(facts, indent=1, default=str))
+        MOUNT_ROOT.mkdir(parents=True, exist_ok=True)
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        runner = Runner(target, MOUNT_ROOT, Scale(job.scale), CACHE_DIR, job.trial_timeout)
+        with open(share / RECORDS, "a") as out:
+            for vc in job.cells:
+                cell = vc.cell()
+                _say(f"seq {vc.seq} rep {vc.rep}: {cell.describe()}")
+                records = runner.run_cell(vc.seq, vc.rep, cell)
+                out.write(json.dumps([asdict(r) for r in records], default=str) + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+                for r in records:
+                    _say(f"  {r.workload}: {r.status} {r.message}")
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m fsbench.vm.guest /share/job.json", file=sys.stderr)
+        return 2
+    job_path = Path(argv[0])
+    share = job_path.parent
+    t0 = time.monotonic()
+    _say("job start")
+    try:
+        job = VmJob.from_json(job_path.read_text())
+        run_job(job, share)
+    except BaseException:
+        text = traceback.format_exc()
+        print(text, file=sys.stderr, flush=True)
+        try:
+            _write(share / FAILED, text)
+        except OSError:
+            pass
+        return 1
+    _write(share / DONE, json.dumps({"cells": len(job.cells), "seconds": time.monotonic() - t0}))
+    os.sync()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,288 @@
+"""QEMU: find it, prove KVM works (or fall back to TCG), build the command line, run a
+guest with an outer timeout and kill it on every path out."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fsbench import proc
+from fsbench.errors import FsbenchError
+
+QEMU = "qemu-system-x86_64"
+KVM_PROBE_SECONDS = 10.0
+# The probe's guest: a boot sector that writes 0x31 to isa-debug-exit (qemu exits with
+# (0x31 << 1) | 1 = 99) and halts. Exiting with 99 proves the accelerator ran guest code.
+_PROBE_CODE = bytes([0xB0, 0x31, 0xE6, 0xF4, 0xF4, 0xEB, 0xFE])
+PROBE_EXIT = 99
+
+
+def qemu_binary() -> str | None:
+    return shutil.which(QEMU)
+
+
+def qemu_version(binary: str | None = None) -> str | None:
+    binary = binary or qemu_binary()
+    if binary is None:
+        return None
+    res = proc.run([binary, "--version"], timeout=20)
+    m = re.search(r"version\s+(\S+)", res.stdout)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class KvmProbe:
+    usable: bool
+    reason: str
+    seconds: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {"usable": self.usable, "reason": self.reason, "seconds": round(self.seconds, 2)}
+
+
+_probe_memo: KvmProbe | None = None
+
+
+def probe_kvm(timeout: float = KVM_PROBE_SECONDS, *, fresh: bool = False) -> KvmProbe:
+    """Boot a 512-byte guest under KVM; usable only if it runs and exits in time.
+    (`/dev/kvm` can exist and hang: only a guest that really ran proves it.)"""
+    global _probe_memo
+    if _probe_memo is not None and not fresh:
+        return _probe_memo
+    _probe_memo = _probe(timeout)
+    return _probe_memo
+
+
+def _probe(timeout: float) -> KvmProbe:
+    binary = qemu_binary()
+    if binary is None:
+        return KvmProbe(False, f"{QEMU} not found", 0.0)
+    if not os.path.exists("/dev/kvm"):
+        return KvmProbe(False, "no /dev/kvm", 0.0)
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return KvmProbe(False, "/dev/kvm not accessible", 0.0)
+    with tempfile.TemporaryDirectory(prefix="fsbench-kvmprobe-") as tmp:
+        disk = Path(tmp) / "boot.img"
+        disk.write_bytes(_PROBE_CODE.ljust(510, b"\0") + b"\x55\xaa")
+        argv = [
+            binary,
+            "-accel",
+            "kvm",
+            "-cpu",
+            "host",
+            "-m",
+            "32",
+            "-display",
+            "none",
+            "-nodefaults",
+            "-no-reboot",
+            "-device",
+            "isa-debug-exit,iobase=0xf4,iosize=0x04",
+            "-drive",
+            f"file={disk},format=raw,if=floppy",
+        ]
+        t0 = time.monotonic()
+        res = proc.run(argv, timeout=timeout)
+        took = time.monotonic() - t0
+    if res.returncode == PROBE_EXIT:
+        return KvmProbe(True, f"test guest ran under KVM in {took:.1f} s", took)
+    if res.returncode == 124:
+        return KvmProbe(False, f"test guest under KVM hung (no exit in {timeout:.0f} s)", took)
+    err = res.output.splitlines()[0] if res.output else f"exit {res.returncode}"
+    return KvmProbe(False, f"test guest under KVM failed: {err}", took)
+
+
+@dataclass
+class Machine:
+    """Everything QEMU needs for one guest job (the command line is a pure function)."""
+
+    kernel: Path
+    initrd: Path
+    root_overlay: Path  # qcow2 over the cached raw image
+    scratch: Path  # raw, sparse
+    share: Path
+    console_log: Path
+    ram_mb: int = 2048
+    vcpus: int = 2
+    accel: str = "tcg"  # tcg | kvm
+    throttle: dict[str, int] = field(default_factory=dict)
+    cmdline_extra: tuple[str, ...] = ()
+    init: str | None = None  # init=... (None: the image's systemd)
+
+    def cmdline(self) -> str:
+        base = [
+            "root=/dev/vda",
+            "rw",
+            "console=ttyS0,115200",
+            "panic=-1",
+            "loglevel=4",
+            "systemd.show_status=auto",
+            "random.trust_cpu=on",
+            "cryptomgr.notests",
+        ]
+        if self.init:
+            base.append(f"init={self.init}")
+        return " ".join([*base, *self.cmdline_extra])
+
+    def argv(self, binary: str = QEMU) -> list[str]:
+        if self.accel == "kvm":
+            accel = ["-accel", "kvm", "-cpu", "host"]
+        else:
+            # +rdrand: an entropy source, or mkfs stalls seconds for the random pool.
+            accel = ["-accel", "tcg,thread=multi", "-cpu", "qemu64,+rdrand"]
+        scratch = f"file={self.scratch},format=raw,if=virtio,cache=none,aio=threads,discard=unmap"
+        for key, value in sorted(self.throttle.items()):
+            scratch += f",throttling.{key}={int(value)}"
+        return [
+            binary,
+            *accel,
+            "-machine",
+            "q35",
+            "-m",
+            str(self.ram_mb),
+            "-smp",
+            str(self.vcpus),
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-serial",
+            f"file:{self.console_log}",
+            "-kernel",
+            str(self.kernel),
+            "-initrd",
+            str(self.initrd),
+            "-append",
+            self.cmdline(),
+            "-drive",
+            f"file={self.root_overlay},format=qcow2,if=virtio,cache=unsafe",
+            "-drive",
+            scratch,
+            "-virtfs",
+            f"local,path={self.share},mount_tag=fsbench,security_model=none,id=fsbench",
+            "-device",
+            "virtio-rng-pci",
+        ]
+
+
+THROTTLE_KEYS = ("iops-total", "bps-total", "iops-read", "iops-write", "bps-read", "bps-write")
+
+
+def validate_throttle(throttle: dict[str, int] | None) -> dict[str, int]:
+    out = {}
+    for key, value in (throttle or {}).items():
+        if key not in THROTTLE_KEYS:
+            raise ValueError(f"throttle {key!r}: expected one of {', '.join(THROTTLE_KEYS)}")
+        if int(value) <= 0:
+            raise ValueError(f"throttle {key}={value}: must be > 0")
+        out[key] = int(value)
+    return out
+
+
+def make_overlay(backing: Path, overlay: Path) -> None:
+    res = proc.run(
+        [
+            "qemu-img",
+            "create",
+            "-q",
+            "-f",
+            "qcow2",
+            "-F",
+            "raw",
+            "-b",
+            str(backing),
+            str(overlay),
+        ],
+        timeout=60,
+    )
+    if not res.ok:
+        raise FsbenchError(f"qemu-img create overlay: {res.output}")
+
+
+def make_scratch(path: Path, size_bytes: int) -> None:
+    with open(path, "wb") as fh:
+        fh.truncate(size_bytes)
+
+
+@dataclass
+class Outcome:
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    stderr: str
+
+
+def run_guest(argv: list[str], timeout: float, done: Path | None = None) -> Outcome:
+    """Start QEMU in its own process group and wait for it to exit (the guest powers off)
+    or for `timeout`. Killed on timeout and on any exception (Ctrl-C included).
+
+    When `done` appears and QEMU has not exited 30 s later, it is killed too: the results
+    are in already."""
+    t0 = time.monotonic()
+    with tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
+        timed_out = False
+        done_at: float | None = None
+        try:
+            while True:
+                try:
+                    child.wait(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                elapsed = time.monotonic() - t0
+                if elapsed > timeout:
+                    timed_out = True
+                    break
+                if done is not None and done_at is None and done.exists():
+                    done_at = elapsed
+                if done_at is not None and elapsed - done_at > 30:
+                    break
+        finally:
+            if child.poll() is None:
+                kill(child)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    return Outcome(child.returncode, timed_out, time.monotonic() - t0, stderr)
+
+
+def kill(child: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the group, then SIGKILL; never wait forever (a process stuck in KVM)."""
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def qemu_facts() -> dict[str, object]:
+    binary = qemu_binary()
+    return {
+        "binary": binary,
+        "version": qemu_version(binary) if binary else None,
+        "qemu_img": shutil.which("qemu-img"),
+    }
+
+
+def dumps(obj: object) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True, default=str)

@@ -1,0 +1,179 @@
+"""The VM target's pure parts: job JSON, QEMU command line, record import, kernel specs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from fsbench.errors import FsbenchError
+from fsbench.plan import Cell, FsConfig
+from fsbench.store import MetricRecord, TrialRecord
+from fsbench.vm import image, qemu
+from fsbench.vm.job import VmCell, VmJob, VmResult, import_records
+
+
+def _cell(fs: str = "jfs", method: str = "fallocate") -> Cell:
+    return Cell(FsConfig(type=fs, mount="noatime"), "alloc", {"method": method, "size": 1 << 20})
+
+
+def test_job_round_trip() -> None:
+    job = VmJob([VmCell.of(3, 1, _cell()), VmCell.of(4, 1, _cell("nilfs2"))], "tiny", 60.0)
+    back = VmJob.from_json(job.to_json())
+    assert back == job
+    cell = back.cells[0].cell()
+    assert cell.key == _cell().key
+    assert cell.config.mount == "noatime"
+
+
+def _record(seq: int, status: str = "ok") -> TrialRecord:
+    c = _cell()
+    return TrialRecord(
+        seq=seq,
+        rep=1,
+        cell_key=c.key,
+        config=c.config.display,
+        fs="jfs",
+        mkfs_options=[],
+        mount_options="noatime",
+        workload="alloc",
+        params=dict(c.params),
+        status=status,
+        provenance={"mkfs": {"argv": ["mkfs.jfs"]}},
+        metrics=[MetricRecord("seconds", 1.5, "s", "lower")],
+    )
+
+
+def test_import_merges_provenance_and_fills_missing_cells() -> None:
+    job = VmJob([VmCell.of(0, 1, _cell()), VmCell.of(1, 1, _cell("nilfs2"))], "tiny")
+    result = VmResult(
+        ok=False,
+        job=job,
+        records=[asdict(_record(0))],
+        provenance={"accel": "tcg", "guest": {"kernel": "6.1.0-56-amd64"}},
+        error="VM killed: no cell finished for 720 s\n--- serial console ---\n...",
+    )
+    records = import_records(result)
+    assert [r.seq for r in records] == [0, 1]
+    ok, missing = records
+    assert ok.status == "ok"
+    assert ok.metrics == [MetricRecord("seconds", 1.5, "s", "lower")]
+    assert ok.provenance["mkfs"] == {"argv": ["mkfs.jfs"]}
+    assert ok.provenance["vm"]["guest"]["kernel"] == "6.1.0-56-amd64"
+    assert missing.status == "failed"
+    assert missing.fs == "nilfs2"
+    assert missing.message.startswith("VM: VM killed")
+    assert "serial console" in missing.detail
+    json.dumps([asdict(r) for r in records])  # storable
+
+
+def test_machine_argv_tcg_and_throttle(tmp_path: Path) -> None:
+    m = qemu.Machine(
+        kernel=tmp_path / "vmlinuz",
+        initrd=tmp_path / "initrd.img",
+        root_overlay=tmp_path / "root.qcow2",
+        scratch=tmp_path / "scratch.img",
+        share=tmp_path / "share",
+        console_log=tmp_path / "console.log",
+        ram_mb=1024,
+        vcpus=2,
+        throttle={"iops-total": 500, "bps-total": 50 << 20},
+    )
+    argv = m.argv()
+    joined = " ".join(argv)
+    assert "-cpu qemu64,+rdrand" in joined
+    assert "-no-reboot" in argv
+    assert "panic=-1" in m.cmdline()
+    scratch = next(a for a in argv if a.startswith(f"file={tmp_path / 'scratch.img'}"))
+    assert "cache=none" in scratch
+    assert "throttling.iops-total=500" in scratch
+    assert f"throttling.bps-total={50 << 20}" in scratch
+    assert any("mount_tag=fsbench" in a for a in argv)
+    m.accel = "kvm"
+    assert "-cpu host" in " ".join(m.argv())
+
+
+def test_throttle_validation() -> None:
+    assert qemu.validate_throttle({"iops-total": 100}) == {"iops-total": 100}
+    with pytest.raises(ValueError, match="expected one of"):
+        qemu.validate_throttle({"iops": 100})
+    with pytest.raises(ValueError, match="> 0"):
+        qemu.validate_throttle({"bps-total": 0})
+
+
+def test_kernel_package_specs() -> None:
+    assert image.kernel_package("6.1.0-41-amd64") == "linux-image-6.1.0-41-amd64"
+    assert image.kernel_package("linux-image-6.1.0-41-amd64") == "linux-image-6.1.0-41-amd64"
+    with pytest.raises(FsbenchError, match="expected default"):
+        image.kernel_package("bogus")
+
+
+def test_path_kernel(tmp_path: Path) -> None:
+    (tmp_path / "arch/x86/boot").mkdir(parents=True)
+    (tmp_path / "arch/x86/boot/bzImage").write_bytes(b"MZ")
+    with pytest.raises(FsbenchError, match="modules_install"):
+        image.path_kernel(tmp_path)
+    (tmp_path / "lib/modules/6.19.0-rc1+").mkdir(parents=True)
+    k = image.path_kernel(tmp_path)
+    assert k.version == "6.19.0-rc1+"
+    assert k.bzimage == tmp_path / "arch/x86/boot/bzImage"
+    assert k.source.startswith("path:")
+
+
+def test_image_key_changes_with_kernel(tmp_path: Path) -> None:
+    bz = tmp_path / "bzImage"
+    bz.write_bytes(b"MZ")
+    a = image.Kernel("6.1.0-1-amd64", bz, tmp_path, "debian:linux-image-6.1.0-1-amd64=1")
+    b = image.Kernel("6.1.0-2-amd64", bz, tmp_path, "debian:linux-image-6.1.0-2-amd64=1")
+    assert image.image_key(a) == image.image_key(a)
+    assert image.image_key(a) != image.image_key(b)
+
+
+def test_apt_mirror_is_a_url() -> None:
+    assert "://" in image.apt_mirror()
+
+
+def test_python_deps_closure() -> None:
+    names = {d.split("==")[0].lower() for d in image.python_deps()}
+    assert {"pydantic", "sqlalchemy"} <= names
+    assert "pytest" not in names and "fsbench" not in names
+
+
+def test_watch_streams_records_and_stops(tmp_path: Path) -> None:
+    from fsbench.vm.job import DONE, RECORDS, STARTED, _Watch
+
+    job = VmJob([VmCell.of(0, 1, _cell()), VmCell.of(1, 1, _cell())], "tiny", 60.0)
+    got: list[TrialRecord] = []
+    w = _Watch(tmp_path, job, {"accel": "tcg"}, 100.0, 50.0, 1000.0, got.extend)
+    assert not w(1.0)
+    (tmp_path / STARTED).write_text(json.dumps({"kernel": "6.1.0-56-amd64"}))
+    line = json.dumps([asdict(_record(0))])
+    (tmp_path / RECORDS).write_text(line + "\n" + line[:10])  # the second still being written
+    assert not w(20.0)
+    assert w.started_after == 20.0
+    assert [r.seq for r in got] == [0]
+    assert got[0].provenance["vm"]["guest"]["kernel"] == "6.1.0-56-amd64"
+    assert w(71.0)  # no cell for more than 50 s
+    assert "no cell finished" in w.reason
+    (tmp_path / DONE).write_text("{}")
+    w2 = _Watch(tmp_path, job, {}, 100.0, 50.0, 1000.0, None)
+    assert not w2(1.0)
+    assert w2(40.0)  # DONE long ago, poweroff stuck: stop
+
+
+def test_watch_boot_timeout(tmp_path: Path) -> None:
+    from fsbench.vm.job import _Watch
+
+    w = _Watch(tmp_path, VmJob([], "tiny"), {}, 100.0, 50.0, 1000.0, None)
+    assert not w(99.0)
+    assert w(101.0)
+    assert "did not start" in w.reason
+
+
+def test_import_only_missing() -> None:
+    job = VmJob([VmCell.of(0, 1, _cell()), VmCell.of(1, 1, _cell("nilfs2"))], "tiny")
+    result = VmResult(False, job, [asdict(_record(0))], {}, error="QEMU exited")
+    missing = import_records(result, only_missing=True)
+    assert [(r.seq, r.status) for r in missing] == [(1, "failed")]
