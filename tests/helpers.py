@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from fsbench import filesystems, fsops, runner
 from fsbench.workloads.base import Scale
+
+TEST_DATA_HOME = Path("/var/tmp/fsbench-tests/xdg-data")
 
 
 def fsbench(
@@ -19,8 +22,11 @@ def fsbench(
     argv = list(args)
     if argv and argv[0] == "run" and not report and "--no-report" not in argv:
         argv.append("--no-report")
+    # The user's ~/.local/share/fsbench (default store, saved feature tables) stays theirs.
+    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
     return subprocess.run(
         [sys.executable, "-m", "fsbench", *argv],
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -145,7 +145,10 @@ def extents(path: Path | str, *, sync: bool = False, batch: int = BATCH) -> list
                 raise
             if sync:
                 os.fsync(fd)
-            return extents_fibmap(fd)
+            try:
+                return extents_fibmap(fd)
+            except OSError:
+                raise exc from None  # neither: FIEMAP's own error says more (tmpfs)
     except OSError as exc:
         if exc.filename is None:
             raise OSError(exc.errno, f"FIEMAP: {exc.strerror}", str(path)) from exc

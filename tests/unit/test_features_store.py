@@ -35,3 +35,12 @@ def test_saved_tables_merge_per_kernel(tmp_path: Path, monkeypatch: pytest.Monke
     results = table.row("reflink").results
     assert results["ext4"].value == "old" and results["xfs"].value == "new"
     assert results["btrfs"].supported == "yes"
+
+
+def test_a_row_without_a_filesystem_is_left_out_not_an_error() -> None:
+    table = _table(["ext4", "xfs"], "v")
+    row = table.features[0].model_copy(
+        update={"results": {"xfs": table.features[0].results["xfs"]}}
+    )
+    partial = table.model_copy(update={"features": [row]})
+    assert list(partial.only(["ext4", "xfs"]).features[0].results) == ["xfs"]

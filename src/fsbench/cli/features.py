@@ -127,7 +127,8 @@ def features(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
-    saved = save_features(table)  # every later run report of this kernel shows it
+    # Every later run report of this kernel shows the table: only a complete one is kept.
+    saved = save_features(table) if len(probes) == len(registry.PROBES) else None
     if saved is not None:
         err.print(f"features: kept in {saved} for the HTML reports", markup=False, highlight=False)
     if output is not None:

@@ -63,7 +63,7 @@ class FeatureTable(BaseModel):
         order; a filesystem the table lacks is left out."""
         keep = [fs for fs in filesystems if fs in self.filesystems]
         rows = [
-            r.model_copy(update={"results": {fs: r.results[fs] for fs in keep}})
+            r.model_copy(update={"results": {fs: r.results[fs] for fs in keep if fs in r.results}})
             for r in self.features
         ]
         return self.model_copy(update={"filesystems": keep, "features": rows})

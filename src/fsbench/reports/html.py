@@ -787,7 +787,10 @@ def features_section(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
     from fsbench.features import FEATURES_CSS, features_table_html, load_features
 
     kernel = str(run.host.get("kernel") or "")
-    table = load_features(kernel) if kernel else None
+    try:
+        table = load_features(kernel) if kernel else None
+    except Exception:  # a damaged or foreign file must not cost the whole report
+        table = None
     fs_types = list(dict.fromkeys(t.fs for t in trials))
     if table is None:
         return ""
