@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import uuid
@@ -46,7 +47,21 @@ def workdir() -> Iterator[Path]:
     try:
         yield path
     finally:
+        # Whatever a killed fsbench left under it (a test that SIGKILLs a run and then
+        # fails before the run is resumed): mounts first, then loop devices.
+        _release_under(path)
         subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False)
+
+
+def _release_under(path: Path) -> None:
+    top = str(path)
+    for entry in sorted(fsops.mount_entries(), key=lambda e: -len(e.mountpoint)):
+        if entry.mountpoint.startswith(top):
+            subprocess.run(["umount", "-l", entry.mountpoint], check=False)
+    out = subprocess.run(["losetup", "-J", "--list"], capture_output=True, text=True).stdout
+    for dev in json.loads(out or '{"loopdevices": []}').get("loopdevices", []):
+        if str(dev.get("back-file") or "").startswith(top):
+            subprocess.run(["losetup", "-d", dev["name"]], check=False)
 
 
 @pytest.fixture
