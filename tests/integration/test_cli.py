@@ -589,3 +589,42 @@ def test_run_writes_the_html_report_next_to_the_database(workdir: Path) -> None:
     text = page.read_text()
     assert page.stat().st_size > 10_000 and ("data:image" in text or "<svg" in text)
     assert list(page.parent.glob("*.png")) and list(page.parent.glob("*.svg"))
+
+
+def test_write_amplification_for_every_write_workload(common: list[str]) -> None:
+    writers = [
+        "alloc",
+        "untar",
+        "tree-copy",
+        "fs_mark",
+        "postmark",
+        "gzip",
+        "fio",
+        "sysbench-fileio",
+    ]
+    res = fsbench(
+        "run",
+        "--fs",
+        "ext4",
+        "--workload",
+        ",".join(writers),
+        "--reps",
+        "1",
+        "--set",
+        "method=write-4k",
+        "--set",
+        "files=300",
+        "--set",
+        "copies=1",
+        "--set",
+        "mode=rndwr",
+        "--set",
+        "layout=1x32M",
+        "--json",
+        *common,
+    )
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["rows"]
+    for name in writers:
+        wa = [r for r in rows if r["workload"] == name and r["metric"] == "write_amplification"]
+        assert wa and wa[0]["mean"] > 0, name

@@ -360,6 +360,7 @@ def test_sysbench_rndrw() -> None:
         "reads_s",
         "write_mib_s",
         "writes_s",
+        "bytes_written",
         "fsyncs_s",
         "lat_avg_ms",
         "lat_p95_ms",

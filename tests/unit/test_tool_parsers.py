@@ -270,7 +270,8 @@ def test_fs_mark_table_without_v() -> None:
     assert [(r.count, r.files_per_s) for r in rows] == [(500, 29809.8), (1000, 25955.2)]
     assert all(r.latencies == {} for r in rows)
     metrics = by_name(fm.summarize(rows, 4096))
-    assert set(metrics) == {"files", "tool_files_per_s"}
+    assert set(metrics) == {"files", "tool_files_per_s", "bytes_written"}
+    assert metrics["bytes_written"].value == 1000 * 4096
 
 
 def test_fs_mark_no_table() -> None:

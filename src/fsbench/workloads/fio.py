@@ -230,6 +230,12 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "job"
 
 
+def _written(results: Sequence[JobResult]) -> list[Metric]:
+    """What fio wrote, for the runner's write amplification (device bytes per byte)."""
+    total = sum(d.io_bytes for r in results for ddir, d in r.directions.items() if ddir == "write")
+    return [Metric("bytes_written", total, "B", Better.HIGHER)] if total else []
+
+
 def job_metrics(results: Sequence[JobResult], prefix: str = "") -> list[Metric]:
     """Metrics of one fio run. One job (or reporting group): plain names; several: each
     prefixed with its job name (made unique with the group id when names repeat)."""
@@ -571,14 +577,19 @@ class Fio(Workload):
         assert isinstance(params, FioParams)
         where = _where(ctx)
         if params.job_file is not None:
-            return job_metrics(self._run_job_file(params, where, []))
+            results = self._run_job_file(params, where, [])
+            return job_metrics(results) + _written(results)
         metrics: list[Metric] = []
+        written = 0
         for phase in run_phases(params.profile, params, where):
             if phase.drop_caches_before:
                 ctx.drop_caches()
             direct = where.raw or ("direct", "1") in phase.options
             results = run_fio(_argv_options(phase.options), timeout=phase.timeout, direct=direct)
             metrics += job_metrics(results, phase.prefix)
+            written += sum(int(m.value) for m in _written(results))
+        if written:
+            metrics.append(Metric("bytes_written", written, "B", Better.HIGHER))
         return metrics
 
     def _run_job_file(self, params: FioParams, where: Where, extra: list[str]) -> list[JobResult]:

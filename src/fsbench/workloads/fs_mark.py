@@ -139,6 +139,8 @@ def summarize(rows: list[LoopRow], size: int) -> list[Metric]:
         prev = row.count
     files = rows[-1].count
     metrics = [Metric("files", files, "count", Better.HIGHER)]
+    if size:  # what the application wrote: the runner turns it into write amplification
+        metrics.append(Metric("bytes_written", files * size, "B", Better.HIGHER))
     tool_seconds = sum(
         n / r.files_per_s for n, r in zip(per_loop, rows, strict=True) if r.files_per_s
     )

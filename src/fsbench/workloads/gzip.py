@@ -131,6 +131,7 @@ class Gzip(Workload):
         return [
             Metric("input_bytes", params.size, "B", Better.HIGHER),
             Metric("output_bytes", out_bytes, "B", Better.LOWER),
+            Metric("bytes_written", out_bytes, "B", Better.HIGHER),  # write amplification
             Metric("ratio", out_bytes / params.size, "ratio", Better.LOWER),
         ]
 

@@ -185,6 +185,7 @@ def metrics_from(params: PostmarkParams, report: Report, ph: Phases, total: floa
         Metric("files_created", report.created, "count", Better.HIGHER),
         Metric("read_bytes", report.read_bytes, "B", Better.HIGHER),
         Metric("written_bytes", report.written_bytes, "B", Better.HIGHER),
+        Metric("bytes_written", report.written_bytes, "B", Better.HIGHER),
     ]
 
 

@@ -180,6 +180,8 @@ def result_metrics(mode: str, r: SysbenchResult) -> list[Metric]:
         out += [
             Metric("write_mib_s", r.write_mib_s, "MiB/s", Better.HIGHER),
             Metric("writes_s", r.writes_s, "ops/s", Better.HIGHER),
+            # sysbench prints rates only: bytes = rate x its own total time.
+            Metric("bytes_written", r.write_mib_s * r.total_time_s * (1 << 20), "B", Better.HIGHER),
             Metric("fsyncs_s", r.fsyncs_s, "ops/s", Better.HIGHER),
         ]
     if r.lat_avg_ms is not None:
