@@ -254,7 +254,7 @@ def provenance_html(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
         f"scale {plan.get('scale')}, {plan.get('reps')} reps"
         + (
             f" (up to {plan['max_reps']} until the CI is within {plan['ci_target']:.0%})"
-            if plan.get("max_reps") and plan.get("ci_target")
+            if plan.get("reps") == "auto" and plan.get("max_reps") and plan.get("ci_target")
             else ""
         )
         + ", fresh mkfs for every trial, repetitions interleaved"
