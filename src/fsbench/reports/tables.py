@@ -115,7 +115,9 @@ def split_dims(rows: list[Row]) -> tuple[list[str], list[str]]:
     """The parameter/knob names that vary between these rows, and those that do not."""
     names = list(dict.fromkeys(k for r in rows for k in _dims(r)))
     varying = [p for p in names if len({repr(_dims(r).get(p)) for r in rows}) > 1]
-    return varying, [p for p in names if p not in varying]
+    # A constant left at None ("the tool's own default") says nothing in a caption.
+    constant = [p for p in names if p not in varying and _dims(rows[0]).get(p) is not None]
+    return varying, constant
 
 
 def dims_of(row: Row) -> dict[str, Any]:
