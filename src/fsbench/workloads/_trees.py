@@ -14,7 +14,7 @@ from pydantic import Field
 from fsbench import proc, sourcetree
 from fsbench.errors import TrialFailed
 from fsbench.sourcetree import SourceTree
-from fsbench.workloads.base import Params, Scale, TrialContext
+from fsbench.workloads.base import Params, Scale, TrialContext, Workload
 
 TREES_DIR = "trees"
 MARKER = ".fsbench-trees.json"
@@ -129,3 +129,24 @@ def read_trees(ctx: TrialContext, trees: list[Path]) -> None:
         raise TrialFailed(
             f"tar failed reading trees: {res.output.splitlines()[0]}", res.output[-4000:]
         )
+
+
+class TreesParams(TreeParams):
+    trees: int = Field(default=1, ge=1, le=64)
+
+
+class OnTrees(Workload):
+    """A workload on `trees` trees already on the filesystem (tree-read, tree-rm): its
+    prepare makes them, untimed, unless an earlier step of the chain did."""
+
+    def __init__(self) -> None:
+        self._src: SourceTree | None = None
+        self._trees: list[Path] = []
+
+    def required_bytes(self, params: Params) -> int:
+        assert isinstance(params, TreesParams)
+        return tree_bytes_estimate(params) * params.trees
+
+    def prepare(self, ctx: TrialContext, params: Params) -> None:
+        assert isinstance(params, TreesParams)
+        self._src, self._trees = ensure_trees(ctx, params, params.trees)

@@ -4,12 +4,8 @@ the data: otherwise the trial is flagged `not-cold`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field
-
-from fsbench.sourcetree import SourceTree
 from fsbench.units import human_bytes
 from fsbench.workloads import _trees, register
 from fsbench.workloads.base import (
@@ -19,35 +15,18 @@ from fsbench.workloads.base import (
     Metric,
     Params,
     TrialContext,
-    Workload,
 )
 
 
-class TreeReadParams(_trees.TreeParams):
-    trees: int = Field(default=1, ge=1, le=64)
-
-
 @register
-class TreeRead(Workload):
+class TreeRead(_trees.OnTrees):
     name: ClassVar[str] = "tree-read"
     summary: ClassVar[str] = "read every file of the tree(s) cold, after remount"
-    params_model: ClassVar[type[Params]] = TreeReadParams
+    params_model: ClassVar[type[Params]] = _trees.TreesParams
     scale_defaults = _trees.with_tree_defaults({})
     cache: ClassVar[CacheState] = CacheState.COLD_REMOUNT
     flush: ClassVar[Flush] = Flush.NONE
     headline: ClassVar[tuple[str, ...]] = ("seconds", "mb_per_s")
-
-    def __init__(self) -> None:
-        self._src: SourceTree | None = None
-        self._trees: list[Path] = []
-
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, TreeReadParams)
-        return _trees.tree_bytes_estimate(params) * params.trees
-
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, TreeReadParams)
-        self._src, self._trees = _trees.ensure_trees(ctx, params, params.trees)
 
     def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
         assert self._src is not None

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
-
-from pydantic import Field
 
 from fsbench import proc
 from fsbench.errors import TrialFailed
-from fsbench.sourcetree import SourceTree
 from fsbench.workloads import _trees, register
 from fsbench.workloads.base import (
     Better,
@@ -18,35 +14,18 @@ from fsbench.workloads.base import (
     Metric,
     Params,
     TrialContext,
-    Workload,
 )
 
 
-class TreeRmParams(_trees.TreeParams):
-    trees: int = Field(default=1, ge=1, le=64)
-
-
 @register
-class TreeRm(Workload):
+class TreeRm(_trees.OnTrees):
     name: ClassVar[str] = "tree-rm"
     summary: ClassVar[str] = "rm -rf of N trees, caches dropped first, + sync"
-    params_model: ClassVar[type[Params]] = TreeRmParams
+    params_model: ClassVar[type[Params]] = _trees.TreesParams
     scale_defaults = _trees.with_tree_defaults({})
     cache: ClassVar[CacheState] = CacheState.COLD
     flush: ClassVar[Flush] = Flush.SYNC
     headline: ClassVar[tuple[str, ...]] = ("seconds", "files_per_s")
-
-    def __init__(self) -> None:
-        self._src: SourceTree | None = None
-        self._trees: list[Path] = []
-
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, TreeRmParams)
-        return _trees.tree_bytes_estimate(params) * params.trees
-
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, TreeRmParams)
-        self._src, self._trees = _trees.ensure_trees(ctx, params, params.trees)
 
     def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
         assert self._src is not None
