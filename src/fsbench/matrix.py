@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__, filesystems, proc, provenance, workloads
+from fsbench import __version__, filesystems, proc, provenance, sourcetree, workloads
 from fsbench.errors import FsbenchError
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan, schedule, slot_seq
 from fsbench.runner import Runner, cache_root, mount_root
@@ -225,6 +225,7 @@ def execute(
             if plan.reps == "auto":
                 store.set_convergence(run_id, convergence(plan, cells, store.get_trials(run_id)))
         finally:
+            sourcetree.unpin_all()  # the archives kept warm between trials
             if mnt.exists() and not os.path.ismount(mnt):
                 mnt.rmdir()
     except KeyboardInterrupt:

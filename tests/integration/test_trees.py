@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fsbench import sourcetree
+from fsbench import fiemap, proc, sourcetree, system
 from tests.helpers import fsbench, ours
 
 pytestmark = pytest.mark.integration
@@ -128,3 +129,37 @@ def test_kernel_build_of_a_small_target(workdir: Path) -> None:
     assert res.returncode == 0, res.stderr
     row = _metric(json.loads(res.stdout)["rows"], "ext4", "kernel-build", "seconds")
     assert row["status"] == "ok" and row["mean"] > 0
+
+
+def _resident_bytes(path: Path) -> int:
+    out = proc.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)])
+    assert out.ok, out.output
+    return int(out.stdout.strip())
+
+
+def test_warm_archive_stays_cached_across_drop_caches(workdir: Path) -> None:
+    archive = workdir / "source.tar"
+    archive.write_bytes(os.urandom(8 << 20))
+    try:
+        sourcetree.warm(archive)
+        assert sourcetree.pinned() == [archive]
+        system.drop_caches()
+        assert _resident_bytes(archive) == 8 << 20
+        sourcetree.unpin_all()
+        system.drop_caches()
+        assert _resident_bytes(archive) < 8 << 20  # released: the kernel may drop it again
+    finally:
+        sourcetree.unpin_all()
+
+
+def test_tree_files_in_inode_order_without_symlinks(workdir: Path) -> None:
+    tree = workdir / "tree"
+    (tree / "a" / "b").mkdir(parents=True)
+    names = [tree / "z", tree / "a" / "y", tree / "a" / "b" / "x", tree / "a" / "w"]
+    for name in names:
+        name.write_text("data")
+    (tree / "link").symlink_to(tree / "z")
+    found = fiemap.regular_files_by_inode(tree)
+    assert sorted(found) == sorted(str(n) for n in names)
+    inodes = [os.stat(p).st_ino for p in found]
+    assert inodes == sorted(inodes)

@@ -121,10 +121,17 @@ def ensure_trees(
     return src, trees[:count] if count else trees
 
 
+TAR_RECORD_BLOCKS = 2048  # x 512 B = 1 MiB records
+
+
 def read_trees(ctx: TrialContext, trees: list[Path]) -> None:
-    """Every byte of every file: `tar cf - TREES | cat > /dev/null`."""
+    """Every byte of every file: `tar cf - TREES | cat > /dev/null`. 1 MiB records
+    (`-b 2048`) instead of tar's 10 KiB: the files are read in the same order with the same
+    readahead, in fewer and larger writes to the pipe (over a kernel tree here: 8.7-10.5 s
+    of system time instead of 12.7-13.4 s)."""
     rel = [str(t.relative_to(ctx.mountpoint)) for t in trees]
-    res = proc.read_through_cat(["tar", "-c", "-f", "-", *rel], cwd=str(ctx.mountpoint))
+    argv = ["tar", "-c", "-b", str(TAR_RECORD_BLOCKS), "-f", "-", *rel]
+    res = proc.read_through_cat(argv, cwd=str(ctx.mountpoint))
     if not res.ok:
         raise TrialFailed(
             f"tar failed reading trees: {res.output.splitlines()[0]}", res.output[-4000:]
