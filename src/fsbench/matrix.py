@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__, filesystems, proc, provenance, sourcetree, workloads
+from fsbench import __version__, filesystems, knobs, proc, provenance, sourcetree, workloads
 from fsbench.errors import FsbenchError
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan, schedule, slot_seq
 from fsbench.runner import Runner, cache_root, mount_root
@@ -116,19 +116,24 @@ def execute_vm(
     from fsbench import vm  # QEMU, images: only when asked for
 
     t = plan.target
-    spec = vm.VmSpec(
-        kernel=t.kernel,
-        ram_mb=t.guest_ram_mb,
-        vcpus=t.vcpus,
-        scratch_bytes=t.image_size,
-        throttle=dict(t.throttle),
-        workdir=workdir,
-    )
+    default_kernel = t.kernels[0]
+
+    def spec_for(kernel: str | None) -> vm.VmSpec:
+        return vm.VmSpec(
+            kernel=kernel,
+            ram_mb=t.guest_ram_mb,
+            vcpus=t.vcpus,
+            scratch_bytes=t.image_size,
+            throttle=dict(t.throttle),
+            workdir=workdir,
+        )
+
     run_id = resume_run or _new_run(plan, store, cells, argv, overrides, "vm")
     if resume_run:
         store.reopen_run(run_id)
     outcome = Outcome(run_id)
     total = len(cells) * plan.planned_reps
+    guests: dict[str, dict[str, Any]] = {}  # kernel -> the VM's provenance, for the run
 
     def stored(records: list[TrialRecord]) -> None:
         store.record_trials(run_id, records)
@@ -142,29 +147,34 @@ def execute_vm(
             done = store.get_trials(run_id)
             active = _cells_to_run(plan, cells, rep, done)
             have = {t.seq for t in done}
-            batch = [
-                vm.VmCell.of(slot_seq(rep, i, len(cells)), rep, cell)
-                for i, cell in enumerate(cells)
-                if cell.key in active and slot_seq(rep, i, len(cells)) not in have
-            ]
-            if not batch:
-                continue
-            if on_start:
-                on_start(batch[0].seq, total, rep, batch[0].cell())
-            job = vm.VmJob(
-                batch, str(plan.scale), plan.timeout, plan.model_dump(mode="json", by_alias=True)
-            )
-            result = vm.run_in_vm(job, spec, on_cell=stored)
-            store.set_target(run_id, {"kind": "vm", **result.provenance})
-            missing = vm.import_records(result, only_missing=True)
-            if missing:
-                stored(missing)
-            if not result.ok and not result.records:
-                raise FsbenchError(
-                    f"the VM did not run: {result.error.splitlines()[0]}"
-                    if result.error
-                    else "the VM did not run"
+            # One guest per kernel per round: a round's cells under kernel A, then under B.
+            batches: dict[str | None, list[Any]] = {}
+            for i, cell in enumerate(cells):
+                seq = slot_seq(rep, i, len(cells))
+                if cell.key in active and seq not in have:
+                    kernel = cell.knobs.get(knobs.KERNEL, default_kernel)
+                    batches.setdefault(kernel, []).append(vm.VmCell.of(seq, rep, cell))
+            for kernel, batch in batches.items():
+                if on_start:
+                    on_start(batch[0].seq, total, rep, batch[0].cell())
+                job = vm.VmJob(
+                    batch,
+                    str(plan.scale),
+                    plan.timeout,
+                    plan.model_dump(mode="json", by_alias=True),
                 )
+                result = vm.run_in_vm(job, spec_for(kernel), on_cell=stored)
+                guests[kernel or "default"] = result.provenance
+                store.set_target(run_id, _vm_target(guests))
+                missing = vm.import_records(result, only_missing=True)
+                if missing:
+                    stored(missing)
+                if not result.ok and not result.records:
+                    raise FsbenchError(
+                        f"the VM did not run: {result.error.splitlines()[0]}"
+                        if result.error
+                        else "the VM did not run"
+                    )
         if plan.reps == "auto":
             store.set_convergence(run_id, convergence(plan, cells, store.get_trials(run_id)))
     except KeyboardInterrupt:
@@ -176,6 +186,15 @@ def execute_vm(
         raise
     store.finish_run(run_id, "finished")
     return outcome
+
+
+def _vm_target(guests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run's target: the last guest's provenance, and every kernel's when several."""
+    last = list(guests.values())[-1]
+    out: dict[str, Any] = {"kind": "vm", **last}
+    if len(guests) > 1:
+        out["kernels"] = {k: g.get("kernel_version") for k, g in guests.items()}
+    return out
 
 
 def execute(

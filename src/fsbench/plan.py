@@ -109,10 +109,28 @@ class TargetSpec(BaseModel):
     workdir: Path = DEFAULT_WORKDIR
     device: str | None = None
     destroy_data: bool = False
-    kernel: str | None = None  # vm: Debian's default, "6.1", a package, or a bzImage path
+    # vm: Debian's default, "6.1", a package, or a bzImage path; several ("6.1,6.12" or a
+    # list) make the kernel a dimension of the matrix (the `kernel` knob of every cell).
+    kernel: str | list[str] | None = None
     guest_ram_mb: int = Field(default=2048, ge=256)  # the classic comparisons: 2 GiB
     vcpus: int = Field(default=2, ge=1, le=64)
     throttle: dict[str, int] = Field(default_factory=dict)  # QEMU: iops-total, bps-total...
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel_list(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and not [v for v in value if str(v).strip()]:
+            raise ValueError("kernel: an empty list")
+        return value
+
+    @property
+    def kernels(self) -> list[str | None]:
+        """The kernels to run under, in order: [None] for the VM's default."""
+        if self.kernel is None:
+            return [None]
+        items = self.kernel if isinstance(self.kernel, list) else self.kernel.split(",")
+        out = [str(k).strip() for k in items if str(k).strip()]
+        return list(dict.fromkeys(out)) or [None]
 
 
 MIN_AUTO_REPS = 3
@@ -288,6 +306,15 @@ def knob_combinations(
         **(spec.knobs if spec else {}),
         **(knob_overrides or {}),
     }
+    if knobs.KERNEL in values:
+        raise FsbenchError(
+            "knob kernel: the kernel is chosen by the VM target: --target vm --kernel A,B"
+        )
+    kernels = plan.target.kernels
+    if len(kernels) > 1:
+        if plan.target.kind != "vm":
+            raise FsbenchError("several kernels need the VM target: add --target vm")
+        values[knobs.KERNEL] = kernels
     dims: dict[str, list[str]] = {}
     for name, value in values.items():
         vals = value if isinstance(value, list) else [value]

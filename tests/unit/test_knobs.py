@@ -65,3 +65,42 @@ clients = [1, 4]
             (4, "1"),
             (4, "20"),
         ]
+
+
+def _kernel_plan(kind: str, kernel: str | list[str] | None) -> Plan:
+    return Plan.model_validate(
+        {
+            "fs": [{"type": "ext4"}, {"type": "xfs"}],
+            "workload": [{"name": "alloc", "params": {"method": "fallocate"}}],
+            "scale": "tiny",
+            "target": {"kind": kind, "kernel": kernel},
+        }
+    )
+
+
+def test_several_kernels_are_a_dimension_of_the_vm_matrix() -> None:
+    for kernel in ("6.1,6.12", ["6.1", "6.12"], " 6.1 , 6.12,6.1"):
+        plan = _kernel_plan("vm", kernel)
+        assert plan.target.kernels == ["6.1", "6.12"]
+        cells = planning.expand(plan)
+        assert [(c.config.type, c.knobs) for c in cells] == [
+            ("ext4", {"kernel": "6.1"}),
+            ("xfs", {"kernel": "6.1"}),
+            ("ext4", {"kernel": "6.12"}),
+            ("xfs", {"kernel": "6.12"}),
+        ]
+    # One kernel (or the default) is the target, not a dimension: cells stay as they were.
+    for kernel in ("6.1", None):
+        assert all(c.knobs == {} for c in planning.expand(_kernel_plan("vm", kernel)))
+    assert _kernel_plan("vm", None).target.kernels == [None]
+
+
+def test_kernel_dimension_needs_the_vm_target() -> None:
+    with pytest.raises(FsbenchError, match="several kernels need the VM target"):
+        planning.expand(_kernel_plan("loop", "6.1,6.12"))
+    plan = _kernel_plan("vm", "6.1,6.12")
+    with pytest.raises(FsbenchError, match="the kernel is chosen by the VM target"):
+        planning.expand(plan, knob_overrides={"kernel": ["6.1"]})
+    # Never set or restored on the machine: the guest booted it.
+    with knobs.applied({"kernel": "6.12"}, "/dev/null") as in_force:
+        assert in_force == {}

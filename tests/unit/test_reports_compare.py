@@ -244,9 +244,12 @@ def test_text_and_markdown() -> None:
     assert "**slower by 25%**" in md and "| config | metric | A | B | B/A |" in md
 
 
-def _trial(seq: int, rep: int, config: str, seconds: float) -> TrialRecord:
+def _trial(
+    seq: int, rep: int, config: str, seconds: float, knobs: dict[str, str] | None = None
+) -> TrialRecord:
     params = {"method": "write-4k", "size": "64M"}
     return TrialRecord(
+        knobs=knobs or {},
         seq=seq,
         rep=rep,
         cell_key=f"{config}|alloc",
@@ -289,3 +292,45 @@ def test_cli_compare_json(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "slower by 25%" in res.output
     res = runner.invoke(app, ["compare", str(ids[0]), str(ids[1]), "--db", str(db)])
     assert res.exit_code == 0 and "slower by 25%" in res.output
+
+
+def test_cli_compare_by_kernel_within_one_run(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    store = Store(db)
+    rid = store.create_run(
+        name="kernels",
+        fsbench_version="0.1.0",
+        argv=["fsbench", "run"],
+        plan={"scale": "tiny", "reps": 4},
+        overrides={},
+        schedule=[],
+        host={"kernel": "host"},
+        target={"kind": "vm"},
+    )
+    seq = 0
+    for kernel, ext4, xfs in (("6.1", A_FAST, A_FAST), ("6.12", B_SLOWER, A_FAST)):
+        for rep, (e, x) in enumerate(zip(ext4, xfs, strict=True), start=1):
+            for config, value in (("ext4", e), ("xfs", x)):
+                store.record_trial(rid, _trial(seq, rep, config, value, {"kernel": kernel}))
+                seq += 1
+    store.finish_run(rid, "finished")
+    runner = CliRunner()
+    res = runner.invoke(app, ["compare", str(rid), "--by", "kernel", "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    verdicts = {c["config"]: c["verdict"] for c in doc["cells"]}
+    assert verdicts == {"ext4": "worse", "xfs": cmp.NO_CLEAR}
+    assert all(c["knobs"] == {} for c in doc["cells"])  # matched without the kernel knob
+    assert "kernel=6.1" in doc["a"]["name"] and "kernel=6.12" in doc["b"]["name"]
+    res = runner.invoke(app, ["compare", str(rid), "--by", "kernel=6.12,6.1", "--db", str(db)])
+    assert res.exit_code == 0 and "faster by" in res.output
+    for bad, message in (
+        (["--by", "scheduler"], "no dimension 'scheduler'"),
+        (["--by", "kernel=6.1,5.4"], "no '5.4'"),
+        (["--by", "kernel=6.1"], "choose two"),
+        (["2", "--by", "kernel"], "give RUN_A only"),
+        ([], "needs RUN_B"),
+    ):
+        res = runner.invoke(app, ["compare", str(rid), *bad, "--db", str(db)])
+        assert res.exit_code != 0, bad
+        assert message in res.output + str(res.exception), (bad, res.output, res.exception)

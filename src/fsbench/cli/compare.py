@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -13,12 +14,24 @@ from fsbench.cli.common import DbOption, JsonOption
 from fsbench.errors import FsbenchError
 from fsbench.reports import compare as cmp
 from fsbench.reports.rows import build_rows
-from fsbench.store import Store
+from fsbench.store import RunRecord, Store
 
 
 def compare(
     run_a: Annotated[int, typer.Argument(metavar="RUN_A", help="The baseline run (A).")],
-    run_b: Annotated[int, typer.Argument(metavar="RUN_B", help="The run compared with it (B).")],
+    run_b: Annotated[
+        int | None,
+        typer.Argument(metavar="[RUN_B]", help="The run compared with it (B); not with --by."),
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="KNOB[=A,B]",
+            help="Within RUN_A: the cells under one value of a dimension against another, "
+            "e.g. --by kernel (two kernels) or --by vm.dirty_ratio=10,40.",
+        ),
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, md or json.")] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,
     all_metrics: Annotated[
@@ -34,14 +47,21 @@ def compare(
     if fmt not in cmp.FORMATS:
         raise FsbenchError(f"unknown format {fmt!r} (known: {', '.join(cmp.FORMATS)})")
     store = Store(db)
-    a, b = store.get_run(run_a), store.get_run(run_b)
-    result = cmp.compare_runs(
-        a,
-        build_rows(store.get_trials(run_a), a.convergence),
-        b,
-        build_rows(store.get_trials(run_b), b.convergence),
-        all_metrics,
-    )
+    if by is not None:
+        if run_b is not None:
+            raise FsbenchError("--by compares within one run: give RUN_A only")
+        a, b, result = _compare_levels(store, run_a, by, all_metrics)
+    elif run_b is None:
+        raise FsbenchError("compare needs RUN_B, or --by KNOB to compare within RUN_A")
+    else:
+        a, b = store.get_run(run_a), store.get_run(run_b)
+        result = cmp.compare_runs(
+            a,
+            build_rows(store.get_trials(run_a), a.convergence),
+            b,
+            build_rows(store.get_trials(run_b), b.convergence),
+            all_metrics,
+        )
     if fmt == "table" and output is None:
         console = Console() if sys.stdout.isatty() else Console(width=200)
         cmp.print_comparison(console, a, b, result)
@@ -56,3 +76,36 @@ def compare(
     else:
         output.write_text(text)
         Console(stderr=True).print(f"wrote {output}", style="dim")
+
+
+def _compare_levels(
+    store: Store, run_id: int, by: str, all_metrics: bool
+) -> tuple[RunRecord, RunRecord, cmp.Comparison]:
+    """Level A of a knob against level B within one run (kernel 6.1 vs 6.12)."""
+    knob, _, wanted = by.partition("=")
+    knob = knob.strip()
+    run = store.get_run(run_id)
+    rows = build_rows(store.get_trials(run_id), run.convergence)
+    levels = cmp.knob_levels(rows, knob)
+    if not levels:
+        known = sorted({k for r in rows for k in r.knobs})
+        raise FsbenchError(
+            f"run {run_id} has no dimension {knob!r}"
+            + (f" (it has: {', '.join(known)})" if known else " (it has no knob dimensions)")
+        )
+    chosen = [v.strip() for v in wanted.split(",") if v.strip()] if wanted else levels
+    if len(chosen) != 2:
+        raise FsbenchError(
+            f"--by {knob}: run {run_id} has {len(levels)} values ({', '.join(levels)}); "
+            f"choose two: --by {knob}=A,B"
+        )
+    for level in chosen:
+        if level not in levels:
+            raise FsbenchError(f"--by {knob}: no {level!r} in run {run_id} ({', '.join(levels)})")
+    level_a, level_b = chosen
+    a = replace(run, name=f"{run.name}, {knob}={level_a}")
+    b = replace(run, name=f"{run.name}, {knob}={level_b}")
+    result = cmp.compare_rows(
+        cmp.split_by_knob(rows, knob, level_a), cmp.split_by_knob(rows, knob, level_b), all_metrics
+    )
+    return a, b, result

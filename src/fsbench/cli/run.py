@@ -224,8 +224,8 @@ def run(
         str | None,
         typer.Option(
             "--kernel",
-            help="vm: Debian's default, a version (6.1), a "
-            "linux-image package, or the path of your own bzImage.",
+            help="vm: Debian's default, a version (6.1), a linux-image package, or the "
+            "path of your own bzImage; several (6.1,6.12) make the kernel a dimension.",
         ),
     ] = None,
     guest_ram: Annotated[
@@ -392,7 +392,8 @@ def _execute_vm(
     for line in vm.release_stale(plan.target.workdir):
         err.print(f"released stale: {line}", style="yellow", markup=False)
     err.print(
-        f"fsbench: {plan.name} in a QEMU guest (kernel {plan.target.kernel or 'default'}): "
+        f"fsbench: {plan.name} in a QEMU guest (kernel "
+        f"{', '.join(k or 'default' for k in plan.target.kernels)}): "
         f"{len(cells)} cells x {plan.reps} reps; the first run builds the guest image "
         "(a few minutes, cached)",
         markup=False,

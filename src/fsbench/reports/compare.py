@@ -13,7 +13,7 @@ import io
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rich import box
@@ -211,6 +211,21 @@ def compare_runs(
     cmp = compare_rows(rows_a, rows_b, all_metrics)
     cmp.differences = run_differences(a, b)
     return cmp
+
+
+def knob_levels(rows: list[Row], knob: str) -> list[str]:
+    """The values a knob takes in a run's rows, in the order they first appear."""
+    return list(dict.fromkeys(r.knobs[knob] for r in rows if knob in r.knobs))
+
+
+def split_by_knob(rows: list[Row], knob: str, level: str) -> list[Row]:
+    """The rows of one level of a knob, the knob itself left out of their cells, so that
+    the cells of two levels match (ext4 under kernel=6.1 against ext4 under kernel=6.12)."""
+    return [
+        replace(r, knobs={k: v for k, v in r.knobs.items() if k != knob})
+        for r in rows
+        if r.knobs.get(knob) == level
+    ]
 
 
 def _headline_rows(rows: list[Row]) -> list[Row]:
@@ -417,9 +432,9 @@ def _side_text(row: Row) -> str:
 def _header_lines(a: RunRecord, b: RunRecord, cmp: Comparison) -> list[str]:
     lines = [
         f"A: run {a.id} ({a.name}, {a.status}) {a.created_at[:19].replace('T', ' ')} UTC, "
-        f"Linux {a.host.get('kernel')}, fsbench {a.fsbench_version}",
+        f"host Linux {a.host.get('kernel')}, fsbench {a.fsbench_version}",
         f"B: run {b.id} ({b.name}, {b.status}) {b.created_at[:19].replace('T', ' ')} UTC, "
-        f"Linux {b.host.get('kernel')}, fsbench {b.fsbench_version}",
+        f"host Linux {b.host.get('kernel')}, fsbench {b.fsbench_version}",
     ]
     for d in cmp.differences:
         lines.append(f"differs: {d['what']}: {d['a']} → {d['b']}")

@@ -177,7 +177,10 @@ def kernel_package(spec: str | None) -> str:
             timeout=60,
         )
         names = [ln.split()[0] for ln in res.stdout.splitlines() if ln.split()]
-        names = [n for n in names if re.fullmatch(r"linux-image-[\d.]+(-\d+)?(\+bpo)?-amd64", n)]
+        # Real kernels only (6.1.0-41-amd64, 6.12.57+deb12-amd64, ...+bpo-amd64), not the
+        # meta-packages (linux-image-6.12-amd64) that only depend on one.
+        real = r"linux-image-\d+\.\d+\.\d+(-\d+)?(\+(bpo|deb\d+))?-amd64"
+        names = [n for n in names if re.fullmatch(real, n)]
         if not names:
             hint = " (6.12 comes from bookworm-backports: add it to the apt sources)"
             raise FsbenchError(
