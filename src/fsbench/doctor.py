@@ -43,6 +43,7 @@ class VmStatus(BaseModel):
     accel: str
     images: list[str]  # kernel versions with a cached guest image
     filesystems: dict[str, list[str]]  # guest kernel -> filesystems it adds
+    boot_roots: list[str] = []  # cached root images of the boot workload: "xfs (host)"
 
 
 class DoctorReport(BaseModel):
@@ -169,4 +170,5 @@ def _vm_status() -> VmStatus | None:
         accel=str(facts.get("accel") or "-"),
         images=[str(i.get("kernel_version")) for i in facts.get("images") or []],
         filesystems=adds,
+        boot_roots=[f"{r['config']} ({r['made_in']})" for r in facts.get("boot_roots") or []],
     )

@@ -40,6 +40,12 @@ def preflight(plan: Plan, cells: list[Cell], target_size: int) -> list[str]:
     if os.geteuid() != 0:
         raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
     warnings: list[str] = []
+    for spec in plan.workloads:
+        vm_only = [s for s in spec.steps if workloads.get(s).vm_only]
+        if vm_only and plan.target.kind != "vm":
+            raise FsbenchError(f"workload {vm_only[0]} needs the VM target: add --target vm")
+        if vm_only and len(spec.steps) > 1:
+            raise FsbenchError(f"workload {vm_only[0]} runs alone, not in a chain")
     if plan.target.kind == "vm":
         # The guest's kernel and tools decide; this host only needs QEMU.
         if proc.which("qemu-system-x86_64") is None:
@@ -114,6 +120,7 @@ def execute_vm(
     kernel (fsbench's runner in the guest, on a fresh virtio scratch disk); every trial is
     stored as the guest reports it."""
     from fsbench import vm  # QEMU, images: only when asked for
+    from fsbench.vm.boot import run_boot_cell
 
     t = plan.target
     default_kernel = t.kernels[0]
@@ -154,7 +161,16 @@ def execute_vm(
                 if cell.key in active and seq not in have:
                     kernel = cell.knobs.get(knobs.KERNEL, default_kernel)
                     batches.setdefault(kernel, []).append(vm.VmCell.of(seq, rep, cell))
-            for kernel, batch in batches.items():
+            for kernel, in_guest in batches.items():
+                # A boot is a whole guest of its own, run from here; the rest share one.
+                boots = [vc for vc in in_guest if workloads.get(vc.workload).vm_only]
+                batch = [vc for vc in in_guest if vc not in boots]
+                for vc in boots:
+                    if on_start:
+                        on_start(vc.seq, total, rep, vc.cell())
+                    stored(run_boot_cell(vc, spec_for(kernel)))
+                if not batch:
+                    continue
                 if on_start:
                     on_start(batch[0].seq, total, rep, batch[0].cell())
                 job = vm.VmJob(

@@ -65,6 +65,7 @@ def _print(report: checks.DoctorReport) -> None:
         t.add_column("accel")
         t.add_column("cached guest kernels")
         t.add_column("filesystems it adds", overflow="fold")
+        t.add_column("boot roots", overflow="fold")
         adds = "; ".join(f"{k}: {', '.join(fs)}" for k, fs in v.filesystems.items()) or "-"
         t.add_row(
             _mark(v.usable) + ("" if v.usable else f" {v.reason}"),
@@ -72,6 +73,7 @@ def _print(report: checks.DoctorReport) -> None:
             v.accel,
             ", ".join(v.images) or "none yet (first vm run builds one)",
             adds,
+            ", ".join(v.boot_roots) or "-",
         )
         console.print(t)
     for line in report.released:

@@ -35,6 +35,18 @@ def _guest_filesystems(cache: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _boot_roots(cache: Path) -> list[dict[str, Any]]:
+    out = []
+    for meta in sorted((cache / "boot-roots").glob("*.json")):
+        try:
+            data = json.loads(meta.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if Path(data.get("path", "")).is_file():
+            out.append(data)
+    return out
+
+
 def doctor_facts(cache: Path = vm_image.DEFAULT_CACHE, probe: bool = True) -> dict[str, Any]:
     """QEMU and its version, whether KVM is usable (the probe's verdict), debootstrap,
     cached images and kernels, and the filesystems the VM adds (per cached kernel)."""
@@ -51,6 +63,7 @@ def doctor_facts(cache: Path = vm_image.DEFAULT_CACHE, probe: bool = True) -> di
         {**img, "current": img.get("key") in current} for img in vm_image.cached_images(cache)
     ]
     facts["kernels"] = vm_image.cached_kernels(cache)
+    facts["boot_roots"] = _boot_roots(cache)
     facts["vm_filesystems"] = list(vm_image.VM_FILESYSTEMS)
     # Per kernel: the VM's filesystems its modules provide (read from the files)...
     facts["guest_filesystems"] = _guest_filesystems(cache)

@@ -100,6 +100,33 @@ def run_job(job: VmJob, share: Path) -> None:
                     _say(f"  {r.workload}: {r.status} {r.message}")
 
 
+NEW_ROOT = Path("/run/fsbench/newroot")
+
+
+def make_root(config_data: dict[str, Any], share: Path) -> None:
+    """The scratch disk becomes this guest's root on another filesystem (a boot root for
+    a filesystem the host kernel cannot write): mkfs, copy /, the boot files."""
+    from fsbench import fsops
+    from fsbench.plan import FsConfig
+    from fsbench.vm import bootroot
+
+    config = FsConfig.model_validate(config_data)
+    fs = filesystems.get(config.type)
+    facts = guest_facts()
+    _write(share / STARTED, json.dumps(facts, indent=1, default=str))
+    made = fsops.mkfs(fs, list(config.mkfs), SCRATCH)  # Unsupported: the message says why
+    _say(f"mkfs {config.display} on {SCRATCH}: {made.seconds:.1f} s")
+    fsops.mount(fs, SCRATCH, NEW_ROOT, config.mount)
+    try:
+        bootroot.copy_root(Path("/"), NEW_ROOT)
+        bootroot.install_boot_files(NEW_ROOT, fs.mount_type or fs.name, config.mount)
+        _say("root copied")
+    finally:
+        fsops.umount(NEW_ROOT)
+    with open(share / RECORDS, "a") as out:
+        out.write(json.dumps([{"make_root": config.display, "mkfs": made.argv}]) + "\n")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m fsbench.vm.guest /share/job.json", file=sys.stderr)
@@ -110,7 +137,10 @@ def main(argv: list[str]) -> int:
     _say("job start")
     try:
         job = VmJob.from_json(job_path.read_text())
-        run_job(job, share)
+        if job.make_root is not None:
+            make_root(job.make_root, share)
+        else:
+            run_job(job, share)
     except BaseException:
         text = traceback.format_exc()
         print(text, file=sys.stderr, flush=True)

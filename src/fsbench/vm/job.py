@@ -84,6 +84,10 @@ class VmJob:
     scale: str
     trial_timeout: float | None = None
     plan: dict[str, Any] | None = None  # the validated plan, for the guest's record only
+    # Instead of cells: make the scratch disk a copy of the guest's own root on this
+    # filesystem config (FsConfig as JSON), for the boot workload's filesystems that the
+    # host kernel cannot write.
+    make_root: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -92,7 +96,9 @@ class VmJob:
     def from_json(cls, text: str) -> VmJob:
         data = json.loads(text)
         cells = [VmCell(**c) for c in data["cells"]]
-        return cls(cells, data["scale"], data.get("trial_timeout"), data.get("plan"))
+        return cls(
+            cells, data["scale"], data.get("trial_timeout"), data.get("plan"), data.get("make_root")
+        )
 
 
 @dataclass
@@ -113,6 +119,9 @@ class VmSpec:
     # "script": the job runs from a small init script (fast); "systemd": a full systemd
     # boot runs it from a unit (what the boot workload measures; ~30 s more under TCG).
     init: str = "script"
+    # The scratch disk's file when the caller keeps it (a boot root made in the guest);
+    # None: a fresh sparse file in the job's directory, deleted with it.
+    scratch_path: Path | None = None
 
 
 @dataclass
@@ -199,7 +208,7 @@ def run_in_vm(
         vm_image.install_fsbench(share / PYSRC, compile_=True)
         overlay = run_dir / "root.qcow2"
         qemu.make_overlay(img.root, overlay)
-        scratch = run_dir / "scratch.img"
+        scratch = spec.scratch_path or run_dir / "scratch.img"
         qemu.make_scratch(scratch, spec.scratch_bytes)
         machine = qemu.Machine(
             kernel=img.kernel,

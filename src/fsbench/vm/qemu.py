@@ -107,7 +107,7 @@ class Machine:
     kernel: Path
     initrd: Path
     root_overlay: Path  # qcow2 over the cached raw image
-    scratch: Path  # raw, sparse
+    scratch: Path | None  # raw, sparse; None: no second disk (a boot)
     share: Path
     console_log: Path
     ram_mb: int = 2048
@@ -116,10 +116,17 @@ class Machine:
     throttle: dict[str, int] = field(default_factory=dict)
     cmdline_extra: tuple[str, ...] = ()
     init: str | None = None  # init=... (None: the image's systemd)
+    root_fstype: str | None = None  # rootfstype= (the boot workload's roots)
+    root_flags: str = ""  # rootflags=: the config's mount options
+    # The root's host cache: `unsafe` for jobs (the root is a throwaway overlay); `none` for
+    # a boot, so every boot reads its root from the disk, not from the host's page cache.
+    root_cache: str = "unsafe"
 
     def cmdline(self) -> str:
         base = [
             "root=/dev/vda",
+            *([f"rootfstype={self.root_fstype}"] if self.root_fstype else []),
+            *([f"rootflags={self.root_flags}"] if self.root_flags else []),
             "rw",
             "console=ttyS0,115200",
             "panic=-1",
@@ -138,9 +145,17 @@ class Machine:
         else:
             # +rdrand: an entropy source, or mkfs stalls seconds for the random pool.
             accel = ["-accel", "tcg,thread=multi", "-cpu", "qemu64,+rdrand"]
-        scratch = f"file={self.scratch},format=raw,if=virtio,cache=none,aio=threads,discard=unmap"
-        for key, value in sorted(self.throttle.items()):
-            scratch += f",throttling.{key}={int(value)}"
+        drives = [
+            "-drive",
+            f"file={self.root_overlay},format=qcow2,if=virtio,cache={self.root_cache}",
+        ]
+        if self.scratch is not None:
+            scratch = (
+                f"file={self.scratch},format=raw,if=virtio,cache=none,aio=threads,discard=unmap"
+            )
+            for key, value in sorted(self.throttle.items()):
+                scratch += f",throttling.{key}={int(value)}"
+            drives += ["-drive", scratch]
         return [
             binary,
             *accel,
@@ -163,10 +178,7 @@ class Machine:
             str(self.initrd),
             "-append",
             self.cmdline(),
-            "-drive",
-            f"file={self.root_overlay},format=qcow2,if=virtio,cache=unsafe",
-            "-drive",
-            scratch,
+            *drives,
             "-virtfs",
             f"local,path={self.share},mount_tag=fsbench,security_model=none,id=fsbench",
             "-device",

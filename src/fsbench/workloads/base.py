@@ -121,6 +121,8 @@ class Workload(ABC):
     needs_mount: ClassVar[bool] = True
     # Metrics the terminal table shows; every metric is stored and in md/csv/json.
     headline: ClassVar[tuple[str, ...]] = ("seconds",)
+    # Measured by the VM target itself (a whole guest booting), never by the runner.
+    vm_only: ClassVar[bool] = False
 
     def required_bytes(self, params: Params) -> int:
         """Space the workload needs on the filesystem; checked before a run starts."""

@@ -1,0 +1,43 @@
+"""boot: the guest OS booting from a root filesystem of each config (VM target only).
+
+The host makes a root image of the guest's Debian on the config's filesystem (mkfs
+options honoured; mount options in fstab and rootflags=), boots it under QEMU with
+systemd, and times QEMU's start to a marker service ordered after multi-user.target;
+systemd-analyze gives the kernel / initrd / userspace split, and the host's disk and CPU
+are sampled at 10 Hz until the marker (the bootchart). fsck is skipped on every root
+(only e2fsck would be in the initrd). The work is in `fsbench.vm.boot`; the runner never
+runs this workload itself.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from fsbench.errors import Unsupported
+from fsbench.workloads import register
+from fsbench.workloads.base import Metric, Params, Scale, TrialContext, Workload
+
+
+class BootParams(Params):
+    pass
+
+
+@register
+class BootWorkload(Workload):
+    name: ClassVar[str] = "boot"
+    summary: ClassVar[str] = "boot the guest OS from a root on each filesystem (VM target)"
+    params_model: ClassVar[type[Params]] = BootParams
+    scale_defaults = {Scale.TINY: {}, Scale.QUICK: {}, Scale.FULL: {}}
+    headline: ClassVar[tuple[str, ...]] = ("seconds", "kernel_s", "initrd_s", "userspace_s")
+    vm_only: ClassVar[bool] = True
+
+    @classmethod
+    def missing(cls) -> str | None:
+        from fsbench import proc
+
+        if proc.which("qemu-system-x86_64") is None:
+            return "the VM target needs QEMU (apt-get install qemu-system-x86 qemu-utils)"
+        return None
+
+    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+        raise Unsupported("boot runs on the VM target only: --target vm")

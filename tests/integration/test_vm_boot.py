@@ -1,0 +1,77 @@
+"""The boot workload end to end: an ext4 root made on the host from the cached guest
+image, booted under QEMU with systemd; seconds to the marker, systemd-analyze's split,
+the bootchart samples, and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fsbench.store import Store
+from fsbench.vm import ensure_image
+from tests.helpers import fsbench, ours
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the VM target needs root"),
+    pytest.mark.skipif(
+        shutil.which("qemu-system-x86_64") is None or shutil.which("qemu-img") is None,
+        reason="no QEMU (apt-get install qemu-system-x86 qemu-utils)",
+    ),
+    pytest.mark.skipif(
+        shutil.which("debootstrap") is None, reason="no debootstrap (apt-get install debootstrap)"
+    ),
+]
+
+CACHE = Path(os.environ.get("FSBENCH_VM_CACHE", "/var/tmp/fsbench/cache/vm"))
+
+
+def test_one_boot_from_an_ext4_root(workdir: Path) -> None:
+    ensure_image(None, CACHE)  # shared with the other VM tests: built once
+    db = workdir / "r.db"
+    res = fsbench(
+        "run",
+        "--target",
+        "vm",
+        "--fs",
+        "ext4",
+        "--workload",
+        "boot",
+        "--reps",
+        "1",
+        "--guest-ram",
+        "1024",
+        "--workdir",
+        str(workdir / "work"),
+        "--db",
+        str(db),
+        "--json",
+        timeout=900,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = {r["metric"]: r for r in json.loads(res.stdout)["rows"] if r["workload"] == "boot"}
+    for metric in ("seconds", "kernel_s", "initrd_s", "userspace_s", "root_read_mb"):
+        assert rows[metric]["status"] == "ok" and rows[metric]["n"] == 1, rows.get(metric)
+    seconds = rows["seconds"]["mean"]
+    split = rows["kernel_s"]["mean"] + rows["initrd_s"]["mean"] + rows["userspace_s"]["mean"]
+    # QEMU start -> marker covers systemd's account of the boot (and QEMU's own start).
+    assert 0 < split <= seconds + 1.0
+    assert rows["root_read_mb"]["mean"] > 10  # the OS came off the root disk
+
+    store = Store(db)
+    (trial,) = store.get_trials(store.latest_run_id())
+    booted = trial.provenance["boot"]
+    assert booted["root_mount"].split()[:2] == ["/dev/vda", "ext4"]
+    assert "rootfstype=ext4" in booted["cmdline"]
+    assert booted["system_state"] in ("running", "degraded"), booted
+    assert trial.provenance["boot_root"]["made_in"] == "host"
+    assert trial.provenance["vm"]["accel"] in ("kvm", "tcg")
+    assert len(store.get_samples(trial.id)) >= 10  # the bootchart: 10 Hz up to the marker
+    # Nothing left behind: loop devices, mounts, run directories, QEMU.
+    assert ours(workdir) == ([], [])
+    assert not list((workdir / "work").glob("vm-*"))
+    assert not list((workdir / "work").glob("mnt-*"))

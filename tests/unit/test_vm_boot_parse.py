@@ -1,0 +1,91 @@
+"""The boot workload's pieces that need no guest: parsing systemd-analyze, the root's
+files, the boot machine's command line, and where a boot may run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fsbench import matrix
+from fsbench.errors import FsbenchError
+from fsbench.plan import Plan
+from fsbench.vm import boot, bootroot, qemu
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("837ms", 0.837), ("2.107s", 2.107), ("1min 2.5s", 62.5), ("1h 1min", 3660.0), ("", 0.0)],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert boot.parse_duration(text) == pytest.approx(seconds)
+
+
+def test_parse_analyze_time() -> None:
+    text = (
+        "Startup finished in 1.733s (kernel) + 3.136s (initrd) + 1min 12.371s (userspace) "
+        "= 1min 17.240s\nmulti-user.target reached after 1min 12.350s in userspace.\n"
+    )
+    assert boot.parse_analyze_time(text) == pytest.approx(
+        {"kernel": 1.733, "initrd": 3.136, "userspace": 72.371, "total": 77.24}
+    )
+    # Not finished (the unit ran too early): nothing, rather than a wrong number.
+    assert boot.parse_analyze_time("Bootup is not yet finished (...)") == {}
+
+
+def test_guest_reads_from_diskstats() -> None:
+    text = (
+        " 254       0 vda 5370 1802 412322 2311 141 93 5818 90 0 2296 2428 0 0 0 0 7 26\n"
+        " 254      16 vdb 10 0 80 1 0 0 0 0 0 1 1 0 0 0 0 0 0\n"
+    )
+    assert boot.guest_reads(text) == 412322 * 512
+    assert boot.guest_reads(text, "vdc") is None
+
+
+def test_boot_files(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    bootroot.install_boot_files(tmp_path, "xfs", "noatime")
+    assert (tmp_path / "etc/fstab").read_text().splitlines()[0] == "/dev/vda / xfs noatime 0 0"
+    script = tmp_path / bootroot.MARKER_SCRIPT.lstrip("/")
+    assert script.stat().st_mode & 0o111
+    assert bootroot.MARKER in script.read_text()
+    wants = tmp_path / "etc/systemd/system/multi-user.target.wants" / bootroot.MARKER_UNIT
+    assert wants.is_symlink()
+    unit = (tmp_path / "etc/systemd/system" / bootroot.MARKER_UNIT).read_text()
+    assert "After=multi-user.target" in unit and "Type=simple" in unit
+    bootroot.install_boot_files(tmp_path, "ext4", "")  # again: replaced, not duplicated
+    assert (tmp_path / "etc/fstab").read_text().startswith("/dev/vda / ext4 defaults 0 0\n")
+
+
+def test_boot_machine_has_its_root_type_and_no_scratch(tmp_path: Path) -> None:
+    m = qemu.Machine(
+        kernel=tmp_path / "vmlinuz",
+        initrd=tmp_path / "initrd.img",
+        root_overlay=tmp_path / "root.qcow2",
+        scratch=None,
+        share=tmp_path / "share",
+        console_log=tmp_path / "console.log",
+        root_fstype="reiserfs",
+        root_flags="noatime",
+        root_cache="none",
+        cmdline_extra=boot.BOOT_CMDLINE,
+    )
+    cmdline = m.cmdline().split()
+    assert cmdline[:3] == ["root=/dev/vda", "rootfstype=reiserfs", "rootflags=noatime"]
+    assert bootroot.BOOT_FLAG in cmdline and "fsck.mode=skip" in cmdline
+    assert not any(a.startswith("init=") for a in cmdline)  # systemd boots
+    drives = [a for a in m.argv() if a.startswith("file=")]
+    assert len(drives) == 1 and "cache=none" in drives[0]
+
+
+def _plan(kind: str, workload: str) -> Plan:
+    return Plan.model_validate(
+        {"fs": [{"type": "ext4"}], "workload": [{"name": workload}], "target": {"kind": kind}}
+    )
+
+
+def test_boot_needs_the_vm_target_and_runs_alone() -> None:
+    with pytest.raises(FsbenchError, match="boot needs the VM target"):
+        matrix.preflight(_plan("loop", "boot"), [], 1 << 30)
+    with pytest.raises(FsbenchError, match="runs alone"):
+        matrix.preflight(_plan("vm", "boot+untar"), [], 1 << 30)
