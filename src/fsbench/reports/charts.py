@@ -753,16 +753,22 @@ def _timeline_figure(
                 handles += h
                 labels += lab
             fig.legend(handles, labels, loc="outside lower center", ncols=6, fontsize=9.5)
+    wl = group[0].workload
+    booted = wl == "boot"  # sampled on the host while QEMU boots the guest
     axes[-1].set_xlim(0, t_end)
-    axes[-1].set_xlabel("seconds since the timed phase started")
+    axes[-1].set_xlabel(
+        "seconds since QEMU started" if booted else "seconds since the timed phase started"
+    )
     reps = {tl.rep for tl in group}
     which = f"rep {reps.pop()} of each config" if len(reps) == 1 else "first rep of each config"
-    wl = group[0].workload
     title = (
         f"{_wl_title(wl, group[0].chain)}{f', {label}' if label else ''}: device and CPU over time"
     )
     subtitle = _subtitle(
-        which, "10 Hz samples", "CPU of the whole machine", "device = the test target"
+        which,
+        "10 Hz samples" + (" up to the boot marker" if booted else ""),
+        "CPU of the host running QEMU" if booted else "CPU of the whole machine",
+        "device = the host disk under the guest's root" if booted else "device = the test target",
     )
     _titles(fig, title, subtitle)
     paths = _save(fig, out_dir, stem, formats)
