@@ -42,6 +42,7 @@ AFTER_MARKER_TIMEOUT = 120.0  # systemd-analyze and power-off
 POLL_SECONDS = 0.02  # the marker's time is known to this much
 BOOT_CMDLINE = (bootroot.BOOT_FLAG, "fsck.mode=skip", "fastboot")
 BLAME_LINES = 15
+GUEST_ROOT_TIMEOUT = 1800.0  # making a root inside a guest: boot + mkfs + copying ~1 GB
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,24 @@ def _make_on_host(
     src_mnt, dst_mnt = workdir / f"mnt-{pid}-bootroot-src", workdir / f"mnt-{pid}-bootroot-dst"
     with open(tmp, "wb") as fh:
         fh.truncate(img.root.stat().st_size)
-    device: str | None = None
+    try:
+        made = _fill_on_host(img, config, fs, tmp, src_mnt, dst_mnt)
+        shutil.move(tmp, dest)  # a rename: the same filesystem by default
+    finally:
+        tmp.unlink(missing_ok=True)
+    return made.argv
+
+
+def _fill_on_host(
+    img: vm_image.GuestImage,
+    config: FsConfig,
+    fs: filesystems.FsType,
+    tmp: Path,
+    src_mnt: Path,
+    dst_mnt: Path,
+) -> fsops.Made:
+    """mkfs on `tmp` and copy the root into it; everything unmounted and detached after."""
     with contextlib.ExitStack() as stack:
-        stack.callback(tmp.unlink, missing_ok=True)
         res = proc.run(["losetup", "--find", "--show", str(tmp)], timeout=60)
         if not res.ok or not res.stdout.strip():
             raise FsbenchError(f"losetup {tmp}: {res.output.strip()}")
@@ -172,9 +188,7 @@ def _make_on_host(
         stack.callback(mounts.umount, dst_mnt)
         bootroot.copy_root(src_mnt, dst_mnt)
         bootroot.install_boot_files(dst_mnt, fs.mount_type or fs.name, config.mount)
-        stack.close()  # unmounted and detached before the image is kept
-        shutil.move(tmp, dest)  # rename: the same filesystem by default
-    return made.argv
+    return made
 
 
 def _rmdir_if_unmounted(path: Path) -> None:
@@ -202,6 +216,8 @@ def _make_in_guest(
                 init="script",
                 throttle={},
             ),
+            # Copying the root under TCG takes minutes; the default limit is for cells.
+            timeout=GUEST_ROOT_TIMEOUT,
             log=log,
         )
         if not result.ok:
@@ -310,7 +326,7 @@ def boot_once(
         device = host_device_of(root.path)
         out.facts["host_device"] = device
         system.drop_caches()  # syncs first
-        _boot(argv, console, share, accel, device, out)
+        _boot(argv, console, share, accel, device, out, run_dir / "qemu.stderr")
         out.facts["console_log"] = vm_job._keep_log(console, spec.cache_dir)
     finally:
         vm_job._release(run_dir)
@@ -318,19 +334,28 @@ def boot_once(
 
 
 def _boot(
-    argv: list[str], console: Path, share: Path, accel: str, device: str | None, out: Boot
+    argv: list[str],
+    console: Path,
+    share: Path,
+    accel: str,
+    device: str | None,
+    out: Boot,
+    stderr_path: Path,
 ) -> None:
     limit = MARKER_TIMEOUT[accel]
     sampler = Sampler(device) if device else None
     child: subprocess.Popen[bytes] | None = None
     try:
-        with sampler if sampler is not None else contextlib.nullcontext():
+        with (
+            open(stderr_path, "wb") as stderr,
+            sampler if sampler is not None else contextlib.nullcontext(),
+        ):
             t0 = time.monotonic()
             child = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stderr=stderr,
                 start_new_session=True,
                 preexec_fn=vm_job._set_pdeathsig,
             )
@@ -357,11 +382,10 @@ def _boot(
     finally:
         if child is not None and child.poll() is None:
             qemu.kill(child)
-        if child is not None and child.stderr is not None:
-            err = child.stderr.read().decode(errors="replace").strip()
+        with contextlib.suppress(OSError):
+            err = stderr_path.read_text(errors="replace").strip()
             if err:
                 out.facts["qemu_stderr"] = err[-1000:]
-            child.stderr.close()
 
 
 def _wait_marker(
