@@ -75,3 +75,52 @@ def test_one_boot_from_an_ext4_root(workdir: Path) -> None:
     assert ours(workdir) == ([], [])
     assert not list((workdir / "work").glob("vm-*"))
     assert not list((workdir / "work").glob("mnt-*"))
+
+
+def test_two_kernels_in_one_run_compared_by_kernel(workdir: Path) -> None:
+    ensure_image("6.1", CACHE)
+    ensure_image("6.12", CACHE)
+    db = workdir / "r.db"
+    res = fsbench(
+        "run",
+        "--target",
+        "vm",
+        "--kernel",
+        "6.1,6.12",
+        "--fs",
+        "ext4",
+        "--workload",
+        "alloc",
+        "--set",
+        "method=fallocate",
+        "--set",
+        "size=8M",
+        "--scale",
+        "tiny",
+        "--reps",
+        "2",
+        "--guest-ram",
+        "1024",
+        "--image-size",
+        "1G",
+        "--workdir",
+        str(workdir / "work"),
+        "--db",
+        str(db),
+        timeout=900,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    store = Store(db)
+    run_id = store.latest_run_id()
+    assert run_id is not None
+    trials = store.get_trials(run_id)
+    assert sorted(t.knobs["kernel"] for t in trials) == ["6.1", "6.1", "6.12", "6.12"]
+    for t in trials:
+        assert t.status == "ok", t.message
+        # The knob says which kernel; the guest says which kernel really ran.
+        assert t.provenance["vm"]["guest"]["kernel"].startswith(t.knobs["kernel"] + ".")
+    res = fsbench("compare", str(run_id), "--by", "kernel", "--json", "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["cells"] and all(c["a"]["n"] == 2 and c["b"]["n"] == 2 for c in doc["cells"])
+    assert {c["config"] for c in doc["cells"]} == {"ext4"}
