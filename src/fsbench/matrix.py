@@ -168,7 +168,12 @@ def execute_vm(
                 for vc in boots:
                     if on_start:
                         on_start(vc.seq, total, rep, vc.cell())
-                    stored(run_boot_cell(vc, spec_for(kernel)))
+                    records = run_boot_cell(vc, spec_for(kernel))
+                    stored(records)
+                    booted = records[0].provenance.get("vm")
+                    if booted and (kernel or "default") not in guests:
+                        guests[kernel or "default"] = booted
+                        store.set_target(run_id, _vm_target(guests))
                 if not batch:
                     continue
                 if on_start:

@@ -290,11 +290,20 @@ def run_header(run: RunRecord) -> list[str]:
         )
     elif t.get("kind") == "vm":
         guest = t.get("guest") or {}
+        kernels = t.get("kernels") or {}
+        kernel = (
+            " / ".join(str(v) for v in kernels.values())
+            if len(kernels) > 1
+            else guest.get("kernel") or t.get("kernel_version", "?")
+        )
+        disk = (
+            f"virtio scratch disk {human_bytes(t['scratch_bytes'])}"
+            if t.get("scratch_bytes")
+            else "booting from a root image per config"
+        )
         lines.append(
-            f"target: QEMU guest, kernel {guest.get('kernel') or t.get('kernel_version', '?')}, "
-            f"accel {t.get('accel', '?')}, {t.get('vcpus', '?')} vCPUs, "
-            f"{t.get('guest_ram_mb', '?')} MiB RAM, virtio scratch disk "
-            f"{human_bytes(t.get('scratch_bytes', 0))}"
+            f"target: QEMU guest, kernel {kernel}, accel {t.get('accel', '?')}, "
+            f"{t.get('vcpus', '?')} vCPUs, {t.get('guest_ram_mb', '?')} MiB RAM, {disk}"
         )
         if t.get("accel") == "tcg":
             lines.append(
