@@ -35,7 +35,7 @@ from fsbench.vm import job as vm_job
 from fsbench.workloads.base import Better, Metric
 
 # Bump when the way a boot root is made changes: cached roots are then remade.
-BOOT_RECIPE = "1"
+BOOT_RECIPE = "2"  # 2: copied with tar (no ACLs/xattrs anywhere)
 # QEMU start -> marker. A systemd boot takes ~10-30 s under TCG on 2 cores.
 MARKER_TIMEOUT = {"kvm": 120.0, "tcg": 420.0}
 AFTER_MARKER_TIMEOUT = 120.0  # systemd-analyze and power-off
@@ -87,7 +87,8 @@ def host_can_make(fs_type: str) -> bool:
     return avail.available and proc.which(fs.mkfs[0]) is not None
 
 
-_refused: dict[str, Unsupported] = {}  # root key -> why it cannot be made (asked once)
+# root key -> why it could not be made: asked once per run, not again at every rep.
+_refused: dict[str, Unsupported | TrialFailed] = {}
 
 
 def ensure_boot_root(
@@ -115,7 +116,7 @@ def ensure_boot_root(
             else:
                 log(f"making the {config.display} root in a guest (not in the host's kernel)")
                 made_in, mkfs = "guest", _make_in_guest(img, config, spec, path, log)
-        except Unsupported as exc:
+        except (Unsupported, TrialFailed) as exc:
             _refused[key] = exc
             raise
         root = BootRoot(path, key, config.display, made_in, mkfs, time.monotonic() - t0)
@@ -224,9 +225,12 @@ def _make_in_guest(
             said = re.search(r"fsbench\.errors\.Unsupported: (.*)", result.error)
             if said:
                 raise Unsupported(f"{config.display} root: {said.group(1)}", detail=result.error)
-            raise FsbenchError(
+            first = result.error.splitlines()[0] if result.error else "no DONE"
+            guest_said = re.findall(r"fsbench\.errors\.\w+: (.*)", result.error)
+            raise TrialFailed(
                 f"making the {config.display} root in a guest failed: "
-                f"{result.error.splitlines()[0] if result.error else 'no DONE'}"
+                f"{guest_said[-1] if guest_said else first}",
+                result.error,
             )
         mkfs = next((r.get("mkfs") for r in result.records if "mkfs" in r), None) or []
         os.replace(tmp, dest)

@@ -8,9 +8,10 @@ in its filesystem. Light on imports: the guest runs this under TCG.
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 from pathlib import Path
 
-from fsbench import proc
 from fsbench.errors import FsbenchError
 
 MARKER = "FSBENCH-BOOT-MARKER"
@@ -86,13 +87,35 @@ def install_boot_files(root: Path, fs_type: str, mount_options: str) -> None:
     wants.symlink_to(f"/etc/systemd/system/{MARKER_UNIT}")
 
 
-def copy_root(src: Path, dst: Path) -> None:
-    """Everything of the root at `src` onto `dst`: one filesystem only (the mount points of
-    /proc, /sys, /share... come along empty), owners, modes, links, xattrs, sparseness."""
-    res = proc.run(
-        ["cp", "-a", "--one-file-system", "--sparse=always", f"{src}/.", f"{dst}/"],
-        timeout=3600,
-    )
-    if not res.ok:
-        raise FsbenchError(f"copying the guest root failed: {res.output[-500:]}")
+def copy_root(src: Path, dst: Path, timeout: float = 3600) -> None:
+    """Everything of the root at `src` onto `dst`, one filesystem only (the mount points of
+    /proc, /sys, /share... come along empty): owners, modes, times, hard links, holes.
+    GNU tar rather than `cp -a`: ACLs and xattrs are left behind on every filesystem alike
+    (reiserfs refuses the journal directory's ACL), so the roots differ in nothing else."""
+    with tempfile.TemporaryFile() as pack_err:
+        pack = subprocess.Popen(
+            ["tar", "-C", str(src), "--one-file-system", "--sparse", "-cf", "-", "."],
+            stdout=subprocess.PIPE,
+            stderr=pack_err,
+        )
+        assert pack.stdout is not None
+        try:
+            unpack = subprocess.run(
+                ["tar", "-C", str(dst), "--same-owner", "-xpf", "-"],
+                stdin=pack.stdout,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+            pack.stdout.close()
+            pack.wait(timeout=timeout)
+        finally:
+            if pack.poll() is None:
+                pack.kill()
+                pack.wait()
+        pack_err.seek(0)
+        errors = pack_err.read() + unpack.stderr
+    if pack.returncode != 0 or unpack.returncode != 0:
+        text = errors.decode(errors="replace").strip()
+        raise FsbenchError(f"copying the guest root failed: {text[-500:] or 'tar failed'}")
     os.sync()
