@@ -3,6 +3,7 @@ files, the boot machine's command line, and where a boot may run."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,27 @@ def test_boot_needs_the_vm_target_and_runs_alone() -> None:
         matrix.preflight(_plan("loop", "boot"), [], 1 << 30)
     with pytest.raises(FsbenchError, match="runs alone"):
         matrix.preflight(_plan("vm", "boot+untar"), [], 1 << 30)
+
+
+def test_copy_root_keeps_owners_modes_links_and_holes(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "usr/bin").mkdir(parents=True)
+    dst.mkdir()
+    tool = src / "usr/bin/tool"
+    tool.write_bytes(b"#!/bin/sh\n")
+    os.chown(tool, 1234, 5678)
+    os.chmod(tool, 0o4755)  # after chown, which clears set-uid
+    os.link(tool, src / "usr/bin/tool-link")
+    (src / "sh").symlink_to("usr/bin/tool")
+    with open(src / "sparse", "wb") as fh:
+        fh.truncate(64 << 20)
+        fh.write(b"x")
+    bootroot.copy_root(src, dst)
+    st = (dst / "usr/bin/tool").stat()
+    assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o4755, 1234, 5678)
+    assert st.st_ino == (dst / "usr/bin/tool-link").stat().st_ino  # one file, two names
+    assert os.readlink(dst / "sh") == "usr/bin/tool"
+    sparse = (dst / "sparse").stat()
+    assert sparse.st_size == 64 << 20 and sparse.st_blocks * 512 < 1 << 20  # still a hole
+    with pytest.raises(FsbenchError, match="copying the guest root failed"):
+        bootroot.copy_root(src, tmp_path / "missing")
