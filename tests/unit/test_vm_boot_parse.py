@@ -114,3 +114,18 @@ def test_copy_root_keeps_owners_modes_links_and_holes(tmp_path: Path) -> None:
     assert sparse.st_size == 64 << 20 and sparse.st_blocks * 512 < 1 << 20  # still a hole
     with pytest.raises(FsbenchError, match="copying the guest root failed"):
         bootroot.copy_root(src, tmp_path / "missing")
+
+
+def _cli_plan(workload: list[str], reps: str | None = None, preset: str | None = None) -> Plan:
+    from fsbench.cli.run import build_plan
+
+    return build_plan(
+        None, preset, ["ext4"], workload, None, reps, None, None, None, False, target_kind="vm"
+    )
+
+
+def test_boot_defaults_to_ten_reps_unless_told() -> None:
+    assert _cli_plan(["boot"]).reps == 10
+    assert _cli_plan(["boot"], reps="3").reps == 3
+    assert _cli_plan(["alloc"]).reps == 3  # the quick preset's
+    assert _cli_plan(["boot"], preset="boot").reps == 10  # the preset's own number

@@ -20,7 +20,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from fsbench import matrix
+from fsbench import matrix, workloads
 from fsbench import plan as planning
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
@@ -95,6 +95,16 @@ def build_plan(
         data["trial_timeout"] = trial_timeout
     if reps is not None:
         data["reps"] = _parse_reps(reps)
+    elif workload and not (plan_file or preset):
+        # Workloads whose differences hide in the noise with fewer (boot: 10) set the
+        # default of an ad-hoc run; a preset or plan says its own number.
+        wanted = [
+            workloads.get(step).default_reps
+            for spec in data["workload"]
+            for step in (spec.steps if isinstance(spec, WorkloadSpec) else [spec["name"]])
+        ]
+        if any(wanted):
+            data["reps"] = max(w for w in wanted if w)
     target = dict(data["target"])
     if image_size is not None:
         try:

@@ -123,6 +123,8 @@ class Workload(ABC):
     headline: ClassVar[tuple[str, ...]] = ("seconds",)
     # Measured by the VM target itself (a whole guest booting), never by the runner.
     vm_only: ClassVar[bool] = False
+    # Repetitions of an ad-hoc run (`--workload NAME` without --reps); None: the plan's.
+    default_reps: ClassVar[int | None] = None
 
     def required_bytes(self, params: Params) -> int:
         """Space the workload needs on the filesystem; checked before a run starts."""

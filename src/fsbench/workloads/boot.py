@@ -31,6 +31,8 @@ class BootWorkload(Workload):
     # kernel_s includes the initramfs (initramfs-tools: no systemd in it to time it apart).
     headline: ClassVar[tuple[str, ...]] = ("seconds", "kernel_s", "userspace_s")
     vm_only: ClassVar[bool] = True
+    # Boot-time differences between root filesystems are smaller than the noise of fewer.
+    default_reps: ClassVar[int | None] = 10
 
     @classmethod
     def missing(cls) -> str | None:
