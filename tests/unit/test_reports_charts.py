@@ -99,6 +99,34 @@ def test_long_labels_and_no_sweep(tmp_path: Path) -> None:
     assert_valid(list(chart.paths), 1)
 
 
+@pytest.mark.parametrize(
+    "label, lines",
+    [
+        ("ext4", ["ext4"]),
+        (
+            "ext4 data=writeback,journal_async_commit",
+            ["ext4 data=writeback,", "journal_async_commit"],
+        ),
+        ("ext4 -O ^metadata_csum,uninit_bg", ["ext4 -O", "^metadata_csum,", "uninit_bg"]),
+        ("method=write-4k vm.dirty_ratio=20", ["method=write-4k", "vm.dirty_ratio=20"]),
+        ("x" * 45, ["x" * 20, "x" * 20, "x" * 5]),  # no break point: cut, nothing lost
+    ],
+)
+def test_labels_wrap_at_spaces_and_commas(label: str, lines: list[str]) -> None:
+    assert charts._wrap(label).split("\n") == lines
+
+
+def test_rows_grow_with_wrapped_labels(tmp_path: Path) -> None:
+    short = [make_row(f"ext4 opt{i}", [1.0, 1.1], workload="untar") for i in range(12)]
+    long = [
+        make_row(f"ext4 data=writeback,journal_async_commit,opt{i}", [1.0, 1.1], workload="untar")
+        for i in range(12)
+    ]
+    (a,) = charts.bar_chart_set(short, tmp_path / "a", formats=("svg",))
+    (b,) = charts.bar_chart_set(long, tmp_path / "b", formats=("svg",))
+    assert b.size[1] > a.size[1] * 1.3  # three-line labels get taller rows
+
+
 def test_line_chart_for_a_numeric_sweep(tmp_path: Path) -> None:
     rows = [
         make_row(

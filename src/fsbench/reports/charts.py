@@ -395,9 +395,26 @@ def _draw_bars(
     return starred
 
 
-def _wrap(label: str, width: int = 18) -> str:
-    """'method=write-4k vm.dirty_ratio=20' on two lines: tick labels stay narrow."""
-    return "\n".join(textwrap.wrap(label, width)) if len(label) > width else label
+def _wrap(label: str, width: int = 20) -> str:
+    """'method=write-4k vm.dirty_ratio=20' on two lines: tick labels stay narrow. Breaks
+    after spaces and after the commas of mount options, mid-word only when nothing else
+    fits ('ext4 data=writeback,' / 'journal_async_commit')."""
+    if len(label) <= width:
+        return label
+    lines: list[str] = []
+    current = ""
+    for token in re.split(r"(?<=[ ,])", label):
+        if current and len(current + token) > width:
+            lines.append(current.rstrip())
+            current = token
+        else:
+            current += token
+    lines.append(current.rstrip())
+    return "\n".join(part for line in lines for part in (textwrap.wrap(line, width) or [""]))
+
+
+def _label_lines(labels: Sequence[str]) -> int:
+    return max((_wrap(x).count("\n") + 1 for x in labels), default=1)
 
 
 def _config_legend(
@@ -463,7 +480,9 @@ def _bar_chart(
     n_bars = len(bars.configs) * len(bars.groups)
     horizontal = max((len(x) for x in labels), default=0) > LONG_LABEL or n_bars > 24
     if horizontal:
-        fig = _new_figure(7.2, 1.8 + 0.3 * n_bars + 0.25 * len(bars.groups))
+        # A row is as tall as its tallest wrapped label, or labels run into each other.
+        row = max(0.3, 0.17 * _label_lines(labels) + 0.08) if single else 0.3
+        fig = _new_figure(7.2, 1.8 + row * n_bars + 0.25 * len(bars.groups))
     else:
         fig = _new_figure(max(6.4, min(11.5, 2.8 + 0.3 * n_bars + 0.25 * len(bars.groups))), 4.4)
     ax = fig.add_subplot()
