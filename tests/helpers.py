@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from fsbench import filesystems, fsops, runner
 from fsbench.workloads.base import Scale
 
 TEST_DATA_HOME = Path("/var/tmp/fsbench-tests/xdg-data")
+
+# The VM tests: the guest image cache they share (built once), and when they can run.
+VM_CACHE = Path(os.environ.get("FSBENCH_VM_CACHE", "/var/tmp/fsbench/cache/vm"))
+VM_MARKS = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the VM target needs root"),
+    pytest.mark.skipif(
+        shutil.which("qemu-system-x86_64") is None or shutil.which("qemu-img") is None,
+        reason="no QEMU (apt-get install qemu-system-x86 qemu-utils)",
+    ),
+    pytest.mark.skipif(
+        shutil.which("debootstrap") is None, reason="no debootstrap (apt-get install debootstrap)"
+    ),
+]
 
 
 def fsbench(

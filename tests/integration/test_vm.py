@@ -6,32 +6,18 @@ reuse it and take well under a minute."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from fsbench.plan import Cell, FsConfig
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, ensure_image, import_records, run_in_vm
+from tests.helpers import VM_CACHE, VM_MARKS
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the VM target needs root"),
-    pytest.mark.skipif(
-        shutil.which("qemu-system-x86_64") is None or shutil.which("qemu-img") is None,
-        reason="no QEMU (apt-get install qemu-system-x86 qemu-utils)",
-    ),
-    pytest.mark.skipif(
-        shutil.which("debootstrap") is None, reason="no debootstrap (apt-get install debootstrap)"
-    ),
-]
-
-CACHE = Path(os.environ.get("FSBENCH_VM_CACHE", "/var/tmp/fsbench/cache/vm"))
+pytestmark = VM_MARKS
+CACHE = VM_CACHE
 # Filesystems the host kernel lacks. jfs and nilfs2 have no fallocate(2): the guest
 # kernel's refusal must come back as `unsupported` with its message, not as a failure.
 EXPECT = {

@@ -5,29 +5,14 @@ the bootchart samples, and nothing left behind."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
-
-import pytest
 
 from fsbench.store import Store
 from fsbench.vm import ensure_image
-from tests.helpers import fsbench, ours
+from tests.helpers import VM_CACHE, VM_MARKS, fsbench, ours
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the VM target needs root"),
-    pytest.mark.skipif(
-        shutil.which("qemu-system-x86_64") is None or shutil.which("qemu-img") is None,
-        reason="no QEMU (apt-get install qemu-system-x86 qemu-utils)",
-    ),
-    pytest.mark.skipif(
-        shutil.which("debootstrap") is None, reason="no debootstrap (apt-get install debootstrap)"
-    ),
-]
-
-CACHE = Path(os.environ.get("FSBENCH_VM_CACHE", "/var/tmp/fsbench/cache/vm"))
+pytestmark = VM_MARKS
+CACHE = VM_CACHE
 
 
 def test_one_boot_from_an_ext4_root(workdir: Path) -> None:
