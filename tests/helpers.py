@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,13 @@ def fsbench(
         timeout=timeout,
         check=False,
     )
+
+
+def default_sigint() -> None:
+    """preexec_fn for a child that a test will Ctrl-C: SIGINT back to its default. A shell
+    that starts the suite in the background (`nohup make test &`) hands SIGINT down
+    ignored, and Python then never raises KeyboardInterrupt in the child."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def ours(workdir: Path) -> tuple[list[str], list[str]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.store import Store
-from tests.helpers import fsbench, ours
+from tests.helpers import default_sigint, fsbench, ours
 
 pytestmark = pytest.mark.integration
 
@@ -240,6 +240,7 @@ def test_interrupt_releases_everything_and_keeps_finished_trials(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 60

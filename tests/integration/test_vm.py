@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fsbench.plan import Cell, FsConfig
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, ensure_image, import_records, run_in_vm
-from tests.helpers import VM_CACHE, VM_MARKS
+from tests.helpers import VM_CACHE, VM_MARKS, default_sigint
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
@@ -104,7 +104,9 @@ run_in_vm(
 
 def test_ctrl_c_kills_qemu_and_cleans_up(tmp_path: Path) -> None:
     ensure_image(None, CACHE)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(CACHE), str(tmp_path)])
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(CACHE), str(tmp_path)], preexec_fn=default_sigint
+    )
     try:
         deadline = time.monotonic() + 60
         while not _qemu_pids(tmp_path) and time.monotonic() < deadline:
