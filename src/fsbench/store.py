@@ -211,14 +211,17 @@ class Store:
             raise FsbenchError(f"cannot open result store {self.url}: {exc}") from None
 
     def _create_tables(self) -> None:
-        # create_all checks, then creates: two processes opening a new store at once (a
-        # report while a run starts) can both decide to create. The loser sees the tables.
-        for attempt in range(3):
+        # create_all checks, then creates, table by table: two processes opening a new
+        # store at once (a report while a run starts) can both decide to create, and the
+        # loser trips over each table or index the other made meanwhile. Every such error
+        # means one more object exists, so as many retries as objects always get there.
+        objects = sum(1 + len(t.indexes) for t in metadata.sorted_tables)
+        for attempt in range(objects + 1):
             try:
                 metadata.create_all(self.engine)
                 return
             except OperationalError as exc:
-                if "already exists" not in str(exc) or attempt == 2:
+                if "already exists" not in str(exc) or attempt == objects:
                     raise
 
     def _check_schema(self) -> None:
