@@ -491,17 +491,7 @@ def run_boot_cell(
     try:
         img = vm_image.ensure_image(spec.kernel, spec.cache_dir, log)
         accel, accel_facts = vm_job.resolve_accel(spec.accel)
-        prov["vm"] = {
-            "accel": accel,
-            "accel_detail": accel_facts,
-            "qemu_version": qemu.qemu_version(),
-            "vcpus": spec.vcpus,
-            "guest_ram_mb": spec.ram_mb,
-            "image": img.key,
-            "kernel_version": img.kernel_version,
-            "kernel_source": img.kernel_source,
-            "init": "systemd",
-        }
+        prov["vm"] = vm_job.machine_facts(spec, img, accel, accel_facts, "systemd")
         root = ensure_boot_root(img, cell.config, spec, log)
         prov["boot_root"] = root.as_dict()
         log(f"booting {cell.config.display} (rep {vc.rep}, {accel})")

@@ -155,6 +155,28 @@ def resolve_accel(requested: str) -> tuple[str, dict[str, Any]]:
     }
 
 
+def machine_facts(
+    spec: VmSpec,
+    img: vm_image.GuestImage,
+    accel: str,
+    accel_facts: dict[str, Any],
+    init: str,
+) -> dict[str, Any]:
+    """The guest machine as every trial it ran records it (provenance "vm")."""
+    return {
+        "accel": accel,
+        "accel_detail": accel_facts,
+        "qemu_version": qemu.qemu_version(),
+        "vcpus": spec.vcpus,
+        "guest_ram_mb": spec.ram_mb,
+        "image": img.key,
+        "kernel_version": img.kernel_version,
+        "kernel_source": img.kernel_source,
+        "fsbench_version": __version__,
+        "init": init,
+    }
+
+
 def run_in_vm(
     job: VmJob,
     spec: VmSpec | None = None,
@@ -185,21 +207,8 @@ def run_in_vm(
     run_dir = _new_run_dir(spec.workdir)
     share = run_dir / "share"
     console = run_dir / "console.log"
-    prov: dict[str, Any] = {
-        "accel": accel,
-        "accel_detail": accel_facts,
-        "qemu_version": qemu.qemu_version(),
-        "vcpus": spec.vcpus,
-        "guest_ram_mb": spec.ram_mb,
-        "scratch_bytes": spec.scratch_bytes,
-        "scratch_cache": "none",
-        "throttle": dict(throttle),
-        "image": img.key,
-        "kernel_version": img.kernel_version,
-        "kernel_source": img.kernel_source,
-        "fsbench_version": __version__,
-        "init": spec.init,
-    }
+    prov = machine_facts(spec, img, accel, accel_facts, spec.init)
+    prov.update(scratch_bytes=spec.scratch_bytes, scratch_cache="none", throttle=dict(throttle))
     t0 = time.monotonic()
     kept_log = ""
     try:
