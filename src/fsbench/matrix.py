@@ -1,341 +1,198 @@
-"""The matrix executor: preflight checks, then every scheduled trial in order, each
-stored as soon as it ends. Unsupported cells are measured once, not once per rep."""
+"""The run: one repetition loop for every place trials run.
+
+It decides what runs and in which order (schedule.py: comparison groups, a warm-up round,
+balanced shuffled rounds), hands the slots to an executor (executors/: this host, a QEMU
+guest, ...), stores every trial as soon as it comes back, and owns what every run shares:
+`--reps auto`, resume of an interrupted run, interrupts, the run's status and outcome. It
+knows nothing of where the trials run.
+"""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from fsbench import __version__, filesystems, knobs, proc, provenance, sourcetree, workloads
-from fsbench.errors import FsbenchError
-from fsbench.plan import MIN_AUTO_REPS, Cell, Plan, schedule, slot_seq
-from fsbench.runner import Runner, cache_root, mount_root
-from fsbench.stats import summarize
+from fsbench import __version__, provenance, runfacts, schedule
+from fsbench.convergence import convergence, group_needs_more
+from fsbench.executors import Executor, for_plan
+from fsbench.plan import MIN_AUTO_REPS, Cell, Plan
+from fsbench.schedule import Slot
 from fsbench.store import Store, TrialRecord
-from fsbench.targets.base import Target
-from fsbench.units import human_bytes
-
-# Room the filesystem itself takes (journal, metadata, btrfs chunks): a workload must fit
-# in the target with this much to spare.
-FS_OVERHEAD_FRACTION = 0.15
-FS_OVERHEAD_MIN = 128 << 20
 
 
 @dataclass
 class Outcome:
     run_id: int
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # status -> trials stored now
     interrupted: bool = False
 
 
-OnStart = Callable[[int, int, int, Cell], None]  # index, total, rep, cell
-OnDone = Callable[[int, int, TrialRecord], None]
+class Hooks:
+    """What a run tells whoever watches it (the CLI's progress bar); no-ops by default."""
+
+    def note(self, text: str) -> None:
+        """A line worth showing before the trials start (warnings, stale releases)."""
+
+    def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
+        """The run starts (or resumes with `done` trials stored) with `total` slots planned;
+        `plan` is the plan as stored (with its order seed)."""
+
+    def started(self, slot: Slot, done: int, total: int) -> None:
+        """A slot (or a batch starting with it, in a guest) starts."""
+
+    def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
+        """A slot's records are stored."""
 
 
-def preflight(plan: Plan, cells: list[Cell], target_size: int) -> list[str]:
-    """Refuse a run that cannot work before touching anything; return warnings."""
-    if os.geteuid() != 0:
-        raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
-    warnings: list[str] = []
-    for spec in plan.workloads:
-        vm_only = [s for s in spec.steps if workloads.get(s).vm_only]
-        if vm_only and plan.target.kind != "vm":
-            raise FsbenchError(f"workload {vm_only[0]} needs the VM target: add --target vm")
-        if vm_only and len(spec.steps) > 1:
-            raise FsbenchError(f"workload {vm_only[0]} runs alone, not in a chain")
-    if plan.target.kind == "vm":
-        # The guest's kernel and tools decide; this host only needs QEMU.
-        if proc.which("qemu-system-x86_64") is None:
-            raise FsbenchError(
-                "--target vm needs QEMU: apt-get install qemu-system-x86 qemu-utils debootstrap"
-            )
-        return warnings
-    kernel = filesystems.kernel_filesystems()
-    for config in plan.fs:
-        avail = filesystems.availability(filesystems.get(config.type), kernel)
-        if not avail.available:
-            warnings.append(f"{config.display}: {avail.reason}; its cells will be unsupported")
-    for spec in plan.workloads:
-        if spec.scales and plan.scale not in spec.scales:
-            continue
-        for step in spec.steps:
-            missing = workloads.get(step).missing()
-            if missing:
-                raise FsbenchError(f"workload {step}: {missing}")
-    usable = target_size - max(FS_OVERHEAD_MIN, int(target_size * FS_OVERHEAD_FRACTION))
-    for cell in cells:
-        need = 0
-        for name, params in cell.steps:
-            wl = workloads.get(name)
-            need = max(need, wl().required_bytes(wl.params_model.model_validate(params)))
-        if need > usable:
-            shown = " ".join(f"{k}={v}" for k, v in cell.params.items())
-            raise FsbenchError(
-                f"{cell.workload} {shown} needs {human_bytes(need)} but a "
-                f"{human_bytes(target_size)} target leaves ~{human_bytes(usable)} after the "
-                "filesystem's own metadata: use a larger --image-size or a smaller --scale"
-            )
-    return warnings
+def with_seed(plan: Plan) -> Plan:
+    """The plan with its order seed fixed (a fresh one if it names none): the stored plan
+    then reproduces the run's order exactly, on resume too."""
+    if plan.seed is not None:
+        return plan
+    return plan.model_copy(update={"seed": schedule.new_seed()})
 
 
-def _new_run(
+def slots_of(plan: Plan, cells: Sequence[Cell]) -> list[Slot]:
+    if plan.seed is None:
+        raise ValueError("slots_of needs a plan with its seed (with_seed)")
+    return schedule.build(cells, plan.planned_reps, plan.seed, plan.warmup)
+
+
+def run(
     plan: Plan,
+    cells: Sequence[Cell],
     store: Store,
-    cells: list[Cell],
-    argv: list[str],
-    overrides: dict[str, list[str]],
-    kind: str,
-) -> int:
-    return store.create_run(
-        name=plan.name,
-        fsbench_version=__version__,
-        argv=argv,
-        plan=plan.model_dump(mode="json", by_alias=True),
-        overrides=overrides,
-        schedule=[(rep, cell.key) for rep, cell in schedule(cells, plan.planned_reps)],
-        host=provenance.host(
-            sorted({c.type for c in plan.fs}),
-            sorted({s for w in plan.workloads for s in w.steps}),
-        ),
-        target={"kind": kind},
-    )
-
-
-def execute_vm(
-    plan: Plan,
-    cells: list[Cell],
-    store: Store,
-    workdir: Path,
     *,
     argv: list[str],
     overrides: dict[str, list[str]],
-    on_start: OnStart | None = None,
-    on_done: OnDone | None = None,
+    hooks: Hooks | None = None,
     resume_run: int | None = None,
+    executor: Executor | None = None,
+    kind: str = "run",
 ) -> Outcome:
-    """The same rounds of repetitions, each round run inside one QEMU guest with its own
-    kernel (fsbench's runner in the guest, on a fresh virtio scratch disk); every trial is
-    stored as the guest reports it."""
-    from fsbench import vm  # QEMU, images: only when asked for
-    from fsbench.vm.boot import run_boot_cell
+    """Run (or with `resume_run`, finish) the plan's matrix; every trial is stored as it
+    ends. Returns with `interrupted` set after Ctrl-C or SIGTERM (the run is then marked
+    `interrupted` and `--resume` finishes it); any other error marks it `failed`."""
+    hooks = hooks or Hooks()
+    cells = list(cells)
+    executor = executor or for_plan(plan, cells)
+    for warning in executor.preflight():
+        hooks.note(f"warning: {warning}")
+    for line in executor.release_stale():
+        hooks.note(f"released stale: {line}")
+    if resume_run is None:
+        plan = with_seed(plan)
+    slots = slots_of(plan, cells)
+    with executor:  # a real device's safety checks happen in open(), before any write
+        if resume_run is None:
+            fs_types = sorted({c.type for c in plan.fs})
+            steps = sorted({s for w in plan.workloads for s in w.steps})
+            host = provenance.host(fs_types, steps)
+            run_id = store.create_run(
+                name=plan.name,
+                fsbench_version=__version__,
+                argv=argv,
+                plan=plan.model_dump(mode="json", by_alias=True),
+                overrides=overrides,
+                schedule=[(s.rep, s.cell.key) for s in slots],
+                host=host,
+                target=executor.describe(),
+                kind=kind,
+                workloads=runfacts.workload_facts(steps),
+                features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
+            )
+        else:
+            run_id = resume_run
+            store.reopen_run(run_id)
+        loop = _Loop(plan, cells, slots, store, executor, hooks, run_id)
+        try:
+            loop.run()
+        except KeyboardInterrupt:
+            store.set_target(run_id, executor.describe())
+            store.finish_run(run_id, "interrupted")
+            loop.outcome.interrupted = True
+            return loop.outcome
+        except BaseException:
+            store.finish_run(run_id, "failed")
+            raise
+        store.set_target(run_id, executor.describe())
+        store.finish_run(run_id, "finished")
+        return loop.outcome
 
-    t = plan.target
-    default_kernel = t.kernels[0]
 
-    def spec_for(kernel: str | None) -> vm.VmSpec:
-        return vm.VmSpec(
-            kernel=kernel,
-            ram_mb=t.guest_ram_mb,
-            vcpus=t.vcpus,
-            scratch_bytes=t.image_size,
-            throttle=dict(t.throttle),
-            workdir=workdir,
+class _Loop:
+    def __init__(
+        self,
+        plan: Plan,
+        cells: list[Cell],
+        slots: list[Slot],
+        store: Store,
+        executor: Executor,
+        hooks: Hooks,
+        run_id: int,
+    ) -> None:
+        self.plan, self.cells, self.slots = plan, cells, slots
+        self.store, self.executor, self.hooks = store, executor, hooks
+        self.outcome = Outcome(run_id)
+        trials = store.get_trials(run_id)
+        self.stored = {t.seq for t in trials}
+        self.refused = {t.cell_key for t in trials if t.status == "unsupported"}
+        self.dropped = 0  # slots --reps auto decided not to run
+
+    @property
+    def total(self) -> int:
+        """Slots that will have run at the end, as far as is known now: a refused cell's
+        and a converged group's remaining slots do not count."""
+        skipped = sum(
+            1 for s in self.slots if s.cell.key in self.refused and s.seq not in self.stored
+        )
+        return len(self.slots) - skipped - self.dropped
+
+    @property
+    def run_id(self) -> int:
+        return self.outcome.run_id
+
+    def run(self) -> None:
+        self.hooks.begin(
+            self.run_id, self.plan, len(self.stored), self.total, self.executor.banner()
+        )
+        if self.plan.reps != "auto":
+            self._hand(self.slots)
+            return
+        by_group: dict[int, list[Slot]] = {}
+        for slot in self.slots:
+            by_group.setdefault(slot.group, []).append(slot)
+        for group_slots in by_group.values():
+            members = list({s.cell.key: s.cell for s in group_slots}.values())
+            self._hand([s for s in group_slots if s.rep <= MIN_AUTO_REPS])
+            for rep in range(MIN_AUTO_REPS + 1, self.plan.planned_reps + 1):
+                rest = [s for s in group_slots if s.rep >= rep]
+                if not group_needs_more(self.plan, members, self.store.get_trials(self.run_id)):
+                    self.dropped += sum(
+                        1
+                        for s in rest
+                        if s.seq not in self.stored and s.cell.key not in self.refused
+                    )
+                    break
+                self._hand([s for s in rest if s.rep == rep])
+        self.store.set_convergence(
+            self.run_id, convergence(self.plan, self.cells, self.store.get_trials(self.run_id))
         )
 
-    run_id = resume_run or _new_run(plan, store, cells, argv, overrides, "vm")
-    if resume_run:
-        store.reopen_run(run_id)
-    outcome = Outcome(run_id)
-    total = len(cells) * plan.planned_reps
-    guests: dict[str, dict[str, Any]] = {}  # kernel -> the VM's provenance, for the run
+    def _hand(self, slots: Sequence[Slot]) -> None:
+        """Slots not stored yet (a resumed run skips the rest) to the executor."""
+        pending = [s for s in slots if s.seq not in self.stored]
+        if pending:
+            self.executor.run(pending, self.refused, self._started, self._finished)
+            self.store.set_target(self.run_id, self.executor.describe())
 
-    def stored(records: list[TrialRecord]) -> None:
-        store.record_trials(run_id, records)
+    def _started(self, slot: Slot) -> None:
+        self.hooks.started(slot, len(self.stored), self.total)
+
+    def _finished(self, slot: Slot, records: list[TrialRecord]) -> None:
+        self.store.record_trials(self.run_id, records)
+        self.stored.add(slot.seq)
+        counts = self.outcome.counts
         for record in records:
-            outcome.counts[record.status] = outcome.counts.get(record.status, 0) + 1
-            if on_done:
-                on_done(record.seq, total, record)
-
-    try:
-        for rep in range(1, plan.planned_reps + 1):
-            done = store.get_trials(run_id)
-            active = _cells_to_run(plan, cells, rep, done)
-            have = {t.seq for t in done}
-            # One guest per kernel per round: a round's cells under kernel A, then under B.
-            batches: dict[str | None, list[Any]] = {}
-            for i, cell in enumerate(cells):
-                seq = slot_seq(rep, i, len(cells))
-                if cell.key in active and seq not in have:
-                    kernel = cell.knobs.get(knobs.KERNEL, default_kernel)
-                    batches.setdefault(kernel, []).append(vm.VmCell.of(seq, rep, cell))
-            for kernel, in_guest in batches.items():
-                # A boot is a whole guest of its own, run from here; the rest share one.
-                boots = [vc for vc in in_guest if workloads.get(vc.workload).vm_only]
-                batch = [vc for vc in in_guest if vc not in boots]
-                for vc in boots:
-                    if on_start:
-                        on_start(vc.seq, total, rep, vc.cell())
-                    records = run_boot_cell(vc, spec_for(kernel))
-                    stored(records)
-                    booted = records[0].provenance.get("vm")
-                    if booted and (kernel or "default") not in guests:
-                        guests[kernel or "default"] = booted
-                        store.set_target(run_id, _vm_target(guests))
-                if not batch:
-                    continue
-                if on_start:
-                    on_start(batch[0].seq, total, rep, batch[0].cell())
-                job = vm.VmJob(
-                    batch,
-                    str(plan.scale),
-                    plan.timeout,
-                    plan.model_dump(mode="json", by_alias=True),
-                )
-                result = vm.run_in_vm(job, spec_for(kernel), on_cell=stored)
-                guests[kernel or "default"] = result.provenance
-                store.set_target(run_id, _vm_target(guests))
-                missing = vm.import_records(result, only_missing=True)
-                if missing:
-                    stored(missing)
-                if not result.ok and not result.records:
-                    raise FsbenchError(
-                        f"the VM did not run: {result.error.splitlines()[0]}"
-                        if result.error
-                        else "the VM did not run"
-                    )
-        if plan.reps == "auto":
-            store.set_convergence(run_id, convergence(plan, cells, store.get_trials(run_id)))
-    except KeyboardInterrupt:
-        outcome.interrupted = True
-        store.finish_run(run_id, "interrupted")
-        raise
-    except BaseException:
-        store.finish_run(run_id, "failed")
-        raise
-    store.finish_run(run_id, "finished")
-    return outcome
-
-
-def _vm_target(guests: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The run's target: the last guest's provenance, and every kernel's when several."""
-    last = list(guests.values())[-1]
-    out: dict[str, Any] = {"kind": "vm", **last}
-    if len(guests) > 1:
-        out["kernels"] = {k: g.get("kernel_version") for k, g in guests.items()}
-    return out
-
-
-def execute(
-    plan: Plan,
-    cells: list[Cell],
-    store: Store,
-    target: Target,
-    workdir: Path,
-    *,
-    argv: list[str],
-    overrides: dict[str, list[str]],
-    on_start: OnStart | None = None,
-    on_done: OnDone | None = None,
-    resume_run: int | None = None,
-) -> Outcome:
-    """Run the matrix on an opened target (the caller owns open and close): rounds of
-    interleaved repetitions, each trial stored as it ends. With `resume_run`, the slots
-    that run already stored are skipped."""
-    if resume_run is None:
-        run_id = _new_run(plan, store, cells, argv, overrides, target.kind)
-    else:
-        run_id = resume_run
-        store.reopen_run(run_id)
-    outcome = Outcome(run_id)
-    try:
-        store.set_target(run_id, target.describe())
-        mnt = mount_root(workdir)
-        runner = Runner(target, mnt, plan.scale, cache_root(workdir), plan.timeout)
-        total = len(cells) * plan.planned_reps
-        try:
-            for rep in range(1, plan.planned_reps + 1):
-                done = store.get_trials(run_id)
-                active = _cells_to_run(plan, cells, rep, done)
-                stored = {t.seq for t in done}
-                for index, cell in enumerate(cells):
-                    seq = slot_seq(rep, index, len(cells))
-                    if cell.key not in active or seq in stored:
-                        continue
-                    if on_start:
-                        on_start(seq, total, rep, cell)
-                    records = runner.run_cell(seq, rep, cell)
-                    store.record_trials(run_id, records)
-                    for record in records:
-                        outcome.counts[record.status] = outcome.counts.get(record.status, 0) + 1
-                        if on_done:
-                            on_done(seq, total, record)
-            if plan.reps == "auto":
-                store.set_convergence(run_id, convergence(plan, cells, store.get_trials(run_id)))
-        finally:
-            sourcetree.unpin_all()  # the archives kept warm between trials
-            if mnt.exists() and not os.path.ismount(mnt):
-                mnt.rmdir()
-    except KeyboardInterrupt:
-        outcome.interrupted = True
-        store.finish_run(run_id, "interrupted")
-        raise
-    except BaseException:
-        store.finish_run(run_id, "failed")
-        raise
-    store.finish_run(run_id, "finished")
-    return outcome
-
-
-def _headline_values(cell: Cell, trials: list[TrialRecord]) -> dict[str, list[float]]:
-    """Per step, the values of its first headline metric (what convergence is judged on)."""
-    out: dict[str, list[float]] = {}
-    for name, _ in cell.steps:
-        headline = workloads.get(name).headline
-        metric = headline[0] if headline else "seconds"
-        out[f"{name}:{metric}"] = [
-            m.value
-            for t in trials
-            if t.cell_key == cell.key and t.workload == name and t.status == "ok"
-            for m in t.metrics
-            if m.name == metric
-        ]
-    return out
-
-
-def _half_width_pct(values: list[float]) -> float | None:
-    s = summarize(values)
-    if s.half_width is None or not s.mean:
-        return None
-    return 100.0 * s.half_width / abs(s.mean)
-
-
-def _cells_to_run(plan: Plan, cells: list[Cell], rep: int, trials: list[TrialRecord]) -> set[str]:
-    """Cells that get repetition `rep`: all of them with fixed reps (and the first
-    MIN_AUTO_REPS of auto), then only those whose CI is still too wide. A cell the kernel
-    refused once is not asked again."""
-    refused = {t.cell_key for t in trials if t.status == "unsupported"}
-    keys = {c.key for c in cells} - refused
-    if plan.reps != "auto" or rep <= MIN_AUTO_REPS:
-        return keys
-    active = set()
-    for cell in cells:
-        if cell.key not in keys:
-            continue
-        for values in _headline_values(cell, trials).values():
-            width = _half_width_pct(values)
-            if width is not None and width > 100 * plan.ci_target:
-                active.add(cell.key)
-    return active
-
-
-def convergence(plan: Plan, cells: list[Cell], trials: list[TrialRecord]) -> dict[str, Any]:
-    """Per cell: repetitions made and whether every step's CI reached the target."""
-    out: dict[str, Any] = {}
-    for cell in cells:
-        widths = {
-            key: _half_width_pct(values) for key, values in _headline_values(cell, trials).items()
-        }
-        if not any(v is not None for v in widths.values()):
-            continue
-        reps = max((t.rep for t in trials if t.cell_key == cell.key), default=0)
-        ok = all(w is not None and w <= 100 * plan.ci_target for w in widths.values())
-        out[cell.key] = {
-            "reps": reps,
-            "converged": ok,
-            "half_width_pct": {k: None if v is None else round(v, 2) for k, v in widths.items()},
-            "target_pct": 100 * plan.ci_target,
-        }
-    return out
+            counts[record.status] = counts.get(record.status, 0) + 1
+        self.hooks.finished(slot, records, len(self.stored), self.total)

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -99,20 +99,38 @@ class WorkloadSpec(BaseModel):
         return self.name.split(CHAIN_SEP)
 
 
-class TargetSpec(BaseModel):
+class _TargetBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # loop: a sparse image on this host; vm: a QEMU guest with its own kernel (filesystems
-    # the host lacks, other kernels); a real disk is `device` + `destroy_data`.
-    kind: Literal["loop", "vm"] = "loop"
-    image_size: Bytes = Field(default=DEFAULT_IMAGE_SIZE, gt=0)  # also the VM's scratch disk
-    workdir: Path = DEFAULT_WORKDIR
-    device: str | None = None
-    destroy_data: bool = False
-    # vm: Debian's default, "6.1", a package, or a bzImage path; several ("6.1,6.12" or a
-    # list) make the kernel a dimension of the matrix (the `kernel` knob of every cell).
+    # The loop image, or the VM's scratch disk.
+    image_size: Bytes = Field(
+        default=DEFAULT_IMAGE_SIZE, gt=0, description="Loop image (or VM scratch disk) size."
+    )
+    workdir: Path = Field(default=DEFAULT_WORKDIR, description="Where images and mounts go.")
+
+    def dimensions(self) -> dict[str, list[str]]:
+        """Matrix dimensions the target itself adds (the VM's kernels)."""
+        return {}
+
+
+class LoopTargetSpec(_TargetBase):
+    """This host: a sparse loop image, or a real disk (`device` + `destroy_data`)."""
+
+    kind: Literal["loop"] = "loop"
+    device: str | None = Field(
+        default=None, description="A real block device instead of a loop image."
+    )
+    destroy_data: bool = Field(default=False, description="Allow fsbench to overwrite device.")
+
+
+class VmTargetSpec(_TargetBase):
+    """A QEMU guest with its own kernel: filesystems the host lacks, other kernels."""
+
+    kind: Literal["vm"] = "vm"
+    # Debian's default, "6.1", a package, or a bzImage path; several ("6.1,6.12" or a list)
+    # make the kernel a dimension of the matrix (the `kernel` knob of every cell).
     kernel: str | list[str] | None = None
-    guest_ram_mb: int = Field(default=2048, ge=256)  # the classic comparisons: 2 GiB
+    guest_ram_mb: int = Field(default=2048, ge=256, description="Guest RAM in MiB.")
     vcpus: int = Field(default=2, ge=1, le=64)
     throttle: dict[str, int] = Field(default_factory=dict)  # QEMU: iops-total, bps-total...
 
@@ -132,6 +150,37 @@ class TargetSpec(BaseModel):
         out = [str(k).strip() for k in items if str(k).strip()]
         return list(dict.fromkeys(out)) or [None]
 
+    def dimensions(self) -> dict[str, list[str]]:
+        kernels = self.kernels
+        return {knobs.KERNEL: [str(k) for k in kernels]} if len(kernels) > 1 else {}
+
+
+TargetSpec = Annotated[LoopTargetSpec | VmTargetSpec, Field(discriminator="kind")]
+
+# Fields of one kind that plans stored before the target was a union carry for the other
+# (every target had every field, at its default): dropped when read back.
+_VM_ONLY_DEFAULTS: dict[str, Any] = {
+    "kernel": None,
+    "guest_ram_mb": 2048,
+    "vcpus": 2,
+    "throttle": {},
+}
+_LOOP_ONLY_DEFAULTS: dict[str, Any] = {"device": None, "destroy_data": False}
+
+
+def _target_input(value: Any) -> Any:
+    """A target as given (TOML, CLI, or a stored plan): `kind` defaults to loop, and the
+    other kind's fields left at their defaults by an older fsbench are dropped."""
+    if not isinstance(value, dict):
+        return value
+    data = dict(value)
+    kind = data.setdefault("kind", "loop")
+    other = _VM_ONLY_DEFAULTS if kind == "loop" else _LOOP_ONLY_DEFAULTS
+    for key, default in other.items():
+        if key in data and data[key] == default:
+            del data[key]
+    return data
+
 
 MIN_AUTO_REPS = 3
 DEFAULT_TRIAL_TIMEOUT = {Scale.TINY: 600.0, Scale.QUICK: 3600.0, Scale.FULL: 12 * 3600.0}
@@ -142,26 +191,69 @@ class Plan(BaseModel):
 
     name: str = "custom"
     description: str = ""
-    scale: Scale = Scale.QUICK
-    # A number, or "auto": at least MIN_AUTO_REPS, more per cell until the 95% CI
-    # half-width is within ci_target of the mean, at most max_reps.
-    reps: int | Literal["auto"] = Field(default=3)
-    ci_target: float = Field(default=0.05, gt=0, lt=1)
+    scale: Scale = Field(
+        default=Scale.QUICK, description="tiny, quick or full: each workload's sizes per scale."
+    )
+    # A number, or "auto": at least MIN_AUTO_REPS, more per comparison group until the 95%
+    # CI half-width of every cell is within ci_target of the mean, at most max_reps.
+    reps: int | Literal["auto"] = Field(
+        default=3,
+        description="Repetitions per cell, or auto: at least 3, more until the 95% CI "
+        "half-width is within --ci-target of the mean, at most --max-reps.",
+    )
+    ci_target: float = Field(
+        default=0.05, gt=0, lt=1, description="CI half-width / mean that --reps auto aims at."
+    )
     # Seconds one cell (mkfs + every step) may take before it is failed; default by scale.
-    trial_timeout: float | None = Field(default=None, gt=0)
-    max_reps: int = Field(default=10, ge=1, le=1000)
+    trial_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds a trial may take before it is failed and the run goes on "
+        "(default by scale: "
+        + ", ".join(f"{k} {v:.0f}" for k, v in DEFAULT_TRIAL_TIMEOUT.items())
+        + ").",
+    )
+    max_reps: int = Field(default=10, le=1000, description="The most repetitions of --reps auto.")
+    warmup: int = Field(
+        default=1,
+        ge=0,
+        le=3,
+        description="Warm-up rounds per comparison group: each cell runs once more, stored "
+        "but never counted.",
+    )
+    seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="Seed of the shuffled, balanced order of configs in each round "
+        "(default: a fresh one, recorded with the run).",
+    )
     fs: list[FsConfig] = Field(min_length=1)
     workloads: list[WorkloadSpec] = Field(min_length=1, alias="workload")
-    target: TargetSpec = Field(default_factory=TargetSpec)
+    target: TargetSpec = Field(default_factory=LoopTargetSpec)
     # System knobs, each a dimension when a list: {"vm.dirty_ratio": [1, 20],
     # "scheduler": ["none", "bfq"], "contention": ["idle", "busy"]}.
     knobs: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_kind(cls, value: Any) -> Any:
+        return _target_input(value)
 
     @field_validator("reps")
     @classmethod
     def _reps_range(cls, value: int | str) -> int | str:
         if isinstance(value, int) and not 1 <= value <= 1000:
             raise ValueError("reps must be between 1 and 1000, or auto")
+        return value
+
+    @field_validator("max_reps")
+    @classmethod
+    def _max_reps_floor(cls, value: int) -> int:
+        if value < MIN_AUTO_REPS:
+            raise ValueError(
+                f"max_reps {value}: at least {MIN_AUTO_REPS} (--reps auto makes "
+                f"{MIN_AUTO_REPS} repetitions before it judges the confidence interval)"
+            )
         return value
 
     @property
@@ -310,11 +402,7 @@ def knob_combinations(
         raise FsbenchError(
             "knob kernel: the kernel is chosen by the VM target: --target vm --kernel A,B"
         )
-    kernels = plan.target.kernels
-    if len(kernels) > 1:
-        if plan.target.kind != "vm":
-            raise FsbenchError("several kernels need the VM target: add --target vm")
-        values[knobs.KERNEL] = kernels
+    values.update(plan.target.dimensions())
     dims: dict[str, list[str]] = {}
     for name, value in values.items():
         vals = value if isinstance(value, list) else [value]
@@ -396,15 +484,3 @@ def expand(
             f"nothing to run at scale {plan.scale}: every workload is limited to other scales"
         )
     return cells
-
-
-def schedule(cells: list[Cell], reps: int) -> list[tuple[int, Cell]]:
-    """Repetitions interleaved: rep 1 of every cell, then rep 2..., so drift of the machine
-    over the run spreads evenly over the configs. Slot i of this list has seq i."""
-    return [(rep, cell) for rep in range(1, reps + 1) for cell in cells]
-
-
-def slot_seq(rep: int, cell_index: int, n_cells: int) -> int:
-    """The seq of (rep, cell) in `schedule`: stable whether or not earlier slots ran, so
-    adaptive repetitions and resumed runs number their trials the same way."""
-    return (rep - 1) * n_cells + cell_index

@@ -53,16 +53,134 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     return Summary(n, mean, median, sd, (mean - half, mean + half), cv, min(values), max(values))
 
 
-def outliers(values: Sequence[float], threshold: float = 3.5) -> list[int]:
+def outliers(values: Sequence[float], threshold: float = 3.5, resolution: float = 0.0) -> list[int]:
     """Indexes of outliers by modified z-score (Iglewicz & Hoaglin: 0.6745 (x - median) /
-    MAD > 3.5). Reported, never dropped. A zero MAD (most values equal) flags nothing."""
+    MAD > 3.5). Reported, never dropped.
+
+    With a zero MAD (over half the values equal) the score falls back to the mean absolute
+    deviation from the median, (x - median) / (1.253314 MeanAD), as Iglewicz and Hoaglin
+    and SPSS do; each value is scored against the MeanAD of the *other* values, so that in
+    a handful of repetitions (1, 1, 1, 5) the odd one does not mask itself. A value within
+    `resolution` of the median (the tool's smallest step) is never an outlier."""
     if len(values) < 3:
         return []
     med = statistics.median(values)
-    mad = statistics.median(abs(v - med) for v in values)
-    if mad == 0:
-        return []
-    return [i for i, v in enumerate(values) if abs(0.6745 * (v - med) / mad) > threshold]
+    deviations = [abs(v - med) for v in values]
+    mad = statistics.median(deviations)
+    out = []
+    for i, dev in enumerate(deviations):
+        if dev <= resolution or dev == 0:
+            continue
+        if mad > 0:
+            score = 0.6745 * dev / mad
+        else:
+            others = deviations[:i] + deviations[i + 1 :]
+            mean_ad = statistics.fmean(others)
+            score = math.inf if mean_ad == 0 else dev / (1.253314 * mean_ad)
+        if score > threshold:
+            out.append(i)
+    return out
+
+
+def min_detectable(
+    sd: float | None, mean: float | None, n: int, alpha: float = 0.05, power: float = 0.8
+) -> float | None:
+    """The smallest relative difference between this config and another measured alike
+    (same n, same sd) that a two-sided Welch test at `alpha` detects with `power`:
+    (t(1 - alpha/2) + t(power)) * sd * sqrt(2 / n) / |mean|, df = 2n - 2. None below n = 2."""
+    if n < 2 or sd is None or not mean:
+        return None
+    df = 2 * n - 2
+    z = t_quantile(df, 1 - alpha) + t_quantile(df, 2 * power - 1)
+    return z * sd * math.sqrt(2.0 / n) / abs(mean)
+
+
+def reps_needed(
+    cv: float | None, difference: float, alpha: float = 0.05, power: float = 0.8, limit: int = 1000
+) -> int | None:
+    """Repetitions per config for `min_detectable` to reach `difference` (relative) with
+    this coefficient of variation; None if more than `limit` or no CV known."""
+    if cv is None or difference <= 0:
+        return None
+    if cv == 0:
+        return 2
+    for n in range(2, limit + 1):
+        found = min_detectable(cv, 1.0, n, alpha, power)
+        if found is not None and found <= difference:
+            return n
+    return None
+
+
+@dataclass(frozen=True)
+class OrderEffect:
+    """Whether results depend on where a trial ran: its place in the round (a linear trend
+    of the residuals with position) or the trial run just before it (residuals grouped by
+    the previous cell, one-way ANOVA). Residuals are relative to each config's own mean."""
+
+    n: int
+    position_p: float | None
+    position_change: float  # fitted change from the first place to the last, relative
+    carryover_p: float | None
+    carryover_spread: float  # range of the mean residual per previous cell, relative
+
+    @property
+    def p(self) -> float | None:
+        """The smaller p of the two tests (None if neither could run)."""
+        found = [p for p in (self.position_p, self.carryover_p) if p is not None]
+        return min(found) if found else None
+
+    @property
+    def size(self) -> float:
+        """How far the order moved results, relative: the larger of the two effects."""
+        return max(abs(self.position_change), self.carryover_spread)
+
+
+def order_effect(
+    residuals: Sequence[float], positions: Sequence[int], previous: Sequence[str]
+) -> OrderEffect:
+    """Tests on relative residuals (value / its config's mean - 1) of the counted trials of
+    one comparison group: slope against position (t-test, df n - 2), and differences
+    between the trials that followed each other cell (F-test). A test needs at least six
+    trials and two distinct positions (or previous cells); otherwise its p is None."""
+    n = len(residuals)
+    pos_p, change = None, 0.0
+    xs = [float(p) for p in positions]
+    if n >= 6 and len(set(xs)) >= 2:
+        mx, my = statistics.fmean(xs), statistics.fmean(residuals)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, residuals, strict=True)) / sxx
+        fitted = [my + slope * (x - mx) for x in xs]
+        sse = sum((y - f) ** 2 for y, f in zip(residuals, fitted, strict=True))
+        change = slope * (max(xs) - min(xs))
+        if sse == 0:
+            pos_p = 0.0 if slope != 0 else 1.0
+        else:
+            se = math.sqrt(sse / (n - 2) / sxx)
+            pos_p = 2 * _t_sf(abs(slope / se), n - 2)
+    carry_p, spread = None, 0.0
+    groups: dict[str, list[float]] = {}
+    for r, prev in zip(residuals, previous, strict=True):
+        groups.setdefault(prev, []).append(r)
+    k = len(groups)
+    if n >= 6 and 2 <= k < n:
+        grand = statistics.fmean(residuals)
+        means = {g: statistics.fmean(v) for g, v in groups.items()}
+        ssb = sum(len(v) * (means[g] - grand) ** 2 for g, v in groups.items())
+        ssw = sum((x - means[g]) ** 2 for g, v in groups.items() for x in v)
+        spread = max(means.values()) - min(means.values())
+        if ssw == 0:
+            carry_p = 0.0 if ssb > 0 else 1.0
+        else:
+            f = (ssb / (k - 1)) / (ssw / (n - k))
+            carry_p = _f_sf(f, k - 1, n - k)
+    return OrderEffect(n, pos_p, change, carry_p, spread)
+
+
+def _f_sf(f: float, d1: float, d2: float) -> float:
+    """P(F > f) for the F distribution with (d1, d2) degrees of freedom."""
+    from scipy.special import fdtrc
+
+    return float(fdtrc(d1, d2, f))
 
 
 @dataclass(frozen=True)

@@ -6,124 +6,31 @@ schema is the interface: reports, compare and scripts read only what is stored h
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
-    Column,
     Connection,
     Engine,
-    Float,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
     create_engine,
     event,
     insert,
-    inspect,
     select,
     update,
 )
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
+from fsbench import schema
 from fsbench.errors import FsbenchError
-
-SCHEMA_VERSION = 5
-
-metadata = MetaData()
-
-runs = Table(
-    "runs",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("schema_version", Integer, nullable=False),
-    Column("name", String(200), nullable=False),
-    Column("status", String(20), nullable=False),  # running | finished | interrupted | failed
-    Column("created_at", String(40), nullable=False),
-    Column("finished_at", String(40)),
-    Column("fsbench_version", String(40), nullable=False),
-    Column("argv", Text, nullable=False),  # JSON list
-    Column("plan", Text, nullable=False),  # JSON: the validated plan
-    Column("overrides", Text, nullable=False),  # JSON: --set values
-    Column("schedule", Text, nullable=False),  # JSON: [[rep, cell_key], ...] in order
-    Column("host", Text, nullable=False),  # JSON provenance: kernel, CPU, memory, tools
-    Column("target", Text, nullable=False),  # JSON: device, model, rotational, direct I/O
-    # JSON, --reps auto: per cell key, reps made and whether its CI reached the target.
-    Column("convergence", Text, nullable=False, default="{}"),
-)
-
-trials = Table(
-    "trials",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    Column("seq", Integer, nullable=False),  # position in the run's schedule
-    Column("step", Integer, nullable=False),  # position in the cell's chain (0 if none)
-    Column("chain", String(300), nullable=False),  # "untar+tree-read+fsck", or ""
-    Column("rep", Integer, nullable=False),
-    Column("cell_key", Text, nullable=False),
-    Column("config", String(300), nullable=False),  # display label
-    Column("fs", String(40), nullable=False),
-    Column("mkfs_options", Text, nullable=False),  # JSON list, as asked
-    Column("mount_options", Text, nullable=False),  # as asked
-    Column("workload", String(80), nullable=False),
-    Column("params", Text, nullable=False),  # JSON object
-    Column("knobs", Text, nullable=False),  # JSON object: sysctls, scheduler, contention
-    Column("status", String(20), nullable=False),  # ok | unsupported | failed
-    Column("message", Text, nullable=False),
-    Column("detail", Text, nullable=False),
-    Column("started_at", String(40), nullable=False),
-    Column("finished_at", String(40), nullable=False),
-    Column("provenance", Text, nullable=False),  # JSON: mkfs argv, effective options, geometry
-    UniqueConstraint("run_id", "seq", "step", name="one_trial_per_slot"),
-)
-
-samples = Table(
-    "samples",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
-    Column("t", Float, nullable=False),  # seconds since the timed phase started
-    Column("read_bps", Float, nullable=False),
-    Column("write_bps", Float, nullable=False),
-    Column("util_pct", Float, nullable=False),
-    Column("cpu_user_pct", Float, nullable=False),
-    Column("cpu_sys_pct", Float, nullable=False),
-    Column("cpu_iowait_pct", Float, nullable=False),
-    Column("dirty_bytes", Float, nullable=False),
-    Column("writeback_bytes", Float, nullable=False),
-)
-
-SAMPLE_FIELDS = (
-    "t",
-    "read_bps",
-    "write_bps",
-    "util_pct",
-    "cpu_user_pct",
-    "cpu_sys_pct",
-    "cpu_iowait_pct",
-    "dirty_bytes",
-    "writeback_bytes",
-)
-
-metrics = Table(
-    "metrics",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
-    Column("name", String(80), nullable=False),
-    Column("value", Float, nullable=False),
-    Column("unit", String(20), nullable=False),
-    Column("better", String(10), nullable=False),  # higher | lower
-)
+from fsbench.schema import SAMPLE_FIELDS, SCHEMA_VERSION, metadata, metrics, runs, samples, trials
 
 
 def default_db_path() -> Path:
@@ -153,6 +60,7 @@ class MetricRecord:
     value: float
     unit: str
     better: str
+    resolution: float = 0.0  # the tool's smallest step for this metric; 0: none that matters
 
 
 @dataclass
@@ -178,7 +86,16 @@ class TrialRecord:
     knobs: dict[str, str] = field(default_factory=dict)
     # The monitors' timeline of the timed phase (SAMPLE_FIELDS each), stored apart.
     samples: list[dict[str, float]] = field(default_factory=list)
+    # Where it ran in its round (1 = first; 0 = not recorded) and the cell key of the trial
+    # run just before it ("" = the first of its process or guest).
+    position: int = 0
+    previous_cell: str = ""
     id: int | None = None
+
+    @property
+    def warmup(self) -> bool:
+        """The warm-up repetition (rep 0): run and stored, never counted."""
+        return self.rep == 0
 
 
 @dataclass
@@ -196,19 +113,98 @@ class RunRecord:
     host: dict[str, Any]
     target: dict[str, Any]
     convergence: dict[str, Any] = field(default_factory=dict)
+    kind: str = "run"  # run | calibration
+    # What its reports need of the code that made it (runfacts.py).
+    workloads: dict[str, Any] = field(default_factory=dict)
+    features: dict[str, Any] = field(default_factory=dict)
 
 
 class Store:
+    """The result store at `db` (a path or a URL), created or migrated forward on open.
+
+    A store written by an older fsbench is brought to this version in place (SQLite: after
+    a copy beside it, `<file>.schema-N.bak`); `migrated` then says what was done. A store
+    written by a newer fsbench is refused in one line: this one cannot know its meaning.
+    """
+
     def __init__(self, db: str | Path | None = None) -> None:
         self.url = to_url(db)
+        self.migrated: list[str] = []
+        self.backup: Path | None = None
         try:
             self.engine: Engine = create_engine(self.url)
             if self.url.startswith("sqlite"):
                 event.listen(self.engine, "connect", _sqlite_pragmas)
-            self._create_tables()
-            self._check_schema()
+            with self._schema_lock():
+                self._open_schema()
         except (SQLAlchemyError, OSError) as exc:
             raise FsbenchError(f"cannot open result store {self.url}: {exc}") from None
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        if not self.url.startswith("sqlite:///"):
+            return None
+        return Path(self.url.removeprefix("sqlite:///"))
+
+    @contextmanager
+    def _schema_lock(self) -> Iterator[None]:
+        """One process at a time creates or migrates a store (a report that opens it while
+        a run starts must not migrate it twice). SQLite's own locks are fcntl locks on the
+        same file; flock does not interfere with them."""
+        path = self.sqlite_path
+        if path is None:
+            yield
+            return
+        with open(path, "ab") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _open_schema(self) -> None:
+        with self.engine.connect() as conn:
+            version = schema.stored_version(conn)
+        if version == SCHEMA_VERSION:
+            return
+        if version is None:  # a new store
+            self._create_tables()
+            with self.engine.begin() as conn:
+                schema.write_version(conn)
+            return
+        if version > SCHEMA_VERSION:
+            raise FsbenchError(
+                f"{self.url} was written by a newer fsbench (schema {version}; this one "
+                f"knows up to {SCHEMA_VERSION}): upgrade fsbench to read it"
+            )
+        self.backup = self._backup(version)
+        self._create_tables()  # tables added since (samples, meta)
+        with self.engine.begin() as conn:
+            self.migrated = schema.migrate(conn, version)
+            schema.write_version(conn)
+        self.migrated.insert(0, f"migrated from schema {version} to {SCHEMA_VERSION}")
+
+    def _backup(self, version: int) -> Path | None:
+        """A consistent copy of an SQLite store before it is migrated (the backup API
+        copies committed WAL content too). PostgreSQL migrates in one transaction."""
+        path = self.sqlite_path
+        if path is None:
+            return None
+        dest = path.with_name(f"{path.name}.schema-{version}.bak")
+        n = 1
+        while dest.exists():
+            dest = path.with_name(f"{path.name}.schema-{version}.{n}.bak")
+            n += 1
+        src = sqlite3.connect(path)
+        try:
+            out = sqlite3.connect(dest)
+            try:
+                src.backup(out)
+            finally:
+                out.close()
+        finally:
+            src.close()
+        return dest
 
     def _create_tables(self) -> None:
         # create_all checks, then creates, table by table: two processes opening a new
@@ -224,19 +220,6 @@ class Store:
                 if "already exists" not in str(exc) or attempt == objects:
                     raise
 
-    def _check_schema(self) -> None:
-        """A store written by an older fsbench lacks columns: say so in one line instead
-        of failing later with an SQL error."""
-        found = inspect(self.engine)
-        for table in metadata.sorted_tables:
-            have = {c["name"] for c in found.get_columns(table.name)}
-            missing = [c.name for c in table.columns if c.name not in have]
-            if missing:
-                raise FsbenchError(
-                    f"{self.url} was written by an older fsbench (table {table.name} lacks "
-                    f"{', '.join(missing)}): move it aside or give another --db"
-                )
-
     def close(self) -> None:
         self.engine.dispose()
 
@@ -251,12 +234,16 @@ class Store:
         schedule: list[tuple[int, str]],
         host: dict[str, Any],
         target: dict[str, Any],
+        kind: str = "run",
+        workloads: dict[str, Any] | None = None,
+        features: dict[str, Any] | None = None,
     ) -> int:
         with self.engine.begin() as conn:
             res = conn.execute(
                 insert(runs).values(
                     schema_version=SCHEMA_VERSION,
                     name=name,
+                    kind=kind,
                     status="running",
                     created_at=now(),
                     fsbench_version=fsbench_version,
@@ -266,6 +253,8 @@ class Store:
                     schedule=json.dumps(schedule),
                     host=json.dumps(host),
                     target=json.dumps(target),
+                    workloads=json.dumps(workloads or {}),
+                    features=json.dumps(features or {}),
                 )
             )
             return _new_id(res.inserted_primary_key)
@@ -313,6 +302,8 @@ class Store:
                 step=trial.step,
                 chain=trial.chain,
                 rep=trial.rep,
+                position=trial.position,
+                previous_cell=trial.previous_cell,
                 cell_key=trial.cell_key,
                 config=trial.config,
                 fs=trial.fs,
@@ -340,6 +331,7 @@ class Store:
                         "value": float(m.value),
                         "unit": m.unit,
                         "better": m.better,
+                        "resolution": float(m.resolution),
                     }
                     for m in trial.metrics
                 ],
@@ -379,6 +371,9 @@ class Store:
             host=json.loads(row["host"]),
             target=json.loads(row["target"]),
             convergence=json.loads(row["convergence"] or "{}"),
+            kind=row["kind"],
+            workloads=json.loads(row["workloads"] or "{}"),
+            features=json.loads(row["features"] or "{}"),
         )
 
     def list_runs(self) -> list[RunRecord]:
@@ -408,7 +403,7 @@ class Store:
         by_trial: dict[int, list[MetricRecord]] = {}
         for m in mrows:
             by_trial.setdefault(m["trial_id"], []).append(
-                MetricRecord(m["name"], m["value"], m["unit"], m["better"])
+                MetricRecord(m["name"], m["value"], m["unit"], m["better"], m["resolution"])
             )
         return [
             TrialRecord(
@@ -417,6 +412,8 @@ class Store:
                 step=t["step"],
                 chain=t["chain"],
                 rep=t["rep"],
+                position=t["position"],
+                previous_cell=t["previous_cell"],
                 cell_key=t["cell_key"],
                 config=t["config"],
                 fs=t["fs"],

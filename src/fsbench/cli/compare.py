@@ -13,7 +13,7 @@ from rich.console import Console
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.errors import FsbenchError
 from fsbench.reports import compare as cmp
-from fsbench.reports.rows import build_rows
+from fsbench.reports import source
 from fsbench.store import RunRecord, Store
 
 
@@ -57,9 +57,9 @@ def compare(
         a, b = store.get_run(run_a), store.get_run(run_b)
         result = cmp.compare_runs(
             a,
-            build_rows(store.get_trials(run_a), a.convergence),
+            source.rows_of(a, store.get_trials(run_a)),
             b,
-            build_rows(store.get_trials(run_b), b.convergence),
+            source.rows_of(b, store.get_trials(run_b)),
             all_metrics,
         )
     if fmt == "table" and output is None:
@@ -85,7 +85,7 @@ def _compare_levels(
     knob, _, wanted = by.partition("=")
     knob = knob.strip()
     run = store.get_run(run_id)
-    rows = build_rows(store.get_trials(run_id), run.convergence)
+    rows = source.rows_of(run, store.get_trials(run_id))
     levels = cmp.knob_levels(rows, knob)
     if not levels:
         known = sorted({k for r in rows for k in r.knobs})

@@ -11,8 +11,7 @@ from rich.console import Console
 
 from fsbench.cli.common import DbOption
 from fsbench.errors import FsbenchError
-from fsbench.reports import render
-from fsbench.reports.rows import build_rows
+from fsbench.reports import render, source
 from fsbench.store import Store
 
 FORMATS = (*render.FORMATS, "html")
@@ -69,8 +68,8 @@ def _write(text: str, output: Path | None) -> None:
 
 
 def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: bool) -> None:
-    run = store.get_run(run_id)
-    rows = build_rows(store.get_trials(run_id), run.convergence)
+    loaded = source.load(store, run_id)
+    run, rows = loaded.run, loaded.rows
     if fmt == "table" and output is None:
         # Piped or redirected: do not wrap the table at 80 columns.
         console = Console() if sys.stdout.isatty() else Console(width=200)

@@ -18,11 +18,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__, workloads
+from fsbench import __version__, validity, workloads
 from fsbench.reports.charts import Chart, all_charts, first_rep_timelines
 from fsbench.reports.ranking import NO_CLEAR, RULE, Verdict, fmt_p
-from fsbench.reports.rows import Row, build_rows
-from fsbench.reports.tables import FLAG_TEXT, Table, build_tables
+from fsbench.reports.rows import Row
+from fsbench.reports.tables import Table, build_tables
 from fsbench.store import RunRecord, Store, TrialRecord
 from fsbench.units import human_bytes
 
@@ -463,7 +463,7 @@ def flags_html(rows: Sequence[Row], trials: Sequence[TrialRecord]) -> str:
     out = []
     for (config, chain, workload, _, flag), (reps, detail, dims) in flagged.items():
         where = _where(chain, workload, dims, varying)
-        meaning = FLAG_TEXT.get(flag, "")
+        meaning = validity.meaning(flag)
         out.append(
             tag(
                 "tr",
@@ -814,9 +814,10 @@ def features_section(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
 
 
 def _load(store: Store, run_id: int) -> tuple[RunRecord, list[TrialRecord], list[Row]]:
-    run = store.get_run(run_id)
-    trials = store.get_trials(run_id)
-    return run, trials, build_rows(trials, run.convergence)
+    from fsbench.reports import source
+
+    loaded = source.load(store, run_id)
+    return loaded.run, loaded.trials, loaded.rows
 
 
 def html_report(store: Store, run_id: int, chart_dir: Path | None = None) -> str:

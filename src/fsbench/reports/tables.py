@@ -7,23 +7,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench import workloads
+from fsbench import validity
 from fsbench.reports.ranking import RULE, Verdict, rank_rows
 from fsbench.reports.rows import Row
 from fsbench.store import RunRecord
 from fsbench.units import human_bytes
-
-# What a validity flag means, once per table rather than once per cell; the per-trial
-# detail stays in the store and in JSON.
-FLAG_TEXT = {
-    "short": "timed phase under 2 s: timer resolution and noise weigh more",
-    "cpu-bound": "fsbench and its tools were on the CPU most of the timed phase: the CPU, "
-    "not the filesystem, may set the pace",
-    "not-cold": "the device read less than the data: part of a cold read came from a cache",
-    "not-converged": "the 95% CI did not reach the plan's target width within the maximum "
-    "repetitions",
-}
-TIMING_FLAGS = {"short"}
 
 
 @dataclass
@@ -179,9 +167,8 @@ def _cell_text(row: Row | None, cell_name: str, notes: _Notes) -> str:
     if row.message:  # some trials of the cell failed
         text += " " + notes.mark(f"{cell_name}: {row.message}")
     for flag in row.flags:
-        if flag in TIMING_FLAGS and row.unit != "s":
-            continue
-        text += " " + notes.mark(f"{flag}: {FLAG_TEXT.get(flag, 'see the trial provenance')}")
+        if validity.applies(flag, row.unit):
+            text += " " + notes.mark(f"{flag}: {validity.meaning(flag)}")
     return text
 
 
@@ -189,13 +176,10 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
     tables: list[Table] = []
     for chain, wname in dict.fromkeys((r.chain, r.workload) for r in rows):
         wrows = [r for r in rows if r.workload == wname and r.chain == chain]
-        try:
-            headline = list(workloads.get(wname).headline)
-        except KeyError:
-            headline = []
         metric_names = [m for m in dict.fromkeys(r.metric for r in wrows) if m is not None]
         # Headline metrics first, in the workload's order; then the rest if asked for.
-        shown: list[str | None] = [m for m in headline if m in metric_names]
+        ranks = {r.metric: r.headline for r in wrows if r.headline is not None}
+        shown: list[str | None] = sorted(ranks, key=lambda m: ranks[m])
         if all_metrics or not shown:
             shown += [m for m in metric_names if m not in shown]
         varying, constant = split_dims(wrows)

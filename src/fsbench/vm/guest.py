@@ -74,7 +74,12 @@ def guest_facts() -> dict[str, Any]:
 
 
 def run_job(job: VmJob, share: Path) -> None:
+    """The job's slots through the same SlotRunner as on the host: a cell the kernel
+    refused is not asked again, each record says where it ran in its round and what ran
+    just before it in this guest."""
+    from fsbench.executors.local import SlotRunner
     from fsbench.runner import Runner
+    from fsbench.schedule import Slot
     from fsbench.targets.blockdev import BlockDevice
     from fsbench.workloads.base import Scale
 
@@ -88,16 +93,20 @@ def run_job(job: VmJob, share: Path) -> None:
         MOUNT_ROOT.mkdir(parents=True, exist_ok=True)
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
         runner = Runner(target, MOUNT_ROOT, Scale(job.scale), CACHE_DIR, job.trial_timeout)
+        slots = [Slot(vc.seq, vc.rep, vc.position, 0, vc.cell()) for vc in job.cells]
         with open(share / RECORDS, "a") as out:
-            for vc in job.cells:
-                cell = vc.cell()
-                _say(f"seq {vc.seq} rep {vc.rep}: {cell.describe()}")
-                records = runner.run_cell(vc.seq, vc.rep, cell)
+
+            def started(slot: Slot) -> None:
+                _say(f"seq {slot.seq} rep {slot.rep}: {slot.cell.describe()}")
+
+            def finished(slot: Slot, records: list[Any]) -> None:
                 out.write(json.dumps([asdict(r) for r in records], default=str) + "\n")
                 out.flush()
                 os.fsync(out.fileno())
                 for r in records:
                     _say(f"  {r.workload}: {r.status} {r.message}")
+
+            SlotRunner(runner).run(slots, set(job.refused), started, finished)
 
 
 NEW_ROOT = Path("/run/fsbench/newroot")

@@ -60,9 +60,10 @@ class VmCell:
     workload: str
     params: dict[str, Any]
     knobs: dict[str, str] = field(default_factory=dict)
+    position: int = 0  # place in its round
 
     @classmethod
-    def of(cls, seq: int, rep: int, cell: Cell) -> VmCell:
+    def of(cls, seq: int, rep: int, cell: Cell, position: int = 0) -> VmCell:
         return cls(
             seq,
             rep,
@@ -70,10 +71,17 @@ class VmCell:
             cell.workload,
             dict(cell.params),
             dict(cell.knobs),
+            position,
         )
 
     def cell(self) -> Cell:
         return Cell(FsConfig.model_validate(self.config), self.workload, self.params, self.knobs)
+
+    def cell_key(self) -> str:
+        try:
+            return self.cell().key
+        except Exception:  # an invalid cell: import_records reports it as failed
+            return ""
 
 
 @dataclass
@@ -88,6 +96,8 @@ class VmJob:
     # filesystem config (FsConfig as JSON), for the boot workload's filesystems that the
     # host kernel cannot write.
     make_root: dict[str, Any] | None = None
+    # Cell keys the kernel refused before this job: skipped, as on the host.
+    refused: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -97,7 +107,12 @@ class VmJob:
         data = json.loads(text)
         cells = [VmCell(**c) for c in data["cells"]]
         return cls(
-            cells, data["scale"], data.get("trial_timeout"), data.get("plan"), data.get("make_root")
+            cells,
+            data["scale"],
+            data.get("trial_timeout"),
+            data.get("plan"),
+            data.get("make_root"),
+            list(data.get("refused") or []),
         )
 
 
@@ -490,16 +505,20 @@ def _to_record(data: dict[str, Any], vm_prov: dict[str, Any]) -> TrialRecord:
     return TrialRecord(**fields)
 
 
-def import_records(result: VmResult, *, only_missing: bool = False) -> list[TrialRecord]:
+def import_records(
+    result: VmResult, *, only_missing: bool = False, skip: set[str] | None = None
+) -> list[TrialRecord]:
     """The guest's records as TrialRecords for Store.record_trials, the VM's provenance
     under "vm"; a cell the guest never finished is a `failed` record with the reason and
     the console's tail. With `only_missing`, just those (the caller stored the others as
-    `on_cell` streamed them)."""
+    `on_cell` streamed them). Cells whose key is in `skip` (refused by the kernel, so the
+    guest skipped them on purpose) are not missing."""
     got = [_to_record(r, result.provenance) for r in result.records]
     have = {(r.seq, r.rep) for r in got}
     out = [] if only_missing else got
+    skipped = set(skip or ()) | {r.cell_key for r in got if r.status == "unsupported"}
     for vc in result.job.cells:
-        if (vc.seq, vc.rep) in have:
+        if (vc.seq, vc.rep) in have or vc.cell_key() in skipped:
             continue
         try:
             cell = vc.cell()

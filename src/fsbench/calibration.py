@@ -1,0 +1,149 @@
+"""What this machine can resolve: the A/A self-check of `fsbench calibrate`.
+
+A calibration run measures the plan's workloads on one filesystem config twice, as if it
+were two configs (`A` and `B`, same mkfs, same options), with the same order, warm-up and
+statistics as any run. Identical configs must not get a winner; their spread is this
+machine's noise. From it, per workload and metric: the coefficient of variation (pooled
+over A and B), any order effect, and the smallest difference a comparison with n
+repetitions per config can detect (95% confidence, 80% power). Later reports of the same
+host and kernel warn where the differences they show are below that.
+
+Pure functions of stored trials, like every report.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fsbench.reports.ranking import rank_rows
+from fsbench.reports.rows import Row, build_rows
+from fsbench.stats import min_detectable, reps_needed
+from fsbench.store import RunRecord, TrialRecord
+
+KIND = "calibration"
+LABELS = ("A", "B")
+# The differences the calibration screen answers for.
+DIFFERENCES = (0.05, 0.10, 0.25)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """One workload metric's noise on this machine, from one calibration run."""
+
+    run_id: int
+    workload: str
+    params: str  # JSON of the parameters it was measured with
+    metric: str
+    unit: str
+    cv: float  # pooled within-config coefficient of variation
+    n: int  # repetitions per config
+    mean_gap: float  # |mean(B) / mean(A) - 1|
+    false_winner: str  # the verdict if identical configs got a winner, else ""
+    order_effect: str  # the order-effect flag's detail, else ""
+
+    def resolvable(self, n: int | None = None) -> float | None:
+        """The smallest relative difference detectable with n reps per config."""
+        return min_detectable(self.cv, 1.0, n or self.n)
+
+    def reps_for(self, difference: float) -> int | None:
+        return reps_needed(self.cv, difference)
+
+
+def label(display: str, which: str) -> str:
+    return f"{display} ({which})"
+
+
+def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = True) -> list[Noise]:
+    """Per workload, parameters and metric of a calibration run: its noise."""
+    rows = build_rows(trials, run.convergence, (), run.workloads)
+    pairs: dict[tuple[str, str, str, str], list[Row]] = {}
+    for row in rows:
+        if row.metric is None or row.status != "ok" or row.mean is None:
+            continue
+        if headline_only and row.headline is None:
+            continue
+        key = (row.workload, _params(row), json.dumps(row.knobs, sort_keys=True), row.metric)
+        pairs.setdefault(key, []).append(row)
+    out = []
+    for (workload, params, _, metric), group in pairs.items():
+        if len(group) != 2 or any(r.sd is None or not r.mean for r in group):
+            continue
+        a, b = group
+        mean = (abs(a.mean or 0) + abs(b.mean or 0)) / 2
+        cv = math.sqrt(((a.sd or 0) ** 2 + (b.sd or 0) ** 2) / 2) / mean
+        verdict = rank_rows([(a.config, a), (b.config, b)])
+        out.append(
+            Noise(
+                run_id=run.id,
+                workload=workload,
+                params=params,
+                metric=metric,
+                unit=a.unit or "",
+                cv=cv,
+                n=min(a.n, b.n),
+                mean_gap=abs((b.mean or 0) / (a.mean or 1) - 1),
+                false_winner=verdict.text if verdict and verdict.significant else "",
+                order_effect=a.flags.get("order-effect") or b.flags.get("order-effect") or "",
+            )
+        )
+    return out
+
+
+def _params(row: Row) -> str:
+    return json.dumps(row.params, sort_keys=True)
+
+
+def matches(calibration: RunRecord, run: RunRecord) -> bool:
+    """A calibration speaks for a run made on the same host, kernel and kind of target."""
+    ch, rh = calibration.host, run.host
+    return (
+        calibration.kind == KIND
+        and calibration.status == "finished"
+        and ch.get("hostname") == rh.get("hostname")
+        and ch.get("kernel") == rh.get("kernel")
+        and calibration.target.get("kind") == run.target.get("kind")
+    )
+
+
+def flag_below(rows: Sequence[Row], noise: Sequence[Noise]) -> None:
+    """Flag `below-calibration` on the rows of every comparison (one workload, parameters,
+    knobs and metric; several configs) whose configs differ by less than the calibration
+    says this machine resolves at the rows' n. Where calibration measured the same
+    parameters, that noise; else the noisiest it measured for the workload and metric."""
+    by_metric: dict[tuple[str, str], list[Noise]] = {}
+    for item in noise:
+        by_metric.setdefault((item.workload, item.metric), []).append(item)
+    comparisons: dict[tuple[str, str, str, str, str], list[Row]] = {}
+    for row in rows:
+        if row.metric is None or row.mean is None or not row.values:
+            continue
+        key = (
+            row.chain,
+            row.workload,
+            _params(row),
+            json.dumps(row.knobs, sort_keys=True),
+            row.metric,
+        )
+        comparisons.setdefault(key, []).append(row)
+    for (_, workload, params, _, metric), group in comparisons.items():
+        known = by_metric.get((workload, metric))
+        if not known or len(group) < 2:
+            continue
+        same = [k for k in known if k.params == params]
+        item = same[0] if same else max(known, key=lambda k: k.cv)
+        n = min(r.n for r in group)
+        resolvable = item.resolvable(n)
+        means = [abs(r.mean or 0) for r in group]
+        if resolvable is None or min(means) == 0:
+            continue
+        spread = max(means) / min(means) - 1
+        if spread < resolvable:
+            text = (
+                f"configs differ by at most {spread:.1%}; calibration run {item.run_id} "
+                f"shows this machine resolves {resolvable:.0%} at n={n} (CV {item.cv:.1%})"
+            )
+            for row in group:
+                row.flags["below-calibration"] = text

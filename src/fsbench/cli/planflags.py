@@ -1,0 +1,246 @@
+"""The plan flags every command that runs a plan takes (`run`, `calibrate`, `fleet run`),
+and the plan they build. Help texts and defaults come from the plan model's own fields,
+so a default is stated once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel, ValidationError
+
+from fsbench import plan as planning
+from fsbench import workloads
+from fsbench.errors import FsbenchError
+from fsbench.plan import FsConfig, LoopTargetSpec, Plan, VmTargetSpec, WorkloadSpec
+from fsbench.units import format_size, parse_size
+from fsbench.workloads.base import Scale
+
+
+def field_help(model: type[BaseModel], name: str, text: str | None = None) -> str:
+    """A flag's help: the field's description and its default, as the model says."""
+    info = model.model_fields[name]
+    help_text = text or info.description or ""
+    default = info.default
+    if default is None or isinstance(default, (dict, list)):
+        return help_text
+    if name == "image_size" and isinstance(default, int):
+        default = format_size(default)
+    shown = default.value if hasattr(default, "value") else default
+    return f"{help_text} \\[default: {shown}]"
+
+
+FS_HELP = (
+    "Filesystem configs: 'ext4,xfs' or one config with options "
+    "'TYPE[:mkfs=OPTS][:mount=OPTS][:label=NAME]', e.g. "
+    "'ext4:mkfs=-I 256 -O ^flex_bg:mount=data=writeback,nodelalloc'. Repeatable."
+)
+
+PlanFile = Annotated[
+    Path | None, typer.Argument(metavar="[PLAN.toml]", help="A plan file.", show_default=False)
+]
+PresetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--preset", "-p", help="A shipped plan: see `fsbench list presets`. \\[default: quick]"
+    ),
+]
+FsOpt = Annotated[list[str], typer.Option("--fs", help=FS_HELP)]
+WorkloadOpt = Annotated[list[str], typer.Option("--workload", "-w", help="Workloads, comma list.")]
+SetOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--set",
+        help="NAME=VALUE[,VALUE...] for any workload parameter; a list makes one cell per value.",
+    ),
+]
+KnobOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--knob",
+        help="System knob NAME=VALUE[,VALUE...], a dimension of the matrix, set before "
+        "and restored after every trial: a sysctl (vm.dirty_ratio=1,20), "
+        "scheduler=none,mq-deadline,bfq,kyber, contention=idle,busy.",
+    ),
+]
+RepsOpt = Annotated[str | None, typer.Option("--reps", help=field_help(Plan, "reps"))]
+MaxRepsOpt = Annotated[int | None, typer.Option("--max-reps", help=field_help(Plan, "max_reps"))]
+CiTargetOpt = Annotated[
+    float | None, typer.Option("--ci-target", help=field_help(Plan, "ci_target"))
+]
+ScaleOpt = Annotated[Scale | None, typer.Option("--scale", help=field_help(Plan, "scale"))]
+TrialTimeoutOpt = Annotated[
+    float | None, typer.Option("--trial-timeout", help=field_help(Plan, "trial_timeout"))
+]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help=field_help(Plan, "seed"))]
+WarmupOpt = Annotated[int | None, typer.Option("--warmup", help=field_help(Plan, "warmup"))]
+ImageSizeOpt = Annotated[
+    str | None, typer.Option("--image-size", help=field_help(LoopTargetSpec, "image_size"))
+]
+WorkdirOpt = Annotated[
+    Path | None, typer.Option("--workdir", help=field_help(LoopTargetSpec, "workdir"))
+]
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device", help="A real block device instead of a loop image (needs --destroy-data)."
+    ),
+]
+DestroyOpt = Annotated[
+    bool, typer.Option("--destroy-data", help="Allow fsbench to overwrite --device.")
+]
+TargetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--target",
+        help="loop (an image on this host) or vm: a QEMU guest with its own kernel, for "
+        "filesystems this kernel lacks (jfs, reiserfs, f2fs, nilfs2) or other kernels.",
+    ),
+]
+KernelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kernel",
+        help="vm: Debian's default, a version (6.1), a linux-image package, or the "
+        "path of your own bzImage; several (6.1,6.12) make the kernel a dimension.",
+    ),
+]
+GuestRamOpt = Annotated[
+    int | None,
+    typer.Option("--guest-ram", help="vm: " + field_help(VmTargetSpec, "guest_ram_mb")),
+]
+
+
+@dataclass
+class PlanFlags:
+    """Every plan flag as given (None: not given)."""
+
+    plan_file: Path | None = None
+    preset: str | None = None
+    fs: list[str] = field(default_factory=list)
+    workload: list[str] = field(default_factory=list)
+    set_: list[str] = field(default_factory=list)
+    knob: list[str] = field(default_factory=list)
+    reps: str | None = None
+    max_reps: int | None = None
+    ci_target: float | None = None
+    scale: Scale | None = None
+    trial_timeout: float | None = None
+    seed: int | None = None
+    warmup: int | None = None
+    image_size: str | None = None
+    workdir: Path | None = None
+    device: str | None = None
+    destroy_data: bool = False
+    target_kind: str | None = None
+    kernel: str | None = None
+    guest_ram: int | None = None
+
+
+@dataclass
+class Built:
+    plan: Plan
+    overrides: dict[str, list[str]]  # --set values
+    cells: list[planning.Cell]
+
+
+def build(flags: PlanFlags) -> Built:
+    """The plan the flags describe, its --set overrides, and its matrix."""
+    plan = build_plan(flags)
+    overrides = planning.parse_set(flags.set_)
+    if flags.knob:  # kept in the plan, so the stored run says which knobs it swept
+        plan = plan.model_copy(
+            update={"knobs": {**plan.knobs, **planning.parse_set(flags.knob, flag="--knob")}}
+        )
+    return Built(plan, overrides, planning.expand(plan, overrides))
+
+
+def build_plan(flags: PlanFlags) -> Plan:
+    if flags.plan_file and flags.preset:
+        raise FsbenchError("give a plan file or --preset, not both")
+    explicit = bool(flags.plan_file or flags.preset)
+    if flags.plan_file:
+        base = planning.load_plan_file(flags.plan_file)
+    else:
+        base = planning.load_preset(flags.preset or "quick")
+    data = base.model_dump(by_alias=True)
+    if flags.fs:
+        data["fs"] = [c for spec in flags.fs for c in planning.parse_fs_spec(spec)]
+    if flags.workload:
+        names = [w.strip() for spec in flags.workload for w in spec.split(",") if w.strip()]
+        # An explicit preset or plan keeps its parameters for the workloads it has;
+        # otherwise a workload runs with its own defaults for the scale.
+        keep = {w.name: w for w in base.workloads} if explicit else {}
+        try:
+            data["workload"] = [keep.get(n) or WorkloadSpec(name=n) for n in names]
+        except ValidationError as exc:
+            raise FsbenchError(f"--workload: {planning.one_line(exc)}") from None
+    for name in ("scale", "max_reps", "ci_target", "trial_timeout", "seed", "warmup"):
+        value = getattr(flags, name)
+        if value is not None:
+            data[name] = value
+    if flags.reps is not None:
+        data["reps"] = _parse_reps(flags.reps)
+    elif flags.workload and not explicit:
+        # Workloads whose differences hide in the noise with fewer (boot: 10) set the
+        # default of an ad-hoc run; a preset or plan says its own number.
+        wanted = [
+            workloads.get(step).default_reps
+            for spec in data["workload"]
+            for step in (spec.steps if isinstance(spec, WorkloadSpec) else [spec["name"]])
+        ]
+        if any(wanted):
+            data["reps"] = max(w for w in wanted if w)
+    data["target"] = _target(dict(data["target"]), flags)
+    if not explicit and (flags.fs or flags.workload):
+        data["name"] = "custom"
+        data["description"] = ""
+    try:
+        data["fs"] = [c if isinstance(c, FsConfig) else FsConfig(**c) for c in data["fs"]]
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise FsbenchError(planning.one_line(exc)) from None
+
+
+def _target(target: dict[str, Any], flags: PlanFlags) -> dict[str, Any]:
+    if flags.target_kind is not None:
+        if flags.target_kind not in ("loop", "vm"):
+            raise FsbenchError(f"--target {flags.target_kind!r}: loop or vm (a disk: --device)")
+        if flags.target_kind != target.get("kind", "loop"):
+            # Only what both kinds have carries over.
+            target = {k: target[k] for k in ("image_size", "workdir") if k in target}
+        target["kind"] = flags.target_kind
+    kind = target.get("kind", "loop")
+    if flags.image_size is not None:
+        try:
+            target["image_size"] = parse_size(flags.image_size)
+        except ValueError as exc:
+            raise FsbenchError(f"--image-size: {exc}") from None
+    if flags.workdir is not None:
+        target["workdir"] = flags.workdir
+    if kind == "vm":
+        if flags.device is not None:
+            raise FsbenchError("--target vm runs on the guest's own scratch disk: no --device")
+        if flags.kernel is not None:
+            target["kernel"] = flags.kernel
+        if flags.guest_ram is not None:
+            target["guest_ram_mb"] = flags.guest_ram
+    else:
+        if flags.kernel is not None or flags.guest_ram is not None:
+            what = "--kernel" if flags.kernel is not None else "--guest-ram"
+            raise FsbenchError(f"{what} needs the VM target: add --target vm")
+        if flags.device is not None:
+            target["device"] = flags.device
+        target["destroy_data"] = flags.destroy_data or target.get("destroy_data", False)
+    return target
+
+
+def _parse_reps(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise FsbenchError(f"--reps {text!r}: a number or auto") from None

@@ -1,0 +1,116 @@
+"""The executor contract: where trials run. One repetition loop (matrix.py) decides what
+runs and in which order, stores what comes back and handles resume and interrupt; an
+executor only runs the slots it is handed, somewhere: on this host (local.py), inside a
+QEMU guest with its own kernel (vm.py). Adding a place to run is adding one executor.
+
+benchexec swaps its executor the same way, and hyperfine has `trait Executor`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any, ClassVar
+
+from fsbench import workloads
+from fsbench.errors import FsbenchError
+from fsbench.plan import Cell, Plan
+from fsbench.schedule import Slot
+from fsbench.store import TrialRecord
+from fsbench.units import human_bytes
+
+OnStart = Callable[[Slot], None]
+OnRecords = Callable[[Slot, list[TrialRecord]], None]
+
+# Room the filesystem itself takes (journal, metadata, btrfs chunks): a workload must fit
+# in the target with this much to spare.
+FS_OVERHEAD_FRACTION = 0.15
+FS_OVERHEAD_MIN = 128 << 20
+
+
+class Executor(ABC):
+    """Runs scheduled trials somewhere. Use as a context manager: `open()` makes what the
+    trials need (a loop device, a guest image), `close()` releases all of it on every path.
+    """
+
+    kind: ClassVar[str]
+
+    def __init__(self, plan: Plan, cells: Sequence[Cell]) -> None:
+        self.plan = plan
+        self.cells = list(cells)
+
+    @abstractmethod
+    def preflight(self) -> list[str]:
+        """Refuse a run that cannot work (FsbenchError, one line) before anything is made;
+        return warnings for cells that will be unsupported."""
+
+    def release_stale(self) -> list[str]:
+        """Release what crashed runs left behind here; one line per thing released."""
+        return []
+
+    def open(self) -> None:  # noqa: B027 - optional hook
+        """Make what the trials need."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what open() and the trials made. Idempotent."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """The run's target as the store keeps it: `kind`, a one-line `summary` that
+        reports print as it is, and the facts (device model, rotational, kernel...)."""
+
+    @abstractmethod
+    def run(
+        self,
+        slots: Sequence[Slot],
+        refused: set[str],
+        on_start: OnStart,
+        on_records: OnRecords,
+    ) -> None:
+        """Run the slots in order and hand each one's records (one per chain step) to
+        `on_records` as soon as it ends. A cell whose key is in `refused` (the kernel said
+        no once) is skipped; a cell refused now is added to it."""
+
+    def banner(self) -> str:
+        """What the run says before it starts, after the plan's own numbers."""
+        return ""
+
+    def __enter__(self) -> Executor:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def check_fits(cells: Sequence[Cell], target_size: int) -> None:
+    """Refuse, before anything runs, a cell whose workload cannot fit on the target."""
+    usable = target_size - max(FS_OVERHEAD_MIN, int(target_size * FS_OVERHEAD_FRACTION))
+    for cell in cells:
+        need = 0
+        for name, params in cell.steps:
+            wl = workloads.get(name)
+            need = max(need, wl().required_bytes(wl.params_model.model_validate(params)))
+        if need > usable:
+            shown = " ".join(f"{k}={v}" for k, v in cell.params.items())
+            raise FsbenchError(
+                f"{cell.workload} {shown} needs {human_bytes(need)} but a "
+                f"{human_bytes(target_size)} target leaves ~{human_bytes(usable)} after the "
+                "filesystem's own metadata: use a larger --image-size or a smaller --scale"
+            )
+
+
+def check_workloads(plan: Plan, *, vm: bool) -> None:
+    """Workloads that need the VM target, or run only alone."""
+    for spec in plan.workloads:
+        vm_only = [s for s in spec.steps if workloads.get(s).vm_only]
+        if vm_only and not vm:
+            raise FsbenchError(f"workload {vm_only[0]} needs the VM target: add --target vm")
+        if vm_only and len(spec.steps) > 1:
+            raise FsbenchError(f"workload {vm_only[0]} runs alone, not in a chain")

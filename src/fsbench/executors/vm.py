@@ -1,0 +1,198 @@
+"""Trials inside a QEMU guest with its own kernel: filesystems this kernel lacks, other
+kernels, boot tests. Each guest boots the cached image with a fresh scratch disk and runs
+fsbench's own Runner there (executors.local.SlotRunner); its records stream back as they
+are written. A guest runs one kernel and whole comparison groups, about one round's worth
+of trials; a boot trial is a guest of its own."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from fsbench import knobs, proc, workloads
+from fsbench.errors import FsbenchError
+from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.plan import Cell, Plan, VmTargetSpec
+from fsbench.schedule import Slot
+from fsbench.store import TrialRecord
+from fsbench.units import human_bytes
+
+
+def chunks(slots: Sequence[Slot], kernel_of: dict[str, str | None]) -> list[list[Slot]]:
+    """Slots cut into guests: contiguous slots of one kernel, whole groups at a time, up to
+    one slot per cell of that kernel (about one round, as many guests as rounds), and at
+    least one group: each guest starts with a group's first slots, never mid-group."""
+    cap = Counter(kernel_of.values())
+    runs: list[list[Slot]] = []  # the slots of one group, contiguous
+    for slot in slots:
+        if runs and runs[-1][-1].group == slot.group:
+            runs[-1].append(slot)
+        else:
+            runs.append([slot])
+    out: list[list[Slot]] = []
+    for run in runs:
+        kernel = kernel_of[run[0].cell.key]
+        last = out[-1] if out else None
+        if last and kernel_of[last[0].cell.key] == kernel and len(last) + len(run) <= cap[kernel]:
+            last.extend(run)
+        else:
+            out.append(list(run))
+    return out
+
+
+class VmExecutor(Executor):
+    kind: ClassVar[str] = "vm"
+
+    def __init__(self, plan: Plan, cells: Sequence[Cell]) -> None:
+        super().__init__(plan, cells)
+        if not isinstance(plan.target, VmTargetSpec):
+            raise FsbenchError(f"the VM executor runs vm targets, not {plan.target.kind}")
+        self.spec = plan.target
+        self.default_kernel = self.spec.kernels[0]
+        self.guests: dict[str, dict[str, Any]] = {}  # kernel -> the guest's provenance
+
+    def _kernel(self, cell: Cell) -> str | None:
+        return cell.knobs.get(knobs.KERNEL, self.default_kernel)
+
+    def _spec(self, kernel: str | None) -> Any:
+        from fsbench import vm  # QEMU, images: only when asked for
+
+        t = self.spec
+        return vm.VmSpec(
+            kernel=kernel,
+            ram_mb=t.guest_ram_mb,
+            vcpus=t.vcpus,
+            scratch_bytes=t.image_size,
+            throttle=dict(t.throttle),
+            workdir=t.workdir,
+        )
+
+    def preflight(self) -> list[str]:
+        if os.geteuid() != 0:
+            raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
+        check_workloads(self.plan, vm=True)
+        # The guest's kernel and tools decide; this host only needs QEMU.
+        if proc.which("qemu-system-x86_64") is None:
+            raise FsbenchError(
+                "--target vm needs QEMU: apt-get install qemu-system-x86 qemu-utils debootstrap"
+            )
+        check_fits(self.cells, self.spec.image_size)
+        return []
+
+    def release_stale(self) -> list[str]:
+        from fsbench import vm
+
+        return list(vm.release_stale(self.spec.workdir))
+
+    def banner(self) -> str:
+        kernels = ", ".join(k or "default" for k in self.spec.kernels)
+        return (
+            f"in a QEMU guest (kernel {kernels}); the first run builds the guest image "
+            "(a few minutes, cached)"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The last guest's provenance, and every kernel's when several."""
+        if not self.guests:
+            return {"kind": "vm", "summary": "QEMU guest (not booted yet)"}
+        last = list(self.guests.values())[-1]
+        out: dict[str, Any] = {"kind": "vm", **last}
+        if len(self.guests) > 1:
+            out["kernels"] = {k: g.get("kernel_version") for k, g in self.guests.items()}
+        out["summary"] = vm_summary(out)
+        if out.get("accel") == "tcg":
+            out["notes"] = [
+                "TCG (software emulation): these numbers compare the configs within this "
+                "run, not with the host or with KVM runs"
+            ]
+        return out
+
+    def run(
+        self, slots: Sequence[Slot], refused: set[str], on_start: OnStart, on_records: OnRecords
+    ) -> None:
+        from fsbench import vm
+        from fsbench.vm.boot import run_boot_cell
+
+        kernel_of = {c.key: self._kernel(c) for c in self.cells}
+        by_seq = {s.seq: s for s in slots}
+        for chunk in chunks(slots, kernel_of):
+            todo = [s for s in chunk if s.cell.key not in refused]
+            if not todo:
+                continue
+            kernel = kernel_of[todo[0].cell.key]
+            # A boot is a whole guest of its own, run from here; the rest share one.
+            boots = [s for s in todo if workloads.get(s.cell.workload).vm_only]
+            batch = [s for s in todo if s not in boots]
+            for slot in boots:
+                if slot.cell.key in refused:
+                    continue
+                on_start(slot)
+                records = run_boot_cell(self._vm_cell(slot), self._spec(kernel))
+                self._stamp(slot, records, "")
+                if any(r.status == "unsupported" for r in records):
+                    refused.add(slot.cell.key)
+                on_records(slot, records)
+                booted = records[0].provenance.get("vm")
+                if booted and (kernel or "default") not in self.guests:
+                    self.guests[kernel or "default"] = booted
+            if not batch:
+                continue
+            on_start(batch[0])
+            job = vm.VmJob(
+                [self._vm_cell(s) for s in batch],
+                str(self.plan.scale),
+                self.plan.timeout,
+                self.plan.model_dump(mode="json", by_alias=True),
+                refused=sorted(refused),
+            )
+
+            def streamed(records: list[TrialRecord]) -> None:
+                slot = by_seq[records[0].seq]
+                if any(r.status == "unsupported" for r in records):
+                    refused.add(slot.cell.key)
+                on_records(slot, records)
+
+            result = vm.run_in_vm(job, self._spec(kernel), on_cell=streamed)
+            self.guests[kernel or "default"] = result.provenance
+            missing = vm.import_records(result, only_missing=True, skip=refused)
+            for slot_seq in dict.fromkeys(r.seq for r in missing):
+                on_records(by_seq[slot_seq], [r for r in missing if r.seq == slot_seq])
+            if not result.ok and not result.records:
+                raise FsbenchError(
+                    f"the VM did not run: {result.error.splitlines()[0]}"
+                    if result.error
+                    else "the VM did not run"
+                )
+
+    @staticmethod
+    def _vm_cell(slot: Slot) -> Any:
+        from fsbench import vm
+
+        return vm.VmCell.of(slot.seq, slot.rep, slot.cell, slot.position)
+
+    @staticmethod
+    def _stamp(slot: Slot, records: list[TrialRecord], previous: str) -> None:
+        for record in records:
+            record.position = slot.position
+            record.previous_cell = previous
+
+
+def vm_summary(t: dict[str, Any]) -> str:
+    guest = t.get("guest") or {}
+    kernels = t.get("kernels") or {}
+    kernel = (
+        " / ".join(str(v) for v in kernels.values())
+        if len(kernels) > 1
+        else guest.get("kernel") or t.get("kernel_version", "?")
+    )
+    disk = (
+        f"virtio scratch disk {human_bytes(t['scratch_bytes'])}"
+        if t.get("scratch_bytes")
+        else "booting from a root image per config"
+    )
+    return (
+        f"QEMU guest, kernel {kernel}, accel {t.get('accel', '?')}, {t.get('vcpus', '?')} "
+        f"vCPUs, {t.get('guest_ram_mb', '?')} MiB RAM, {disk}"
+    )

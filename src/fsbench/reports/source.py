@@ -1,0 +1,59 @@
+"""What every report reads, read once and only from the store: the run, its trials, the
+rows built from them, and the calibration of the machine it ran on.
+
+One entry point, so that the terminal table, markdown, CSV, JSON, HTML and `compare` all
+show the same rows with the same flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fsbench import calibration
+from fsbench.plan import FsConfig
+from fsbench.reports.rows import Row, build_rows
+from fsbench.store import RunRecord, Store, TrialRecord
+
+
+@dataclass
+class RunReport:
+    run: RunRecord
+    trials: list[TrialRecord]
+    rows: list[Row]
+    # The calibration of this host and kernel the rows were checked against (empty: none).
+    noise: list[calibration.Noise] = field(default_factory=list)
+    calibration_run: int | None = None
+
+
+def config_order(run: RunRecord) -> list[str]:
+    """The configs' labels in the plan's order."""
+    out = []
+    for data in run.plan.get("fs") or []:
+        try:
+            out.append(FsConfig.model_validate(data).display)
+        except ValueError:  # a filesystem this fsbench no longer knows
+            out.append(str(data.get("label") or data.get("type")))
+    return out
+
+
+def rows_of(run: RunRecord, trials: list[TrialRecord]) -> list[Row]:
+    return build_rows(trials, run.convergence, config_order(run), run.workloads)
+
+
+def load(store: Store, run_id: int) -> RunReport:
+    run = store.get_run(run_id)
+    trials = store.get_trials(run_id)
+    report = RunReport(run, trials, rows_of(run, trials))
+    if run.kind != calibration.KIND:
+        cal = latest_calibration(store, run)
+        if cal is not None:
+            report.calibration_run = cal.id
+            report.noise = calibration.analyze(cal, store.get_trials(cal.id))
+            calibration.flag_below(report.rows, report.noise)
+    return report
+
+
+def latest_calibration(store: Store, run: RunRecord) -> RunRecord | None:
+    """The newest finished calibration of the host and kernel the run was made on."""
+    found = [r for r in store.list_runs() if calibration.matches(r, run)]
+    return found[-1] if found else None

@@ -1,0 +1,271 @@
+"""The store's schema and its history: tables (SQLAlchemy Core) and the migrations that
+bring a store written by any earlier fsbench forward, in place.
+
+Every version since the first only added things, so a migration is a list of columns to
+add (with the value old rows get) and tables to create. The store's version lives in the
+`meta` table; a store from before that table existed is read by its columns. Reports of a
+migrated store are the same as before: old trials simply have the defaults (no warm-up,
+position 0: unknown, resolution 0: none declared).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    inspect,
+    select,
+    text,
+    update,
+)
+
+SCHEMA_VERSION = 6
+
+metadata = MetaData()
+
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", String(40), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("schema_version", Integer, nullable=False),  # of the fsbench that created it
+    Column("name", String(200), nullable=False),
+    # run: a comparison; calibration: an A/A run of `fsbench calibrate` (same config twice).
+    Column("kind", String(20), nullable=False, server_default="run"),
+    Column("status", String(20), nullable=False),  # running | finished | interrupted | failed
+    Column("created_at", String(40), nullable=False),
+    Column("finished_at", String(40)),
+    Column("fsbench_version", String(40), nullable=False),
+    Column("argv", Text, nullable=False),  # JSON list
+    Column("plan", Text, nullable=False),  # JSON: the validated plan (with its order seed)
+    Column("overrides", Text, nullable=False),  # JSON: --set values
+    # JSON: the planned slots in order, [[rep, cell_key], ...] (rep 0: warm-up).
+    Column("schedule", Text, nullable=False),
+    Column("host", Text, nullable=False),  # JSON provenance: kernel, CPU, memory, tools
+    Column("target", Text, nullable=False),  # JSON: device, model, rotational, direct I/O
+    # JSON, --reps auto: per cell key, reps made and whether its CI reached the target.
+    Column("convergence", Text, nullable=False, default="{}"),
+    # JSON: what the reports need to know of each workload, as this fsbench defined it
+    # ({name: {summary, headline, params}}), so that a later fsbench reports it the same.
+    Column("workloads", Text, nullable=False, server_default="{}"),
+    # JSON: the `fsbench features` table of the run's filesystems measured on its kernel
+    # when the run started ({} when none was measured).
+    Column("features", Text, nullable=False, server_default="{}"),
+)
+
+trials = Table(
+    "trials",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),  # slot in the run's schedule
+    Column("step", Integer, nullable=False),  # position in the cell's chain (0 if none)
+    Column("chain", String(300), nullable=False),  # "untar+tree-read+fsck", or ""
+    Column("rep", Integer, nullable=False),  # 0: the warm-up repetition, stored, not counted
+    # Place in its round (1 = first; 0 = not recorded) and the cell key of the trial that
+    # ran just before it ("" = the first of its process or guest): the order-effect check.
+    Column("position", Integer, nullable=False, server_default="0"),
+    Column("previous_cell", Text, nullable=False, server_default=""),
+    Column("cell_key", Text, nullable=False),
+    Column("config", String(300), nullable=False),  # display label
+    Column("fs", String(40), nullable=False),
+    Column("mkfs_options", Text, nullable=False),  # JSON list, as asked
+    Column("mount_options", Text, nullable=False),  # as asked
+    Column("workload", String(80), nullable=False),
+    Column("params", Text, nullable=False),  # JSON object
+    Column("knobs", Text, nullable=False),  # JSON object: sysctls, scheduler, contention
+    Column("status", String(20), nullable=False),  # ok | unsupported | failed
+    Column("message", Text, nullable=False),
+    Column("detail", Text, nullable=False),
+    Column("started_at", String(40), nullable=False),
+    Column("finished_at", String(40), nullable=False),
+    Column("provenance", Text, nullable=False),  # JSON: mkfs argv, effective options, geometry
+    UniqueConstraint("run_id", "seq", "step", name="one_trial_per_slot"),
+)
+
+samples = Table(
+    "samples",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
+    Column("t", Float, nullable=False),  # seconds since the timed phase started
+    Column("read_bps", Float, nullable=False),
+    Column("write_bps", Float, nullable=False),
+    Column("util_pct", Float, nullable=False),
+    Column("cpu_user_pct", Float, nullable=False),
+    Column("cpu_sys_pct", Float, nullable=False),
+    Column("cpu_iowait_pct", Float, nullable=False),
+    Column("dirty_bytes", Float, nullable=False),
+    Column("writeback_bytes", Float, nullable=False),
+)
+
+SAMPLE_FIELDS = (
+    "t",
+    "read_bps",
+    "write_bps",
+    "util_pct",
+    "cpu_user_pct",
+    "cpu_sys_pct",
+    "cpu_iowait_pct",
+    "dirty_bytes",
+    "writeback_bytes",
+)
+
+metrics = Table(
+    "metrics",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(80), nullable=False),
+    Column("value", Float, nullable=False),
+    Column("unit", String(20), nullable=False),
+    Column("better", String(10), nullable=False),  # higher | lower
+    # The smallest step the tool reports this metric in (1 for a count, 0.1 for "3.9%");
+    # 0: finer than anything that matters. Differences below it are no difference.
+    Column("resolution", Float, nullable=False, server_default="0"),
+)
+
+
+@dataclass(frozen=True)
+class Added:
+    """A column a version added, and the SQL value rows written before it get."""
+
+    table: str
+    column: str
+    ddl_type: str
+    default: str
+
+
+# What each version added to the one before. Tables (samples in 4, meta in 6) are created
+# by create_all; columns need ALTER TABLE.
+MIGRATIONS: dict[int, tuple[Added, ...]] = {
+    2: (
+        Added("trials", "step", "INTEGER", "0"),
+        Added("trials", "chain", "VARCHAR(300)", "''"),
+    ),
+    3: (Added("trials", "knobs", "TEXT", "'{}'"),),
+    4: (),
+    5: (Added("runs", "convergence", "TEXT", "'{}'"),),
+    6: (
+        Added("runs", "kind", "VARCHAR(20)", "'run'"),
+        Added("runs", "workloads", "TEXT", "'{}'"),
+        Added("runs", "features", "TEXT", "'{}'"),
+        Added("trials", "position", "INTEGER", "0"),
+        Added("trials", "previous_cell", "TEXT", "''"),
+        Added("metrics", "resolution", "FLOAT", "0"),
+    ),
+}
+
+# Columns that tell an unversioned store's age: the newest version whose additions are all
+# present is the store's version.
+_FIRST = 1
+
+
+def stored_version(conn: Connection) -> int | None:
+    """The store's schema version; None for an empty database (nothing to migrate)."""
+    found = inspect(conn)
+    tables = set(found.get_table_names())
+    if "meta" in tables:
+        row = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).first()
+        if row is not None:
+            return int(row[0])
+    if "runs" not in tables:
+        return None
+    # Before the meta table (versions 1-5): the newest version whose columns are all there.
+    columns = {t: {c["name"] for c in found.get_columns(t)} for t in tables}
+    version = _FIRST
+    for v in sorted(MIGRATIONS):
+        wanted = MIGRATIONS[v]
+        if v == 4 and "samples" not in tables:
+            break
+        if all(a.column in columns.get(a.table, set()) for a in wanted):
+            version = v
+        else:
+            break
+    return version
+
+
+def migrate(conn: Connection, version: int) -> list[str]:
+    """Bring a store at `version` to SCHEMA_VERSION inside the caller's transaction;
+    returns what was done, one line per step. Idempotent per column."""
+    done: list[str] = []
+    found = inspect(conn)
+    for v in range(version + 1, SCHEMA_VERSION + 1):
+        for add in MIGRATIONS.get(v, ()):
+            have = {c["name"] for c in found.get_columns(add.table)}
+            if add.column in have:
+                continue
+            preparer = conn.dialect.identifier_preparer
+            conn.execute(
+                text(
+                    f"ALTER TABLE {preparer.quote(add.table)} ADD COLUMN "
+                    f"{preparer.quote(add.column)} {add.ddl_type} NOT NULL DEFAULT {add.default}"
+                )
+            )
+            done.append(f"schema {v}: {add.table}.{add.column}")
+        found = inspect(conn)  # the inspector caches what it saw
+        fill = DATA_MIGRATIONS.get(v)
+        if fill is not None:
+            done += fill(conn)
+    return done
+
+
+def _fill_run_facts(conn: Connection) -> list[str]:
+    """Schema 6: runs keep what their reports need. Older runs get it from this fsbench
+    (what their reports asked the live code for until then): the workloads' facts, and
+    the feature table saved for their kernel."""
+    from fsbench.runfacts import features_snapshot, workload_facts
+
+    done = []
+    rows = conn.execute(select(runs.c.id, runs.c.host, runs.c.workloads)).all()
+    for run_id, host, stored in rows:
+        if stored not in (None, "", "{}"):
+            continue
+        names = [
+            r[0]
+            for r in conn.execute(
+                select(trials.c.workload).where(trials.c.run_id == run_id).distinct()
+            )
+        ]
+        fs_types = [
+            r[0]
+            for r in conn.execute(select(trials.c.fs).where(trials.c.run_id == run_id).distinct())
+        ]
+        kernel = str(json.loads(host or "{}").get("kernel") or "")
+        conn.execute(
+            update(runs)
+            .where(runs.c.id == run_id)
+            .values(
+                workloads=json.dumps(workload_facts(names)),
+                features=json.dumps(features_snapshot(kernel, fs_types)),
+            )
+        )
+        done.append(f"schema 6: run {run_id} keeps its workloads' facts")
+    return done
+
+
+# Data a version's reports need that older rows lack, filled after its columns exist.
+DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {6: _fill_run_facts}
+
+
+def write_version(conn: Connection) -> None:
+    conn.execute(meta.delete().where(meta.c.key == "schema_version"))
+    conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))

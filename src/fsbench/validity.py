@@ -1,0 +1,78 @@
+"""Validity flags: the one registry of what may make a result less trustworthy.
+
+A flag is set on a trial (by the runner, a workload's check, or the statistics of a row)
+and shown beside the result with its meaning. `timing` says whether it taints a time:
+`short` matters for `seconds`, not for a count of fragments. Reports read the meaning
+from here; the per-trial detail (numbers) stays in the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    meaning: str
+    timing: bool = False  # True: taints only time-like metrics (unit s)
+
+
+# The cold-read rule, once: a read that should come from the device counts as cold when
+# the device read at least this fraction of the bytes the workload expected to read.
+COLD_READ_FRACTION = 0.5
+
+FLAGS: dict[str, Flag] = {
+    f.name: f
+    for f in (
+        Flag(
+            "short",
+            "timed phase under 2 s: timer resolution and noise weigh more",
+            timing=True,
+        ),
+        Flag(
+            "cpu-bound",
+            "fsbench and its tools kept their threads' CPUs busy most of the timed phase: "
+            "the CPU, not the filesystem, may set the pace",
+        ),
+        Flag(
+            "not-cold",
+            f"the device read less than {COLD_READ_FRACTION:.0%} of the data: part of a cold "
+            "read came from a cache",
+        ),
+        Flag(
+            "not-converged",
+            "the 95% CI did not reach the plan's target width within the maximum repetitions",
+        ),
+        Flag(
+            "order-effect",
+            "the results depend on the trial's place in its round or on the trial run just "
+            "before: the machine's state, not only the config, moved them",
+        ),
+        Flag(
+            "outliers",
+            "some repetitions are outliers by modified z-score (shown, never dropped)",
+        ),
+        Flag(
+            "below-calibration",
+            "the difference is smaller than what `fsbench calibrate` showed this machine can "
+            "resolve for this workload",
+        ),
+        Flag(
+            "knob-restore-failed",
+            "a system knob could not be restored after the trial: later trials may have run "
+            "with it changed",
+        ),
+    )
+}
+
+
+def meaning(name: str) -> str:
+    flag = FLAGS.get(name)
+    return flag.meaning if flag else "see the trial's provenance"
+
+
+def applies(name: str, unit: str | None) -> bool:
+    """Whether a flag taints a metric of this unit (a timing flag only taints times)."""
+    flag = FLAGS.get(name)
+    return not (flag and flag.timing and unit != "s")
