@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fsbench.plan import Plan
 from fsbench.reports.ranking import rank_rows
 from fsbench.reports.rows import Row, build_rows
 from fsbench.stats import min_detectable, reps_needed
@@ -54,6 +55,17 @@ class Noise:
 
 def label(display: str, which: str) -> str:
     return f"{display} ({which})"
+
+
+def aa_plan(plan: Plan, reps: int | None = None) -> Plan:
+    """The plan's workloads on its first filesystem config, twice, labelled A and B: two
+    configs as different as two runs of the same thing can be."""
+    config = plan.fs[0]
+    twins = [config.model_copy(update={"label": label(config.display, w)}) for w in LABELS]
+    update: dict[str, object] = {"fs": twins, "name": f"calibrate {plan.name}"}
+    if reps is not None:
+        update["reps"] = reps
+    return plan.model_copy(update=update)
 
 
 def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = True) -> list[Noise]:

@@ -179,6 +179,10 @@ def _target_input(value: Any) -> Any:
     for key, default in other.items():
         if key in data and data[key] == default:
             del data[key]
+    foreign = [key for key in other if key in data]
+    if foreign:
+        need = 'the VM target (kind = "vm", --target vm)' if kind == "loop" else "a loop target"
+        raise ValueError(f"{', '.join(foreign)} needs {need}")
     return data
 
 

@@ -61,8 +61,10 @@ def outliers(values: Sequence[float], threshold: float = 3.5, resolution: float 
     deviation from the median, (x - median) / (1.253314 MeanAD), as Iglewicz and Hoaglin
     and SPSS do; each value is scored against the MeanAD of the *other* values, so that in
     a handful of repetitions (1, 1, 1, 5) the odd one does not mask itself. A value within
-    `resolution` of the median (the tool's smallest step) is never an outlier."""
-    if len(values) < 3:
+    `resolution` of the median (the tool's smallest step) is never an outlier. Fewer than
+    four values have no robust centre: three normal values would be "outliers" one time
+    in four."""
+    if len(values) < 4:
         return []
     med = statistics.median(values)
     deviations = [abs(v - med) for v in values]
@@ -243,13 +245,27 @@ class Ranking:
     runner_up: int | None
     p_adjusted: float | None  # Holm-adjusted p of best vs runner-up
     significant: bool
+    # The comparison that decides: the largest Holm-adjusted p of best against any other
+    # (all must be < alpha for a winner), and that other group's index.
+    p_decisive: float | None = None
+    decisive: int | None = None
+    # Why a winner was not called although every p was small: "resolution" when the
+    # difference is within one step of the metric's resolution.
+    within_resolution: bool = False
 
 
 def rank(
-    groups: Sequence[Sequence[float]], higher_is_better: bool, alpha: float = 0.05
+    groups: Sequence[Sequence[float]],
+    higher_is_better: bool,
+    alpha: float = 0.05,
+    resolution: float = 0.0,
 ) -> Ranking | None:
     """The best group by mean, and whether it beats every other group significantly
-    (Welch, Holm-corrected over the comparisons of the best with each other group)."""
+    (Welch, Holm-corrected over the comparisons of the best with each other group).
+
+    With a `resolution` (the tool's smallest step: whole seconds, a count), a difference
+    of at most one step is no difference whatever the p: two constant groups 3 and 4 of a
+    tool that prints whole seconds may be 3.9 and 4.0."""
     usable = [i for i, g in enumerate(groups) if g]
     if len(usable) < 2:
         return None
@@ -261,8 +277,22 @@ def rank(
     significant = all(p is not None and p < alpha for p in adjusted)
     runner_up = others[0]
     mb, mr = means[best], means[runner_up]
+    within = resolution > 0 and abs(mb - mr) <= resolution * (1 + 1e-9)
+    if within:
+        significant = False
     if mr == 0:
         margin = 0.0
     else:
         margin = (mb - mr) / abs(mr) if higher_is_better else (mr - mb) / abs(mr)
-    return Ranking(best, abs(margin), runner_up, adjusted[0], significant)
+    known = [(p, i) for p, i in zip(adjusted, others, strict=True) if p is not None]
+    p_max, decisive = max(known) if len(known) == len(others) else (None, None)
+    return Ranking(
+        best,
+        abs(margin),
+        runner_up,
+        adjusted[0],
+        significant,
+        p_max,
+        decisive,
+        within,
+    )

@@ -16,6 +16,9 @@ class Flag:
     name: str
     meaning: str
     timing: bool = False  # True: taints only time-like metrics (unit s)
+    # True: a table footnote shows the row's own detail (which repetitions, by how much),
+    # not only the meaning.
+    detailed: bool = False
 
 
 # The cold-read rule, once: a read that should come from the device counts as cold when
@@ -48,15 +51,18 @@ FLAGS: dict[str, Flag] = {
             "order-effect",
             "the results depend on the trial's place in its round or on the trial run just "
             "before: the machine's state, not only the config, moved them",
+            detailed=True,
         ),
         Flag(
             "outliers",
             "some repetitions are outliers by modified z-score (shown, never dropped)",
+            detailed=True,
         ),
         Flag(
             "below-calibration",
             "the difference is smaller than what `fsbench calibrate` showed this machine can "
             "resolve for this workload",
+            detailed=True,
         ),
         Flag(
             "knob-restore-failed",
@@ -65,6 +71,14 @@ FLAGS: dict[str, Flag] = {
         ),
     )
 }
+
+
+def footnote(name: str, detail: str) -> str:
+    """What a table footnote says of a flag: its meaning, or the row's own detail."""
+    flag = FLAGS.get(name)
+    if flag is not None and flag.detailed and detail:
+        return f"{name}: {detail}"
+    return f"{name}: {meaning(name)}"
 
 
 def meaning(name: str) -> str:

@@ -96,8 +96,14 @@ def test_several_kernels_are_a_dimension_of_the_vm_matrix() -> None:
 
 
 def test_kernel_dimension_needs_the_vm_target() -> None:
-    with pytest.raises(FsbenchError, match="several kernels need the VM target"):
-        planning.expand(_kernel_plan("loop", "6.1,6.12"))
+    with pytest.raises(ValueError, match="kernel needs the VM target"):
+        _kernel_plan("loop", "6.1,6.12")
+    with pytest.raises(FsbenchError, match="target: kernel needs the VM target"):
+        planning.load_toml(
+            'fs = [{type = "ext4"}]\nworkload = [{name = "alloc"}]\n'
+            '[target]\nkernel = "6.1,6.12"\n',
+            "plan.toml",
+        )
     plan = _kernel_plan("vm", "6.1,6.12")
     with pytest.raises(FsbenchError, match="the kernel is chosen by the VM target"):
         planning.expand(plan, knob_overrides={"kernel": ["6.1"]})

@@ -106,19 +106,6 @@ def test_duplicate_labels_are_refused() -> None:
         planning.expand(p)
 
 
-def test_schedule_interleaves_reps() -> None:
-    cells = planning.expand(_plan(), {"method": ["fallocate"]})
-    order = planning.schedule(cells, 3)
-    assert [(rep, c.config.type) for rep, c in order] == [
-        (1, "ext4"),
-        (1, "xfs"),
-        (2, "ext4"),
-        (2, "xfs"),
-        (3, "ext4"),
-        (3, "xfs"),
-    ]
-
-
 def test_presets_load_and_expand() -> None:
     assert {"quick", "alloc"} <= set(planning.preset_names())
     alloc = planning.load_preset("alloc")

@@ -3,7 +3,16 @@ from __future__ import annotations
 import pytest
 from scipy import stats as sp
 
-from fsbench.stats import holm, outliers, rank, ratio_ci, welch
+from fsbench.stats import (
+    holm,
+    min_detectable,
+    order_effect,
+    outliers,
+    rank,
+    ratio_ci,
+    reps_needed,
+    welch,
+)
 
 
 def test_welch_matches_scipy() -> None:
@@ -30,7 +39,12 @@ def test_holm() -> None:
 
 def test_outliers_by_modified_z_score() -> None:
     assert outliers([10.0, 10.1, 9.9, 10.05, 30.0]) == [4]
-    assert outliers([1.0, 1.0, 1.0, 5.0]) == []  # MAD 0: nothing flagged
+    # MAD 0: the mean-absolute-deviation fallback, each value against the others.
+    assert outliers([1.0, 1.0, 1.0, 5.0]) == [3]
+    assert outliers([1.0, 1.0, 1.0, 2.0, 9.0]) == [4]
+    assert outliers([1.0, 1.0, 1.0, 1.0]) == []
+    # A step of the tool's resolution is no outlier: fragments 1, 1, 1, 2.
+    assert outliers([1.0, 1.0, 1.0, 2.0], resolution=1) == []
     assert outliers([1.0, 2.0]) == []
 
 
@@ -49,3 +63,63 @@ def test_ratio_ci_contains_ratio() -> None:
     ratio, ci = ratio_ci([10.0, 10.5, 9.5], [20.0, 21.0, 19.0])
     assert ratio == pytest.approx(2.0)
     assert ci is not None and ci[0] < 2.0 < ci[1]
+
+
+def test_min_detectable_difference_matches_the_textbook_formula() -> None:
+    # CV 5%, n = 3 per config: (t(0.975, 4) + t(0.80, 4)) * 0.05 * sqrt(2/3)
+    assert min_detectable(0.05, 1.0, 3) == pytest.approx((2.776 + 0.941) * 0.05 * 0.8165, 1e-3)
+    assert min_detectable(5.0, 100.0, 10) == pytest.approx(min_detectable(0.05, 1.0, 10))
+    assert min_detectable(None, 1.0, 3) is None and min_detectable(0.1, 1.0, 1) is None
+    # More repetitions see smaller differences.
+    assert min_detectable(0.05, 1, 10) < min_detectable(0.05, 1, 5) < min_detectable(0.05, 1, 3)
+
+
+def test_reps_needed_is_the_first_n_that_detects_it() -> None:
+    n = reps_needed(0.05, 0.05)
+    assert n is not None
+    assert min_detectable(0.05, 1.0, n) <= 0.05 < min_detectable(0.05, 1.0, n - 1)
+    assert reps_needed(0.0, 0.05) == 2
+    assert reps_needed(None, 0.05) is None
+    assert reps_needed(2.0, 0.01) is None  # beyond any sane number of repetitions
+
+
+def test_order_effect_finds_a_place_trend_and_a_carry_over() -> None:
+    import random
+
+    rng = random.Random(2)
+    positions = [1, 2, 3] * 6
+    previous = ["a", "b", "c"] * 6
+    flat = order_effect([rng.gauss(0, 0.02) for _ in positions], positions, previous)
+    assert flat.p is not None and flat.p > 0.01
+    trend = order_effect(
+        [0.05 * (p - 2) + rng.gauss(0, 0.01) for p in positions], positions, previous
+    )
+    assert trend.position_p is not None and trend.position_p < 0.001
+    assert trend.position_change == pytest.approx(0.10, abs=0.03)
+    carried = order_effect(
+        [(0.1 if prev == "a" else 0.0) + rng.gauss(0, 0.01) for prev in previous],
+        [1, 2, 3, 3, 1, 2] * 3,
+        previous,
+    )
+    assert carried.carryover_p is not None and carried.carryover_p < 0.001
+    assert carried.size == pytest.approx(0.1, abs=0.02)
+    assert order_effect([0.0] * 4, [1, 2, 1, 2], ["a", "b", "a", "b"]).p is None  # too few
+
+
+def test_a_difference_within_the_resolution_is_no_winner() -> None:
+    # postmark prints whole seconds: 3 s every time against 4 s every time.
+    r = rank([[3.0, 3.0, 3.0], [4.0, 4.0, 4.0]], higher_is_better=False, resolution=1.0)
+    assert r is not None and not r.significant and r.within_resolution
+    r = rank([[3.0, 3.0, 3.0], [5.0, 5.0, 5.0]], higher_is_better=False, resolution=1.0)
+    assert r is not None and r.significant
+    r = rank([[3.0, 3.0, 3.0], [4.0, 4.0, 4.0]], higher_is_better=False)
+    assert r is not None and r.significant  # no resolution declared: a real difference
+
+
+def test_the_p_shown_is_the_one_that_decided() -> None:
+    # Best beats the runner-up clearly but not a noisy third: no winner, and the p shown
+    # is the one against the third.
+    r = rank([[1.0, 1.01, 0.99], [1.2, 1.21, 1.19], [0.8, 1.9, 1.5]], higher_is_better=False)
+    assert r is not None and not r.significant
+    assert r.decisive == 2 and r.p_decisive is not None and r.p_decisive >= 0.05
+    assert r.p_adjusted is not None and r.p_adjusted < 0.05

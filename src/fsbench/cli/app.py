@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from fsbench.cli import compare, doctor, features, listing, report, run
+from fsbench.cli import calibrate, compare, doctor, features, listing, report, run
 from fsbench.errors import FsbenchError
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 app.command("run")(run.run)
+app.command("calibrate")(calibrate.calibrate)
 app.command("doctor")(doctor.doctor)
 app.command("report")(report.report)
 app.command("compare")(compare.compare)

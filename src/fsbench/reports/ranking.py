@@ -36,6 +36,14 @@ class Verdict:
     runner_up_mean: float
     p_adjusted: float | None  # Holm-adjusted p of best vs runner-up; None: n < 2 somewhere
     significant: bool
+    # The comparison that decides the verdict: the largest Holm-adjusted p of the best
+    # against any other config, and that config. A winner needs it below 0.05; the p a
+    # verdict shows is this one, so that the text and the p agree.
+    p_decisive: float | None = None
+    decisive: str = ""
+    # The difference is within one step of the metric's resolution: no difference.
+    within_resolution: bool = False
+    resolution: float = 0.0
 
     @property
     def tested(self) -> bool:
@@ -62,16 +70,30 @@ class Verdict:
 
     @property
     def text(self) -> str:
-        """One sentence with the evidence."""
+        """One sentence with the evidence; the p it shows is the one that decided."""
         if not self.significant:
-            base = NO_CLEAR if self.tested else TOO_FEW
-            if self.tested and self.p_adjusted is not None:
-                return f"{base} (best {self.best}, {fmt_p(self.p_adjusted)} vs {self.runner_up})"
-            return base
-        p = self.p_adjusted if self.p_adjusted is not None else float("nan")
+            if not self.tested:
+                return TOO_FEW
+            if self.within_resolution:
+                return (
+                    f"{NO_CLEAR} (best {self.best} and {self.runner_up} differ by no more "
+                    f"than the metric's resolution, {self.resolution:g} {self.unit or ''})"
+                ).replace(" )", ")")
+            if self.p_decisive is not None:
+                return (
+                    f"{NO_CLEAR} (best {self.best}; vs {self.decisive}: Welch "
+                    f"{fmt_p(self.p_decisive)}, Holm-corrected, not below 0.05)"
+                )
+            return NO_CLEAR
+        p = self.p_decisive if self.p_decisive is not None else float("nan")
+        if len(self.labels) > 2:  # the largest p of all comparisons: each is at most it
+            evidence = f"Welch p {'<' if p < 0.001 else '≤'} {p_value(p).lstrip('< ')} "
+            evidence += "against each other config"
+        else:
+            evidence = f"Welch {fmt_p(p)}"
         return (
             f"{self.best} best, {self.margin} vs runner-up {self.runner_up} "
-            f"({self.better} is better; Welch {fmt_p(p)}, Holm-corrected)"
+            f"({self.better} is better; {evidence}, Holm-corrected)"
         )
 
 
@@ -112,7 +134,13 @@ def rank_rows(labelled: Sequence[tuple[str, Row | None]]) -> Verdict | None:
     better = usable[0][1].better
     if better not in ("higher", "lower"):
         return None
-    ranking = rank([r.values for _, r in usable], higher_is_better=better == "higher", alpha=ALPHA)
+    resolution = max(r.resolution for _, r in usable)
+    ranking = rank(
+        [r.values for _, r in usable],
+        higher_is_better=better == "higher",
+        alpha=ALPHA,
+        resolution=resolution,
+    )
     if ranking is None or ranking.runner_up is None:
         return None
     best_label, best_row = usable[ranking.best]
@@ -128,4 +156,8 @@ def rank_rows(labelled: Sequence[tuple[str, Row | None]]) -> Verdict | None:
         runner_up_mean=ru_row.mean if ru_row.mean is not None else math.nan,
         p_adjusted=ranking.p_adjusted,
         significant=ranking.significant,
+        p_decisive=ranking.p_decisive,
+        decisive=usable[ranking.decisive][0] if ranking.decisive is not None else "",
+        within_resolution=ranking.within_resolution,
+        resolution=resolution,
     )

@@ -217,9 +217,8 @@ def _cell_rows(
         row_flags = dict(flags)
         found = outliers(values, resolution=resolution)
         if found:
-            row_flags["outliers"] = "repetitions " + ", ".join(
-                f"{i + 1} ({values[i]:g})" for i in found
-            )
+            which = ", ".join(f"{i + 1} ({values[i]:.4g})" for i in found)
+            row_flags["outliers"] = f"{config} {name}: repetition {which} of {len(values)}"
         rows.append(
             Row(
                 config=config,

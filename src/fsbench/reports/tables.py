@@ -166,9 +166,9 @@ def _cell_text(row: Row | None, cell_name: str, notes: _Notes) -> str:
     text = fmt_value(row)
     if row.message:  # some trials of the cell failed
         text += " " + notes.mark(f"{cell_name}: {row.message}")
-    for flag in row.flags:
+    for flag, detail in row.flags.items():
         if validity.applies(flag, row.unit):
-            text += " " + notes.mark(f"{flag}: {validity.meaning(flag)}")
+            text += " " + notes.mark(validity.footnote(flag, detail))
     return text
 
 

@@ -1,0 +1,83 @@
+"""`fsbench calibrate`: the A/A self-check. The plan's workloads on one filesystem config,
+measured as two identical configs; says what this machine can tell apart."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from fsbench import calibration
+from fsbench import plan as planning
+from fsbench.cli import planflags as pf
+from fsbench.cli.common import DbOption, JsonOption
+from fsbench.cli.run import execute, exit_status, write_report
+from fsbench.reports.calibrate import document, print_screen
+from fsbench.store import Store
+
+DEFAULT_REPS = 5
+
+
+def calibrate(
+    plan_file: pf.PlanFile = None,
+    preset: pf.PresetOpt = None,
+    fs: pf.FsOpt = [],  # noqa: B006 - typer's list options
+    workload: pf.WorkloadOpt = [],  # noqa: B006
+    set_: pf.SetOpt = [],  # noqa: B006
+    knob: pf.KnobOpt = [],  # noqa: B006
+    reps: Annotated[
+        str | None,
+        typer.Option("--reps", help=f"Repetitions of each twin \\[default: {DEFAULT_REPS}]."),
+    ] = None,
+    scale: pf.ScaleOpt = None,
+    trial_timeout: pf.TrialTimeoutOpt = None,
+    seed: pf.SeedOpt = None,
+    image_size: pf.ImageSizeOpt = None,
+    workdir: pf.WorkdirOpt = None,
+    target_kind: pf.TargetOpt = None,
+    kernel: pf.KernelOpt = None,
+    no_report: Annotated[
+        bool, typer.Option("--no-report", help="Do not write the HTML report.")
+    ] = False,
+    db: DbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Measure this machine's noise: the plan's workloads on its first filesystem config
+    (default: the quick preset on ext4) twice, as configs A and B. Prints, per workload,
+    the CV, any order effect, whether identical configs got a winner, and the smallest
+    difference a comparison can resolve; stored, so later reports warn below it."""
+    built = pf.build(
+        pf.PlanFlags(
+            plan_file=plan_file,
+            preset=preset,
+            fs=fs,
+            workload=workload,
+            set_=set_,
+            knob=knob,
+            reps=reps if reps is not None else str(DEFAULT_REPS),
+            scale=scale,
+            trial_timeout=trial_timeout,
+            seed=seed,
+            image_size=image_size,
+            workdir=workdir,
+            target_kind=target_kind,
+            kernel=kernel,
+        )
+    )
+    plan = calibration.aa_plan(built.plan)
+    cells = planning.expand(plan, built.overrides)
+    store = Store(db)
+    outcome = execute(plan, cells, store, built.overrides, kind=calibration.KIND)
+    run = store.get_run(outcome.run_id)
+    noise = calibration.analyze(run, store.get_trials(outcome.run_id))
+    if json_out:
+        typer.echo(json.dumps(document(run, noise), indent=2))
+    else:
+        console = Console() if sys.stdout.isatty() else Console(width=160)
+        print_screen(console, run, noise)
+    if not no_report:
+        write_report(store, outcome.run_id)
+    raise typer.Exit(exit_status(store, outcome.run_id))
