@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import (
     Column,
@@ -235,8 +236,18 @@ def _fill_run_facts(conn: Connection) -> list[str]:
     from fsbench.runfacts import features_snapshot, workload_facts
 
     done = []
-    rows = conn.execute(select(runs.c.id, runs.c.host, runs.c.workloads)).all()
-    for run_id, host, stored in rows:
+    rows = conn.execute(select(runs.c.id, runs.c.host, runs.c.workloads, runs.c.target)).all()
+    for run_id, host, stored, target in rows:
+        described = json.loads(target or "{}")
+        if "summary" not in described:
+            described["summary"] = _legacy_summary(described)
+            if described.get("kind") == "vm":
+                from fsbench.executors.vm import vm_notes
+
+                described["notes"] = vm_notes(described)
+            conn.execute(
+                update(runs).where(runs.c.id == run_id).values(target=json.dumps(described))
+            )
         if stored not in (None, "", "{}"):
             continue
         names = [
@@ -260,6 +271,19 @@ def _fill_run_facts(conn: Connection) -> list[str]:
         )
         done.append(f"schema 6: run {run_id} keeps its workloads' facts")
     return done
+
+
+def _legacy_summary(target: dict[str, Any]) -> str:
+    """The one-line target of a run stored before targets described themselves, as the
+    reports of that version printed it."""
+    from fsbench.executors.local import target_summary
+    from fsbench.executors.vm import vm_summary
+
+    if target.get("kind") == "vm":
+        return vm_summary(target)
+    if target.get("kind") in ("loop", "device"):
+        return target_summary(target)
+    return str(target.get("kind") or "unknown target")
 
 
 # Data a version's reports need that older rows lack, filled after its columns exist.

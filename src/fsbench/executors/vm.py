@@ -102,11 +102,7 @@ class VmExecutor(Executor):
         if len(self.guests) > 1:
             out["kernels"] = {k: g.get("kernel_version") for k, g in self.guests.items()}
         out["summary"] = vm_summary(out)
-        if out.get("accel") == "tcg":
-            out["notes"] = [
-                "TCG (software emulation): these numbers compare the configs within this "
-                "run, not with the host or with KVM runs"
-            ]
+        out["notes"] = vm_notes(out)
         return out
 
     def run(
@@ -177,6 +173,16 @@ class VmExecutor(Executor):
         for record in records:
             record.position = slot.position
             record.previous_cell = previous
+
+
+def vm_notes(t: dict[str, Any]) -> list[str]:
+    """What a report must say beside a VM run's numbers."""
+    if t.get("accel") != "tcg":
+        return []
+    return [
+        "TCG (software emulation): these numbers compare the configs within this run, not "
+        "with the host or with KVM runs"
+    ]
 
 
 def vm_summary(t: dict[str, Any]) -> str:

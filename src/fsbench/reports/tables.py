@@ -264,42 +264,16 @@ def run_header(run: RunRecord) -> list[str]:
         f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
         f"{human_bytes(mem) if mem else '?'} RAM",
     ]
-    if t.get("kind") == "loop":
-        lines.append(
-            f"target: loop image {human_bytes(t.get('size_bytes', 0))} on "
-            f"{t.get('backing_fs', '?')} ({t.get('backing_device', '?')}"
-            f"{', ' + t['backing_model'] if t.get('backing_model') else ''}, "
-            f"{'rotational' if t.get('rotational') else 'non-rotational'}), "
-            f"direct I/O {'on' if t.get('direct_io') else 'off'}"
-        )
-    elif t.get("kind") == "vm":
-        guest = t.get("guest") or {}
-        kernels = t.get("kernels") or {}
-        kernel = (
-            " / ".join(str(v) for v in kernels.values())
-            if len(kernels) > 1
-            else guest.get("kernel") or t.get("kernel_version", "?")
-        )
-        disk = (
-            f"virtio scratch disk {human_bytes(t['scratch_bytes'])}"
-            if t.get("scratch_bytes")
-            else "booting from a root image per config"
-        )
-        lines.append(
-            f"target: QEMU guest, kernel {kernel}, accel {t.get('accel', '?')}, "
-            f"{t.get('vcpus', '?')} vCPUs, {t.get('guest_ram_mb', '?')} MiB RAM, {disk}"
-        )
-        if t.get("accel") == "tcg":
-            lines.append(
-                "note: TCG (software emulation): these numbers compare the configs within "
-                "this run, not with the host or with KVM runs"
-            )
-    elif t.get("kind") == "device":
-        lines.append(
-            f"target: {t.get('path')} {human_bytes(t.get('size_bytes', 0))}"
-            f"{' ' + t['model'] if t.get('model') else ''}, "
-            f"{'rotational' if t.get('rotational') else 'non-rotational'}"
-        )
+    lines.append(f"target: {t.get('summary') or t.get('kind', '?')}")
+    lines += [f"note: {note}" for note in t.get("notes") or []]
     plan = run.plan
-    lines.append(f"scale {plan.get('scale')}, {plan.get('reps')} reps, fresh mkfs every trial")
+    order = "interleaved"
+    if plan.get("seed") is not None:
+        warm = plan.get("warmup") or 0
+        order = (
+            f"+ {warm} warm-up round{'s' if warm > 1 else ''} (not counted), " if warm else ""
+        ) + f"order shuffled and balanced (seed {plan['seed']})"
+    lines.append(
+        f"scale {plan.get('scale')}, {plan.get('reps')} reps {order}, fresh mkfs every trial"
+    )
     return lines
