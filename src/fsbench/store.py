@@ -149,13 +149,15 @@ class Store:
     @contextmanager
     def _schema_lock(self) -> Iterator[None]:
         """One process at a time creates or migrates a store (a report that opens it while
-        a run starts must not migrate it twice). SQLite's own locks are fcntl locks on the
-        same file; flock does not interfere with them."""
+        a run starts must not migrate it twice). The lock is a file of its own beside the
+        store: SQLite's locks are POSIX locks, and closing any descriptor of the database
+        file drops every POSIX lock the process holds on it (a reader then saw the store
+        "malformed" while a run wrote)."""
         path = self.sqlite_path
         if path is None:
             yield
             return
-        with open(path, "ab") as handle:
+        with open(path.with_name(f"{path.name}.lock"), "ab") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield

@@ -184,6 +184,10 @@ class ProgressHooks(matrix.Hooks):
             highlight=False,
         )
         self.progress.update(self.task, total=total, completed=done)
+        self.progress.start()  # only now: a refusal before the run prints one line, no bar
+
+    def stop(self) -> None:
+        self.progress.stop()
 
     def started(self, slot: Slot, done: int, total: int) -> None:
         rep = "warm-up" if slot.warmup else f"rep {slot.rep}"
@@ -216,17 +220,20 @@ def execute(
     """The run with a progress bar; exits 130 after an interrupt, naming the run."""
     err = Console(stderr=True)
     hooks = ProgressHooks(plan, len(cells), store, err)
-    with sigterm_interrupts(), hooks.progress:
-        outcome = matrix.run(
-            plan,
-            cells,
-            store,
-            argv=sys.argv,
-            overrides=overrides,
-            hooks=hooks,
-            resume_run=resume_run,
-            kind=kind,
-        )
+    with sigterm_interrupts():
+        try:
+            outcome = matrix.run(
+                plan,
+                cells,
+                store,
+                argv=sys.argv,
+                overrides=overrides,
+                hooks=hooks,
+                resume_run=resume_run,
+                kind=kind,
+            )
+        finally:
+            hooks.stop()
     if outcome.interrupted:
         err.print(
             f"fsbench: interrupted; finished trials are stored in run {outcome.run_id} "
