@@ -1,0 +1,98 @@
+"""Calibration from stored A/A trials: the noise per workload metric, the screen, and
+the warning it puts on later runs of the same host and kernel."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+from rich.console import Console
+
+from fsbench import calibration, matrix
+from fsbench import plan as planning
+from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.reports import source
+from fsbench.reports.calibrate import document, print_screen, resolves
+from fsbench.store import Store
+from fsbench.workloads.base import Scale
+from tests.fakes import FakeExecutor, Ran
+
+
+def _noisy(cv: float, seed: int, scale: dict[str, float] | None = None):  # type: ignore[no-untyped-def]
+    rng = random.Random(seed)
+
+    def measure(ran: Ran) -> float:
+        return (scale or {}).get(ran.slot.cell.config.display, 1.0) * (1 + rng.gauss(0, cv))
+
+    return measure
+
+
+def _run(store: Store, plan: Plan, measure, kind: str = "run") -> int:  # type: ignore[no-untyped-def]
+    cells = planning.expand(plan)
+    outcome = matrix.run(
+        plan,
+        cells,
+        store,
+        argv=["fsbench"],
+        overrides={},
+        executor=FakeExecutor(plan, cells, measure),
+        kind=kind,
+    )
+    return outcome.run_id
+
+
+def _base(reps: int = 5) -> Plan:
+    return Plan(
+        fs=[FsConfig(type="ext4"), FsConfig(type="xfs")],
+        workload=[WorkloadSpec(name="alloc", params={"method": "write-4k"})],
+        scale=Scale.TINY,
+        reps=reps,
+        seed=3,
+    )
+
+
+def test_the_aa_plan_is_the_first_config_twice() -> None:
+    aa = calibration.aa_plan(_base())
+    assert [c.display for c in aa.fs] == ["ext4 (A)", "ext4 (B)"]
+    assert {c.type for c in aa.fs} == {"ext4"} and aa.fs[0].mkfs == aa.fs[1].mkfs
+
+
+def test_noise_screen_and_the_warning_on_a_later_run(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=calibration.KIND)
+    run = store.get_run(cal)
+    noise = calibration.analyze(run, store.get_trials(cal))
+    assert [(n.workload, n.metric) for n in noise] == [("alloc", "seconds")]
+    item = noise[0]
+    assert 0.01 < item.cv < 0.15 and item.n == 5 and not item.false_winner
+    assert item.resolvable(5) is not None and item.resolvable(3) > item.resolvable(5)
+    assert resolves(item, 0.25, 5) == "yes"
+    assert resolves(item, 0.01, 5).startswith("n=")
+    out = io.StringIO()
+    print_screen(Console(file=out, width=160), run, noise)
+    screen = out.getvalue()
+    assert "alloc" in screen and "seconds" in screen and f"{item.cv:.1%}" in screen
+    assert document(run, noise)["noise"][0]["reps_for"]["0.05"] == item.reps_for(0.05)
+
+    # ext4 vs xfs 2% apart: below what this machine resolves at n = 3 -> flagged.
+    close = _run(store, _base(3), _noisy(0.05, 2, {"xfs": 1.02}))
+    rows = [r for r in source.load(store, close).rows if r.metric == "seconds"]
+    assert all("below-calibration" in r.flags for r in rows)
+    assert f"calibration run {cal}" in rows[0].flags["below-calibration"]
+    # 3x apart: clearly resolvable -> not flagged.
+    far = _run(store, _base(3), _noisy(0.05, 3, {"xfs": 3.0}))
+    assert not any("below-calibration" in r.flags for r in source.load(store, far).rows)
+
+
+def test_identical_configs_with_an_order_trap_are_reported_as_such(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    rng = random.Random(5)
+
+    def second_place_fast(ran: Ran) -> float:
+        return (0.7 if ran.slot.position == 2 else 1.0) * (1 + rng.gauss(0, 0.01))
+
+    plan = calibration.aa_plan(_base(reps=8))
+    cal = _run(store, plan, second_place_fast, kind=calibration.KIND)
+    noise = calibration.analyze(store.get_run(cal), store.get_trials(cal))
+    assert noise[0].order_effect and not noise[0].false_winner
