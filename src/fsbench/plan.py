@@ -371,6 +371,11 @@ def load_plan_file(path: Path) -> Plan:
         text = path.read_text()
     except OSError as exc:
         raise FsbenchError(f"cannot read plan {path}: {exc.strerror}") from None
+    if path.suffix == ".json":  # a plan as fsbench stores it (a fleet host gets one)
+        try:
+            return Plan.model_validate_json(text)
+        except ValidationError as exc:
+            raise FsbenchError(f"{path}: {one_line(exc)}") from None
     return load_toml(text, str(path))
 
 

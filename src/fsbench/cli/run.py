@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import socket
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -282,3 +286,49 @@ def write_report(store: Store, run_id: int) -> None:
             highlight=False,
             markup=False,
         )
+
+
+class ProgressFile(matrix.Hooks):
+    """Progress as a small JSON file (pid, run, trials done / total, ETA, state), rewritten
+    atomically after every trial: what a fleet controller polls on each host."""
+
+    def __init__(self, path: Path, inner: matrix.Hooks) -> None:
+        self.path, self.inner = path, inner
+        self.data: dict[str, object] = {
+            "pid": os.getpid(),
+            "hostname": socket.gethostname(),
+            "state": "starting",
+        }
+        self.t0 = time.monotonic()
+        self._write()
+
+    def _write(self) -> None:
+        self.data["updated"] = time.time()
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text(json.dumps(self.data))
+        os.replace(tmp, self.path)
+
+    def state(self, state: str) -> None:
+        self.data["state"] = state
+        self._write()
+
+    def note(self, text: str) -> None:
+        self.inner.note(text)
+
+    def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
+        self.inner.begin(run_id, plan, done, total, banner)
+        self.first_done = done
+        self.data.update(run_id=run_id, done=done, total=total, state="running")
+        self._write()
+
+    def started(self, slot: Slot, done: int, total: int) -> None:
+        self.inner.started(slot, done, total)
+        self.data.update(current=slot.cell.describe(), total=total)
+        self._write()
+
+    def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
+        self.inner.finished(slot, records, done, total)
+        made = done - self.first_done
+        rate = made / max(time.monotonic() - self.t0, 1e-9)
+        self.data.update(done=done, total=total, eta_s=(total - done) / rate if made else None)
+        self._write()

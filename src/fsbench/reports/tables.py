@@ -41,6 +41,26 @@ class Table:
         return f"verdict: {RULE}, else no clear difference"
 
 
+def power_note(rows: list[Row]) -> str:
+    """What the noise lets this table see: the smallest difference its rows can detect,
+    and the repetitions per config a 5% difference would take (the noisiest row decides)."""
+    usable = [r for r in rows if r.min_detectable is not None and r.status == "ok"]
+    if not usable:
+        return ""
+    worst = max(usable, key=lambda r: r.min_detectable or 0.0)
+    n = min(r.n for r in usable)
+    needed = max((r.reps_for_5pct or 0) for r in usable)
+    text = (
+        f"power: with n={n} per config these rows detect differences of about "
+        f"±{worst.min_detectable:.0%} or more (95% confidence, 80% power); "
+    )
+    if not needed:
+        return text + "a 5% difference is beyond any sane number of repetitions here"
+    if needed <= n:
+        return text + "a 5% difference is within reach"
+    return text + f"a 5% difference needs n={needed} per config (--reps {needed})"
+
+
 def _significance(table: Table, columns: list[list[tuple[str, Row | None]]]) -> None:
     """Rank every column (a list of (config, row) in table row order) in place."""
     verdicts = [rank_rows(col) for col in columns]
@@ -51,6 +71,12 @@ def _significance(table: Table, columns: list[list[tuple[str, Row | None]]]) -> 
         if verdict and verdict.significant:
             labels = [label for label, _ in col]
             table.best.add((labels.index(verdict.best), j))
+
+
+def _add_power(table: Table, rows: list[Row]) -> None:
+    note = power_note([r for r in rows if r.values]) if table.verdicts else ""
+    if note:
+        table.footnotes.append(note)
 
 
 def fmt_number(x: float) -> str:
@@ -221,6 +247,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                     metric=metric,
                 )
                 _significance(table, ranked)
+                _add_power(table, [r for r in mrows if r.metric == metric])
                 tables.append(table)
         else:
             notes = _Notes()
@@ -250,6 +277,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
             )
             if shown:
                 _significance(table, ranked)
+                _add_power(table, [r for r in wrows if r.metric in shown])
             tables.append(table)
     return tables
 

@@ -1,0 +1,165 @@
+"""Running fsbench's playbooks with ansible-playbook, and reading what happened per host.
+
+Results come back through fsbench's callback plugin (callbacks/fsbench_events.py: one JSON
+line per host and task); Ansible's own output goes to a log file in the controller's fleet
+directory. Every variable travels in a vars file (mode 0600, deleted after the call), never
+on a command line; the database password only ever in the task marked no_log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fsbench import proc
+from fsbench.errors import FsbenchError
+
+PLAYBOOKS = ("start", "status", "stop", "collect")
+
+
+@dataclass
+class Event:
+    """One task's result on one host."""
+
+    host: str
+    task: str
+    status: str  # ok | failed | unreachable | skipped
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reason(self) -> str:
+        """Ansible's one-line reason for a failure."""
+        for key in ("msg", "stderr", "stdout"):
+            text = str(self.data.get(key) or "").strip()
+            if text:
+                return text.splitlines()[-1][:500]
+        return self.status
+
+
+@dataclass
+class Ansible:
+    """ansible-playbook runs against one inventory, sharing a control directory (SSH
+    connections reused between polls) that `close()` releases."""
+
+    inventory: Path
+    workdir: Path  # the controller's fleet directory: logs, vars files, fetched stores
+    forks: int = 20
+    timeout: float = 3600.0  # one playbook run
+    _control: Path | None = None
+
+    def playbook_dir(self) -> Path:
+        return Path(str(resources.files("fsbench.fleet").joinpath("playbooks")))
+
+    def _env(self, events: Path) -> dict[str, str]:
+        if self._control is None:
+            # A short path: OpenSSH's control sockets live within the 108-byte limit.
+            self._control = Path(tempfile.mkdtemp(prefix="fsb-cp-"))
+        callbacks = Path(str(resources.files("fsbench.fleet").joinpath("callbacks")))
+        binary = proc.which("ansible-playbook") or "ansible-playbook"
+        env = dict(os.environ)
+        env.update(
+            {
+                "PATH": f"{Path(binary).parent}:{env.get('PATH', '/usr/bin:/bin')}",
+                "ANSIBLE_CALLBACK_PLUGINS": str(callbacks),
+                "ANSIBLE_CALLBACKS_ENABLED": "fsbench_events",
+                "ANSIBLE_FORKS": str(self.forks),
+                "ANSIBLE_NOCOLOR": "1",
+                "ANSIBLE_RETRY_FILES_ENABLED": "False",
+                "ANSIBLE_LOCAL_TEMP": str(self.workdir / "ansible-tmp"),
+                "ANSIBLE_SSH_CONTROL_PATH_DIR": str(self._control),
+                "ANSIBLE_TIMEOUT": "20",
+                # Debian's python3; an inventory's ansible_python_interpreter still wins.
+                "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
+                "ANSIBLE_INTERPRETER_PYTHON": "/usr/bin/python3",
+                "ANSIBLE_DEPRECATION_WARNINGS": "False",
+                "FSBENCH_EVENTS": str(events),
+            }
+        )
+        return env
+
+    def run(
+        self, name: str, variables: dict[str, Any], limit: Sequence[str] | None = None
+    ) -> list[Event]:
+        """Run playbook `name` on the inventory's hosts (or `limit`), return its events.
+        A host that fails or cannot be reached is an event, not an exception."""
+        if name not in PLAYBOOKS:
+            raise ValueError(name)
+        binary = proc.which("ansible-playbook")
+        if binary is None:
+            raise FsbenchError("fleet runs need Ansible: make install (ansible-core from PyPI)")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        fd, vars_path = tempfile.mkstemp(prefix=f"{name}-", suffix=".json", dir=self.workdir)
+        events = self.workdir / f"{name}-{os.getpid()}-events.jsonl"
+        events.unlink(missing_ok=True)
+        try:
+            with os.fdopen(fd, "w") as out:  # mode 0600: may hold the database password
+                json.dump(variables, out)
+            argv = [
+                binary,
+                "-i",
+                str(self.inventory),
+                str(self.playbook_dir() / f"{name}.yml"),
+                "-e",
+                f"@{vars_path}",
+            ]
+            if limit is not None:
+                argv += ["--limit", ",".join(limit)]
+            with open(self.workdir / "ansible.log", "a") as log:
+                log.write(f"\n=== {name} {' '.join(limit or ['all'])}\n")
+                log.flush()
+                try:
+                    subprocess.run(
+                        argv,
+                        env=self._env(events),
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        timeout=self.timeout,
+                        check=False,
+                    )
+                except subprocess.TimeoutExpired:
+                    raise FsbenchError(
+                        f"ansible-playbook {name} did not end within {self.timeout:.0f} s "
+                        f"(see {self.workdir / 'ansible.log'})"
+                    ) from None
+            return read_events(events)
+        finally:
+            Path(vars_path).unlink(missing_ok=True)
+            events.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """End the SSH master connections this controller kept open."""
+        if self._control is None:
+            return
+        for sock in self._control.iterdir():
+            subprocess.run(
+                ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "fsbench-fleet"],
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+        subprocess.run(["rm", "-rf", str(self._control)], check=False)
+        self._control = None
+
+
+def read_events(path: Path) -> list[Event]:
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        host, task, status = data.pop("host"), data.pop("task"), data.pop("status")
+        out.append(Event(host, task, status, data))
+    return out

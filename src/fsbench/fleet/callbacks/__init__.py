@@ -1,0 +1,1 @@
+"""Ansible callback plugins shipped with fsbench (loaded by path, not imported)."""

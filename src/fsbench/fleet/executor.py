@@ -1,0 +1,313 @@
+"""The fleet executor: the whole plan on every host of an Ansible inventory.
+
+Each host runs the same plan (same seed, so the same order) with its own fsbench on its
+own target, as an async Ansible task that survives SSH drops, into one shared store: a
+PostgreSQL every host writes straight into, or, for hosts that cannot reach it
+(`fsbench_store=fetch`, or a SQLite `--db`), a store of its own that is fetched and merged
+at the end. Each host's trials form a member run of the fleet run (its inventory name,
+groups and hostname with it); reports of the fleet run read them all, the host as a
+dimension.
+
+The controller polls: status.yml every `poll` seconds reads each host's async job and the
+progress file its fsbench writes. A host that cannot be reached, or whose run fails, fails
+alone: the others go on, and what it finished is kept. Ctrl-C on the controller ends each
+host's run like Ctrl-C (stop.yml), collects what they stored, and `fsbench fleet run
+--resume RUN` finishes what is missing, on the hosts that miss it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import tarfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from fsbench import proc
+from fsbench.errors import FsbenchError
+from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.fleet.ansible import Ansible, Event
+from fsbench.fleet.inventory import FleetHost
+from fsbench.plan import Cell, LoopTargetSpec, Plan
+from fsbench.schedule import Slot
+from fsbench.store import Store, pgpass_line, without_password
+
+# fsbench's exit codes on a host that ran its plan (run.py): measured, some unsupported,
+# some trials failed. Anything else is the host failing.
+RAN = {0: "ok", 3: "ok (some cells unsupported)", 4: "some trials failed"}
+DEFAULT_POLL = 10.0
+# An async job Ansible lets run at most this long (the plan's own limits end it sooner).
+ASYNC_LIMIT = 7 * 24 * 3600
+
+
+@dataclass
+class HostRun:
+    """What the controller knows of one host's part."""
+
+    host: FleetHost
+    state: str = "waiting"  # waiting | running | done | failed
+    jid: str = ""
+    rc: int | None = None
+    error: str = ""
+    progress: dict[str, Any] = field(default_factory=dict)
+    started: float = 0.0
+    finished: float = 0.0
+
+    @property
+    def done(self) -> int:
+        return int(self.progress.get("done") or 0)
+
+    @property
+    def total(self) -> int:
+        return int(self.progress.get("total") or 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "groups": list(self.host.groups),
+            "state": self.state,
+            "rc": self.rc,
+            "error": self.error,
+            "done": self.done,
+            "total": self.total,
+            "hostname": self.progress.get("hostname"),
+            "member_run": self.progress.get("run_id"),
+        }
+
+
+OnProgress = Callable[[list[HostRun]], None]
+
+
+def _quiet(hosts: list[HostRun]) -> None:
+    pass
+
+
+class FleetExecutor(Executor):
+    """Every host of the inventory runs the whole plan; see the module docstring."""
+
+    kind: ClassVar[str] = "fleet"
+    whole_plan: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        plan: Plan,
+        cells: Sequence[Cell],
+        *,
+        hosts: Sequence[FleetHost],
+        inventory: Path,
+        store: Store,
+        uid: str,
+        workdir: Path,
+        poll: float = DEFAULT_POLL,
+        forks: int = 20,
+        on_progress: OnProgress = _quiet,
+    ) -> None:
+        super().__init__(plan, cells)
+        if not hosts:
+            raise FsbenchError("the inventory has no hosts (after --limit)")
+        self.hosts = [HostRun(h) for h in hosts]
+        self.inventory = inventory
+        self.store = store
+        self.uid = uid
+        self.dir = workdir / f"fleet-{uid}"
+        self.poll = poll
+        self.on_progress = on_progress
+        self.ansible = Ansible(inventory, self.dir, forks=max(1, min(forks, len(hosts))))
+        self._opened = False
+
+    # -- the contract -----------------------------------------------------------------
+
+    def preflight(self) -> list[str]:
+        if proc.which("ansible-playbook") is None:
+            raise FsbenchError("fleet runs need Ansible: make install (ansible-core from PyPI)")
+        if not isinstance(self.plan.target, LoopTargetSpec):
+            raise FsbenchError("a fleet runs each host's own loop image or disk: no --target vm")
+        if self.plan.target.device is not None:
+            raise FsbenchError(
+                "a fleet's real disks are per host: fsbench_device and fsbench_destroy_data "
+                "in the inventory, not --device"
+            )
+        check_workloads(self.plan, vm=False)
+        check_fits(self.cells, self.plan.target.image_size)
+        return []
+
+    def open(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "plan.json").write_text(self.plan.model_dump_json(by_alias=True))
+        self._opened = True
+
+    def close(self) -> None:
+        try:
+            if self._opened and any(h.state == "running" for h in self.hosts):
+                # Interrupted: each host's run ends like Ctrl-C and keeps what it finished.
+                running = [h.host.name for h in self.hosts if h.state == "running"]
+                self.ansible.run("stop", self._vars(), running)
+                self._wait(grace=120.0)
+                self._collect()
+        finally:
+            self.ansible.close()
+
+    def describe(self) -> dict[str, Any]:
+        states = [h.state for h in self.hosts]
+        shown = ", ".join(f"{s} {states.count(s)}" for s in dict.fromkeys(states))
+        return {
+            "kind": "fleet",
+            "summary": f"fleet of {len(self.hosts)} hosts from {self.inventory.name}, each its "
+            f"own loop image or disk ({shown})",
+            "inventory": str(self.inventory),
+            "hosts": {h.host.name: h.as_dict() for h in self.hosts},
+        }
+
+    def banner(self) -> str:
+        return f"on {len(self.hosts)} hosts through Ansible, polled every {self.poll:g} s"
+
+    def run(
+        self, slots: Sequence[Slot], refused: set[str], on_start: OnStart, on_records: OnRecords
+    ) -> None:
+        """Start every host, poll until none runs, collect. Hosts store their own trials
+        (whole_plan): `on_records` is not called."""
+        self._start([h for h in self.hosts if h.state in ("waiting", "failed")])
+        self._wait()
+        self._collect()
+
+    # -- the phases -------------------------------------------------------------------
+
+    def _vars(self) -> dict[str, Any]:
+        url = self.store.url
+        direct = url.startswith("postgresql")
+        return {
+            "fsbench_fleet_uid": self.uid,
+            "fsbench_plan_src": str(self.dir / "plan.json"),
+            "fsbench_source_tar": str(self._source_tar()) if self._needs_install() else "",
+            "fsbench_default_store": "direct" if direct else "fetch",
+            "fsbench_db_direct": without_password(url) if direct else "",
+            "fsbench_pgpass_line": pgpass_line(url) if direct else "",
+            "fsbench_async_limit": ASYNC_LIMIT,
+            "fsbench_jobs": {h.host.name: h.jid for h in self.hosts if h.jid},
+            "fsbench_collect_dir": str(self.dir / "stores"),
+        }
+
+    def _needs_install(self) -> bool:
+        return any("fsbench_path" not in h.host.vars for h in self.hosts)
+
+    def _source_tar(self) -> Path:
+        """This fsbench's source, for hosts that install it with `make install`."""
+        path = self.dir / "fsbench-src.tar.gz"
+        if path.exists():
+            return path
+        root = Path(__file__).resolve().parents[3]
+        if not (root / "Makefile").exists():
+            raise FsbenchError("this fsbench is not a source checkout: give each host fsbench_path")
+        with tarfile.open(path, "w:gz") as tar:
+            for name in ("Makefile", "pyproject.toml", "README.md", "src", "engine"):
+                tar.add(
+                    root / name,
+                    arcname=f"src/{name}",
+                    filter=lambda info: (
+                        None if "/target" in info.name or "__pycache__" in info.name else info
+                    ),
+                )
+        return path
+
+    def _start(self, hosts: list[HostRun]) -> None:
+        if not hosts:
+            return
+        now = time.monotonic()
+        for h in hosts:
+            h.state, h.error, h.rc, h.started = "running", "", None, now
+        events = self.ansible.run("start", self._vars(), [h.host.name for h in hosts])
+        by_host = _by_host(events)
+        for h in hosts:
+            mine = by_host.get(h.host.name, [])
+            bad = next((e for e in mine if e.status in ("failed", "unreachable")), None)
+            job = next((e for e in mine if e.task == "run" and e.status == "ok"), None)
+            if bad is not None:
+                h.state, h.error = "failed", f"{bad.status} at {bad.task}: {bad.reason}"
+            elif job is None or not job.data.get("ansible_job_id"):
+                h.state, h.error = "failed", "the run did not start (see ansible.log)"
+            else:
+                h.jid = str(job.data["ansible_job_id"])
+        self.on_progress(self.hosts)
+
+    def _wait(self, grace: float | None = None) -> None:
+        """Poll until no host runs (or `grace` seconds passed)."""
+        t0 = time.monotonic()
+        while any(h.state == "running" for h in self.hosts):
+            if grace is not None and time.monotonic() - t0 > grace:
+                break
+            time.sleep(self.poll)
+            running = [h for h in self.hosts if h.state == "running"]
+            events = _by_host(
+                self.ansible.run("status", self._vars(), [h.host.name for h in running])
+            )
+            for h in running:
+                self._update(h, events.get(h.host.name, []))
+            self.on_progress(self.hosts)
+
+    def _update(self, h: HostRun, events: list[Event]) -> None:
+        for event in events:
+            if event.status == "unreachable":
+                # An SSH drop does not end the host's run: it goes on and is polled again.
+                h.error = f"unreachable: {event.reason}"
+                continue
+            if event.task == "progress" and event.data.get("content"):
+                try:
+                    h.progress = json.loads(base64.b64decode(event.data["content"]))
+                except ValueError:
+                    pass
+            if event.task == "job" and event.data.get("finished"):
+                h.rc = _rc(event.data.get("rc"))
+                h.finished = time.monotonic()
+                if h.rc in RAN:
+                    h.state, h.error = "done", ""
+                else:
+                    h.state = "failed"
+                    h.error = _last_line(event.data) or f"fsbench exited with {h.rc}"
+
+    def _collect(self) -> None:
+        """Fetch the stores of hosts that kept their own, merge them into the shared one."""
+        from fsbench.merge import merge_store
+
+        names = [h.host.name for h in self.hosts if h.jid or h.state == "done"]
+        if not names:
+            return
+        stores = self.dir / "stores"
+        stores.mkdir(parents=True, exist_ok=True)
+        self.ansible.run("collect", self._vars(), names)
+        for h in self.hosts:
+            path = stores / f"{h.host.name}.db"
+            if not path.exists():
+                continue
+            src = Store(path)
+            try:
+                merge_store(src, self.store)
+            finally:
+                src.close()
+
+
+def _by_host(events: list[Event]) -> dict[str, list[Event]]:
+    out: dict[str, list[Event]] = {}
+    for event in events:
+        out.setdefault(event.host, []).append(event)
+    return out
+
+
+def _rc(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _last_line(data: dict[str, Any]) -> str:
+    """fsbench's own one-line error ("fsbench: error: ...") or the output's last line."""
+    for key in ("stderr", "stdout", "msg"):
+        lines = [ln for ln in str(data.get(key) or "").splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("fsbench: error:")]
+        if errors:
+            return errors[-1].removeprefix("fsbench: error: ")
+        if lines and key != "stdout":
+            return lines[-1][:500]
+    return ""

@@ -1,0 +1,133 @@
+"""A real OpenSSH server on loopback addresses for the fleet tests: Debian's sshd with a
+throwaway host key and a throwaway root key pair in a temporary directory, its own port,
+listening on 127.0.0.x only; stopped and removed on every path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = Path("/usr/sbin/sshd")
+
+
+@dataclass(frozen=True)
+class SshServer:
+    addresses: tuple[str, ...]
+    port: int
+    key: Path  # the client's private key (root's, for this server only)
+    dir: Path
+
+    def host_vars(self, address: str) -> dict[str, str]:
+        """Inventory variables that reach `address` as root with the throwaway key."""
+        return {
+            "ansible_host": address,
+            "ansible_port": str(self.port),
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": str(self.key),
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no "
+            "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        }
+
+
+def free_port(address: str) -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
+
+
+def _listening(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5) as conn:
+            return conn.recv(4).startswith(b"SSH")
+    except OSError:
+        return False
+
+
+@contextmanager
+def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3")) -> Iterator[SshServer]:
+    for address in addresses:
+        if not address.startswith("127."):
+            raise ValueError(f"the test sshd listens on loopback addresses only, not {address}")
+    base = Path(tempfile.mkdtemp(prefix="fsbench-sshd-"))
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        os.chmod(base, 0o700)
+        key = base / "id_ed25519"
+        host_key = base / "host_ed25519"
+        for path in (key, host_key):
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True
+            )
+        shutil.copyfile(key.with_suffix(".pub"), base / "authorized_keys")
+        port = free_port(addresses[0])
+        config = base / "sshd_config"
+        config.write_text(
+            "\n".join(
+                [
+                    f"Port {port}",
+                    *(f"ListenAddress {a}" for a in addresses),
+                    f"HostKey {host_key}",
+                    f"PidFile {base / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {base / 'authorized_keys'}",
+                    "PermitRootLogin prohibit-password",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "UsePAM no",
+                    "StrictModes no",
+                    "MaxStartups 100:30:200",
+                    "MaxSessions 100",
+                    "Subsystem sftp /usr/lib/openssh/sftp-server",
+                    "LogLevel ERROR",
+                    "",
+                ]
+            )
+        )
+        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+        with open(base / "sshd.log", "wb") as log:
+            proc = subprocess.Popen(
+                [str(SSHD), "-D", "-e", "-f", str(config)], stdout=log, stderr=log
+            )
+        deadline = time.monotonic() + 20
+        while not all(_listening(a, port) for a in addresses):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "sshd did not start: " + (base / "sshd.log").read_text(errors="replace")
+                )
+            time.sleep(0.1)
+        yield SshServer(tuple(addresses), port, key, base)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def write_inventory(
+    path: Path, server: SshServer, hosts: dict[str, dict[str, str]], groups: dict[str, list[str]]
+) -> Path:
+    """An INI inventory: each host with its variables (address from `ansible_host`, or
+    reached through `server`), then the groups."""
+    lines = []
+    for name, variables in hosts.items():
+        merged = {**server.host_vars(variables.get("ansible_host", "127.0.0.2")), **variables}
+        lines.append(name + " " + " ".join(f"{k}={_ini(v)}" for k, v in merged.items()))
+    for group, members in groups.items():
+        lines += ["", f"[{group}]", *members]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _ini(value: str) -> str:
+    return f"'{value}'" if " " in value else value
