@@ -90,6 +90,9 @@ class TrialRecord:
     # run just before it ("" = the first of its process or guest).
     position: int = 0
     previous_cell: str = ""
+    # The fleet host (inventory name) whose member run holds the trial; "" on one machine.
+    # Not a column: a member run says its host once (runs.fleet_host).
+    host: str = ""
     id: int | None = None
 
     @property
