@@ -128,11 +128,12 @@ def flag_below(rows: Sequence[Row], noise: Sequence[Noise]) -> None:
     by_metric: dict[tuple[str, str], list[Noise]] = {}
     for item in noise:
         by_metric.setdefault((item.workload, item.metric), []).append(item)
-    comparisons: dict[tuple[str, str, str, str, str], list[Row]] = {}
+    comparisons: dict[tuple[str, str, str, str, str, str], list[Row]] = {}
     for row in rows:
         if row.metric is None or row.mean is None or not row.values:
             continue
         key = (
+            row.host,
             row.chain,
             row.workload,
             _params(row),
@@ -140,7 +141,7 @@ def flag_below(rows: Sequence[Row], noise: Sequence[Noise]) -> None:
             row.metric,
         )
         comparisons.setdefault(key, []).append(row)
-    for (_, workload, params, _, metric), group in comparisons.items():
+    for (_, _, workload, params, _, metric), group in comparisons.items():
         known = by_metric.get((workload, metric))
         if not known or len(group) < 2:
             continue

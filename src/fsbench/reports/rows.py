@@ -69,6 +69,8 @@ class Row:
     # Its place among the workload's headline metrics (0 = first), None when not one:
     # tables, charts and comparisons show the headline metrics unless asked for all.
     headline: int | None = None
+    # The fleet host it ran on (inventory name); "" for a run on one machine.
+    host: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,15 +89,25 @@ class _Cell:
         return [t for t in self.trials if t.warmup]
 
 
-def _cell_id(t: TrialRecord) -> tuple[str, str, str, str]:
+CellId = tuple[str, str, str, str, str]  # host, config, chain, workload, dimensions
+
+
+def _cell_id(t: TrialRecord) -> CellId:
     dims = {**t.params, **{f"knob:{k}": v for k, v in t.knobs.items()}}
-    return (t.config, t.chain, t.workload, json.dumps(dims, sort_keys=True))
+    return (t.host, t.config, t.chain, t.workload, json.dumps(dims, sort_keys=True))
 
 
-def _group_id(t: TrialRecord) -> tuple[str, str, str, str]:
+def _group_id(t: TrialRecord) -> tuple[str, str, str, str, str]:
     """The trials compared with each other (schedule.group_key): one workload step and
-    its parameters, under one kernel; every config and other knob value."""
-    return (t.knobs.get("kernel", ""), t.chain, t.workload, json.dumps(t.params, sort_keys=True))
+    its parameters, under one kernel, on one host; every config and other knob value."""
+    kernel = t.knobs.get("kernel", "")
+    return (t.host, kernel, t.chain, t.workload, json.dumps(t.params, sort_keys=True))
+
+
+def convergence_key(host: str, cell_key: str) -> str:
+    """Where a run's convergence record keeps a cell: its key, after the host's name in a
+    fleet run (each host converges on its own)."""
+    return f"{host}|{cell_key}" if host else cell_key
 
 
 def _status(counts: dict[str, int]) -> str:
@@ -123,20 +135,22 @@ def build_rows(
     (runfacts.py): which metrics are headline ones."""
     convergence = convergence or {}
     workloads = workloads or {}
-    cells: dict[tuple[str, str, str, str], _Cell] = {}
+    cells: dict[CellId, _Cell] = {}
     for t in trials:
         cells.setdefault(_cell_id(t), _Cell()).trials.append(t)
     rank = {c: i for i, c in enumerate(config_order)}
+    hosts = {h: i for i, h in enumerate(dict.fromkeys(t.host for t in trials))}
     firsts = {key: min(t.seq for t in cell.trials) for key, cell in cells.items()}
     workload_first: dict[tuple[str, str, str], int] = {}
     for key in cells:
-        wkey = (key[1], key[2], key[3])
+        wkey = (key[2], key[3], key[4])
         workload_first[wkey] = min(workload_first.get(wkey, firsts[key]), firsts[key])
     ordered = sorted(
         cells,
         key=lambda k: (
-            workload_first[(k[1], k[2], k[3])],
-            rank.get(k[0], len(rank)),
+            workload_first[(k[2], k[3], k[4])],
+            hosts[k[0]],
+            rank.get(k[1], len(rank)),
             firsts[k],
         ),
     )
@@ -171,12 +185,12 @@ def _headline(cell: _Cell, workloads: Mapping[str, Mapping[str, Any]]) -> list[s
 
 
 def _cell_rows(
-    key: tuple[str, str, str, str],
+    key: CellId,
     cell: _Cell,
     wl_metrics: dict[str, dict[str, tuple[str, str, float]]],
     convergence: dict[str, Any],
 ) -> list[Row]:
-    config, chain, workload, _ = key
+    host, config, chain, workload, _ = key
     counts: dict[str, int] = {}
     for t in cell.trials:
         counts[t.status] = counts.get(t.status, 0) + 1
@@ -194,7 +208,7 @@ def _cell_rows(
     for t in cell.counted:
         flags.update(t.provenance.get("flags", {}))
     first = cell.trials[0]
-    conv = convergence.get(first.cell_key)
+    conv = convergence.get(convergence_key(host, first.cell_key))
     if conv and not conv.get("converged", True):
         widths = ", ".join(
             f"{k.split(':')[-1]} ±{v}%"
@@ -249,16 +263,17 @@ def _cell_rows(
                 ),
                 resolution=resolution,
                 positions=[t.position for _, t in counted],
+                host=host,
             )
         )
     return rows
 
 
-def _flag_order_effects(rows: list[Row], cells: dict[tuple[str, str, str, str], _Cell]) -> None:
+def _flag_order_effects(rows: list[Row], cells: dict[CellId, _Cell]) -> None:
     """Per comparison group, test every metric's residuals for a position or carry-over
     effect (stats.order_effect), Holm-corrected over the group's metrics; flag the rows of
     a metric where one is found."""
-    by_group: dict[tuple[str, str, str, str], list[tuple[str, str, str, str]]] = {}
+    by_group: dict[tuple[str, str, str, str, str], list[CellId]] = {}
     for key, cell in cells.items():
         if cell.counted:
             by_group.setdefault(_group_id(cell.trials[0]), []).append(key)
@@ -299,9 +314,9 @@ def _flag_order_effects(rows: list[Row], cells: dict[tuple[str, str, str, str], 
                     row.flags["order-effect"] = text
 
 
-def _cell_id_of(row: Row) -> tuple[str, str, str, str]:
+def _cell_id_of(row: Row) -> CellId:
     dims = {**row.params, **{f"knob:{k}": v for k, v in row.knobs.items()}}
-    return (row.config, row.chain, row.workload, json.dumps(dims, sort_keys=True))
+    return (row.host, row.config, row.chain, row.workload, json.dumps(dims, sort_keys=True))
 
 
 def report_document(run: RunRecord, rows: list[Row]) -> dict[str, Any]:

@@ -120,6 +120,11 @@ def fmt_value(row: Row) -> str:
     return f"{fmt_mean_ci(row.mean, half)} ({row.n})"
 
 
+def label_of(row: Row) -> str:
+    """A table row's label: the config, after its host in a fleet run."""
+    return f"{row.host} · {row.config}" if row.host else row.config
+
+
 def _dims(row: Row) -> dict[str, Any]:
     """What varies between cells of a workload: its parameters and the system knobs."""
     return {**row.params, **row.knobs}
@@ -188,7 +193,7 @@ def _cell_text(row: Row | None, cell_name: str, notes: _Notes) -> str:
         return ""
     if row.status != "ok":
         # One note per config and message: the same refusal in every column is one note.
-        return f"{row.status} " + notes.mark(f"{row.config}: {row.message}")
+        return f"{row.status} " + notes.mark(f"{label_of(row)}: {row.message}")
     text = fmt_value(row)
     if row.message:  # some trials of the cell failed
         text += " " + notes.mark(f"{cell_name}: {row.message}")
@@ -213,7 +218,8 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
         caption = "mean ± 95% CI (n)" + (f" · {caption_params}" if caption_params else "")
         if chain:
             caption += f" · step of {chain.replace('+', ' → ')} on one mkfs"
-        configs = list(dict.fromkeys(r.config for r in wrows))
+        configs = list(dict.fromkeys(label_of(r) for r in wrows))
+        row_header = "host · config" if any(r.host for r in wrows) else "config"
         if varying:
             combos = list(dict.fromkeys(_params_label(_dims(r), varying) for r in wrows))
             for metric in shown or [None]:
@@ -223,7 +229,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                 body = []
                 ranked: list[list[tuple[str, Row | None]]] = [[] for _ in combos]
                 for config in configs:
-                    crows = [r for r in mrows if r.config == config]
+                    crows = [r for r in mrows if label_of(r) == config]
                     cells = []
                     for j, combo in enumerate(combos):
                         match = next(
@@ -238,7 +244,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                 table = Table(
                     title,
                     caption,
-                    f"config \\ {header}",
+                    f"{row_header} \\ {header}",
                     combos,
                     body,
                     notes.items,
@@ -254,7 +260,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
             body = []
             ranked = [[] for _ in shown or [None]]
             for config in configs:
-                crows = [r for r in wrows if r.config == config]
+                crows = [r for r in wrows if label_of(r) == config]
                 cells = []
                 for j, metric in enumerate(shown or [None]):
                     match = next((r for r in crows if r.metric == metric), crows[0])
@@ -268,7 +274,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
             table = Table(
                 wname,
                 caption,
-                "config",
+                row_header,
                 columns or ["result"],
                 body,
                 notes.items,
