@@ -1,18 +1,26 @@
-"""Does fsbench's fio seq-write measure what fio run by hand measures? The workload class
-(prepare, cold remount, run, syncfs: the runner's steps) against a hand-written job file
-run with fio directly, on a fresh mkfs of the same ext4 loop image every time, interleaved
-(A B, B A, A B...), 3 reps each after one uncounted warm-up rep of each. Prints both
-bandwidths and whether they agree within noise (Welch t-test, p >= 0.05, or a difference
-under 5%). A busy machine (another test suite writing, syncing, dropping caches) makes
-the noise large and the verdict weak: look at the CVs, and run it on a quiet machine.
+"""Does `fsbench run`'s fio seq-write measure what fio run by hand measures?
 
-    PYTHONPATH=src python3 bench/fio_fidelity.py [--size 2G] [--image-size 8G]
-                                                 [--workdir /var/tmp] [--reps 3] [--warmup 1]
-                                                 [--cli]
+Two sides, from the same machine state, alternating (A B, B A, ...):
 
---cli adds a third side, interleaved with the others: `fsbench run --fs ext4 --workload fio
---set profile=seq-write --reps 1 --json` as a subprocess per rep (its own image, a
-throwaway result store): the whole runner, not only the workload class.
+- **fsbench**: `fsbench run --fs ext4 --workload fio --set profile=seq-write --reps 1
+  --warmup 1` as a subprocess (the whole runner: its own sparse loop image, discard, mkfs,
+  cold remount, monitors; a warm-up trial then the measured one), its `write_mib_s`;
+- **by hand**: a hand-written fio job (1 MiB sequential writes, fsync at the end) on a
+  device prepared the way a careful person would and the runner does: a fresh sparse
+  image, `losetup --direct-io=on`, `blkdiscard`, `mkfs.ext4 -E lazy_itable_init=0,...`,
+  mount, remount cold; the same job once uncounted (the warm-up: on this VM the first large
+  buffered write after other work runs at a quarter of the speed), then a fresh mkfs and
+  the measured run; fio's own bandwidth.
+
+The verdict is an **equivalence test**, not "Welch found no difference" (which a small n
+and a noisy machine always give): the ratio fsbench / by hand with its 90% confidence
+interval (delta method, Welch df; two one-sided tests at 5%) must lie inside 0.95-1.05:
+EQUIVALENT within 5%; an interval entirely outside: DIFFERENT; else UNDECIDED (more
+reps). Exit status 0 only for EQUIVALENT.
+
+    python3 bench/fio_fidelity.py [--size 2G] [--image-size 8G] [--reps 6]
+                                  [--workdir /var/tmp]
+
 Needs root, fio and mkfs.ext4. Not part of the test run.
 """
 
@@ -20,28 +28,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from scipy import stats
-
-from fsbench import filesystems, fsops, system
-from fsbench.units import format_size, parse_size
-from fsbench.workloads.base import Scale
-from fsbench.workloads.fio import Fio, FioParams
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from fsbench.stats import ratio_ci  # noqa: E402
+from fsbench.units import format_size, parse_size  # noqa: E402
+
 MIB = 1 << 20
-EXT4 = filesystems.get("ext4")
-# The same mkfs for both sides, spelled out: the comparison is about the fio job.
+SETTLE_SECONDS = 3.0
+BOUNDS = (0.95, 1.05)
 MKFS = ["mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
 
-# What someone would type for "IOzone-style 1 MiB sequential write, fsync at the end,
-# let the filesystem allocate": written by hand, not generated from fsbench's profile.
+# What someone would type for "1 MiB sequential write, fsync at the end, let the
+# filesystem allocate": written by hand, not generated from fsbench's profile.
 HAND_JOB = """\
 [seq-write]
 directory={directory}
@@ -55,71 +63,61 @@ fallocate=none
 """
 
 
-class Ctx:
-    """The runner's TrialContext for one trial on the loop device."""
-
-    def __init__(self, device: str, mountpoint: Path) -> None:
-        self.device = device
-        self.mountpoint = mountpoint
-        self.fs_type = "ext4"
-        self.scale = Scale.QUICK
-        self.cache_dir = mountpoint.parent / "cache"
-        self.flags: dict[str, str] = {}
-
-    def sync(self) -> None:
-        system.syncfs(self.mountpoint)
-
-    def drop_caches(self) -> None:
-        system.drop_caches()
-
-    def remount(self) -> None:
-        fsops.umount(self.mountpoint)
-        fsops.mount(EXT4, self.device, self.mountpoint, "")
-        system.drop_caches()
-
-    def flag(self, name: str, detail: str) -> None:
-        self.flags[name] = detail
+def _run(argv: list[str]) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
 
 
-def fresh_fs(device: str, mnt: Path) -> None:
-    if fsops.is_mounted(mnt):
-        fsops.umount(mnt)
-    subprocess.run([*MKFS, device], check=True, capture_output=True)
-    fsops.mount(EXT4, device, mnt, "")
+class HandDevice:
+    """A fresh sparse image on a loop device with direct I/O, like fsbench's LoopImage."""
+
+    def __init__(self, tmp: Path, image_size: int) -> None:
+        self.image = tmp / "hand.img"
+        with self.image.open("wb") as f:
+            f.truncate(image_size)
+        self.device = _run(
+            ["losetup", "--direct-io=on", "--find", "--show", str(self.image)]
+        ).strip()
+        self.mnt = tmp / "hand-mnt"
+        self.mnt.mkdir(exist_ok=True)
+
+    def fresh_fs(self) -> None:
+        if os.path.ismount(self.mnt):
+            _run(["umount", str(self.mnt)])
+        subprocess.run(["blkdiscard", self.device], check=False, capture_output=True)
+        _run([*MKFS, self.device])
+        _run(["mount", self.device, str(self.mnt)])
+        # Cold: nothing of the new filesystem cached.
+        _run(["umount", str(self.mnt)])
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        _run(["mount", self.device, str(self.mnt)])
+
+    def write(self, size: int, tmp: Path) -> float:
+        job = tmp / "hand.fio"
+        job.write_text(HAND_JOB.format(directory=self.mnt, size=size))
+        out = tmp / "hand.json"
+        _run(["fio", "--output-format=json", f"--output={out}", str(job)])
+        _run(["sync", "-f", str(self.mnt)])
+        return float(json.loads(out.read_text())["jobs"][0]["write"]["bw_bytes"]) / MIB
+
+    def close(self) -> None:
+        if os.path.ismount(self.mnt):
+            subprocess.run(["umount", str(self.mnt)], check=False)
+        subprocess.run(["losetup", "-d", self.device], check=False)
+        self.image.unlink(missing_ok=True)
 
 
-def via_fsbench(device: str, mnt: Path, size: int) -> float:
-    fresh_fs(device, mnt)
-    ctx = Ctx(device, mnt)
-    work = Fio()
-    params = FioParams(profile="seq-write", size=size, runtime=10)
-    work.prepare(ctx, params)
-    ctx.sync()
-    ctx.remount()  # Fio.cache is COLD_REMOUNT
-    metrics = {m.name: m.value for m in work.run(ctx, params)}
-    ctx.sync()
-    return metrics["write_mib_s"]
+def by_hand(size: int, image_size: int, tmp: Path) -> float:
+    dev = HandDevice(tmp, image_size)
+    try:
+        dev.fresh_fs()
+        dev.write(size, tmp)  # warm-up, not counted
+        dev.fresh_fs()
+        return dev.write(size, tmp)
+    finally:
+        dev.close()
 
 
-def by_hand(device: str, mnt: Path, size: int, tmp: Path) -> float:
-    fresh_fs(device, mnt)
-    ctx = Ctx(device, mnt)
-    ctx.remount()  # the same cold start
-    job = tmp / "hand.fio"
-    job.write_text(HAND_JOB.format(directory=mnt, size=size))
-    out = tmp / "hand.json"
-    subprocess.run(
-        ["fio", "--output-format=json", f"--output={out}", str(job)],
-        check=True,
-        capture_output=True,
-    )
-    ctx.sync()
-    write = json.loads(out.read_text())["jobs"][0]["write"]
-    return float(write["bw_bytes"]) / MIB
-
-
-def via_cli(size: int, image_size: int, workdir: Path) -> float:
-    """One trial through `fsbench run` (the runner: discard, mkfs, remount, monitors)."""
+def via_fsbench(size: int, image_size: int, workdir: Path) -> float:
     with tempfile.TemporaryDirectory(dir=workdir, prefix="fsbench-fidelity-cli-") as tmp:
         argv = [
             sys.executable,
@@ -136,6 +134,8 @@ def via_cli(size: int, image_size: int, workdir: Path) -> float:
             f"size={format_size(size)}",
             "--reps",
             "1",
+            "--warmup",
+            "1",
             "--scale",
             "quick",
             "--image-size",
@@ -144,6 +144,7 @@ def via_cli(size: int, image_size: int, workdir: Path) -> float:
             tmp,
             "--db",
             str(Path(tmp) / "results.db"),
+            "--no-report",
             "--json",
         ]
         env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
@@ -157,20 +158,32 @@ def via_cli(size: int, image_size: int, workdir: Path) -> float:
         return float(value)
 
 
+def settle(workdir: Path) -> None:
+    """Between sides: what one side deleted (its image) is written back and freed before
+    the other starts, so neither pays for the other's cleanup."""
+    _run(["sync", "-f", str(workdir)])
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    time.sleep(SETTLE_SECONDS)
+
+
+def equivalence(fsb: list[float], hand: list[float]) -> tuple[str, float, tuple[float, float]]:
+    """The verdict on mean(fsbench) / mean(by hand) and its 90% CI."""
+    ratio, ci = ratio_ci(hand, fsb, confidence=0.90)
+    if ci is None or not math.isfinite(ratio):
+        return "UNDECIDED", ratio, (math.nan, math.nan)
+    low, high = ci
+    if BOUNDS[0] <= low and high <= BOUNDS[1]:
+        return "EQUIVALENT within 5%", ratio, ci
+    if high < BOUNDS[0] or low > BOUNDS[1]:
+        return "DIFFERENT", ratio, ci
+    return "UNDECIDED (more reps)", ratio, ci
+
+
 def describe(name: str, values: list[float]) -> str:
     mean = statistics.fmean(values)
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     each = ", ".join(f"{v:.0f}" for v in values)
-    return f"{name:<22} {mean:8.1f} MiB/s  sd {sd:6.1f}  cv {100 * sd / mean:5.1f}%  [{each}]"
-
-
-def verdict(a: list[float], b: list[float]) -> str:
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    diff = (ma - mb) / mb
-    p = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
-    agree = p >= 0.05 or abs(diff) < 0.05
-    word = "AGREE within noise" if agree else "DIFFER"
-    return f"{100 * diff:+.1f}% (Welch p = {p:.2f}): {word}"
+    return f"{name:<12} {mean:8.1f} MiB/s  sd {sd:6.1f}  cv {100 * sd / mean:5.1f}%  [{each}]"
 
 
 def main() -> None:
@@ -178,63 +191,36 @@ def main() -> None:
     ap.add_argument("--size", default="2G", type=parse_size, help="file size (quick: 2G)")
     ap.add_argument("--image-size", default="8G", type=parse_size)
     ap.add_argument("--workdir", default="/var/tmp", type=Path)
-    ap.add_argument("--reps", default=3, type=int)
-    ap.add_argument(
-        "--warmup",
-        default=1,
-        type=int,
-        help="uncounted reps of each side first",
-    )
-    ap.add_argument("--cli", action="store_true", help="also run `fsbench run` itself")
+    ap.add_argument("--reps", default=6, type=int)
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (loop devices, mkfs, mount)")
-
-    sides = ["fsbench", "hand", *(["cli"] if args.cli else [])]
-    values: dict[str, list[float]] = {side: [] for side in sides}
+    values: dict[str, list[float]] = {"fsbench": [], "by hand": []}
+    print(
+        f"ext4 on a fresh {format_size(args.image_size)} sparse loop image (direct I/O), "
+        f"seq-write {format_size(args.size)} in 1 MiB blocks, a warm-up before each "
+        f"measured write, {args.reps} reps each, alternating"
+    )
     with tempfile.TemporaryDirectory(dir=args.workdir, prefix="fsbench-fidelity-") as tmpdir:
         tmp = Path(tmpdir)
-        image = tmp / "disk.img"
-        with image.open("wb") as f:
-            f.truncate(args.image_size)
-        device = subprocess.run(
-            ["losetup", "--direct-io=on", "--find", "--show", str(image)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        mnt = tmp / "mnt"
-        try:
-            print(
-                f"ext4 on {device} ({format_size(args.image_size)} sparse image, direct I/O), "
-                f"seq-write {format_size(args.size)} in 1 MiB blocks, {args.reps} reps each"
-            )
-            for rep in range(-args.warmup, args.reps):
-                # Interleaved, the order rotating: drift of a busy machine favours no side.
-                shift = rep % len(sides)
-                for side in sides[shift:] + sides[:shift]:
-                    if side == "fsbench":
-                        value = via_fsbench(device, mnt, args.size)
-                    elif side == "hand":
-                        value = by_hand(device, mnt, args.size, tmp)
-                    else:
-                        value = via_cli(args.size, args.image_size, args.workdir)
-                    if rep >= 0:
-                        values[side].append(value)
-                    label = f"rep {rep + 1}" if rep >= 0 else "warm-up"
-                    print(f"  {label:<7} {side:<8} {value:8.1f} MiB/s", flush=True)
-        finally:
-            if fsops.is_mounted(mnt):
-                fsops.umount(mnt)
-            subprocess.run(["losetup", "-d", device], check=False)
-
-    print(describe("fsbench (Fio class)", values["fsbench"]))
-    print(describe("fio by hand", values["hand"]))
-    if args.cli:
-        print(describe("fsbench run (CLI)", values["cli"]))
-    print("Fio class vs hand: " + verdict(values["fsbench"], values["hand"]))
-    if args.cli:
-        print("fsbench run vs hand: " + verdict(values["cli"], values["hand"]))
+        sides = list(values)
+        for rep in range(args.reps):
+            for side in sides if rep % 2 == 0 else sides[::-1]:
+                if side == "fsbench":
+                    value = via_fsbench(args.size, args.image_size, args.workdir)
+                else:
+                    value = by_hand(args.size, args.image_size, tmp)
+                values[side].append(value)
+                print(f"  rep {rep + 1:<3} {side:<8} {value:8.1f} MiB/s", flush=True)
+                settle(args.workdir)
+    for side, got in values.items():
+        print(describe(side, got))
+    word, ratio, (low, high) = equivalence(values["fsbench"], values["by hand"])
+    print(
+        f"fsbench / by hand = {ratio:.3f}, 90% CI [{low:.3f}, {high:.3f}] "
+        f"(equivalence bounds {BOUNDS[0]}-{BOUNDS[1]}): {word}"
+    )
+    raise SystemExit(0 if word.startswith("EQUIVALENT") else 1)
 
 
 if __name__ == "__main__":
