@@ -11,6 +11,7 @@ position 0: unknown, resolution 0: none declared).
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from sqlalchemy import (
     Connection,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
@@ -47,6 +49,9 @@ runs = Table(
     "runs",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
+    # The run's identity in every store (ids are per store): merging stores, and the many
+    # hosts of a fleet writing one store, never mix two runs up.
+    Column("uid", String(32), nullable=False, server_default=""),
     Column("schema_version", Integer, nullable=False),  # of the fsbench that created it
     Column("name", String(200), nullable=False),
     # run: a comparison; calibration: an A/A run of `fsbench calibrate` (same config twice).
@@ -70,7 +75,14 @@ runs = Table(
     # JSON: the `fsbench features` table of the run's filesystems measured on its kernel
     # when the run started ({} when none was measured).
     Column("features", Text, nullable=False, server_default="{}"),
+    # A fleet host's part of a fleet run: the fleet run's uid, the host's inventory name
+    # and its groups (JSON list); "" for a run on one machine.
+    Column("fleet_uid", String(32), nullable=False, server_default=""),
+    Column("fleet_host", String(200), nullable=False, server_default=""),
+    Column("fleet_groups", Text, nullable=False, server_default="[]"),
 )
+Index("runs_uid", runs.c.uid, unique=True)
+Index("runs_fleet", runs.c.fleet_uid, runs.c.fleet_host)
 
 trials = Table(
     "trials",
@@ -166,6 +178,10 @@ MIGRATIONS: dict[int, tuple[Added, ...]] = {
     4: (),
     5: (Added("runs", "convergence", "TEXT", "'{}'"),),
     6: (
+        Added("runs", "uid", "VARCHAR(32)", "''"),
+        Added("runs", "fleet_uid", "VARCHAR(32)", "''"),
+        Added("runs", "fleet_host", "VARCHAR(200)", "''"),
+        Added("runs", "fleet_groups", "TEXT", "'[]'"),
         Added("runs", "kind", "VARCHAR(20)", "'run'"),
         Added("runs", "workloads", "TEXT", "'{}'"),
         Added("runs", "features", "TEXT", "'{}'"),
@@ -236,8 +252,12 @@ def _fill_run_facts(conn: Connection) -> list[str]:
     from fsbench.runfacts import features_snapshot, workload_facts
 
     done = []
-    rows = conn.execute(select(runs.c.id, runs.c.host, runs.c.workloads, runs.c.target)).all()
-    for run_id, host, stored, target in rows:
+    rows = conn.execute(
+        select(runs.c.id, runs.c.host, runs.c.workloads, runs.c.target, runs.c.uid)
+    ).all()
+    for run_id, host, stored, target, uid in rows:
+        if not uid:
+            conn.execute(update(runs).where(runs.c.id == run_id).values(uid=new_uid()))
         described = json.loads(target or "{}")
         if "summary" not in described:
             described["summary"] = _legacy_summary(described)
@@ -286,8 +306,19 @@ def _legacy_summary(target: dict[str, Any]) -> str:
     return str(target.get("kind") or "unknown target")
 
 
+def _fill_6(conn: Connection) -> list[str]:
+    done = _fill_run_facts(conn)
+    for index in runs.indexes:
+        index.create(conn, checkfirst=True)
+    return done
+
+
+def new_uid() -> str:
+    return uuid.uuid4().hex
+
+
 # Data a version's reports need that older rows lack, filled after its columns exist.
-DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {6: _fill_run_facts}
+DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {6: _fill_6}
 
 
 def write_version(conn: Connection) -> None:

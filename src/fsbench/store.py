@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,13 +25,25 @@ from sqlalchemy import (
     event,
     insert,
     select,
+    text,
     update,
 )
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    IntegrityError,
+    OperationalError,
+    ProgrammingError,
+    SQLAlchemyError,
+)
 
 from fsbench import schema
 from fsbench.errors import FsbenchError
 from fsbench.schema import SAMPLE_FIELDS, SCHEMA_VERSION, metadata, metrics, runs, samples, trials
+
+# The key of the advisory lock that serializes schema creation and migration (any fixed
+# 64-bit number that other applications of the database are unlikely to use).
+PG_SCHEMA_LOCK = 0x66736265_6E6368
 
 
 def default_db_path() -> Path:
@@ -39,15 +52,62 @@ def default_db_path() -> Path:
 
 
 def to_url(db: str | Path | None) -> str:
-    """A path or an SQLAlchemy URL (postgresql://...)."""
+    """A path or an SQLAlchemy URL; `postgresql://` means psycopg 3."""
     if db is None:
         db = default_db_path()
-    text = str(db)
-    if "://" in text:
-        return text
-    path = Path(text).expanduser()
+    given = str(db)
+    if given.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + given.split("://", 1)[1]
+    if "://" in given:
+        return given
+    path = Path(given).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
+
+
+def without_password(url: str) -> str:
+    """The URL as it may be shown, logged or stored: any password replaced by ***."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def password_of(url: str) -> str:
+    try:
+        return make_url(url).password or ""
+    except (ArgumentError, ValueError):
+        return ""
+
+
+def strip_password(url: str) -> str:
+    """The URL with no password at all (libpq then reads it from PGPASSFILE)."""
+    return make_url(url)._replace(password=None).render_as_string(hide_password=False)
+
+
+def redact(text: str, url: str) -> str:
+    """`text` with the URL's password (if any) replaced by ***: for error messages that
+    quote a driver's words."""
+    secret = password_of(url)
+    return text.replace(secret, "***") if secret else text
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """A command line as it may be stored: the password of any URL in it hidden."""
+    return [without_password(a) if "://" in a and "@" in a else a for a in argv]
+
+
+def pgpass_line(url: str) -> str:
+    """A libpq password file line (host:port:database:user:password) for a PostgreSQL
+    URL with a password, so that a fleet host connects without the password in its URL."""
+    u = make_url(url)
+    if not u.password:
+        return ""
+    host = u.host or str(u.query.get("host") or "*")
+    if host.startswith("/"):  # libpq matches a Unix socket as localhost
+        host = "localhost"
+    fields = [host, str(u.port or "*"), u.database or "*", u.username or "*", u.password]
+    return ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
 
 
 def now() -> str:
@@ -120,6 +180,11 @@ class RunRecord:
     # What its reports need of the code that made it (runfacts.py).
     workloads: dict[str, Any] = field(default_factory=dict)
     features: dict[str, Any] = field(default_factory=dict)
+    uid: str = ""  # the run's identity in every store
+    # A fleet host's part of a fleet run (the fleet run's uid, the host, its groups).
+    fleet_uid: str = ""
+    fleet_host: str = ""
+    fleet_groups: list[str] = field(default_factory=list)
 
 
 class Store:
@@ -131,23 +196,33 @@ class Store:
     """
 
     def __init__(self, db: str | Path | None = None) -> None:
-        self.url = to_url(db)
+        # The URL with its password, for the engine only; `url` is what may be shown.
+        self.secret_url = to_url(db)
+        self.url = without_password(self.secret_url)
         self.migrated: list[str] = []
         self.backup: Path | None = None
         try:
-            self.engine: Engine = create_engine(self.url)
-            if self.url.startswith("sqlite"):
+            self.engine: Engine = create_engine(self.secret_url, pool_pre_ping=True)
+            if self.secret_url.startswith("sqlite"):
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             with self._schema_lock():
                 self._open_schema()
         except (SQLAlchemyError, OSError) as exc:
-            raise FsbenchError(f"cannot open result store {self.url}: {exc}") from None
+            detail = redact(str(exc).splitlines()[0] if str(exc) else repr(exc), self.secret_url)
+            raise FsbenchError(f"cannot open result store {self.url}: {detail}") from None
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def postgresql(self) -> bool:
+        return self.secret_url.startswith("postgresql")
 
     @property
     def sqlite_path(self) -> Path | None:
-        if not self.url.startswith("sqlite:///"):
+        if not self.secret_url.startswith("sqlite:///"):
             return None
-        return Path(self.url.removeprefix("sqlite:///"))
+        return Path(self.secret_url.removeprefix("sqlite:///"))
 
     @contextmanager
     def _schema_lock(self) -> Iterator[None]:
@@ -156,6 +231,17 @@ class Store:
         store: SQLite's locks are POSIX locks, and closing any descriptor of the database
         file drops every POSIX lock the process holds on it (a reader then saw the store
         "malformed" while a run wrote)."""
+        if self.postgresql:
+            # Many hosts may open a new shared store at once: a session-level advisory
+            # lock serializes creation and migration on the server.
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": PG_SCHEMA_LOCK})
+                try:
+                    yield
+                finally:
+                    conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": PG_SCHEMA_LOCK})
+                    conn.commit()
+            return
         path = self.sqlite_path
         if path is None:
             yield
@@ -221,7 +307,7 @@ class Store:
             try:
                 metadata.create_all(self.engine)
                 return
-            except OperationalError as exc:
+            except (OperationalError, ProgrammingError, IntegrityError) as exc:
                 if "already exists" not in str(exc) or attempt == objects:
                     raise
 
@@ -242,7 +328,12 @@ class Store:
         kind: str = "run",
         workloads: dict[str, Any] | None = None,
         features: dict[str, Any] | None = None,
+        uid: str | None = None,
+        fleet_uid: str = "",
+        fleet_host: str = "",
+        fleet_groups: list[str] | None = None,
     ) -> int:
+        """A new run; its argv is stored with any URL's password hidden."""
         with self.engine.begin() as conn:
             res = conn.execute(
                 insert(runs).values(
@@ -252,7 +343,7 @@ class Store:
                     status="running",
                     created_at=now(),
                     fsbench_version=fsbench_version,
-                    argv=json.dumps(argv),
+                    argv=json.dumps(redact_argv(argv)),
                     plan=json.dumps(plan),
                     overrides=json.dumps(overrides),
                     schedule=json.dumps(schedule),
@@ -260,6 +351,10 @@ class Store:
                     target=json.dumps(target),
                     workloads=json.dumps(workloads or {}),
                     features=json.dumps(features or {}),
+                    uid=uid or schema.new_uid(),
+                    fleet_uid=fleet_uid,
+                    fleet_host=fleet_host,
+                    fleet_groups=json.dumps(list(fleet_groups or [])),
                 )
             )
             return _new_id(res.inserted_primary_key)
@@ -362,27 +457,31 @@ class Store:
             row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
         if row is None:
             raise FsbenchError(f"no run {run_id} in {self.url}")
-        return RunRecord(
-            id=row["id"],
-            name=row["name"],
-            status=row["status"],
-            created_at=row["created_at"],
-            finished_at=row["finished_at"],
-            fsbench_version=row["fsbench_version"],
-            argv=json.loads(row["argv"]),
-            plan=json.loads(row["plan"]),
-            overrides=json.loads(row["overrides"]),
-            schedule=[(int(a), str(b)) for a, b in json.loads(row["schedule"])],
-            host=json.loads(row["host"]),
-            target=json.loads(row["target"]),
-            convergence=json.loads(row["convergence"] or "{}"),
-            kind=row["kind"],
-            workloads=json.loads(row["workloads"] or "{}"),
-            features=json.loads(row["features"] or "{}"),
-        )
+        return _run_record(row)
+
+    def run_by_uid(self, uid: str) -> RunRecord | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs).where(runs.c.uid == uid)).mappings().first()
+        return None if row is None else _run_record(row)
+
+    def fleet_members(self, fleet_uid: str) -> list[RunRecord]:
+        """The member runs of a fleet run (one per host), in the order they were made."""
+        with self.engine.connect() as conn:
+            rows = (
+                conn.execute(select(runs).where(runs.c.fleet_uid == fleet_uid).order_by(runs.c.id))
+                .mappings()
+                .all()
+            )
+        return [_run_record(r) for r in rows]
+
+    def fleet_member(self, fleet_uid: str, host: str) -> RunRecord | None:
+        found = [r for r in self.fleet_members(fleet_uid) if r.fleet_host == host]
+        return found[-1] if found else None
 
     def list_runs(self) -> list[RunRecord]:
-        return [self.get_run(i) for i in self.run_ids()]
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(runs).order_by(runs.c.id)).mappings().all()
+        return [_run_record(r) for r in rows]
 
     def get_trials(self, run_id: int) -> list[TrialRecord]:
         with self.engine.connect() as conn:
@@ -452,11 +551,36 @@ class Store:
 
     def integrity(self) -> str:
         """`ok` or SQLite's own complaint (doctor shows it)."""
-        if not self.url.startswith("sqlite"):
+        if not self.secret_url.startswith("sqlite"):
             return "ok"
         with self.engine.connect() as conn:
             rows = conn.exec_driver_sql("PRAGMA integrity_check").fetchall()
         return ", ".join(str(r[0]) for r in rows)
+
+
+def _run_record(row: Any) -> RunRecord:
+    return RunRecord(
+        id=row["id"],
+        name=row["name"],
+        status=row["status"],
+        created_at=row["created_at"],
+        finished_at=row["finished_at"],
+        fsbench_version=row["fsbench_version"],
+        argv=json.loads(row["argv"]),
+        plan=json.loads(row["plan"]),
+        overrides=json.loads(row["overrides"]),
+        schedule=[(int(a), str(b)) for a, b in json.loads(row["schedule"])],
+        host=json.loads(row["host"]),
+        target=json.loads(row["target"]),
+        convergence=json.loads(row["convergence"] or "{}"),
+        kind=row["kind"],
+        workloads=json.loads(row["workloads"] or "{}"),
+        features=json.loads(row["features"] or "{}"),
+        uid=row["uid"],
+        fleet_uid=row["fleet_uid"],
+        fleet_host=row["fleet_host"],
+        fleet_groups=list(json.loads(row["fleet_groups"] or "[]")),
+    )
 
 
 def _new_id(key: Any) -> int:

@@ -33,7 +33,7 @@ from fsbench.fleet.ansible import Ansible, Event
 from fsbench.fleet.inventory import FleetHost
 from fsbench.plan import Cell, LoopTargetSpec, Plan
 from fsbench.schedule import Slot
-from fsbench.store import Store, pgpass_line, without_password
+from fsbench.store import Store, pgpass_line, strip_password
 
 # fsbench's exit codes on a host that ran its plan (run.py): measured, some unsupported,
 # some trials failed. Anything else is the host failing.
@@ -175,14 +175,14 @@ class FleetExecutor(Executor):
     # -- the phases -------------------------------------------------------------------
 
     def _vars(self) -> dict[str, Any]:
-        url = self.store.url
-        direct = url.startswith("postgresql")
+        url = self.store.secret_url
+        direct = self.store.postgresql
         return {
             "fsbench_fleet_uid": self.uid,
             "fsbench_plan_src": str(self.dir / "plan.json"),
             "fsbench_source_tar": str(self._source_tar()) if self._needs_install() else "",
             "fsbench_default_store": "direct" if direct else "fetch",
-            "fsbench_db_direct": without_password(url) if direct else "",
+            "fsbench_db_direct": strip_password(url) if direct else "",
             "fsbench_pgpass_line": pgpass_line(url) if direct else "",
             "fsbench_async_limit": ASYNC_LIMIT,
             "fsbench_jobs": {h.host.name: h.jid for h in self.hosts if h.jid},
