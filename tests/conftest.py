@@ -14,6 +14,8 @@ import pytest
 
 from fsbench import filesystems, fsops
 
+pytest_plugins = ["tests.pgcluster"]  # a real PostgreSQL, started once per session
+
 TEST_ROOT = Path("/var/tmp/fsbench-tests")
 CORE_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
 

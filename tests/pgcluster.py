@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 
 def pg_bin() -> Path | None:
     for version in ("15", "16", "17"):
@@ -151,3 +153,28 @@ def cluster() -> Iterator[Cluster]:
                 check=False,
             )
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- pytest fixtures (registered in conftest.py) ----------------------------------------
+
+_counter = iter(range(1, 1_000_000))
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One PostgreSQL cluster for the whole session (about 2.5 s to start)."""
+    if os.geteuid() != 0:
+        pytest.skip("the PostgreSQL tests start their cluster as root (runuser postgres)")
+    with cluster() as made:
+        yield made
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> str:
+    """A fresh database of the session's cluster, as a postgresql:// URL with a password."""
+    return pg_cluster.createdb(f"t{os.getpid()}_{next(_counter)}")
+
+
+@pytest.fixture
+def pg_password(pg_cluster: Cluster) -> str:
+    return pg_cluster.password

@@ -20,6 +20,16 @@ from fsbench.schedule import Slot
 from fsbench.store import Store, TrialRecord
 
 
+@dataclass(frozen=True)
+class FleetPart:
+    """This run is one host's part of a fleet run: the fleet run's uid, the host's
+    inventory name and groups."""
+
+    uid: str
+    host: str
+    groups: tuple[str, ...] = ()
+
+
 @dataclass
 class Outcome:
     run_id: int
@@ -69,6 +79,8 @@ def run(
     resume_run: int | None = None,
     executor: Executor | None = None,
     kind: str = "run",
+    uid: str | None = None,
+    part: FleetPart | None = None,
 ) -> Outcome:
     """Run (or with `resume_run`, finish) the plan's matrix; every trial is stored as it
     ends. Returns with `interrupted` set after Ctrl-C or SIGTERM (the run is then marked
@@ -100,6 +112,10 @@ def run(
                 kind=kind,
                 workloads=runfacts.workload_facts(steps),
                 features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
+                uid=uid,
+                fleet_uid=part.uid if part else "",
+                fleet_host=part.host if part else "",
+                fleet_groups=list(part.groups) if part else None,
             )
         else:
             run_id = resume_run
@@ -156,6 +172,9 @@ class _Loop:
         self.hooks.begin(
             self.run_id, self.plan, len(self.stored), self.total, self.executor.banner()
         )
+        if self.executor.whole_plan:
+            self.executor.run(self.slots, self.refused, self._started, self._finished)
+            return
         if self.plan.reps != "auto":
             self._hand(self.slots)
             return

@@ -425,6 +425,25 @@ def knob_combinations(
     ]
 
 
+def with_overrides(plan: Plan, overrides: dict[str, list[str]]) -> Plan:
+    """The plan with --set values written into its workloads' parameters (a list of
+    several values stays a sweep): the same cells as expand(plan, overrides), from the
+    plan alone. A fleet host gets this plan."""
+    if not overrides:
+        return plan
+    specs = []
+    for spec in plan.workloads:
+        fields: set[str] = set()
+        for step in spec.steps:
+            fields |= set(workloads.get(step).params_model.model_fields)
+        params = dict(spec.params)
+        for name, values in overrides.items():
+            if name in fields:
+                params[name] = values[0] if len(values) == 1 else list(values)
+        specs.append(spec.model_copy(update={"params": params}))
+    return plan.model_copy(update={"workloads": specs})
+
+
 def expand(
     plan: Plan,
     overrides: dict[str, list[str]] | None = None,

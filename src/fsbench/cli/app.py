@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from fsbench.cli import calibrate, compare, doctor, features, listing, report, run
+from fsbench.cli import calibrate, compare, doctor, features, fleet, listing, merge, report, run
 from fsbench.errors import FsbenchError
 
 app = typer.Typer(
@@ -24,6 +24,8 @@ app.command("report")(report.report)
 app.command("compare")(compare.compare)
 app.command("list")(listing.list_)
 app.command("features")(features.features)
+app.command("merge")(merge.merge)
+app.add_typer(fleet.app, name="fleet")
 
 
 def main() -> None:

@@ -142,7 +142,11 @@ def fleet_run(
             )
         )
         run_id, uid = None, uuid.uuid4().hex
-        plan, overrides, cells = matrix.with_seed(built.plan), built.overrides, built.cells
+        # Each host gets the plan alone: --set values go into it.
+        plan = matrix.with_seed(planning.with_overrides(built.plan, built.overrides))
+        overrides, cells = {}, planning.expand(plan)
+        if [c.key for c in cells] != [c.key for c in built.cells]:
+            raise FsbenchError("--set values could not be written into the plan")
     hosts = inv.load(inventory, limit)
     display = HostProgress(err)
     executor = FleetExecutor(

@@ -33,6 +33,7 @@ from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
 from fsbench.errors import FsbenchError
 from fsbench.plan import Plan
+from fsbench.reports import source
 from fsbench.schedule import Slot
 from fsbench.store import Store, TrialRecord, default_db_path
 
@@ -76,8 +77,28 @@ def run(
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
+    fleet: Annotated[str | None, typer.Option("--fleet", hidden=True)] = None,
+    host: Annotated[str | None, typer.Option("--host", hidden=True)] = None,
+    groups: Annotated[str, typer.Option("--groups", hidden=True)] = "",
+    progress: Annotated[Path | None, typer.Option("--progress", hidden=True)] = None,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
+    # --fleet/--host/--groups/--progress: how `fsbench fleet run` starts a host's part.
+    part = None
+    if fleet is not None:
+        if not host:
+            raise FsbenchError("--fleet needs --host NAME")
+        part = matrix.FleetPart(fleet, host, tuple(g for g in groups.split(",") if g))
+    if part is not None and not resume:
+        store = Store(db)
+        member = store.fleet_member(part.uid, part.host)
+        if member is not None and member.status == "finished":
+            if progress is not None:  # nothing left: the controller sees it at once
+                stored = len({t.seq for t in store.get_trials(member.id)})
+                ProgressFile(progress, matrix.Hooks()).done(member.id, stored)
+            finish(store, matrix.Outcome(member.id), json_out, report=False)
+        if member is not None:
+            resume, plan_file = True, Path(str(member.id))
     if resume:
         store = Store(db)
         run_id, plan, overrides = resumable(store, plan_file)
@@ -86,7 +107,7 @@ def run(
         Console(stderr=True).print(
             f"fsbench: resuming run {run_id} ({done} trials stored)", highlight=False
         )
-        outcome = execute(plan, cells, store, overrides, resume_run=run_id)
+        outcome = execute(plan, cells, store, overrides, resume_run=run_id, progress=progress)
     else:
         built = pf.build(
             pf.PlanFlags(
@@ -113,7 +134,9 @@ def run(
             )
         )
         store = Store(db)
-        outcome = execute(built.plan, built.cells, store, built.overrides)
+        outcome = execute(
+            built.plan, built.cells, store, built.overrides, part=part, progress=progress
+        )
     finish(store, outcome, json_out, report=not no_report)
 
 
@@ -220,10 +243,15 @@ def execute(
     overrides: dict[str, list[str]],
     resume_run: int | None = None,
     kind: str = "run",
+    part: matrix.FleetPart | None = None,
+    progress: Path | None = None,
 ) -> matrix.Outcome:
-    """The run with a progress bar; exits 130 after an interrupt, naming the run."""
+    """The run with a progress bar (and a progress file when asked); exits 130 after an
+    interrupt, naming the run."""
     err = Console(stderr=True)
-    hooks = ProgressHooks(plan, len(cells), store, err)
+    bar = ProgressHooks(plan, len(cells), store, err)
+    hooks: matrix.Hooks = bar if progress is None else ProgressFile(progress, bar)
+    state = "failed"
     with sigterm_interrupts():
         try:
             outcome = matrix.run(
@@ -235,9 +263,13 @@ def execute(
                 hooks=hooks,
                 resume_run=resume_run,
                 kind=kind,
+                part=part,
             )
+            state = "interrupted" if outcome.interrupted else "finished"
         finally:
-            hooks.stop()
+            bar.stop()
+            if isinstance(hooks, ProgressFile):
+                hooks.state(state)
     if outcome.interrupted:
         err.print(
             f"fsbench: interrupted; finished trials are stored in run {outcome.run_id} "
@@ -257,7 +289,7 @@ def finish(store: Store, outcome: matrix.Outcome, json_out: bool, report: bool =
 
 
 def exit_status(store: Store, run_id: int) -> int:
-    statuses = {t.status for t in store.get_trials(run_id)}
+    statuses = {t.status for t in source.trials_of(store, store.get_run(run_id))}
     if "failed" in statuses:
         return EXIT_FAILED
     if "unsupported" in statuses:
@@ -310,6 +342,11 @@ class ProgressFile(matrix.Hooks):
 
     def state(self, state: str) -> None:
         self.data["state"] = state
+        self._write()
+
+    def done(self, run_id: int, stored: int) -> None:
+        """A run that had nothing left to do: finished with its trials stored."""
+        self.data.update(run_id=run_id, state="finished", done=stored, total=stored)
         self._write()
 
     def note(self, text: str) -> None:

@@ -35,6 +35,11 @@ class Executor(ABC):
     """
 
     kind: ClassVar[str]
+    # Capability: the executor runs the whole plan elsewhere, each place with its own
+    # repetition loop that stores its own trials (a fleet's hosts). It gets every slot in
+    # one call and never calls on_records; the loop here neither adapts repetitions nor
+    # counts trials for it.
+    whole_plan: ClassVar[bool] = False
 
     def __init__(self, plan: Plan, cells: Sequence[Cell]) -> None:
         self.plan = plan

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,15 @@ from fsbench import proc
 from fsbench.errors import FsbenchError
 
 PLAYBOOKS = ("start", "status", "stop", "collect")
+
+
+def binary(name: str) -> str | None:
+    """An Ansible command: beside this Python first (ansible-core installed in fsbench's
+    own venv, which need not be on PATH), then on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    return proc.which(name)
 
 
 @dataclass
@@ -62,11 +72,11 @@ class Ansible:
             # A short path: OpenSSH's control sockets live within the 108-byte limit.
             self._control = Path(tempfile.mkdtemp(prefix="fsb-cp-"))
         callbacks = Path(str(resources.files("fsbench.fleet").joinpath("callbacks")))
-        binary = proc.which("ansible-playbook") or "ansible-playbook"
+        playbook = binary("ansible-playbook") or "ansible-playbook"
         env = dict(os.environ)
         env.update(
             {
-                "PATH": f"{Path(binary).parent}:{env.get('PATH', '/usr/bin:/bin')}",
+                "PATH": f"{Path(playbook).parent}:{env.get('PATH', '/usr/bin:/bin')}",
                 "ANSIBLE_CALLBACK_PLUGINS": str(callbacks),
                 "ANSIBLE_CALLBACKS_ENABLED": "fsbench_events",
                 "ANSIBLE_FORKS": str(self.forks),
@@ -91,8 +101,8 @@ class Ansible:
         A host that fails or cannot be reached is an event, not an exception."""
         if name not in PLAYBOOKS:
             raise ValueError(name)
-        binary = proc.which("ansible-playbook")
-        if binary is None:
+        playbook = binary("ansible-playbook")
+        if playbook is None:
             raise FsbenchError("fleet runs need Ansible: make install (ansible-core from PyPI)")
         self.workdir.mkdir(parents=True, exist_ok=True)
         fd, vars_path = tempfile.mkstemp(prefix=f"{name}-", suffix=".json", dir=self.workdir)
@@ -102,7 +112,7 @@ class Ansible:
             with os.fdopen(fd, "w") as out:  # mode 0600: may hold the database password
                 json.dump(variables, out)
             argv = [
-                binary,
+                playbook,
                 "-i",
                 str(self.inventory),
                 str(self.playbook_dir() / f"{name}.yml"),

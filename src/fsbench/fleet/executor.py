@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from fsbench import proc
 from fsbench.errors import FsbenchError
 from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
-from fsbench.fleet.ansible import Ansible, Event
+from fsbench.fleet.ansible import Ansible, Event, binary
 from fsbench.fleet.inventory import FleetHost
 from fsbench.plan import Cell, LoopTargetSpec, Plan
 from fsbench.schedule import Slot
@@ -55,6 +54,7 @@ class HostRun:
     progress: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
     finished: float = 0.0
+    launched: bool = False  # started by this controller invocation
 
     @property
     def done(self) -> int:
@@ -74,6 +74,7 @@ class HostRun:
             "total": self.total,
             "hostname": self.progress.get("hostname"),
             "member_run": self.progress.get("run_id"),
+            "launched": self.launched,
         }
 
 
@@ -108,6 +109,13 @@ class FleetExecutor(Executor):
         if not hosts:
             raise FsbenchError("the inventory has no hosts (after --limit)")
         self.hosts = [HostRun(h) for h in hosts]
+        for h in self.hosts:
+            # A resumed fleet: a host whose part is finished in the store has nothing left.
+            member = store.fleet_member(uid, h.host.name)
+            if member is not None and member.status == "finished":
+                stored = len({t.seq for t in store.get_trials(member.id)})
+                h.state = "done"
+                h.progress = {"run_id": member.id, "done": stored, "total": stored}
         self.inventory = inventory
         self.store = store
         self.uid = uid
@@ -120,7 +128,7 @@ class FleetExecutor(Executor):
     # -- the contract -----------------------------------------------------------------
 
     def preflight(self) -> list[str]:
-        if proc.which("ansible-playbook") is None:
+        if binary("ansible-playbook") is None:
             raise FsbenchError("fleet runs need Ansible: make install (ansible-core from PyPI)")
         if not isinstance(self.plan.target, LoopTargetSpec):
             raise FsbenchError("a fleet runs each host's own loop image or disk: no --target vm")
@@ -216,7 +224,7 @@ class FleetExecutor(Executor):
             return
         now = time.monotonic()
         for h in hosts:
-            h.state, h.error, h.rc, h.started = "running", "", None, now
+            h.state, h.error, h.rc, h.started, h.launched = "running", "", None, now, True
         events = self.ansible.run("start", self._vars(), [h.host.name for h in hosts])
         by_host = _by_host(events)
         for h in hosts:

@@ -11,6 +11,7 @@ from typing import Any
 
 from fsbench import proc
 from fsbench.errors import FsbenchError
+from fsbench.fleet.ansible import binary
 
 # Host variables fsbench reads (README "Many machines").
 HOST_VARS = {
@@ -49,12 +50,12 @@ class FleetHost:
 def load(inventory: Path, limit: str | None = None) -> list[FleetHost]:
     """The inventory's hosts (after `--limit`), in inventory order, with their groups
     (a child group's hosts belong to its parents too)."""
-    binary = proc.which("ansible-inventory")
-    if binary is None:
+    found = binary("ansible-inventory")
+    if found is None:
         raise FsbenchError("fleet runs need Ansible: make install (ansible-core from PyPI)")
     if not inventory.exists():
         raise FsbenchError(f"no inventory {inventory}")
-    argv = [binary, "-i", str(inventory), "--list"]
+    argv = [found, "-i", str(inventory), "--list"]
     if limit:
         argv += ["--limit", limit]
     res = proc.run(argv, timeout=120)

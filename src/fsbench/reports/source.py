@@ -8,10 +8,11 @@ show the same rows with the same flags.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from fsbench import calibration
 from fsbench.plan import FsConfig
-from fsbench.reports.rows import Row, build_rows
+from fsbench.reports.rows import Row, build_rows, convergence_key
 from fsbench.store import RunRecord, Store, TrialRecord
 
 
@@ -40,11 +41,40 @@ def rows_of(run: RunRecord, trials: list[TrialRecord]) -> list[Row]:
     return build_rows(trials, run.convergence, config_order(run), run.workloads)
 
 
+FLEET = "fleet"
+
+
+def trials_of(store: Store, run: RunRecord) -> list[TrialRecord]:
+    """A run's trials; a fleet run's are its member runs' (one per host), each stamped
+    with its host."""
+    if run.kind != FLEET:
+        return store.get_trials(run.id)
+    out: list[TrialRecord] = []
+    for member in store.fleet_members(run.uid):
+        for trial in store.get_trials(member.id):
+            trial.host = member.fleet_host
+            out.append(trial)
+    return out
+
+
+def convergence_of(store: Store, run: RunRecord) -> dict[str, Any]:
+    """A run's convergence record; a fleet run's gathers its members', keyed by host."""
+    if run.kind != FLEET:
+        return run.convergence
+    return {
+        convergence_key(member.fleet_host, key): value
+        for member in store.fleet_members(run.uid)
+        for key, value in member.convergence.items()
+    }
+
+
 def load(store: Store, run_id: int) -> RunReport:
     run = store.get_run(run_id)
-    trials = store.get_trials(run_id)
+    trials = trials_of(store, run)
+    if run.kind == FLEET:
+        run.convergence = convergence_of(store, run)
     report = RunReport(run, trials, rows_of(run, trials))
-    if run.kind != calibration.KIND:
+    if run.kind not in (calibration.KIND, FLEET):  # a fleet's hosts have no one calibration
         cal = latest_calibration(store, run)
         if cal is not None:
             report.calibration_run = cal.id
