@@ -1,0 +1,79 @@
+"""What differs between the hosts of a fleet run: the facts each host's member run stored
+(kernel, CPU, memory, device model, rotational, tool versions, fsbench version), and the
+ones whose values are not the same everywhere. Read only from the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fsbench.store import RunRecord, Store
+from fsbench.units import human_bytes
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    name: str  # inventory name
+    groups: tuple[str, ...]
+    member_run: int
+    facts: dict[str, str]  # fact -> value as shown
+
+
+def facts_of(member: RunRecord) -> dict[str, str]:
+    h, t = member.host, member.target
+    mem = h.get("memory_bytes")
+    out = {
+        "hostname": str(h.get("hostname") or "?"),
+        "kernel": str(h.get("kernel") or "?"),
+        "cpu": f"{h.get('cpus', '?')} x {h.get('cpu', '?')}",
+        "memory": human_bytes(mem) if mem else "?",
+        "device model": str(t.get("backing_model") or t.get("model") or "?"),
+        "rotational": "yes" if t.get("rotational") else "no",
+        "target": str(t.get("summary") or t.get("kind") or "?"),
+        "fsbench": f"{h.get('fsbench_version', '?')} ({h.get('fsbench_commit') or 'no commit'})",
+        "python": str(h.get("python") or "?"),
+    }
+    for tool, version in sorted((h.get("tools") or {}).items()):
+        out[f"tool {tool}"] = str(version)
+    return out
+
+
+def hosts_of(store: Store, fleet: RunRecord) -> list[HostFacts]:
+    """The hosts of a fleet run, in the order their parts were made (the last part of a
+    host, if it ran more than once)."""
+    parts: dict[str, RunRecord] = {}
+    for member in store.fleet_members(fleet.uid):
+        parts[member.fleet_host] = member
+    return [
+        HostFacts(name, tuple(m.fleet_groups), m.id, facts_of(m)) for name, m in parts.items()
+    ]
+
+
+def differences(hosts: list[HostFacts]) -> list[tuple[str, dict[str, str]]]:
+    """(fact, {host: value}) for every fact whose value is not the same on all hosts."""
+    names = list(dict.fromkeys(k for h in hosts for k in h.facts))
+    out = []
+    for name in names:
+        values = {h.name: h.facts.get(name, "-") for h in hosts}
+        if len(set(values.values())) > 1:
+            out.append((name, values))
+    return out
+
+
+def groups_of(hosts: list[HostFacts]) -> dict[str, list[str]]:
+    """Inventory group -> its hosts."""
+    out: dict[str, list[str]] = {}
+    for h in hosts:
+        for group in h.groups:
+            out.setdefault(group, []).append(h.name)
+    return out
+
+
+def document(hosts: list[HostFacts]) -> dict[str, Any]:
+    return {
+        "hosts": {
+            h.name: {"groups": list(h.groups), "member_run": h.member_run, **h.facts}
+            for h in hosts
+        },
+        "differences": {name: values for name, values in differences(hosts)},
+    }
