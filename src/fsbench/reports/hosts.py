@@ -75,5 +75,5 @@ def document(hosts: list[HostFacts]) -> dict[str, Any]:
             h.name: {"groups": list(h.groups), "member_run": h.member_run, **h.facts}
             for h in hosts
         },
-        "differences": {name: values for name, values in differences(hosts)},
+        "differences": dict(differences(hosts)),
     }
