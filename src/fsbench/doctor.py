@@ -8,9 +8,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from fsbench import filesystems, proc, workloads
+from fsbench import filesystems, knobs, proc, workloads
 from fsbench.plan import DEFAULT_IMAGE_SIZE
 from fsbench.store import Store
+from fsbench.targets import stale
 from fsbench.units import human_bytes
 
 
@@ -95,6 +96,7 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
             f"{human_bytes(DEFAULT_IMAGE_SIZE)}, sparse; workloads write into it)",
         )
     )
+    checks.append(_knob_check(workdir, released))
     try:
         store = Store(db)
         integrity = store.integrity()
@@ -141,6 +143,27 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
         released=released,
         vm=_vm_status(),
     )
+
+
+def _knob_check(workdir: Path, released: list[str]) -> Check:
+    """System knobs left changed: by dead runs (restored just now by the stale release,
+    or not restorable) and by runs still going (theirs to restore)."""
+    restored = [ln for ln in released if ln.startswith("restored ")]
+    failed = [ln for ln in released if ln.startswith("could not restore ")]
+    running = []
+    if workdir.is_dir():
+        for path in sorted(workdir.iterdir()):
+            m = knobs.JOURNAL_RE.match(path.name)
+            if m and stale.pid_alive(int(m.group(1))):
+                changed = ", ".join(e.name for e in knobs.load(path))
+                running.append(f"{changed} changed by fsbench pid {m.group(1)} (running)")
+    if failed:
+        detail = "; ".join(failed)
+    elif restored:
+        detail = f"restored what dead runs left changed: {'; '.join(restored)}"
+    else:
+        detail = "none left changed by a dead run"
+    return Check(name="system knobs", ok=not failed, detail="; ".join([detail, *running]))
 
 
 def _vm_status() -> VmStatus | None:

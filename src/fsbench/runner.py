@@ -124,6 +124,9 @@ class Runner:
         # stress-ng's I/O for contention=busy goes to the host's disk, beside the cache.
         self.contention_dir = cache_dir.parent / "contention"
         self._kernel_fs = filesystems.kernel_filesystems()
+        # Beside the mount points (WORKDIR/knobs-<pid>.json): what a killed run left
+        # changed is restored by the next run or `fsbench doctor` (targets/stale.py).
+        self.knob_journal = knobs.journal_path(mount_root.parent)
 
     def run_cell(self, seq: int, rep: int, cell: Cell) -> list[TrialRecord]:
         """One record per step, in order. A refused mkfs/mount makes every step
@@ -152,13 +155,17 @@ class Runner:
             fs, self.target.device, self.mountpoint, cell.config.mount, self.cache_dir, self.scale
         )
         shared: dict[str, Any] = {}
+        in_force = knobs.Applied()
         try:
-            with deadline(self.timeout), knobs.applied(cell.knobs, ctx.device) as in_force:
+            # Knobs outside the alarm: they are restored after it is disarmed, so a trial
+            # that times out while they are written back cannot leave one half restored.
+            with knobs.applied(cell.knobs, ctx.device, self.knob_journal) as in_force:
                 if cell.knobs:
-                    shared["knobs"] = in_force
-                self._make_filesystem(fs, cell, ctx, shared)
-                for record in records:
-                    self._run_step(ctx, record, shared)
+                    shared["knobs"] = in_force.in_force
+                with deadline(self.timeout):
+                    self._make_filesystem(fs, cell, ctx, shared)
+                    for record in records:
+                        self._run_step(ctx, record, shared)
         except Unsupported as exc:
             self._close_out(records, "unsupported", exc.message, exc.detail, shared)
         except TrialFailed as exc:
@@ -174,6 +181,8 @@ class Runner:
                     ctx.umount()
                 except Exception as exc:  # reported; the target's close() retries
                     ctx.notes.append(f"umount failed: {exc}")
+        if in_force.not_restored:
+            _knob_restore_failed(records, in_force.not_restored)
         return records
 
     def _run_step(self, ctx: Context, record: TrialRecord, shared: dict[str, Any]) -> None:
@@ -218,7 +227,7 @@ class Runner:
         for name, _ in cell.steps:
             if fs.pseudo and workloads.get(name).needs_filesystem:
                 raise Unsupported(f"{name} needs a filesystem; {fs.name} is the bare device")
-        self.target.reset()
+        shared["discard"] = self.target.reset()  # a real discard error fails the trial
         if fs.pseudo:  # `raw`: the bare device; workloads use ctx.device
             shared["raw"] = {"device": ctx.device}
             return
@@ -297,6 +306,15 @@ class Runner:
                 system.drop_caches()
             metrics += workload.inspect(ctx, params)
         return metrics
+
+
+def _knob_restore_failed(records: list[TrialRecord], failures: list[str]) -> None:
+    """A knob not restored after the trial: every step says so (flag, detail)."""
+    detail = "; ".join(failures)
+    for record in records:
+        record.provenance["knob_restore"] = list(failures)
+        flags = record.provenance.setdefault("flags", {})
+        flags["knob-restore-failed"] = detail
 
 
 def _monitor_metrics(sampler: Sampler, metrics: list[Metric], ctx: Context) -> list[Metric]:

@@ -1,17 +1,67 @@
-"""Knobs are restored after a trial, also when the trial fails."""
+"""Knobs are restored after a trial, also when the trial fails, times out, or the run is
+killed (the next `fsbench doctor` restores what the dead run's journal holds)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fsbench import knobs
+from fsbench import plan as planning
 from fsbench.errors import Unsupported
+from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.runner import Runner, cache_root, mount_root
+from fsbench.targets import stale
+from fsbench.targets.loop import LoopImage
+from fsbench.workloads.base import Scale
+from tests.helpers import TEST_DATA_HOME, ours
 
 pytestmark = pytest.mark.integration
+
+DIRTY = ("vm/dirty_ratio", "vm/dirty_bytes", "vm/dirty_background_ratio")
+
+
+@pytest.fixture
+def dirty_sysctls() -> Iterator[None]:
+    """Whatever a test does to the dirty sysctls, the machine gets its values back."""
+    saved = {n: Path("/proc/sys", n).read_text() for n in DIRTY}
+    try:
+        yield
+    finally:
+        for n in ("vm/dirty_bytes", "vm/dirty_ratio", "vm/dirty_background_ratio"):
+            if saved[n].strip() != "0":
+                Path("/proc/sys", n).write_text(saved[n])
+
+
+def _sysctl(name: str) -> str:
+    return Path("/proc/sys", name.replace(".", "/")).read_text().strip()
+
+
+def _runner(workdir: Path, timeout: float | None = None) -> tuple[Runner, LoopImage]:
+    target = LoopImage(workdir, 256 << 20)
+    target.open()
+    runner = Runner(target, mount_root(workdir), Scale.TINY, cache_root(workdir), timeout)
+    return runner, target
+
+
+def _cell(ratio: str) -> planning.Cell:
+    plan = Plan(
+        fs=[FsConfig(type="ext4")],
+        workload=[WorkloadSpec(name="alloc", params={"method": "fallocate", "size": "16M"})],
+        scale=Scale.TINY,
+        knobs={"vm.dirty_ratio": ratio},
+    )
+    (cell,) = planning.expand(plan)
+    return cell
 
 
 def _scheduler(loopdev: str) -> str:
@@ -21,14 +71,17 @@ def _scheduler(loopdev: str) -> str:
     return m.group(1)
 
 
-def test_scheduler_and_sysctls_restored_after_failure(loopdev: str) -> None:
+def test_scheduler_and_sysctls_restored_after_failure(loopdev: str, workdir: Path) -> None:
     sched = _scheduler(loopdev)
     ratio = Path("/proc/sys/vm/dirty_ratio").read_text()
     dirty_bytes = Path("/proc/sys/vm/dirty_bytes").read_text()
     other = "bfq" if sched != "bfq" else "mq-deadline"
+    journal = knobs.journal_path(workdir)
     with pytest.raises(RuntimeError, match="workload blew up"):
-        with knobs.applied({"scheduler": other, "vm.dirty_bytes": "67108864"}, loopdev) as on:
-            assert on == {"scheduler": other, "vm.dirty_bytes": "67108864"}
+        with knobs.applied(
+            {"scheduler": other, "vm.dirty_bytes": "67108864"}, loopdev, journal
+        ) as on:
+            assert on.in_force == {"scheduler": other, "vm.dirty_bytes": "67108864"}
             assert _scheduler(loopdev) == other
             # Setting dirty_bytes zeroes dirty_ratio: both must come back.
             assert Path("/proc/sys/vm/dirty_ratio").read_text().strip() == "0"
@@ -36,14 +89,17 @@ def test_scheduler_and_sysctls_restored_after_failure(loopdev: str) -> None:
     assert _scheduler(loopdev) == sched
     assert Path("/proc/sys/vm/dirty_ratio").read_text() == ratio
     assert Path("/proc/sys/vm/dirty_bytes").read_text() == dirty_bytes
+    assert on.not_restored == [] and not journal.exists()
 
 
-def test_refused_value_is_unsupported_and_nothing_changes(loopdev: str) -> None:
+def test_refused_value_is_unsupported_and_nothing_changes(loopdev: str, workdir: Path) -> None:
     ratio = Path("/proc/sys/vm/dirty_ratio").read_text()
+    journal = knobs.journal_path(workdir)
     with pytest.raises(Unsupported, match="vm.dirty_ratio=500 refused"):
-        with knobs.applied({"vm.dirty_ratio": "500"}, loopdev):
+        with knobs.applied({"vm.dirty_ratio": "500"}, loopdev, journal):
             pass
     assert Path("/proc/sys/vm/dirty_ratio").read_text() == ratio
+    assert not journal.exists()
 
 
 def test_busy_contention_runs_and_stops(workdir: Path) -> None:
@@ -65,3 +121,154 @@ def test_busy_contention_runs_and_stops(workdir: Path) -> None:
         except OSError:
             pass
     assert leftover == []
+
+
+def test_restore_runs_after_the_alarm_is_disarmed(
+    workdir: Path, dirty_sysctls: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-trial alarm cannot fire in the middle of putting the knobs back."""
+    original = _sysctl("vm.dirty_ratio")
+    timers: list[float] = []
+    real_write = knobs._write
+
+    def write(path: Path, value: str) -> None:
+        if value == original:  # the restore
+            timers.append(signal.getitimer(signal.ITIMER_REAL)[0])
+        real_write(path, value)
+
+    monkeypatch.setattr(knobs, "_write", write)
+    runner, target = _runner(workdir, timeout=600)
+    try:
+        (record,) = runner.run_cell(1, 1, _cell("7"))
+    finally:
+        target.close()
+    assert record.status == "ok", record.message
+    assert record.provenance["knobs"] == {"vm.dirty_ratio": "7"}
+    assert timers == [0.0]
+    assert _sysctl("vm.dirty_ratio") == original
+    assert not knobs.journal_path(workdir).exists()
+
+
+def test_a_failed_restore_is_a_flag_on_the_trial(
+    workdir: Path, dirty_sysctls: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = _sysctl("vm.dirty_ratio")
+    real_write = knobs._write
+
+    def write(path: Path, value: str) -> None:
+        if path.name == "dirty_ratio" and value == original:
+            raise OSError(5, "Input/output error")
+        real_write(path, value)
+
+    monkeypatch.setattr(knobs, "_write", write)
+    runner, target = _runner(workdir)
+    try:
+        (record,) = runner.run_cell(1, 1, _cell("7"))
+        assert record.status == "ok", record.message
+        flag = record.provenance["flags"]["knob-restore-failed"]
+        assert flag == f"vm.dirty_ratio={original}: Input/output error"
+        assert record.provenance["knob_restore"] == [flag]
+        assert _sysctl("vm.dirty_ratio") == "7"
+        # Written down still: the next trial (or run, or doctor) puts the original back.
+        assert [e.original for e in knobs.load(knobs.journal_path(workdir))][:1] == [original]
+        monkeypatch.setattr(knobs, "_write", real_write)
+        (again,) = runner.run_cell(2, 1, _cell("9"))
+    finally:
+        target.close()
+    assert "knob-restore-failed" not in again.provenance["flags"]
+    assert _sysctl("vm.dirty_ratio") == original
+    assert not knobs.journal_path(workdir).exists()
+
+
+def test_release_stale_restores_the_knobs_of_a_dead_run(workdir: Path, dirty_sysctls: None) -> None:
+    original = _sysctl("vm.dirty_ratio")
+    child = subprocess.Popen(["sleep", "30"])
+    live = knobs.journal_path(workdir, pid=os.getpid())
+    dead = knobs.journal_path(workdir, pid=child.pid)
+    try:
+        book = knobs.Journal(dead)
+        book.remember("vm.dirty_ratio", Path("/proc/sys/vm/dirty_ratio"), original)
+        Path("/proc/sys/vm/dirty_ratio").write_text("6\n")
+        knobs.Journal(live).remember("vm.dirty_ratio", Path("/proc/sys/vm/dirty_ratio"), "6")
+        assert stale.release_stale(workdir) == []  # its owner is alive: not touched
+    finally:
+        child.kill()
+        child.wait()
+    (found,) = stale.find_stale(workdir)
+    assert found.kind == "knobs" and "vm.dirty_ratio (was" in found.describe()
+    lines = stale.release_stale(workdir)
+    assert lines == [f"restored vm.dirty_ratio={original} (pid {child.pid} gone)"]
+    assert _sysctl("vm.dirty_ratio") == original
+    assert not dead.exists() and live.exists()  # a live run's journal is its own
+
+
+def test_a_killed_run_leaves_its_knob_changed_and_doctor_restores_it(
+    workdir: Path, dirty_sysctls: None
+) -> None:
+    """SIGKILL mid-trial: no `finally` runs, the sysctl stays changed, and the journal
+    the run wrote before changing it lets `fsbench doctor` put it back."""
+    original = _sysctl("vm.dirty_ratio")
+    changed = "7" if original != "7" else "8"
+    work = workdir / "work"
+    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsbench",
+            "run",
+            "--fs",
+            "ext4",
+            "--workload",
+            "dbench",
+            "--set",
+            "clients=1",
+            "--set",
+            "duration=120",
+            "--knob",
+            f"vm.dirty_ratio={changed}",
+            "--reps",
+            "1",
+            "--scale",
+            "tiny",
+            "--image-size",
+            "1G",
+            "--workdir",
+            str(work),
+            "--db",
+            str(workdir / "r.db"),
+            "--no-report",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    journal = knobs.journal_path(work, pid=child.pid)
+    try:
+        deadline = time.monotonic() + 120
+        while not (journal.exists() and _sysctl("vm.dirty_ratio") == changed):
+            assert child.poll() is None, child.stderr.read() if child.stderr else ""
+            assert time.monotonic() < deadline, "the run never changed the knob"
+            time.sleep(0.05)
+        time.sleep(1.0)  # well inside the 120 s trial
+    finally:
+        child.kill()
+        child.wait()
+    assert _sysctl("vm.dirty_ratio") == changed
+    assert [(e.name, e.original) for e in knobs.load(journal)][:1] == [("vm.dirty_ratio", original)]
+    res = subprocess.run(
+        [sys.executable, "-m", "fsbench", "doctor", "--workdir", str(work), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert _sysctl("vm.dirty_ratio") == original, res.stdout + res.stderr
+    assert not journal.exists()
+    report = json.loads(res.stdout)
+    assert f"restored vm.dirty_ratio={original} (pid {child.pid} gone)" in report["released"]
+    check = next(c for c in report["checks"] if c["name"] == "system knobs")
+    assert check["ok"] and f"vm.dirty_ratio={original}" in check["detail"]
+    assert ours(work) == ([], [])  # its loop device and mount went too

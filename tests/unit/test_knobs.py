@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from fsbench import knobs
 from fsbench import plan as planning
-from fsbench.errors import FsbenchError
+from fsbench.errors import FsbenchError, TrialFailed
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
 from fsbench.workloads.base import Scale
 
@@ -95,7 +98,7 @@ def test_several_kernels_are_a_dimension_of_the_vm_matrix() -> None:
     assert _kernel_plan("vm", None).target.kernels == [None]
 
 
-def test_kernel_dimension_needs_the_vm_target() -> None:
+def test_kernel_dimension_needs_the_vm_target(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="kernel needs the VM target"):
         _kernel_plan("loop", "6.1,6.12")
     with pytest.raises(FsbenchError, match="target: kernel needs the VM target"):
@@ -108,5 +111,130 @@ def test_kernel_dimension_needs_the_vm_target() -> None:
     with pytest.raises(FsbenchError, match="the kernel is chosen by the VM target"):
         planning.expand(plan, knob_overrides={"kernel": ["6.1"]})
     # Never set or restored on the machine: the guest booted it.
-    with knobs.applied({"kernel": "6.12"}, "/dev/null") as in_force:
-        assert in_force == {}
+    journal = knobs.journal_path(tmp_path)
+    with knobs.applied({"kernel": "6.12"}, "/dev/null", journal) as applied:
+        assert applied.in_force == {}
+        assert not journal.exists()  # nothing changed, nothing written down
+
+
+# -- the journal: what a run changes is written down before it changes it ----------------
+
+
+@pytest.fixture
+def fake_sysctls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A /proc/sys of plain files: the journal's rules without touching the machine."""
+    root = tmp_path / "proc-sys"
+    (root / "vm").mkdir(parents=True)
+    (root / "vm" / "dirty_ratio").write_text("20\n")
+    (root / "vm" / "dirty_bytes").write_text("0\n")
+    monkeypatch.setattr(knobs, "SYSCTL_ROOT", root)
+
+    def kernel_write(path: Path, value: str) -> None:
+        if path.name == "dirty_bytes" and value == "0":
+            raise OSError(22, "Invalid argument")  # as the kernel: at least 2 pages
+        path.write_text(value + "\n")
+        partner = {"dirty_ratio": "dirty_bytes", "dirty_bytes": "dirty_ratio"}.get(path.name)
+        if partner:  # writing one of the pair zeroes the other
+            (path.parent / partner).write_text("0\n")
+
+    monkeypatch.setattr(knobs, "_write", kernel_write)
+    return root
+
+
+def _value(root: Path, name: str) -> str:
+    return (root / name.replace(".", "/")).read_text().strip()
+
+
+def test_original_is_written_down_before_the_change(
+    fake_sysctls: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = knobs.journal_path(tmp_path / "work")
+    seen: list[tuple[str, list[tuple[str, str]]]] = []
+    real_write = knobs._write
+
+    def spy(path: Path, value: str) -> None:
+        written = [(e.name, e.original) for e in knobs.load(journal)]
+        seen.append((value, written))
+        real_write(path, value)
+
+    monkeypatch.setattr(knobs, "_write", spy)
+    with knobs.applied({"vm.dirty_bytes": "67108864"}, "/dev/null", journal) as on:
+        assert on.in_force == {"vm.dirty_bytes": "67108864"}
+        # Both of the pair, as they were, before the first write.
+        assert seen[0] == ("67108864", [("vm.dirty_bytes", "0"), ("vm.dirty_ratio", "20")])
+        assert journal.exists()
+    assert (_value(fake_sysctls, "vm.dirty_ratio"), _value(fake_sysctls, "vm.dirty_bytes")) == (
+        "20",
+        "0",
+    )
+    # Only the non-zero one of the pair is written back: it zeroes its partner.
+    assert [value for value, _ in seen[1:]] == ["20"]
+    assert on.not_restored == [] and not journal.exists()
+
+
+def test_a_failed_restore_is_reported_kept_and_retried(
+    fake_sysctls: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = knobs.journal_path(tmp_path)
+    real_write = knobs._write
+    broken = {"on": False}
+
+    def write(path: Path, value: str) -> None:
+        if broken["on"]:
+            raise PermissionError(1, "Operation not permitted")
+        real_write(path, value)
+
+    monkeypatch.setattr(knobs, "_write", write)
+    with knobs.applied({"vm.dirty_ratio": "5"}, "/dev/null", journal) as on:
+        broken["on"] = True
+    assert on.not_restored == ["vm.dirty_ratio=20: Operation not permitted"]
+    assert _value(fake_sysctls, "vm.dirty_ratio") == "5"
+    assert [(e.name, e.original) for e in knobs.load(journal)] == [("vm.dirty_ratio", "20")]
+    # The next trial of the same process: the original is the one written down, not the
+    # value left in force; its restore puts the original back and the journal goes.
+    broken["on"] = False
+    with knobs.applied({"vm.dirty_ratio": "9"}, "/dev/null", journal) as again:
+        assert _value(fake_sysctls, "vm.dirty_ratio") == "9"
+    assert again.not_restored == []
+    assert _value(fake_sysctls, "vm.dirty_ratio") == "20"
+    assert not journal.exists()
+
+
+def test_restore_journal_of_a_dead_run(fake_sysctls: Path, tmp_path: Path) -> None:
+    (fake_sysctls / "vm" / "dirty_ratio").write_text("3\n")
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    journal = knobs.journal_path(tmp_path, pid=999_999)
+    journal.write_text(
+        json.dumps(
+            {
+                "pid": 999_999,
+                "knobs": [
+                    {
+                        "name": "vm.dirty_ratio",
+                        "path": str(fake_sysctls / "vm/dirty_ratio"),
+                        "original": "20",
+                    },
+                    # Never written: not a sysctl, whatever a journal says.
+                    {"name": "evil", "path": str(victim), "original": "owned"},
+                    {"name": "dots", "path": f"{fake_sysctls}/../../victim", "original": "x"},
+                ],
+            }
+        )
+    )
+    lines = knobs.restore_journal(journal, "pid 999999 gone")
+    assert "restored vm.dirty_ratio=20 (pid 999999 gone)" in lines
+    assert sum(ln.startswith("could not restore") and "ignored" in ln for ln in lines) == 2
+    assert _value(fake_sysctls, "vm.dirty_ratio") == "20"
+    assert victim.read_text() == "keep\n"
+    assert not journal.exists()
+
+
+def test_journal_that_cannot_be_written_changes_nothing(fake_sysctls: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    journal = knobs.journal_path(blocker)  # its directory is a file
+    with pytest.raises(TrialFailed, match="cannot write the knob journal"):
+        with knobs.applied({"vm.dirty_ratio": "5"}, "/dev/null", journal):
+            pass
+    assert _value(fake_sysctls, "vm.dirty_ratio") == "20"

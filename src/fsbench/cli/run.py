@@ -224,6 +224,15 @@ class ProgressHooks(matrix.Hooks):
 
     def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
         self.progress.update(self.task, total=total, completed=done)
+        for record in records[:1]:  # the cell's knobs, once for all its steps
+            knob = (record.provenance.get("flags") or {}).get("knob-restore-failed")
+            if knob:
+                self.progress.console.print(
+                    f"  warning: knob not restored after {record.config}: {knob}",
+                    style="red",
+                    markup=False,
+                    highlight=False,
+                )
         for record in records:
             if record.status == "ok":
                 continue

@@ -7,8 +7,17 @@ everything the target made, on every path (error, Ctrl-C, SIGTERM).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from fsbench import proc
+from fsbench.errors import TrialFailed
+from fsbench.targets import devinfo
+
+# What blkdiscard says when the device cannot discard at all (EOPNOTSUPP): a fact about
+# the device to record, not an error.
+_CANNOT_DISCARD = ("operation not supported", "not supported")
 
 
 class Target(ABC):
@@ -32,9 +41,11 @@ class Target(ABC):
         """Release what open() made. Idempotent; never raises for an already released thing."""
 
     @abstractmethod
-    def reset(self) -> None:
+    def reset(self) -> str:
         """Before each mkfs: return the device to the same state (discard), so trials
-        start alike whichever filesystem ran before."""
+        start alike whichever filesystem ran before. Returns what was done, for the
+        trial's provenance: "ok" or "unsupported: <why>"; raises TrialFailed when the
+        discard itself fails (an I/O error is an error, not a property of the device)."""
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -51,3 +62,24 @@ class Target(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def discard(device: str, timeout: float) -> str:
+    """Discard the whole device (blkdiscard): "ok", or "unsupported: <why>" when the device
+    cannot discard (a loop image on a filesystem without hole punching, a disk without
+    TRIM); TrialFailed for any other failure."""
+    kname = devinfo.kname_of_device(device) or Path(device).name
+    max_bytes = devinfo.SYS_BLOCK / devinfo.whole_disk(kname) / "queue" / "discard_max_bytes"
+    try:
+        if max_bytes.read_text().strip() == "0":
+            return f"unsupported: {device} cannot discard (queue/discard_max_bytes is 0)"
+    except OSError:
+        pass  # no sysfs entry to look at: blkdiscard says
+    res = proc.run(["blkdiscard", "-f", device], timeout=timeout)
+    if res.ok:
+        return "ok"
+    lines = [ln.strip() for ln in res.output.splitlines() if "Operation forced" not in ln]
+    said = lines[0] if lines else f"exit {res.returncode}"
+    if any(text in said.lower() for text in _CANNOT_DISCARD):
+        return f"unsupported: {said}"
+    raise TrialFailed(f"blkdiscard {device} failed: {said}", res.output)

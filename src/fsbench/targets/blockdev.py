@@ -21,7 +21,7 @@ from fsbench import proc
 from fsbench.errors import FsbenchError, UnsafeDeviceError
 from fsbench.filesystems import FSBENCH_LABEL
 from fsbench.targets import devinfo
-from fsbench.targets.base import Target
+from fsbench.targets.base import Target, discard
 
 LSBLK_COLUMNS = "PATH,TYPE,MOUNTPOINTS,FSTYPE,PTTYPE,LABEL,MAJ:MIN"
 SWAP_MARK = "[SWAP]"
@@ -385,14 +385,10 @@ class BlockDevice(Target):
     def close(self) -> None:
         self._real = None  # nothing attached, nothing to release
 
-    def reset(self) -> None:
+    def reset(self) -> str:
         """Discard the whole device if it supports it; otherwise leave it as it is."""
-        res = proc.run(["blkdiscard", "-f", self.device], timeout=3600)
-        if res.ok:
-            self._discard = "ok"
-        else:
-            lines = [ln for ln in res.output.splitlines() if "Operation forced" not in ln]
-            self._discard = "unsupported: " + (lines[0].strip() if lines else "blkdiscard failed")
+        self._discard = discard(self.device, timeout=3600)
+        return self._discard
 
     def describe(self) -> dict[str, Any]:
         real = self._real or os.path.realpath(self.path)

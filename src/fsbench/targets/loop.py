@@ -21,7 +21,7 @@ from typing import Any
 from fsbench import proc
 from fsbench.errors import FsbenchError
 from fsbench.targets import devinfo
-from fsbench.targets.base import Target
+from fsbench.targets.base import Target, discard
 from fsbench.units import human_bytes
 
 IMAGE_RE = re.compile(r"^fsbench-(\d+)(?:-\d+)?\.img$")
@@ -211,21 +211,11 @@ class LoopImage(Target):
                 pass
             self._image = None
 
-    def reset(self) -> None:
+    def reset(self) -> str:
         """Punch holes over the whole image (blkdiscard), so every trial starts from the
         same sparse state; a backing filesystem without hole punching is recorded."""
-        res = proc.run(["blkdiscard", "-f", self.device], timeout=600)
-        if res.ok:
-            self._discard = "ok"
-            return
-        out = res.output
-        unsupported = [ln.strip() for ln in out.splitlines() if "not supported" in ln.lower()]
-        if unsupported:
-            self._discard = "unsupported: " + unsupported[0]
-            return
-        raise FsbenchError(
-            f"blkdiscard {self.device} failed: {_first_line(out, f'exit {res.returncode}')}"
-        )
+        self._discard = discard(self.device, timeout=600)
+        return self._discard
 
     def describe(self) -> dict[str, Any]:
         backing = devinfo.disk_info_of_path(self.workdir)

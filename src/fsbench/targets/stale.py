@@ -1,10 +1,11 @@
 """Leftovers of crashed runs: found by name, released only when their owner is gone.
 
 A run owned by process <pid> makes `WORKDIR/fsbench-<pid>[-<n>].img` (attached to a
-loop device) and mounts under `WORKDIR/mnt-<pid>*`. When <pid> is no longer alive
-(or is a zombie), those are stale: `release_stale` unmounts, detaches, deletes.
-Nothing else in WORKDIR, and nothing outside it except mounts of a stale loop device,
-is ever touched.
+loop device), mounts under `WORKDIR/mnt-<pid>*`, and writes down the system knobs it
+changes in `WORKDIR/knobs-<pid>.json` (knobs.py). When <pid> is no longer alive (or is a
+zombie), those are stale: `release_stale` restores the knobs, unmounts, detaches, deletes.
+Nothing else in WORKDIR, and nothing outside it except mounts of a stale loop device and
+the sysctls and schedulers a journal names, is ever touched.
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import proc
+from fsbench import knobs, proc
 from fsbench.targets import devinfo
 from fsbench.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
 
 
 @dataclass(frozen=True)
 class StaleResource:
-    kind: str  # "loop" (attached image), "image" (not attached), "mountdir"
-    path: Path  # the image file or the mount point directory
+    kind: str  # "loop" (attached image), "image" (not attached), "mountdir", "knobs"
+    path: Path  # the image file, the mount point directory or the knob journal
     pid: int  # the dead owner
     loop_device: str | None = None
     mounts: tuple[str, ...] = ()  # mount points to release first, deepest first
@@ -30,6 +31,9 @@ class StaleResource:
     def describe(self) -> str:
         if self.kind == "loop":
             return f"{self.loop_device} on {self.path} (pid {self.pid} gone)"
+        if self.kind == "knobs":
+            changed = ", ".join(f"{e.name} (was {e.original})" for e in knobs.load(self.path))
+            return f"{changed or 'no knob'} changed (pid {self.pid} gone, {self.path})"
         return f"{self.path} (pid {self.pid} gone)"
 
 
@@ -110,6 +114,12 @@ def find_stale(workdir: str | Path) -> list[StaleResource]:
         ]
         found.append(StaleResource("loop", backing, pid, device, tuple(on_it)))
     for entry in sorted(top.iterdir()):
+        m = knobs.JOURNAL_RE.match(entry.name)
+        if m and not entry.is_symlink() and entry.is_file():
+            pid = int(m.group(1))
+            if not pid_alive(pid):
+                found.append(StaleResource("knobs", entry, pid))
+            continue
         m = IMAGE_RE.match(entry.name)
         if m and entry.name not in attached and not entry.is_symlink() and entry.is_file():
             pid = int(m.group(1))
@@ -153,6 +163,9 @@ def release_stale(workdir: str | Path) -> list[str]:
     (failures start with 'could not'). Safe to call at any time, from any process."""
     lines: list[str] = []
     stale = find_stale(workdir)
+    # Knobs first: a scheduler belongs to a loop device that is still there.
+    for res in (r for r in stale if r.kind == "knobs"):
+        lines += knobs.restore_journal(res.path, f"pid {res.pid} gone")
     for res in (r for r in stale if r.kind == "loop"):
         device = res.loop_device
         if device is None:
