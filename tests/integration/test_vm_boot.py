@@ -51,6 +51,7 @@ def test_one_boot_from_an_ext4_root(workdir: Path) -> None:
     run_id = store.latest_run_id()
     assert run_id is not None
     (trial,) = store.get_trials(run_id)
+    assert trial.id is not None
     booted = trial.provenance["boot"]
     assert booted["root_mount"].split()[:2] == ["/dev/vda", "ext4"]
     assert "rootfstype=ext4" in booted["cmdline"]

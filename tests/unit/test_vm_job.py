@@ -11,8 +11,10 @@ import pytest
 from fsbench.errors import FsbenchError
 from fsbench.plan import Cell, FsConfig
 from fsbench.store import MetricRecord, TrialRecord
-from fsbench.vm import image, qemu
-from fsbench.vm.job import VmCell, VmJob, VmResult, import_records
+from fsbench.vm import images, kernels, pyenv, qemu, rootfs
+from fsbench.vm.job import JobWatch, VmResult
+from fsbench.vm.protocol import DONE, RECORDS, STARTED, VmCell, VmJob
+from fsbench.vm.records import import_records
 
 
 def _cell(fs: str = "jfs", method: str = "fallocate") -> Cell:
@@ -104,19 +106,19 @@ def test_throttle_validation() -> None:
 
 
 def test_kernel_package_specs() -> None:
-    assert image.kernel_package("6.1.0-41-amd64") == "linux-image-6.1.0-41-amd64"
-    assert image.kernel_package("linux-image-6.1.0-41-amd64") == "linux-image-6.1.0-41-amd64"
+    assert kernels.kernel_package("6.1.0-41-amd64") == "linux-image-6.1.0-41-amd64"
+    assert kernels.kernel_package("linux-image-6.1.0-41-amd64") == "linux-image-6.1.0-41-amd64"
     with pytest.raises(FsbenchError, match="expected default"):
-        image.kernel_package("bogus")
+        kernels.kernel_package("bogus")
 
 
 def test_path_kernel(tmp_path: Path) -> None:
     (tmp_path / "arch/x86/boot").mkdir(parents=True)
     (tmp_path / "arch/x86/boot/bzImage").write_bytes(b"MZ")
     with pytest.raises(FsbenchError, match="modules_install"):
-        image.path_kernel(tmp_path)
+        kernels.path_kernel(tmp_path)
     (tmp_path / "lib/modules/6.19.0-rc1+").mkdir(parents=True)
-    k = image.path_kernel(tmp_path)
+    k = kernels.path_kernel(tmp_path)
     assert k.version == "6.19.0-rc1+"
     assert k.bzimage == tmp_path / "arch/x86/boot/bzImage"
     assert k.source.startswith("path:")
@@ -125,28 +127,25 @@ def test_path_kernel(tmp_path: Path) -> None:
 def test_image_key_changes_with_kernel(tmp_path: Path) -> None:
     bz = tmp_path / "bzImage"
     bz.write_bytes(b"MZ")
-    a = image.Kernel("6.1.0-1-amd64", bz, tmp_path, "debian:linux-image-6.1.0-1-amd64=1")
-    b = image.Kernel("6.1.0-2-amd64", bz, tmp_path, "debian:linux-image-6.1.0-2-amd64=1")
-    assert image.image_key(a) == image.image_key(a)
-    assert image.image_key(a) != image.image_key(b)
+    a = kernels.Kernel("6.1.0-1-amd64", bz, tmp_path, "debian:linux-image-6.1.0-1-amd64=1")
+    b = kernels.Kernel("6.1.0-2-amd64", bz, tmp_path, "debian:linux-image-6.1.0-2-amd64=1")
+    assert images.image_key(a) == images.image_key(a)
+    assert images.image_key(a) != images.image_key(b)
 
 
 def test_apt_mirror_is_a_url() -> None:
-    assert "://" in image.apt_mirror()
+    assert "://" in rootfs.apt_mirror()
 
 
 def test_python_deps_closure() -> None:
-    names = {d.split("==")[0].lower() for d in image.python_deps()}
+    names = {d.split("==")[0].lower() for d in pyenv.python_deps()}
     assert {"pydantic", "sqlalchemy"} <= names
     assert "pytest" not in names and "fsbench" not in names
 
 
 def test_watch_streams_records_and_stops(tmp_path: Path) -> None:
-    from fsbench.vm.job import DONE, RECORDS, STARTED, _Watch
-
-    job = VmJob([VmCell.of(0, 1, _cell()), VmCell.of(1, 1, _cell())], "tiny", 60.0)
     got: list[TrialRecord] = []
-    w = _Watch(tmp_path, job, {"accel": "tcg"}, 100.0, 50.0, 1000.0, got.extend)
+    w = JobWatch(tmp_path, {"accel": "tcg"}, 100.0, 50.0, 1000.0, got.extend)
     assert not w(1.0)
     (tmp_path / STARTED).write_text(json.dumps({"kernel": "6.1.0-56-amd64"}))
     line = json.dumps([asdict(_record(0))])
@@ -158,15 +157,13 @@ def test_watch_streams_records_and_stops(tmp_path: Path) -> None:
     assert w(71.0)  # no cell for more than 50 s
     assert "no cell finished" in w.reason
     (tmp_path / DONE).write_text("{}")
-    w2 = _Watch(tmp_path, job, {}, 100.0, 50.0, 1000.0, None)
+    w2 = JobWatch(tmp_path, {}, 100.0, 50.0, 1000.0, None)
     assert not w2(1.0)
     assert w2(40.0)  # DONE long ago, poweroff stuck: stop
 
 
 def test_watch_boot_timeout(tmp_path: Path) -> None:
-    from fsbench.vm.job import _Watch
-
-    w = _Watch(tmp_path, VmJob([], "tiny"), {}, 100.0, 50.0, 1000.0, None)
+    w = JobWatch(tmp_path, {}, 100.0, 50.0, 1000.0, None)
     assert not w(99.0)
     assert w(101.0)
     assert "did not start" in w.reason
@@ -177,3 +174,49 @@ def test_import_only_missing() -> None:
     result = VmResult(False, job, [asdict(_record(0))], {}, error="QEMU exited")
     missing = import_records(result, only_missing=True)
     assert [(r.seq, r.status) for r in missing] == [(1, "failed")]
+
+
+def test_import_leaves_out_cells_skipped_on_purpose() -> None:
+    """A cell the kernel refused (before the job, or in it) is skipped by the guest: not a
+    missing cell, so no `failed` record; a cell that never ran for another reason is."""
+    refused_before = Cell(FsConfig(type="reiserfs"), "alloc", {"method": "fallocate"})
+    cells = [
+        VmCell.of(0, 1, _cell(), position=1),  # unsupported in the guest
+        VmCell.of(1, 1, refused_before, position=2),  # refused before: never sent to run
+        VmCell.of(2, 2, _cell(), position=2),  # same cell as seq 0: skipped in the guest
+        VmCell.of(3, 2, _cell("nilfs2"), position=1),  # never finished
+    ]
+    result = VmResult(
+        False, VmJob(cells, "tiny"), [asdict(_record(0, "unsupported"))], {}, error="QEMU exited"
+    )
+    records = import_records(result, skip={refused_before.key})
+    assert [(r.seq, r.status) for r in records] == [(0, "unsupported"), (3, "failed")]
+    missing = import_records(result, only_missing=True, skip={refused_before.key})
+    assert [(r.seq, r.position) for r in missing] == [(3, 1)]  # stamped with its place
+    without_skip = import_records(result, only_missing=True)
+    assert [r.seq for r in without_skip] == [1, 3]
+
+
+def test_launch_watches_and_kills(tmp_path: Path) -> None:
+    """The one launch-and-watch loop: the watch is polled while the process runs and once
+    after; a watch that says stop gets the process (group) killed."""
+    calls: list[float] = []
+
+    def stop_after_half_a_second(elapsed: float) -> bool:
+        calls.append(elapsed)
+        return elapsed > 0.5
+
+    out = qemu.launch(["sleep", "30"], tmp_path / "err", stop_after_half_a_second, poll=0.1)
+    assert out.stopped and out.returncode is not None and out.returncode < 0
+    assert out.seconds < 10
+    assert len(calls) >= 3 and calls[-1] >= calls[-2] > 0.5  # and once more after the kill
+    seen: list[float] = []
+
+    def never_stop(elapsed: float) -> bool:
+        seen.append(elapsed)
+        return False
+
+    argv = ["sh", "-c", "echo 'no kvm here' >&2; exit 3"]
+    out = qemu.launch(argv, tmp_path / "err2", never_stop, poll=0.05)
+    assert (out.returncode, out.stopped, out.stderr.strip()) == (3, False, "no kvm here")
+    assert seen  # called once after the exit at least

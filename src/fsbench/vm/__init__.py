@@ -4,6 +4,25 @@
     result = run_in_vm(VmJob(cells, "tiny"), VmSpec(kernel=None, ram_mb=2048, vcpus=2))
     store.record_trials(run_id, import_records(result))
 
+One job per module:
+
+    cache.py      the cache directory, locks, content keys
+    kernels.py    Debian kernel packages and your own builds
+    rootfs.py     the debootstrap tree (packages from the catalogue and the workloads)
+    pyenv.py      fsbench and its Python dependencies, copied into the guest
+    guestfiles.py what is written into the guest's root (modules, initrd, init, units)
+    images.py     the guest image per kernel, cached
+    qemu.py       QEMU: KVM probe, the command line, launching and watching a guest
+    rundir.py     a guest's run directory, released on every path (stale ones too)
+    protocol.py   the share between host and guest: the job, the records
+    job.py        a job's cells in a guest (run_in_vm)
+    records.py    the guest's records as the store takes them
+    guest.py      inside the guest: the job through the host's SlotRunner
+    bootroot.py   a root copied onto another filesystem (host and guest alike)
+    bootdisks.py  the boot workload's root disks, cached
+    boot.py       one measured boot
+    doctor.py     what `fsbench doctor` says of the VM target
+
 Names are imported on first use: the guest imports `fsbench.vm.guest` under TCG, where
 every module costs.
 """
@@ -14,54 +33,39 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from fsbench.vm.cache import DEFAULT_CACHE
     from fsbench.vm.doctor import doctor_facts
-    from fsbench.vm.image import (
-        DEFAULT_CACHE,
-        VM_FILESYSTEMS,
-        GuestImage,
-        Kernel,
-        cached_images,
-        cached_kernels,
-        ensure_image,
-        resolve_kernel,
-    )
-    from fsbench.vm.job import (
-        VmCell,
-        VmJob,
-        VmResult,
-        VmSpec,
-        check_guest,
-        import_records,
-        release_stale,
-        run_in_vm,
-    )
+    from fsbench.vm.images import GuestImage, cached_images, ensure_image
+    from fsbench.vm.job import VmResult, VmSpec, check_guest, run_in_vm
+    from fsbench.vm.kernels import Kernel, cached_kernels, resolve_kernel
+    from fsbench.vm.protocol import VmCell, VmJob
     from fsbench.vm.qemu import KvmProbe, probe_kvm
+    from fsbench.vm.records import import_records
+    from fsbench.vm.rundir import release_stale
 
 _WHERE = {
+    "DEFAULT_CACHE": "cache",
     "doctor_facts": "doctor",
-    "DEFAULT_CACHE": "image",
-    "VM_FILESYSTEMS": "image",
-    "GuestImage": "image",
-    "Kernel": "image",
-    "cached_images": "image",
-    "cached_kernels": "image",
-    "ensure_image": "image",
-    "resolve_kernel": "image",
-    "VmCell": "job",
-    "VmJob": "job",
+    "GuestImage": "images",
+    "cached_images": "images",
+    "ensure_image": "images",
     "VmResult": "job",
     "VmSpec": "job",
-    "import_records": "job",
-    "release_stale": "job",
-    "run_in_vm": "job",
     "check_guest": "job",
+    "run_in_vm": "job",
+    "Kernel": "kernels",
+    "cached_kernels": "kernels",
+    "resolve_kernel": "kernels",
+    "VmCell": "protocol",
+    "VmJob": "protocol",
     "KvmProbe": "qemu",
     "probe_kvm": "qemu",
+    "import_records": "records",
+    "release_stale": "rundir",
 }
 
 __all__ = [
     "DEFAULT_CACHE",
-    "VM_FILESYSTEMS",
     "GuestImage",
     "Kernel",
     "KvmProbe",
@@ -70,8 +74,8 @@ __all__ = [
     "VmResult",
     "VmSpec",
     "cached_images",
-    "check_guest",
     "cached_kernels",
+    "check_guest",
     "doctor_facts",
     "ensure_image",
     "import_records",

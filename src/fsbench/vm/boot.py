@@ -1,242 +1,41 @@
-"""The boot workload on the host: a root image of the guest OS per filesystem config,
-booted under QEMU with systemd; seconds from QEMU's start to the marker service, and
-systemd-analyze's kernel / initrd / userspace split.
+"""The boot workload on the host: the guest OS booted under QEMU with systemd from a root
+on each filesystem config (bootdisks.py makes them); seconds from QEMU's start to the
+marker service, and systemd-analyze's kernel / initrd / userspace split.
 
-Roots are made once per (guest image, filesystem config) and cached: on the host for the
-filesystems its kernel writes (a copy of the cached image's root, mounted read-only), in a
-guest for the others (jfs, reiserfs, ...: the guest copies its own root onto its scratch
-disk). Every boot reads its root through a fresh qcow2 overlay with the host cache off, the
+Every boot reads its root through a fresh qcow2 overlay with the host cache off, the
 host's caches dropped first, so no boot is warmer than another.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import re
-import shutil
-import subprocess
-import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import filesystems, fsops, mounts, proc, system
+from fsbench import filesystems, system
 from fsbench.errors import FsbenchError, TrialFailed, Unsupported
 from fsbench.monitors.sampler import Sampler
 from fsbench.plan import FsConfig
 from fsbench.store import MetricRecord, TrialRecord, now
-from fsbench.targets.loop import detach_loop
 from fsbench.vm import bootroot, qemu
-from fsbench.vm import image as vm_image
-from fsbench.vm import job as vm_job
+from fsbench.vm.bootdisks import BootRoot, ensure_boot_root
+from fsbench.vm.cache import LogFn, quiet
+from fsbench.vm.images import GuestImage, ensure_image
+from fsbench.vm.job import POWEROFF_GRACE, VmSpec, machine, machine_facts
+from fsbench.vm.protocol import VmCell
+from fsbench.vm.rundir import RunDir, run_dir
 from fsbench.workloads.base import Better, Metric
 
-# Bump when the way a boot root is made changes: cached roots are then remade.
-BOOT_RECIPE = "2"  # 2: copied with tar (no ACLs/xattrs anywhere)
 # QEMU start -> marker. A systemd boot takes ~10-30 s under TCG on 2 cores.
 MARKER_TIMEOUT = {"kvm": 120.0, "tcg": 420.0}
 AFTER_MARKER_TIMEOUT = 120.0  # systemd-analyze and power-off
 POLL_SECONDS = 0.02  # the marker's time is known to this much
 BOOT_CMDLINE = (bootroot.BOOT_FLAG, "fsck.mode=skip", "fastboot")
 BLAME_LINES = 15
-GUEST_ROOT_TIMEOUT = 1800.0  # making a root inside a guest: boot + mkfs + copying ~1 GB
-
-
-@dataclass(frozen=True)
-class BootRoot:
-    path: Path
-    key: str
-    config: str  # the filesystem config's label
-    made_in: str  # host | guest
-    mkfs: list[str]
-    seconds: float  # to make it
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "key": self.key,
-            "config": self.config,
-            "made_in": self.made_in,
-            "mkfs": self.mkfs,
-            "seconds": round(self.seconds, 1),
-        }
-
-
-def root_key(img: vm_image.GuestImage, config: FsConfig) -> str:
-    text = json.dumps(
-        [
-            img.key,
-            config.type,
-            list(config.mkfs),
-            config.mount,
-            BOOT_RECIPE,
-            bootroot.MARKER_SCRIPT_TEXT,
-            bootroot.MARKER_UNIT_TEXT,
-        ]
-    )
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def host_can_make(fs_type: str) -> bool:
-    """The host kernel mounts it and its mkfs is installed."""
-    fs = filesystems.get(fs_type)
-    avail = filesystems.availability(fs, filesystems.kernel_filesystems())
-    return avail.available and proc.which(fs.mkfs[0]) is not None
-
-
-# root key -> why it could not be made: asked once per run, not again at every rep.
-_refused: dict[str, Unsupported | TrialFailed] = {}
-
-
-def ensure_boot_root(
-    img: vm_image.GuestImage,
-    config: FsConfig,
-    spec: vm_job.VmSpec,
-    log: vm_job.LogFn = vm_job._quiet,
-) -> BootRoot:
-    key = root_key(img, config)
-    if key in _refused:
-        raise _refused[key]
-    roots = spec.cache_dir / "boot-roots"
-    path, meta = roots / f"{key}.img", roots / f"{key}.json"
-    if path.is_file() and meta.is_file():
-        return _load(meta)
-    roots.mkdir(parents=True, exist_ok=True)
-    with vm_image._locked(spec.cache_dir, f"bootroot-{key}"):
-        if path.is_file() and meta.is_file():
-            return _load(meta)
-        t0 = time.monotonic()
-        try:
-            if host_can_make(config.type):
-                log(f"making the {config.display} root on the host")
-                made_in, mkfs = "host", _make_on_host(img, config, spec.workdir, path)
-            else:
-                log(f"making the {config.display} root in a guest (not in the host's kernel)")
-                made_in, mkfs = "guest", _make_in_guest(img, config, spec, path, log)
-        except (Unsupported, TrialFailed) as exc:
-            _refused[key] = exc
-            raise
-        root = BootRoot(path, key, config.display, made_in, mkfs, time.monotonic() - t0)
-        meta.write_text(json.dumps(root.as_dict(), indent=1))
-        return root
-
-
-def _load(meta: Path) -> BootRoot:
-    data = json.loads(meta.read_text())
-    return BootRoot(
-        Path(data["path"]),
-        data["key"],
-        data.get("config", ""),
-        data["made_in"],
-        data["mkfs"],
-        data["seconds"],
-    )
-
-
-def _make_on_host(
-    img: vm_image.GuestImage, config: FsConfig, workdir: Path, dest: Path
-) -> list[str]:
-    """mkfs on a sparse image the size of the guest's root, copy the cached root into it
-    (mounted read-only, no journal replay), add the boot files; released on every path.
-    Named like the loop target's images and mount directories, so a killed run's leftovers
-    are found and released by `fsbench doctor` / the next run."""
-    fs = filesystems.get(config.type)
-    workdir.mkdir(parents=True, exist_ok=True)
-    pid = os.getpid()
-    tmp = workdir / f"fsbench-{pid}-{900 + int(time.time()) % 100}.img"
-    src_mnt, dst_mnt = workdir / f"mnt-{pid}-bootroot-src", workdir / f"mnt-{pid}-bootroot-dst"
-    with open(tmp, "wb") as fh:
-        fh.truncate(img.root.stat().st_size)
-    try:
-        made = _fill_on_host(img, config, fs, tmp, src_mnt, dst_mnt)
-        shutil.move(tmp, dest)  # a rename: the same filesystem by default
-    finally:
-        tmp.unlink(missing_ok=True)
-    return made.argv
-
-
-def _fill_on_host(
-    img: vm_image.GuestImage,
-    config: FsConfig,
-    fs: filesystems.FsType,
-    tmp: Path,
-    src_mnt: Path,
-    dst_mnt: Path,
-) -> fsops.Made:
-    """mkfs on `tmp` and copy the root into it; everything unmounted and detached after."""
-    with contextlib.ExitStack() as stack:
-        res = proc.run(["losetup", "--find", "--show", str(tmp)], timeout=60)
-        if not res.ok or not res.stdout.strip():
-            raise FsbenchError(f"losetup {tmp}: {res.output.strip()}")
-        device = res.stdout.strip().splitlines()[-1]
-        stack.callback(detach_loop, device)
-        made = fsops.mkfs(fs, list(config.mkfs), device)
-        for mnt in (src_mnt, dst_mnt):
-            mnt.mkdir(exist_ok=True)
-            stack.callback(_rmdir_if_unmounted, mnt)
-        # loop: autoclear, so the source's loop device goes with its umount.
-        src = proc.run(
-            ["mount", "-t", "ext4", "-o", "ro,noload,loop", str(img.root), str(src_mnt)],
-            timeout=120,
-        )
-        if not src.ok:
-            raise FsbenchError(f"cannot mount the guest image {img.root}: {src.output.strip()}")
-        stack.callback(mounts.umount, src_mnt)
-        fsops.mount(fs, device, dst_mnt, config.mount)
-        stack.callback(mounts.umount, dst_mnt)
-        bootroot.copy_root(src_mnt, dst_mnt)
-        bootroot.install_boot_files(dst_mnt, fs.mount_type or fs.name, config.mount)
-    return made
-
-
-def _rmdir_if_unmounted(path: Path) -> None:
-    # Never a recursive delete here: a mount that did not go would take its files along.
-    if not os.path.ismount(path):
-        with contextlib.suppress(OSError):
-            path.rmdir()
-
-
-def _make_in_guest(
-    img: vm_image.GuestImage,
-    config: FsConfig,
-    spec: vm_job.VmSpec,
-    dest: Path,
-    log: vm_job.LogFn,
-) -> list[str]:
-    tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
-    try:
-        result = vm_job.run_in_vm(
-            vm_job.VmJob([], "tiny", make_root=config.model_dump(mode="json")),
-            replace(
-                spec,
-                scratch_path=tmp,
-                scratch_bytes=img.root.stat().st_size,
-                init="script",
-                throttle={},
-            ),
-            # Copying the root under TCG takes minutes; the default limit is for cells.
-            timeout=GUEST_ROOT_TIMEOUT,
-            log=log,
-        )
-        if not result.ok:
-            said = re.search(r"fsbench\.errors\.Unsupported: (.*)", result.error)
-            if said:
-                raise Unsupported(f"{config.display} root: {said.group(1)}", detail=result.error)
-            first = result.error.splitlines()[0] if result.error else "no DONE"
-            guest_said = re.findall(r"fsbench\.errors\.\w+: (.*)", result.error)
-            raise TrialFailed(
-                f"making the {config.display} root in a guest failed: "
-                f"{guest_said[-1] if guest_said else first}",
-                result.error,
-            )
-        mkfs = next((r.get("mkfs") for r in result.records if "mkfs" in r), None) or []
-        os.replace(tmp, dest)
-        return list(mkfs)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 # -- one boot --------------------------------------------------------------------------
@@ -293,143 +92,108 @@ def guest_reads(diskstats_text: str, device: str = "vda") -> int | None:
     return None
 
 
-def boot_once(
-    img: vm_image.GuestImage,
-    root: BootRoot,
-    config: FsConfig,
-    spec: vm_job.VmSpec,
-    accel: str,
-) -> Boot:
+def boot_once(img: GuestImage, root: BootRoot, config: FsConfig, spec: VmSpec, accel: str) -> Boot:
     fs = filesystems.get(config.type)
-    run_dir = vm_job._new_run_dir(spec.workdir)
-    share, console = run_dir / "share", run_dir / "console.log"
     out = Boot()
-    try:
-        share.mkdir(parents=True)
-        overlay = run_dir / "root.qcow2"
-        qemu.make_overlay(root.path, overlay)
-        machine = qemu.Machine(
-            kernel=img.kernel,
-            initrd=img.initrd,
-            root_overlay=overlay,
+    with run_dir(spec.workdir, spec.cache_dir) as rd:
+        qemu.make_overlay(root.path, rd.overlay)
+        guest = machine(
+            spec,
+            img,
+            rd,
+            accel,
             scratch=None,
-            share=share,
-            console_log=console,
-            ram_mb=spec.ram_mb,
-            vcpus=spec.vcpus,
-            accel=accel,
             cmdline_extra=(*BOOT_CMDLINE, *spec.cmdline_extra),
             init=None,
             root_fstype=fs.mount_type or fs.name,
             root_flags=config.mount,
             root_cache="none",
         )
-        argv = machine.argv(qemu.qemu_binary() or qemu.QEMU)
-        argv += ["-pidfile", str(run_dir / "qemu.pid")]
-        out.facts["cmdline"] = machine.cmdline()
+        out.facts["cmdline"] = guest.cmdline()
         device = host_device_of(root.path)
         out.facts["host_device"] = device
         system.drop_caches()  # syncs first
-        _boot(argv, console, share, accel, device, out, run_dir / "qemu.stderr")
-        out.facts["console_log"] = vm_job._keep_log(console, spec.cache_dir)
-    finally:
-        vm_job._release(run_dir)
+        _boot(guest, rd, accel, device, out)
+        out.facts["console_log"] = rd.keep_log()
     return out
 
 
-def _boot(
-    argv: list[str],
-    console: Path,
-    share: Path,
-    accel: str,
-    device: str | None,
-    out: Boot,
-    stderr_path: Path,
-) -> None:
+def _boot(guest: qemu.Machine, rd: RunDir, accel: str, device: str | None, out: Boot) -> None:
+    """Boot, the host's disk and CPU sampled from QEMU's start to the marker."""
     limit = MARKER_TIMEOUT[accel]
-    sampler = Sampler(device) if device else None
-    child: subprocess.Popen[bytes] | None = None
-    try:
-        with (
-            open(stderr_path, "wb") as stderr,
-            sampler if sampler is not None else contextlib.nullcontext(),
-        ):
-            t0 = time.monotonic()
-            child = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                start_new_session=True,
-                preexec_fn=vm_job._set_pdeathsig,
-            )
-            marker = _wait_marker(child, console, t0, limit)
-        if marker is None:
-            why = (
-                f"no boot marker within {limit:.0f} s"
-                if child.poll() is None
-                else f"QEMU exited (code {child.returncode}) before the boot marker"
-            )
-            tail = vm_job.console_tail(console)
-            out.error = f"{why}\n--- serial console (last lines) ---\n{tail}"
-            return
-        seconds, uptime = marker
-        out.metrics.append(Metric("seconds", seconds, "s", Better.LOWER))
-        if uptime is not None:
-            out.metrics.append(Metric("guest_uptime_s", uptime, "s", Better.LOWER))
-        if sampler is not None:
-            out.samples = [s.as_dict() for s in sampler.samples]
-            if sampler.totals and sampler.totals.disk:
-                out.facts["host_read_bytes"] = sampler.totals.disk.read_bytes
-        _wait_done(child, share)
-        _collect(share, out)
-    finally:
-        if child is not None and child.poll() is None:
-            qemu.kill(child)
-        with contextlib.suppress(OSError):
-            err = stderr_path.read_text(errors="replace").strip()
-            if err:
-                out.facts["qemu_stderr"] = err[-1000:]
-
-
-def _wait_marker(
-    child: subprocess.Popen[bytes], console: Path, t0: float, limit: float
-) -> tuple[float, float | None] | None:
-    """(seconds since QEMU started, the guest's uptime then) when the marker line appears
-    on the serial console; None if QEMU exits or the limit passes first."""
-    pattern = re.compile(rf"{bootroot.MARKER} uptime=([\d.]+)".encode())
-    offset = 0
-    buf = b""
-    while True:
-        elapsed = time.monotonic() - t0
+    with contextlib.ExitStack() as sampling:
+        sampler = sampling.enter_context(Sampler(device)) if device else None
+        watch = BootWatch(rd, limit, on_marker=sampling.close)
         try:
-            with open(console, "rb") as fh:
-                fh.seek(offset)
+            outcome = guest.run(watch, rd.stderr, poll=POLL_SECONDS)
+        finally:
+            with contextlib.suppress(OSError):
+                err = rd.stderr.read_text(errors="replace").strip()
+                if err:
+                    out.facts["qemu_stderr"] = err[-1000:]
+    if watch.marker is None:
+        why = watch.reason or f"QEMU exited (code {outcome.returncode}) before the boot marker"
+        out.error = rd.with_console(why)
+        return
+    seconds, uptime = watch.marker
+    out.metrics.append(Metric("seconds", seconds, "s", Better.LOWER))
+    if uptime is not None:
+        out.metrics.append(Metric("guest_uptime_s", uptime, "s", Better.LOWER))
+    if sampler is not None:
+        out.samples = [s.as_dict() for s in sampler.samples]
+        if sampler.totals and sampler.totals.disk:
+            out.facts["host_read_bytes"] = sampler.totals.disk.read_bytes
+    _collect(rd.share, out)
+
+
+class BootWatch:
+    """Polled while the guest boots: the marker line on the serial console (seconds since
+    QEMU started, the guest's uptime then), then the guest's account of the boot in the
+    share; stops QEMU when a limit passes or power-off is stuck."""
+
+    def __init__(self, rd: RunDir, limit: float, on_marker: Callable[[], None]) -> None:
+        self.console, self.done = rd.console, rd.share / bootroot.DONE_FILE
+        self.limit = limit
+        self.on_marker = on_marker
+        self.marker: tuple[float, float | None] | None = None
+        self.reason = ""
+        self._offset = 0
+        self._buf = b""
+        self._done_at: float | None = None
+        self._pattern = re.compile(rf"{bootroot.MARKER} uptime=([\d.]+)".encode())
+
+    def __call__(self, elapsed: float) -> bool:
+        """True: stop QEMU now."""
+        if self.reason:
+            return True
+        if self.marker is None:
+            return self._wait_marker(elapsed)
+        if self.done.is_file():
+            # Power-off follows; the results are in either way.
+            if self._done_at is None:
+                self._done_at = elapsed
+            return elapsed - self._done_at > POWEROFF_GRACE
+        return elapsed - self.marker[0] > AFTER_MARKER_TIMEOUT
+
+    def _wait_marker(self, elapsed: float) -> bool:
+        try:
+            with open(self.console, "rb") as fh:
+                fh.seek(self._offset)
                 chunk = fh.read()
         except FileNotFoundError:
             chunk = b""
         if chunk:
-            offset += len(chunk)
-            buf = (buf + chunk)[-4096:]
-            m = pattern.search(buf)
+            self._offset += len(chunk)
+            self._buf = (self._buf + chunk)[-4096:]
+            m = self._pattern.search(self._buf)
             if m:
-                return elapsed, float(m.group(1))
-        if child.poll() is not None or elapsed > limit:
-            return None
-        time.sleep(POLL_SECONDS)
-
-
-def _wait_done(child: subprocess.Popen[bytes], share: Path) -> None:
-    deadline = time.monotonic() + AFTER_MARKER_TIMEOUT
-    while time.monotonic() < deadline:
-        if (share / bootroot.DONE_FILE).is_file():
-            # Power-off follows; the results are in either way.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=30)
-            return
-        if child.poll() is not None:
-            return
-        time.sleep(0.2)
+                self.marker = (elapsed, float(m.group(1)))
+                self.on_marker()
+                return False
+        if elapsed > self.limit:
+            self.reason = f"no boot marker within {self.limit:.0f} s"
+            return True
+        return False
 
 
 def _read(share: Path, name: str) -> str:
@@ -464,9 +228,7 @@ def _collect(share: Path, out: Boot) -> None:
 # -- a boot cell -----------------------------------------------------------------------
 
 
-def run_boot_cell(
-    vc: vm_job.VmCell, spec: vm_job.VmSpec, log: vm_job.LogFn = vm_job._quiet
-) -> list[TrialRecord]:
+def run_boot_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRecord]:
     """One boot of one root filesystem config: its TrialRecord (unsupported when the
     filesystem cannot be made, failed with the console's tail when the boot does not
     reach the marker)."""
@@ -489,9 +251,9 @@ def run_boot_cell(
     )
     prov: dict[str, Any] = {}
     try:
-        img = vm_image.ensure_image(spec.kernel, spec.cache_dir, log)
-        accel, accel_facts = vm_job.resolve_accel(spec.accel)
-        prov["vm"] = vm_job.machine_facts(spec, img, accel, accel_facts, "systemd")
+        img = ensure_image(spec.kernel, spec.cache_dir, log)
+        accel, accel_facts = qemu.resolve_accel(spec.accel)
+        prov["vm"] = machine_facts(spec, img, accel, accel_facts, "systemd")
         root = ensure_boot_root(img, cell.config, spec, log)
         prov["boot_root"] = root.as_dict()
         log(f"booting {cell.config.display} (rep {vc.rep}, {accel})")

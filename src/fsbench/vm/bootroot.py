@@ -13,12 +13,12 @@ import tempfile
 from pathlib import Path
 
 from fsbench.errors import FsbenchError
+from fsbench.vm.qemu import SHARE_FSTAB
 
 MARKER = "FSBENCH-BOOT-MARKER"
 MARKER_SCRIPT = "/opt/fsbench/boot-marker"
 MARKER_UNIT = "fsbench-boot-marker.service"
 BOOT_FLAG = "fsbench.boot=1"  # on the kernel command line: this boot is a measured one
-SHARE_LINE = "fsbench /share 9p trans=virtio,version=9p2000.L,msize=262144,nofail 0 0"
 
 # The boot's files in the share, written by the marker script after the marker.
 STATE_FILE = "boot-state.txt"
@@ -67,7 +67,7 @@ WantedBy=multi-user.target
 def fstab(fs_type: str, mount_options: str) -> str:
     # Pass 0: no fsck at boot on any root (only e2fsck would be in the initrd; the boot
     # command line also says fsck.mode=skip): what is compared is mount + boot.
-    return f"/dev/vda / {fs_type} {mount_options or 'defaults'} 0 0\n{SHARE_LINE}\n"
+    return f"/dev/vda / {fs_type} {mount_options or 'defaults'} 0 0\n{SHARE_FSTAB}\n"
 
 
 def install_boot_files(root: Path, fs_type: str, mount_options: str) -> None:

@@ -7,47 +7,42 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fsbench.vm import image as vm_image
+from fsbench import filesystems
 from fsbench.vm import qemu
+from fsbench.vm.bootdisks import cached_boot_roots
+from fsbench.vm.cache import DEFAULT_CACHE
+from fsbench.vm.images import cached_images, current_keys
+from fsbench.vm.kernels import cached_kernels, module_names
 
 
-def _guest_filesystems(cache: Path) -> dict[str, dict[str, Any]]:
-    """Per cached image: which of the VM's filesystems its kernel has (a module in the
-    image's modules directory, or built in), read from the image's kernel, no boot."""
-    out: dict[str, dict[str, Any]] = {}
-    for kern in vm_image.cached_kernels(cache):
-        mods = Path(kern["modules"])
-        try:
-            builtin = (mods / "modules.builtin").read_text()
-            index = (
-                (mods / "modules.order").read_text() if (mods / "modules.order").is_file() else ""
-            )
-        except OSError:
+def host_lacks() -> list[str]:
+    """The catalogue's filesystems this host's kernel cannot mount (neither registered nor
+    a module): what the VM target is for. A fact of this machine, not a list."""
+    kernel_fs = filesystems.kernel_filesystems()
+    return [
+        name
+        for name, fs in filesystems.CATALOGUE.items()
+        if not fs.pseudo
+        and fs.kernel_name not in kernel_fs  # else availability() asks modinfo
+        and not filesystems.availability(fs, kernel_fs).kernel
+    ]
+
+
+def _guest_filesystems(cache: Path, wanted: list[str]) -> dict[str, dict[str, bool]]:
+    """Per cached kernel: which of `wanted` it has (a module in its modules directory, or
+    built in), read from the kernel's files, no boot."""
+    out: dict[str, dict[str, bool]] = {}
+    for kern in cached_kernels(cache):
+        names = module_names(Path(kern["modules"]))
+        if names is None:
             continue
-        names = {
-            Path(line.strip()).name.removesuffix(".ko")
-            for line in (builtin + index).splitlines()
-            if line.strip()
+        out[kern["version"]] = {
+            fs: filesystems.get(fs).module in names or fs in names for fs in wanted
         }
-        found = {p.name.split(".ko")[0] for p in (mods / "kernel" / "fs").rglob("*.ko*")}
-        names |= found
-        out[kern["version"]] = {fs: (fs in names) for fs in vm_image.VM_FILESYSTEMS}
     return out
 
 
-def _boot_roots(cache: Path) -> list[dict[str, Any]]:
-    out = []
-    for meta in sorted((cache / "boot-roots").glob("*.json")):
-        try:
-            data = json.loads(meta.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if Path(data.get("path", "")).is_file():
-            out.append(data)
-    return out
-
-
-def doctor_facts(cache: Path = vm_image.DEFAULT_CACHE, probe: bool = True) -> dict[str, Any]:
+def doctor_facts(cache: Path = DEFAULT_CACHE, probe: bool = True) -> dict[str, Any]:
     """QEMU and its version, whether KVM is usable (the probe's verdict), debootstrap,
     cached images and kernels, and the filesystems the VM adds (per cached kernel)."""
     facts: dict[str, Any] = {"qemu": qemu.qemu_facts()}
@@ -58,15 +53,17 @@ def doctor_facts(cache: Path = vm_image.DEFAULT_CACHE, probe: bool = True) -> di
         facts["kvm"] = {"usable": False, "reason": "not probed", "seconds": 0.0}
     facts["accel"] = "kvm" if facts["kvm"]["usable"] else "tcg"
     facts["cache_dir"] = str(cache)
-    current = vm_image.current_keys(cache)
+    current = current_keys(cache)
     facts["images"] = [
-        {**img, "current": img.get("key") in current} for img in vm_image.cached_images(cache)
+        {**img, "current": img.get("key") in current} for img in cached_images(cache)
     ]
-    facts["kernels"] = vm_image.cached_kernels(cache)
-    facts["boot_roots"] = _boot_roots(cache)
-    facts["vm_filesystems"] = list(vm_image.VM_FILESYSTEMS)
-    # Per kernel: the VM's filesystems its modules provide (read from the files)...
-    facts["guest_filesystems"] = _guest_filesystems(cache)
+    facts["kernels"] = cached_kernels(cache)
+    facts["boot_roots"] = cached_boot_roots(cache)
+    adds = host_lacks()
+    facts["vm_filesystems"] = adds
+    # Per kernel: the filesystems the host lacks that its modules provide (read from the
+    # files)...
+    facts["guest_filesystems"] = _guest_filesystems(cache, adds)
     # ...and, per image, what the guest itself reported at its last boot (modprobe'd,
     # in its /proc/filesystems, tools present): "ok" or the reason.
     facts["guest_verified"] = {
@@ -76,7 +73,7 @@ def doctor_facts(cache: Path = vm_image.DEFAULT_CACHE, probe: bool = True) -> di
                 fs: ((img.get("last_guest") or {}).get("filesystems") or {}).get(
                     fs, "not booted yet"
                 )
-                for fs in vm_image.VM_FILESYSTEMS
+                for fs in adds
             },
         }
         for img in facts["images"]

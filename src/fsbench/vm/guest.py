@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench import filesystems, proc
-from fsbench.vm.job import DONE, FAILED, RECORDS, STARTED, VmJob
+from fsbench.vm.protocol import DONE, FAILED, RECORDS, STARTED, VmJob
 
 SCRATCH = "/dev/vdb"
 MOUNT_ROOT = Path("/run/fsbench/mnt")

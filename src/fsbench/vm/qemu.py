@@ -1,9 +1,9 @@
-"""QEMU: find it, prove KVM works (or fall back to TCG), build the command line, run a
-guest with an outer timeout and kill it on every path out."""
+"""QEMU: find it, prove KVM works (or fall back to TCG), build the command line, and the
+one way a guest is launched and watched: an outer limit, and killed on every path out."""
 
 from __future__ import annotations
 
-import json
+import ctypes
 import os
 import re
 import shutil
@@ -11,8 +11,10 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fsbench import proc
 from fsbench.errors import FsbenchError
@@ -23,6 +25,11 @@ KVM_PROBE_SECONDS = 10.0
 # (0x31 << 1) | 1 = 99) and halts. Exiting with 99 proves the accelerator ran guest code.
 _PROBE_CODE = bytes([0xB0, 0x31, 0xE6, 0xF4, 0xF4, 0xEB, 0xFE])
 PROBE_EXIT = 99
+# The host directory the guest sees (9p over virtio): the job in, the records out.
+SHARE_TAG = "fsbench"
+SHARE_MOUNTPOINT = "/share"
+SHARE_MOUNT_OPTIONS = "trans=virtio,version=9p2000.L,msize=262144"
+SHARE_FSTAB = f"{SHARE_TAG} {SHARE_MOUNTPOINT} 9p {SHARE_MOUNT_OPTIONS},nofail 0 0"
 
 
 def qemu_binary() -> str | None:
@@ -89,15 +96,41 @@ def _probe(timeout: float) -> KvmProbe:
             "-drive",
             f"file={disk},format=raw,if=floppy",
         ]
-        t0 = time.monotonic()
-        res = proc.run(argv, timeout=timeout)
-        took = time.monotonic() - t0
-    if res.returncode == PROBE_EXIT:
-        return KvmProbe(True, f"test guest ran under KVM in {took:.1f} s", took)
-    if res.returncode == 124:
-        return KvmProbe(False, f"test guest under KVM hung (no exit in {timeout:.0f} s)", took)
-    err = res.output.splitlines()[0] if res.output else f"exit {res.returncode}"
-    return KvmProbe(False, f"test guest under KVM failed: {err}", took)
+        out = launch(argv, Path(tmp) / "stderr", lambda elapsed: elapsed > timeout, poll=0.05)
+    if out.returncode == PROBE_EXIT:
+        return KvmProbe(True, f"test guest ran under KVM in {out.seconds:.1f} s", out.seconds)
+    if out.stopped:
+        return KvmProbe(
+            False, f"test guest under KVM hung (no exit in {timeout:.0f} s)", out.seconds
+        )
+    err = out.stderr.strip().splitlines()[0] if out.stderr.strip() else f"exit {out.returncode}"
+    return KvmProbe(False, f"test guest under KVM failed: {err}", out.seconds)
+
+
+def resolve_accel(requested: str) -> tuple[str, dict[str, Any]]:
+    """auto | kvm | tcg -> the accelerator a guest gets, and how that was decided."""
+    if requested == "tcg":
+        return "tcg", {"requested": "tcg"}
+    probe = probe_kvm()
+    if requested == "kvm" and not probe.usable:
+        raise FsbenchError(f"--accel kvm: {probe.reason}")
+    return ("kvm" if probe.usable else "tcg"), {
+        "requested": requested,
+        "kvm_probe": probe.as_dict(),
+    }
+
+
+@dataclass
+class Outcome:
+    returncode: int | None
+    stopped: bool  # the watch stopped it (QEMU was killed) rather than QEMU exiting
+    seconds: float
+    stderr: str
+
+
+# Called with the seconds since QEMU started, every poll while it runs and once after it
+# ends; True: stop QEMU now.
+Watch = Callable[[float], bool]
 
 
 @dataclass
@@ -121,6 +154,7 @@ class Machine:
     # The root's host cache: `unsafe` for jobs (the root is a throwaway overlay); `none` for
     # a boot, so every boot reads its root from the disk, not from the host's page cache.
     root_cache: str = "unsafe"
+    pidfile: Path | None = None  # QEMU writes its pid there (a stale run is released by it)
 
     def cmdline(self) -> str:
         base = [
@@ -180,10 +214,15 @@ class Machine:
             self.cmdline(),
             *drives,
             "-virtfs",
-            f"local,path={self.share},mount_tag=fsbench,security_model=none,id=fsbench",
+            f"local,path={self.share},mount_tag={SHARE_TAG},security_model=none,id={SHARE_TAG}",
             "-device",
             "virtio-rng-pci",
+            *(["-pidfile", str(self.pidfile)] if self.pidfile else []),
         ]
+
+    def run(self, watch: Watch, stderr_path: Path, poll: float = 0.5) -> Outcome:
+        """Launch this machine with the QEMU found on PATH (see `launch`)."""
+        return launch(self.argv(qemu_binary() or QEMU), stderr_path, watch, poll)
 
 
 THROTTLE_KEYS = ("iops-total", "bps-total", "iops-read", "iops-write", "bps-read", "bps-write")
@@ -225,52 +264,47 @@ def make_scratch(path: Path, size_bytes: int) -> None:
         fh.truncate(size_bytes)
 
 
-@dataclass
-class Outcome:
-    returncode: int | None
-    timed_out: bool
-    seconds: float
-    stderr: str
-
-
-def run_guest(argv: list[str], timeout: float, done: Path | None = None) -> Outcome:
-    """Start QEMU in its own process group and wait for it to exit (the guest powers off)
-    or for `timeout`. Killed on timeout and on any exception (Ctrl-C included).
-
-    When `done` appears and QEMU has not exited 30 s later, it is killed too: the results
-    are in already."""
+def launch(argv: list[str], stderr_path: Path, watch: Watch, poll: float = 0.5) -> Outcome:
+    """Start QEMU in a session of its own that dies with this process, call `watch` every
+    `poll` seconds until QEMU exits or `watch` says stop, then once more (the last results
+    in). QEMU is killed on every path out, Ctrl-C included. Its stderr goes to
+    `stderr_path` and comes back in the Outcome."""
     t0 = time.monotonic()
-    with tempfile.TemporaryFile() as err:
+    stopped = False
+    with open(stderr_path, "wb") as err:
         child = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
-        timed_out = False
-        done_at: float | None = None
         try:
             while True:
                 try:
-                    child.wait(timeout=0.5)
+                    child.wait(timeout=poll)
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                elapsed = time.monotonic() - t0
-                if elapsed > timeout:
-                    timed_out = True
+                if watch(time.monotonic() - t0):
+                    stopped = True
                     break
-                if done is not None and done_at is None and done.exists():
-                    done_at = elapsed
-                if done_at is not None and elapsed - done_at > 30:
-                    break
+            watch(time.monotonic() - t0)
         finally:
             if child.poll() is None:
                 kill(child)
-        err.seek(0)
-        stderr = err.read().decode(errors="replace")
-    return Outcome(child.returncode, timed_out, time.monotonic() - t0, stderr)
+    stderr = stderr_path.read_text(errors="replace")
+    return Outcome(child.returncode, stopped, time.monotonic() - t0, stderr)
+
+
+def _die_with_parent() -> None:
+    """In the child: die with the parent (a killed fsbench leaves no QEMU behind)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def kill(child: subprocess.Popen[bytes]) -> None:
@@ -294,7 +328,3 @@ def qemu_facts() -> dict[str, object]:
         "version": qemu_version(binary) if binary else None,
         "qemu_img": shutil.which("qemu-img"),
     }
-
-
-def dumps(obj: object) -> str:
-    return json.dumps(obj, indent=1, sort_keys=True, default=str)
