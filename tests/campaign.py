@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fsbench.store import Store
 from tests.helpers import fsbench, ours
+from tests.safety import root_disk
 
 RUN_ARGS = [
     "--fs",
@@ -84,8 +85,9 @@ def run_campaign(workdir: Path, attempts: int, seed: int = 1) -> Summary:
     summary = Summary()
     seen: set[tuple[int, int, int, str]] = set()
     # Refusals first: nothing may be written to a device fsbench must not touch.
+    root = root_disk()  # found, never assumed (tests/safety.py)
     for argv in (
-        ["--device", "/dev/vda", "--destroy-data"],
+        *([["--device", root, "--destroy-data"]] if root else []),
         ["--device", "/etc/passwd", "--destroy-data"],
     ):
         summary.attempts += 1

@@ -20,11 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.errors import FsbenchError, UnsafeDeviceError
+from fsbench import plan as planning
+from fsbench.errors import FsbenchError, TrialFailed, UnsafeDeviceError
 from fsbench.filesystems import FSBENCH_LABEL
+from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.runner import Runner, cache_root, mount_root
 from fsbench.targets import devinfo, stale
 from fsbench.targets.blockdev import BlockDevice
 from fsbench.targets.loop import LoopImage, attached_loops
+from fsbench.workloads.base import Scale
+from tests.safety import root_disk
 
 MiB = 1 << 20
 
@@ -197,9 +202,10 @@ def test_loop_image_is_sparse_and_reset_punches_holes(scratch: Path) -> None:
         finally:
             os.close(fd)
         assert target.image.stat().st_blocks * 512 >= 4 * MiB
-        target.reset()
+        assert target.describe()["discard"] == "not tried"
+        assert target.reset() == "ok"
         assert target.image.stat().st_blocks * 512 < MiB
-        assert target.describe()["discard"] == "ok"
+        assert target.describe()["discard"] == "ok"  # the last one
     assert loops_backed_under(scratch) == []
 
 
@@ -249,8 +255,9 @@ def test_loop_image_without_direct_io_on_ramfs(scratch: Path) -> None:
         d = target.describe()
         assert d["direct_io"] is False
         assert d["backing_fs"] == "ramfs"
-        target.reset()
-        assert target.describe()["discard"].startswith("unsupported")
+        said = target.reset()
+        assert said.startswith("unsupported: ") and "cannot discard" in said
+        assert target.describe()["discard"] == said
     finally:
         target.close()
     assert loops_backed_under(scratch) == []
@@ -350,21 +357,17 @@ def test_refuses_device_held_exclusively(attach: Attach) -> None:
 
 
 def test_refuses_root_device() -> None:
-    root = next(e for e in devinfo.read_mountinfo() if e.mountpoint == "/")
-    source = root.source if root.source.startswith("/dev/") else None
-    if source is None or not Path(source).is_block_device():
-        kname = devinfo.kname_of_devnum(devinfo.devnum_str(os.stat("/").st_dev))
-        if kname is None:
-            pytest.skip(f"/ is not on a block device ({root.source})")
-        source = f"/dev/{kname}"
-    if devinfo.is_partition(Path(source).name):
-        source = f"/dev/{devinfo.whole_disk(Path(source).name)}"  # the disk under /
+    """The disk under / (found, never assumed: elsewhere the disk this machine boots from
+    may be a blank scratch disk) is refused before anything opens it for writing."""
+    disk = root_disk()
+    if disk is None:
+        pytest.skip("/ is not on a block device here (overlay, tmpfs, network)")
     # The root filesystem is live (and may not even be readable here): no checksum,
     # but the refusal must come from the probe, before any open for writing.
     with pytest.raises(UnsafeDeviceError) as info:
-        BlockDevice(source, destroy_data=True).open()
+        BlockDevice(disk, destroy_data=True).open()
     msg = str(info.value)
-    assert "root filesystem" in msg and source in msg and "\n" not in msg
+    assert "root filesystem" in msg and disk in msg and "\n" not in msg
 
 
 # -- BlockDevice accepted ----------------------------------------------------------
@@ -381,9 +384,48 @@ def test_accepts_blank_loop(attach: Attach) -> None:
         assert d["diskstats_name"] == Path(dev).name == target.diskstats_name
         assert isinstance(d["rotational"], bool) or d["rotational"] is None
         assert "model" in d
-        target.reset()
-        assert d["kind"] == "device"
+        assert target.reset() == "ok"
+        assert target.describe()["discard"] == "ok"
     assert devinfo.loop_backing_file(Path(dev).name) is not None  # not ours to detach
+
+
+def test_a_real_discard_error_fails_instead_of_unsupported(scratch: Path, attach: Attach) -> None:
+    """EBUSY (something mounted the device after the checks) is an error of the trial,
+    not a property of the device to record as 'unsupported'."""
+    dev = attach(64 * MiB)
+    with BlockDevice(dev, destroy_data=True) as target:
+        mkfs_ext4(dev, FSBENCH_LABEL)
+        mount(dev, scratch / "mnt")
+        with pytest.raises(TrialFailed, match=f"blkdiscard {dev} failed: .*busy") as info:
+            target.reset()
+        assert "\n" not in info.value.message
+        devinfo.unmount(str(scratch / "mnt"))
+        assert target.reset() == "ok"
+
+
+def test_each_trial_records_its_discard(scratch: Path) -> None:
+    """The discard of every trial is in that trial's provenance (the target is described
+    before the first one, so its description alone said 'not tried')."""
+    plan = Plan(
+        fs=[FsConfig(type="ext4"), FsConfig(type="raw")],
+        workload=[WorkloadSpec(name="alloc", params={"method": "fallocate", "size": "8M"})],
+        scale=Scale.TINY,
+    )
+    ext4, _raw = planning.expand(plan)
+    with LoopImage(scratch, 128 * MiB) as target:
+        runner = Runner(target, mount_root(scratch), Scale.TINY, cache_root(scratch))
+        (record,) = runner.run_cell(1, 1, ext4)
+        assert record.status == "ok", record.message
+        assert record.provenance["discard"] == "ok"
+    ram = scratch / "ram"
+    ram.mkdir()
+    if subprocess.run(["mount", "-t", "ramfs", "ramfs", str(ram)], check=False).returncode:
+        pytest.skip("cannot mount ramfs")
+    with LoopImage(ram, 128 * MiB) as target:
+        runner = Runner(target, mount_root(scratch), Scale.TINY, cache_root(scratch))
+        (record,) = runner.run_cell(1, 1, ext4)
+        assert record.status == "ok", record.message
+        assert record.provenance["discard"].startswith("unsupported: ")
 
 
 def test_accepts_fsbench_labelled_ext4(scratch: Path, attach: Attach) -> None:

@@ -18,8 +18,8 @@ SAFE = DeviceFacts(
     devnum="8:16",
     size_bytes=1 << 30,
     nodes=(DISK,),
-    root_devnums=frozenset({"254:0"}),
-    mounts=(MountEntry(27, 1, "254:0", "/", "/", "ext4", "/dev/vda"),),
+    root_devnums=frozenset({"259:0"}),
+    mounts=(MountEntry(27, 1, "259:0", "/", "/", "ext4", "/dev/nvme0n1"),),
 )
 
 
@@ -121,11 +121,11 @@ def test_root_is_reported_before_mount() -> None:
 
 def test_parse_mountinfo_unescapes_and_skips_optional_fields() -> None:
     text = (
-        "27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        "27 1 259:0 / / rw,relatime shared:1 - ext4 /dev/nvme0n1 rw\n"
         "90 27 7:3 / /var/tmp/a\\040b rw master:2 shared:5 - xfs /dev/loop3 rw\n"
     )
     entries = parse_mountinfo(text)
     assert [(e.devnum, e.mountpoint, e.fstype, e.source) for e in entries] == [
-        ("254:0", "/", "ext4", "/dev/vda"),
+        ("259:0", "/", "ext4", "/dev/nvme0n1"),
         ("7:3", "/var/tmp/a b", "xfs", "/dev/loop3"),
     ]
