@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from fsbench.plan import Plan, expand, parse_fs_spec, schedule
+from fsbench import schedule
+from fsbench.plan import Plan, expand, parse_fs_spec
 from fsbench.vm import VmCell, VmJob, VmSpec, import_records, run_in_vm
 
 
@@ -30,9 +31,10 @@ def main() -> None:
         }
     )
     cells = expand(plan)
-    slots = schedule(cells, plan.planned_reps)
+    # The run's own order: a warm-up round, then balanced shuffled rounds.
+    slots = schedule.build(cells, plan.planned_reps, seed=schedule.new_seed())
     job = VmJob(
-        [VmCell.of(seq, rep, cell) for seq, (rep, cell) in enumerate(slots)],
+        [VmCell.of(s.seq, s.rep, s.cell, s.position) for s in slots],
         plan.scale.value,
         plan.timeout,
         plan.model_dump(mode="json"),

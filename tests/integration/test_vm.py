@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 
 from fsbench.plan import Cell, FsConfig
+from fsbench.store import Store
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, ensure_image, import_records, run_in_vm
-from tests.helpers import VM_CACHE, VM_MARKS, default_sigint
+from fsbench.vm.doctor import host_lacks
+from tests.helpers import VM_CACHE, VM_MARKS, default_sigint, fsbench
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
@@ -83,8 +85,13 @@ def test_doctor_facts() -> None:
     assert facts["accel"] in ("kvm", "tcg")
     assert facts["kvm"]["reason"]
     assert facts["images"], "the image test above builds one"
+    # What the VM adds is what this host's kernel lacks (a fact of the machine, not a
+    # list), and every cached guest kernel has all of it.
+    lacks = host_lacks()
+    assert lacks and facts["vm_filesystems"] == lacks
+    assert facts["guest_filesystems"]
     for per_fs in facts["guest_filesystems"].values():
-        assert per_fs == {"jfs": True, "reiserfs": True, "f2fs": True, "nilfs2": True}
+        assert per_fs == dict.fromkeys(lacks, True)
 
 
 CHILD = """
@@ -122,3 +129,54 @@ def test_ctrl_c_kills_qemu_and_cleans_up(tmp_path: Path) -> None:
     time.sleep(0.5)
     assert not _qemu_pids(tmp_path)
     assert not list(tmp_path.glob("vm-*"))
+
+
+def test_vm_run_skips_a_refused_cell_and_says_where_each_trial_ran(workdir: Path) -> None:
+    """Through `fsbench run` and the VM executor: jfs refuses fallocate once and is never
+    asked again (its later slots are skipped on purpose, not recorded as failed); every
+    record says its place in its round and the trial before it in the guest."""
+    ensure_image(None, CACHE)
+    db = workdir / "r.db"
+    res = fsbench(
+        "run",
+        "--target",
+        "vm",
+        "--fs",
+        "jfs,f2fs",
+        "--workload",
+        "alloc",
+        "--set",
+        "method=fallocate",
+        "--set",
+        "size=8M",
+        "--scale",
+        "tiny",
+        "--reps",
+        "2",
+        "--guest-ram",
+        "1024",
+        "--image-size",
+        "1G",
+        "--workdir",
+        str(workdir / "work"),
+        "--db",
+        str(db),
+        timeout=900,
+    )
+    assert res.returncode == 3, res.stderr[-3000:]  # unsupported cells, nothing failed
+    store = Store(db)
+    run_id = store.latest_run_id()
+    assert run_id is not None
+    trials = sorted(store.get_trials(run_id), key=lambda t: t.seq)
+    assert [t.status for t in trials if t.fs == "jfs"] == ["unsupported"]
+    f2fs = [t for t in trials if t.fs == "f2fs"]
+    assert sorted(t.rep for t in f2fs) == [0, 1, 2]
+    assert all(t.status == "ok" for t in f2fs), [t.message for t in f2fs]
+    # One guest ran the whole group: each trial follows the one stored before it.
+    assert [t.previous_cell for t in trials] == ["", *[t.cell_key for t in trials[:-1]]]
+    assert all(t.position in (1, 2) for t in trials)
+    assert {t.position for t in trials if t.rep == 0} == {1, 2}  # the warm-up round
+    assert all(t.provenance["vm"]["guest"]["kernel"] for t in trials)
+    summary = store.get_run(run_id).target["summary"]
+    assert summary.startswith("QEMU guest, kernel ") and "virtio scratch disk 1.0 GiB" in summary
+    assert not list((workdir / "work").glob("vm-*"))

@@ -9,15 +9,19 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from itertools import groupby
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from fsbench import knobs, proc, workloads
+from fsbench import knobs, workloads
 from fsbench.errors import FsbenchError
 from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
 from fsbench.plan import Cell, Plan, VmTargetSpec
 from fsbench.schedule import Slot
 from fsbench.store import TrialRecord
 from fsbench.units import human_bytes
+
+if TYPE_CHECKING:  # QEMU, images: imported when a VM run asks for them
+    from fsbench.vm import VmCell, VmSpec
 
 
 def chunks(slots: Sequence[Slot], kernel_of: dict[str, str | None]) -> list[list[Slot]]:
@@ -56,8 +60,8 @@ class VmExecutor(Executor):
     def _kernel(self, cell: Cell) -> str | None:
         return cell.knobs.get(knobs.KERNEL, self.default_kernel)
 
-    def _spec(self, kernel: str | None) -> Any:
-        from fsbench import vm  # QEMU, images: only when asked for
+    def _spec(self, kernel: str | None) -> VmSpec:
+        from fsbench import vm
 
         t = self.spec
         return vm.VmSpec(
@@ -74,10 +78,11 @@ class VmExecutor(Executor):
             raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
         check_workloads(self.plan, vm=True)
         # The guest's kernel and tools decide; this host only needs QEMU.
-        if proc.which("qemu-system-x86_64") is None:
-            raise FsbenchError(
-                "--target vm needs QEMU: apt-get install qemu-system-x86 qemu-utils debootstrap"
-            )
+        from fsbench.vm.qemu import qemu_missing
+
+        missing = qemu_missing()
+        if missing:
+            raise FsbenchError(missing)
         check_fits(self.cells, self.spec.image_size)
         return []
 
@@ -108,71 +113,98 @@ class VmExecutor(Executor):
     def run(
         self, slots: Sequence[Slot], refused: set[str], on_start: OnStart, on_records: OnRecords
     ) -> None:
-        from fsbench import vm
+        kernel_of = {c.key: self._kernel(c) for c in self.cells}
+        for chunk in chunks(slots, kernel_of):
+            kernel = kernel_of[chunk[0].cell.key]
+            # In the schedule's order: a boot is a whole guest of its own, run from here;
+            # the other slots share one guest.
+            for boots, segment in groupby(chunk, lambda s: workloads.get(s.cell.workload).vm_only):
+                todo = [s for s in segment if s.cell.key not in refused]
+                if boots:
+                    for slot in todo:
+                        self._boot(slot, kernel, refused, on_start, on_records)
+                elif todo:
+                    self._guest(todo, kernel, refused, on_start, on_records)
+
+    def _boot(
+        self,
+        slot: Slot,
+        kernel: str | None,
+        refused: set[str],
+        on_start: OnStart,
+        on_records: OnRecords,
+    ) -> None:
         from fsbench.vm.boot import run_boot_cell
 
-        kernel_of = {c.key: self._kernel(c) for c in self.cells}
-        by_seq = {s.seq: s for s in slots}
-        for chunk in chunks(slots, kernel_of):
-            todo = [s for s in chunk if s.cell.key not in refused]
-            if not todo:
-                continue
-            kernel = kernel_of[todo[0].cell.key]
-            # A boot is a whole guest of its own, run from here; the rest share one.
-            boots = [s for s in todo if workloads.get(s.cell.workload).vm_only]
-            batch = [s for s in todo if s not in boots]
-            for slot in boots:
-                if slot.cell.key in refused:
-                    continue
-                on_start(slot)
-                records = run_boot_cell(self._vm_cell(slot), self._spec(kernel))
-                self._stamp(slot, records, "")
-                if any(r.status == "unsupported" for r in records):
-                    refused.add(slot.cell.key)
-                on_records(slot, records)
-                booted = records[0].provenance.get("vm")
-                if booted and (kernel or "default") not in self.guests:
-                    self.guests[kernel or "default"] = booted
-            if not batch:
-                continue
-            on_start(batch[0])
-            job = vm.VmJob(
-                [self._vm_cell(s) for s in batch],
-                str(self.plan.scale),
-                self.plan.timeout,
-                self.plan.model_dump(mode="json", by_alias=True),
-                refused=sorted(refused),
+        if slot.cell.key in refused:
+            return
+        on_start(slot)
+        records = run_boot_cell(self._vm_cell(slot), self._spec(kernel))
+        for record in records:  # a guest of its own: nothing ran before it there
+            record.position, record.previous_cell = slot.position, ""
+        if any(r.status == "unsupported" for r in records):
+            refused.add(slot.cell.key)
+        on_records(slot, records)
+        booted = records[0].provenance.get("vm")
+        if booted and (kernel or "default") not in self.guests:
+            self.guests[kernel or "default"] = booted
+
+    def _guest(
+        self,
+        batch: list[Slot],
+        kernel: str | None,
+        refused: set[str],
+        on_start: OnStart,
+        on_records: OnRecords,
+    ) -> None:
+        """The batch in one guest; the guest's SlotRunner skips refused cells and stamps
+        each record with its position and the cell before it, as on the host."""
+        from fsbench import vm
+
+        by_seq = {s.seq: s for s in batch}
+        waiting = list(batch)  # slots whose records have not come back yet
+
+        def next_starts() -> None:
+            while waiting and waiting[0].cell.key in refused:
+                waiting.pop(0)  # the guest skips it
+            if waiting:
+                on_start(waiting[0])
+
+        def streamed(records: list[TrialRecord]) -> None:
+            slot = by_seq[records[0].seq]
+            if any(r.status == "unsupported" for r in records):
+                refused.add(slot.cell.key)
+            seqs = [s.seq for s in waiting]
+            if slot.seq in seqs:
+                del waiting[: seqs.index(slot.seq) + 1]
+            on_records(slot, records)
+            next_starts()
+
+        next_starts()
+        job = vm.VmJob(
+            [self._vm_cell(s) for s in batch],
+            str(self.plan.scale),
+            self.plan.timeout,
+            self.plan.model_dump(mode="json", by_alias=True),
+            refused=sorted(refused),
+        )
+        result = vm.run_in_vm(job, self._spec(kernel), on_cell=streamed)
+        self.guests[kernel or "default"] = result.provenance
+        missing = vm.import_records(result, only_missing=True, skip=refused)
+        for seq in dict.fromkeys(r.seq for r in missing):
+            on_records(by_seq[seq], [r for r in missing if r.seq == seq])
+        if not result.ok and not result.records:
+            raise FsbenchError(
+                f"the VM did not run: {result.error.splitlines()[0]}"
+                if result.error
+                else "the VM did not run"
             )
 
-            def streamed(records: list[TrialRecord]) -> None:
-                slot = by_seq[records[0].seq]
-                if any(r.status == "unsupported" for r in records):
-                    refused.add(slot.cell.key)
-                on_records(slot, records)
-
-            result = vm.run_in_vm(job, self._spec(kernel), on_cell=streamed)
-            self.guests[kernel or "default"] = result.provenance
-            missing = vm.import_records(result, only_missing=True, skip=refused)
-            for slot_seq in dict.fromkeys(r.seq for r in missing):
-                on_records(by_seq[slot_seq], [r for r in missing if r.seq == slot_seq])
-            if not result.ok and not result.records:
-                raise FsbenchError(
-                    f"the VM did not run: {result.error.splitlines()[0]}"
-                    if result.error
-                    else "the VM did not run"
-                )
-
     @staticmethod
-    def _vm_cell(slot: Slot) -> Any:
+    def _vm_cell(slot: Slot) -> VmCell:
         from fsbench import vm
 
         return vm.VmCell.of(slot.seq, slot.rep, slot.cell, slot.position)
-
-    @staticmethod
-    def _stamp(slot: Slot, records: list[TrialRecord], previous: str) -> None:
-        for record in records:
-            record.position = slot.position
-            record.previous_cell = previous
 
 
 def vm_notes(t: dict[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ from fsbench.errors import FsbenchError, TrialFailed, Unsupported
 from fsbench.plan import FsConfig
 from fsbench.targets.loop import detach_loop
 from fsbench.vm import bootroot
-from fsbench.vm.cache import LogFn, content_key, locked, quiet
+from fsbench.vm.cache import LogFn, content_key, json_files, locked, quiet
 from fsbench.vm.images import GuestImage
 from fsbench.vm.job import VmSpec, run_in_vm
 from fsbench.vm.protocol import VmJob
@@ -79,15 +79,8 @@ def root_key(img: GuestImage, config: FsConfig) -> str:
 
 def cached_boot_roots(cache: Path) -> list[dict[str, Any]]:
     """The boot roots in the cache whose image file is there (for doctor)."""
-    out = []
-    for meta in sorted((cache / "boot-roots").glob("*.json")):
-        try:
-            data = json.loads(meta.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if Path(data.get("path", "")).is_file():
-            out.append(data)
-    return out
+    metas = json_files(sorted((cache / "boot-roots").glob("*.json")))
+    return [data for _, data in metas if Path(data.get("path", "")).is_file()]
 
 
 def host_can_make(fs_type: str) -> bool:

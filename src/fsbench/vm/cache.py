@@ -18,7 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,3 +57,14 @@ def build_step(argv: list[str], what: str, timeout: float = 1800) -> proc.Result
     if not res.ok:
         raise FsbenchError(f"VM image: {what} failed (exit {res.returncode}): {res.output[-1500:]}")
     return res
+
+
+def json_files(paths: Iterable[Path]) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(path, data) of each JSON file of `paths` that reads; a broken one is passed over."""
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict):
+            yield path, data

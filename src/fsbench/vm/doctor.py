@@ -78,13 +78,7 @@ def doctor_facts(cache: Path = DEFAULT_CACHE, probe: bool = True) -> dict[str, A
         }
         for img in facts["images"]
     }
-    missing = []
-    if not facts["qemu"]["binary"]:
-        missing.append("qemu-system-x86")
-    if not facts["qemu"]["qemu_img"]:
-        missing.append("qemu-utils")
-    if not facts["debootstrap"]:
-        missing.append("debootstrap")
+    missing = qemu.missing_packages()
     facts["missing_packages"] = missing
     facts["usable"] = not missing
     if missing:

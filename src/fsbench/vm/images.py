@@ -22,7 +22,15 @@ import fsbench
 from fsbench import proc
 from fsbench.errors import FsbenchError
 from fsbench.vm import guestfiles, pyenv, rootfs
-from fsbench.vm.cache import DEFAULT_CACHE, LogFn, build_step, content_key, locked, quiet
+from fsbench.vm.cache import (
+    DEFAULT_CACHE,
+    LogFn,
+    build_step,
+    content_key,
+    json_files,
+    locked,
+    quiet,
+)
 from fsbench.vm.kernels import Kernel, cached_kernels, resolve_kernel
 
 # Bump when the way an image is made changes: old images are then rebuilt, not reused.
@@ -89,17 +97,9 @@ def image_key(kernel: Kernel) -> str:
 
 def cached_images(cache: Path = DEFAULT_CACHE) -> list[dict[str, Any]]:
     out = []
-    for meta in sorted((cache / "images").glob("*/meta.json")):
-        try:
-            data = json.loads(meta.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
+    for meta, data in json_files(sorted((cache / "images").glob("*/meta.json"))):
         size = sum(f.stat().st_blocks * 512 for f in meta.parent.iterdir() if f.is_file())
-        guest = meta.parent / GUEST_FACTS
-        try:
-            facts = json.loads(guest.read_text()) if guest.is_file() else None
-        except (OSError, json.JSONDecodeError):
-            facts = None
+        facts = next((d for _, d in json_files([meta.parent / GUEST_FACTS])), None)
         out.append({**data, "dir": str(meta.parent), "disk_bytes": size, "last_guest": facts})
     return out
 

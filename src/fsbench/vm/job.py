@@ -129,8 +129,9 @@ def run_in_vm(
     if spec.init not in ("script", "systemd"):
         raise FsbenchError(f"VM init {spec.init!r}: expected script or systemd")
     throttle = qemu.validate_throttle(spec.throttle)
-    if qemu.qemu_binary() is None:
-        raise FsbenchError("the VM target needs QEMU: apt-get install qemu-system-x86 qemu-utils")
+    missing = qemu.qemu_missing()
+    if missing:
+        raise FsbenchError(missing)
     img = ensure_image(spec.kernel, spec.cache_dir, log)
     accel, accel_facts = qemu.resolve_accel(spec.accel)
     cell_limit = (job.trial_timeout or DEFAULT_CELL_TIMEOUT) + CELL_MARGIN

@@ -15,7 +15,7 @@ from typing import Any
 
 from fsbench import proc
 from fsbench.errors import FsbenchError
-from fsbench.vm.cache import DEFAULT_CACHE, LogFn, locked, quiet
+from fsbench.vm.cache import DEFAULT_CACHE, LogFn, json_files, locked, quiet
 
 
 @dataclass(frozen=True)
@@ -167,13 +167,7 @@ def resolve_kernel(spec: str | None, cache: Path = DEFAULT_CACHE, log: LogFn = q
 
 
 def cached_kernels(cache: Path = DEFAULT_CACHE) -> list[dict[str, str]]:
-    out = []
-    for f in sorted((cache / "kernels").glob("*/kernel.json")):
-        try:
-            out.append(json.loads(f.read_text()))
-        except (OSError, json.JSONDecodeError):
-            continue
-    return out
+    return [data for _, data in json_files(sorted((cache / "kernels").glob("*/kernel.json")))]
 
 
 def module_names(modules: Path) -> set[str] | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -20,6 +19,9 @@ from fsbench import proc
 from fsbench.errors import FsbenchError
 
 QEMU = "qemu-system-x86_64"
+# The VM target's side on the host, as Debian packages and the command each gives: QEMU
+# and qemu-img run a guest; debootstrap builds the guest image (a cached one needs none).
+HOST_PACKAGES = {"qemu-system-x86": QEMU, "qemu-utils": "qemu-img", "debootstrap": "debootstrap"}
 KVM_PROBE_SECONDS = 10.0
 # The probe's guest: a boot sector that writes 0x31 to isa-debug-exit (qemu exits with
 # (0x31 << 1) | 1 = 99) and halts. Exiting with 99 proves the accelerator ran guest code.
@@ -33,7 +35,19 @@ SHARE_FSTAB = f"{SHARE_TAG} {SHARE_MOUNTPOINT} 9p {SHARE_MOUNT_OPTIONS},nofail 0
 
 
 def qemu_binary() -> str | None:
-    return shutil.which(QEMU)
+    return proc.which(QEMU)
+
+
+def missing_packages() -> list[str]:
+    """The host packages of the VM target that are not installed (by their commands)."""
+    return [pkg for pkg, command in HOST_PACKAGES.items() if proc.which(command) is None]
+
+
+def qemu_missing() -> str | None:
+    """Why this host cannot run a guest at all, or None."""
+    if qemu_binary() is None:
+        return f"the VM target needs QEMU: apt-get install {' '.join(HOST_PACKAGES)}"
+    return None
 
 
 def qemu_version(binary: str | None = None) -> str | None:
@@ -326,5 +340,5 @@ def qemu_facts() -> dict[str, object]:
     return {
         "binary": binary,
         "version": qemu_version(binary) if binary else None,
-        "qemu_img": shutil.which("qemu-img"),
+        "qemu_img": proc.which("qemu-img"),
     }

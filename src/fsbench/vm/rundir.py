@@ -21,6 +21,7 @@ from fsbench.plan import DEFAULT_WORKDIR
 from fsbench.targets.stale import pid_alive
 
 PREFIX = "vm-"
+PIDFILE = "qemu.pid"  # QEMU writes its pid there (-pidfile): a stale one is killed by it
 KEEP_LOGS = 30
 CONSOLE_TAIL_LINES = 40
 
@@ -45,7 +46,7 @@ class RunDir:
 
     @property
     def pidfile(self) -> Path:
-        return self.path / "qemu.pid"
+        return self.path / PIDFILE
 
     @property
     def stderr(self) -> Path:
@@ -90,7 +91,7 @@ def new_run_dir(workdir: Path) -> Path:
 def release(path: Path) -> None:
     """Kill the directory's QEMU if it still runs, delete the directory."""
     try:
-        pid = int((path / "qemu.pid").read_text().strip())
+        pid = int((path / PIDFILE).read_text().strip())
     except (OSError, ValueError):
         pid = 0
     if pid and pid_alive(pid) and _is_qemu(pid, path):
