@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from fsbench.reports import charts
+from fsbench.reports.charts.style import wrap
 from fsbench.reports.rows import Row
 from fsbench.stats import summarize
 
@@ -113,7 +114,7 @@ def test_long_labels_and_no_sweep(tmp_path: Path) -> None:
     ],
 )
 def test_labels_wrap_at_spaces_and_commas(label: str, lines: list[str]) -> None:
-    assert charts._wrap(label).split("\n") == lines
+    assert wrap(label).split("\n") == lines
 
 
 def test_rows_grow_with_wrapped_labels(tmp_path: Path) -> None:

@@ -1,0 +1,64 @@
+"""Charts as files: pure functions from report rows (and trial timelines) to PNG and SVG,
+one module per family.
+
+- `bars`: per workload and headline metric, every config with its 95% CI.
+- `lines`: a numeric sweep (clients, threads...): the metric against the parameter.
+- `layout`: time and on-disk layout side by side (alloc).
+- `timelines`: a bootchart of one trial per config (device, CPU over the timed phase).
+- `style` and `figure`: the look, the files and the titles they share.
+
+Every function takes its data and an output directory and returns what it wrote.
+matplotlib is used through `Figure` objects on the Agg canvas: no pyplot, no global state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from fsbench.reports.charts.bars import bar_chart_set, bar_charts
+from fsbench.reports.charts.figure import Chart, slug
+from fsbench.reports.charts.layout import layout_chart_set, layout_charts
+from fsbench.reports.charts.lines import line_chart_set, line_charts, numeric_sweep
+from fsbench.reports.charts.style import config_colors
+from fsbench.reports.charts.timelines import (
+    Timeline,
+    first_rep_timelines,
+    timeline_chart_set,
+    timeline_charts,
+)
+from fsbench.reports.formats import IMAGES
+from fsbench.reports.rows import Row
+
+__all__ = [
+    "Chart",
+    "Timeline",
+    "all_charts",
+    "bar_chart_set",
+    "bar_charts",
+    "first_rep_timelines",
+    "layout_chart_set",
+    "layout_charts",
+    "line_chart_set",
+    "line_charts",
+    "numeric_sweep",
+    "slug",
+    "timeline_chart_set",
+    "timeline_charts",
+]
+
+
+def all_charts(
+    rows: Sequence[Row],
+    timelines: Sequence[Timeline],
+    out_dir: Path,
+    formats: Sequence[str] = IMAGES,
+) -> list[Chart]:
+    """Every chart of a report, configs in the same colours throughout."""
+    colors = config_colors([r.config for r in rows])
+    return [
+        *layout_chart_set(rows, out_dir, formats, colors),
+        *bar_chart_set(rows, out_dir, formats, colors),
+        *line_chart_set(rows, out_dir, formats, colors),
+        *timeline_chart_set(timelines, out_dir, formats),
+    ]

@@ -1,0 +1,151 @@
+"""Sweep lines: for a sweep of a numeric parameter (clients, threads, copies...), the
+metric against the parameter, one line per config with its 95% CI band; other swept
+dimensions (a knob...) make small multiples with one y axis."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib import ticker
+from matplotlib.lines import Line2D
+
+from fsbench.reports.charts.figure import (
+    Chart,
+    Namer,
+    constant_text,
+    n_text,
+    new_figure,
+    ok,
+    paths_of,
+    per_workload,
+    save,
+    size,
+    subtitle,
+    titles,
+    wl_title,
+)
+from fsbench.reports.charts.style import INK, axis_label, better_text, scale, tick
+from fsbench.reports.formats import IMAGES
+from fsbench.reports.headline import headline_metrics
+from fsbench.reports.rows import Row
+from fsbench.reports.tables import dims_of, split_dims
+
+
+def _numeric(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def numeric_sweep(rows: Sequence[Row]) -> str | None:
+    """The first swept parameter whose values are all numbers, if any."""
+    varying, _ = split_dims(list(rows))
+    for name in varying:
+        values = [dims_of(r).get(name) for r in rows]
+        if _numeric(values) and len(set(values)) >= 2:
+            return name
+    return None
+
+
+def _panel(row: Row, others: list[str]) -> str:
+    return " ".join(f"{n}={dims_of(row).get(n)}" for n in others)
+
+
+def line_chart(
+    rows: list[Row],
+    metric: str,
+    param: str,
+    colors: dict[str, str],
+    out_dir: Path,
+    stem: str,
+    formats: Sequence[str],
+) -> Chart | None:
+    mrows = [r for r in rows if r.metric == metric and ok(r)]
+    if not mrows:
+        return None
+    sample = mrows[0]
+    varying, constant = split_dims(rows)
+    others = [v for v in varying if v != param]
+    factor, unit = scale(sample.unit, [r.mean for r in mrows if r.mean is not None])
+    panels = list(dict.fromkeys(_panel(r, others) for r in mrows))
+    n = len(panels)
+    fig = new_figure(7.2 if n == 1 else min(13.0, 1.8 + 4.0 * n), 4.6)
+    axes = fig.subplots(1, n, sharey=True, squeeze=False)[0]
+    xs_all = sorted({float(dims_of(r)[param]) for r in mrows})
+    for ax, panel in zip(axes, panels, strict=True):
+        prows = [r for r in mrows if _panel(r, others) == panel]
+        for config in dict.fromkeys(r.config for r in prows):
+            srows = sorted(
+                (r for r in prows if r.config == config), key=lambda r: float(dims_of(r)[param])
+            )
+            xs = [float(dims_of(r)[param]) for r in srows]
+            ys = [(r.mean or 0.0) / factor for r in srows]
+            lo = [((r.ci95[0] if r.ci95 else r.mean) or 0.0) / factor for r in srows]
+            hi = [((r.ci95[1] if r.ci95 else r.mean) or 0.0) / factor for r in srows]
+            if all(y >= 0 for y in ys):  # a rate or a time is never negative
+                lo = [max(0.0, v) for v in lo]
+            color = colors[config]
+            ax.fill_between(xs, lo, hi, color=color, alpha=0.15, linewidth=0, zorder=1)
+            ax.plot(xs, ys, "-", color=color, marker="o", markersize=5, linewidth=2, zorder=3)
+        if xs_all and xs_all[0] > 0 and xs_all[-1] / xs_all[0] >= 8:
+            ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(ticker.FixedLocator(xs_all))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _p: f"{x:g}"))
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.set_xlabel(param)
+        if panel:
+            ax.set_title(panel, loc="left", fontsize=10.5, color=INK)
+    axes[0].set_ylabel(axis_label(metric, unit))
+    axes[0].yaxis.set_major_formatter(ticker.FuncFormatter(tick))
+    if all((r.mean or 0.0) >= 0 for r in mrows):
+        axes[0].set_ylim(bottom=0)
+    handles = [
+        Line2D([], [], color=colors[c], marker="o", linewidth=2, label=c)
+        for c in dict.fromkeys(r.config for r in mrows)
+    ]
+    axes[-1].legend(
+        handles=handles,
+        title="config",
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        borderaxespad=0.5,
+    )
+    title = f"{wl_title(sample.workload, sample.chain)}: {metric} by {param}"
+    titles(
+        fig,
+        title,
+        subtitle(
+            better_text(sample.better),
+            "mean, band = 95% CI",
+            n_text(mrows),
+            constant_text(rows, constant),
+        ),
+    )
+    paths = save(fig, out_dir, stem, formats)
+    return Chart("line", title, sample.workload, sample.chain, paths, metric, size(fig))
+
+
+def line_chart_set(
+    rows: Sequence[Row],
+    out_dir: Path,
+    formats: Sequence[str] = IMAGES,
+    colors: dict[str, str] | None = None,
+) -> list[Chart]:
+    """Per workload with a numeric sweep, per headline metric: one line chart."""
+
+    def draw(
+        chain: str, wl: str, wrows: list[Row], colors: dict[str, str], name: Namer
+    ) -> Iterable[Chart | None]:
+        param = numeric_sweep(wrows)
+        if param is None:
+            return
+        for metric in headline_metrics(wrows):
+            stem = name("line", chain, wl, metric, param)
+            yield line_chart(wrows, metric, param, colors, out_dir, stem, formats)
+
+    return per_workload(rows, colors, draw)
+
+
+def line_charts(rows: Sequence[Row], out_dir: Path, formats: Sequence[str] = IMAGES) -> list[Path]:
+    """Per workload with a numeric sweep: the metric against the parameter, CI bands."""
+    return paths_of(line_chart_set(rows, out_dir, formats))
