@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ def make_row(
     method: str = "write-4k",
     status: str = "ok",
     knobs: dict[str, str] | None = None,
+    headline: int | None = 0,
 ) -> Row:
     s = summarize(values)
     return Row(
@@ -46,6 +48,7 @@ def make_row(
         cv=s.cv,
         values=values,
         trials={status: 3},
+        headline=headline,
     )
 
 
@@ -162,10 +165,21 @@ def test_geometric_mean_per_workload_and_metric() -> None:
 
 
 def test_headline_metrics_unless_all() -> None:
-    a = [make_row("ext4", A_FAST), make_row("ext4", A_FAST, metric="write_seconds")]
-    b = [make_row("ext4", A_FAST), make_row("ext4", A_FAST, metric="write_seconds")]
-    assert {c.key.metric for c in cmp.compare_rows(a, b).cells} == {"seconds"}
-    assert {c.key.metric for c in cmp.compare_rows(a, b, all_metrics=True).cells} == {
+    def rows() -> list[Row]:
+        return [
+            make_row("ext4", A_FAST),
+            make_row("ext4", A_FAST, metric="write_seconds", headline=None),
+        ]
+
+    assert {c.key.metric for c in cmp.compare_rows(rows(), rows()).cells} == {"seconds"}
+    assert {c.key.metric for c in cmp.compare_rows(rows(), rows(), all_metrics=True).cells} == {
+        "seconds",
+        "write_seconds",
+    }
+    # The headline is what the run stored (Row.headline); a run that stored none for a
+    # workload compares every metric rather than none.
+    bare = [make_row("ext4", A_FAST, m, headline=None) for m in ("seconds", "write_seconds")]
+    assert {c.key.metric for c in cmp.compare_rows(bare, bare).cells} == {
         "seconds",
         "write_seconds",
     }
@@ -197,6 +211,7 @@ def test_json_document_is_stable() -> None:
     assert {"what": "host.kernel", "a": "6.1", "b": "6.18"} in doc["differences"]
     (cell,) = doc["cells"]
     assert set(cell) == {
+        "host",
         "config",
         "chain",
         "workload",
@@ -334,3 +349,38 @@ def test_cli_compare_by_kernel_within_one_run(tmp_path: Path) -> None:
         res = runner.invoke(app, ["compare", str(rid), *bad, "--db", str(db)])
         assert res.exit_code != 0, bad
         assert message in res.output + str(res.exception), (bad, res.output, res.exception)
+
+
+def test_a_difference_within_the_resolution_is_none() -> None:
+    """A tool that prints whole seconds: 3 against 4 every time is one step, not a winner."""
+    a = [replace(make_row("ext4", [3.0, 3.0, 3.0]), resolution=1.0)]
+    b = [replace(make_row("ext4", [4.0, 4.0, 4.0]), resolution=1.0)]
+    (cell,) = cmp.compare_rows(a, b).cells
+    assert cell.verdict == cmp.NO_CLEAR and "resolution, 1 s" in cell.text
+    b = [replace(make_row("ext4", [5.0, 5.0, 5.0]), resolution=1.0)]
+    (cell,) = cmp.compare_rows(a, b).cells
+    assert cell.verdict == cmp.WORSE
+
+
+def test_any_dimension_splits_rows_alike() -> None:
+    """A dimension is data: one that is not a knob (here the fleet host) splits and
+    matches rows through the same path as a knob does."""
+    rows = [
+        replace(make_row("ext4", A_FAST), host="h1"),
+        replace(make_row("ext4", B_SLOWER), host="h2"),
+    ]
+    host = cmp.Dimension(
+        "host", lambda r: [r.host] if r.host else [], lambda r: replace(r, host="")
+    )
+    assert host.levels(rows) == ["h1", "h2"]
+    (cell,) = cmp.compare_rows(host.split(rows, "h1"), host.split(rows, "h2")).cells
+    assert cell.verdict == cmp.WORSE and cell.key.host == ""
+    knobbed = [
+        make_row("ext4", A_FAST, knobs={"kernel": "6.1"}),
+        make_row("ext4", B_SLOWER, knobs={"kernel": "6.12"}),
+    ]
+    level_a, level_b, result = cmp.compare_within(7, knobbed, "kernel")
+    assert (level_a, level_b) == ("6.1", "6.12") and result.cells[0].verdict == cmp.WORSE
+    # Without a host dimension a fleet's cells keep their hosts apart.
+    (cell,) = cmp.compare_rows(rows[:1], rows[:1]).cells
+    assert cell.key.label == "h1 · ext4"

@@ -13,7 +13,8 @@ from rich.console import Console
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.errors import FsbenchError
 from fsbench.reports import compare as cmp
-from fsbench.reports import source
+from fsbench.reports import formats, source
+from fsbench.reports.rows import Row
 from fsbench.store import RunRecord, Store
 
 
@@ -32,7 +33,9 @@ def compare(
             "e.g. --by kernel (two kernels) or --by vm.dirty_ratio=10,40.",
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, md or json.")] = "table",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help=f"{formats.listed(formats.COMPARE)}.")
+    ] = formats.TABLE,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,
     all_metrics: Annotated[
         bool, typer.Option("--all-metrics", help="Every metric, not only the headline ones.")
@@ -42,35 +45,30 @@ def compare(
 ) -> None:
     """B against A for every cell both runs have: means, ratio B/A with its 95% CI, and a
     verdict only where Welch's t-test says so (p < 0.05, Holm-corrected)."""
-    if json_out:
-        fmt = "json"
-    if fmt not in cmp.FORMATS:
-        raise FsbenchError(f"unknown format {fmt!r} (known: {', '.join(cmp.FORMATS)})")
+    fmt = formats.check(formats.JSON if json_out else fmt, formats.COMPARE)
     store = Store(db)
     if by is not None:
         if run_b is not None:
             raise FsbenchError("--by compares within one run: give RUN_A only")
-        a, b, result = _compare_levels(store, run_a, by, all_metrics)
+        run, rows = _rows(store, run_a)
+        level_a, level_b, result = cmp.compare_within(run_a, rows, by, all_metrics)
+        name = by.partition("=")[0].strip()
+        a = replace(run, name=f"{run.name}, {name}={level_a}")
+        b = replace(run, name=f"{run.name}, {name}={level_b}")
     elif run_b is None:
         raise FsbenchError("compare needs RUN_B, or --by KNOB to compare within RUN_A")
     else:
-        a, b = store.get_run(run_a), store.get_run(run_b)
-        result = cmp.compare_runs(
-            a,
-            source.rows_of(a, store.get_trials(run_a)),
-            b,
-            source.rows_of(b, store.get_trials(run_b)),
-            all_metrics,
-        )
-    if fmt == "table" and output is None:
+        (a, rows_a), (b, rows_b) = _rows(store, run_a), _rows(store, run_b)
+        result = cmp.compare_runs(a, rows_a, b, rows_b, all_metrics)
+    if fmt == formats.TABLE and output is None:
         console = Console() if sys.stdout.isatty() else Console(width=200)
         cmp.print_comparison(console, a, b, result)
         return
     text = {
-        "table": lambda: cmp.render_compare_text(a, b, result),
-        "md": lambda: cmp.render_compare_markdown(a, b, result),
-        "json": lambda: cmp.render_compare_json(a, b, result),
-    }[fmt]()
+        formats.TABLE: cmp.render_compare_text,
+        formats.MARKDOWN: cmp.render_compare_markdown,
+        formats.JSON: cmp.render_compare_json,
+    }[fmt](a, b, result)
     if output is None:
         typer.echo(text, nl=False)
     else:
@@ -78,34 +76,7 @@ def compare(
         Console(stderr=True).print(f"wrote {output}", style="dim")
 
 
-def _compare_levels(
-    store: Store, run_id: int, by: str, all_metrics: bool
-) -> tuple[RunRecord, RunRecord, cmp.Comparison]:
-    """Level A of a knob against level B within one run (kernel 6.1 vs 6.12)."""
-    knob, _, wanted = by.partition("=")
-    knob = knob.strip()
-    run = store.get_run(run_id)
-    rows = source.rows_of(run, store.get_trials(run_id))
-    levels = cmp.knob_levels(rows, knob)
-    if not levels:
-        known = sorted({k for r in rows for k in r.knobs})
-        raise FsbenchError(
-            f"run {run_id} has no dimension {knob!r}"
-            + (f" (it has: {', '.join(known)})" if known else " (it has no knob dimensions)")
-        )
-    chosen = [v.strip() for v in wanted.split(",") if v.strip()] if wanted else levels
-    if len(chosen) != 2:
-        raise FsbenchError(
-            f"--by {knob}: run {run_id} has {len(levels)} values ({', '.join(levels)}); "
-            f"choose two: --by {knob}=A,B"
-        )
-    for level in chosen:
-        if level not in levels:
-            raise FsbenchError(f"--by {knob}: no {level!r} in run {run_id} ({', '.join(levels)})")
-    level_a, level_b = chosen
-    a = replace(run, name=f"{run.name}, {knob}={level_a}")
-    b = replace(run, name=f"{run.name}, {knob}={level_b}")
-    result = cmp.compare_rows(
-        cmp.split_by_knob(rows, knob, level_a), cmp.split_by_knob(rows, knob, level_b), all_metrics
-    )
-    return a, b, result
+def _rows(store: Store, run_id: int) -> tuple[RunRecord, list[Row]]:
+    """A run and its rows, as every report reads them (a fleet run's from its hosts)."""
+    loaded = source.load(store, run_id)
+    return loaded.run, loaded.rows

@@ -1,0 +1,234 @@
+"""The comparison itself, pure: the rows of two sides in, every matched cell judged out.
+
+Cells are matched by (host, config label, chain, workload, params, knobs, metric). For
+every matched cell: both means with n, the ratio B/A with its 95% CI (delta method), and
+a verdict that is called only when Welch's t-test gives p < 0.05 after Holm's correction
+over every cell compared, and the means differ by more than the metric's resolution;
+otherwise "no clear difference". Per workload and metric, the geometric mean of the
+ratios. Cells found on one side only are listed, not guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsbench.reports.headline import headline_metrics
+from fsbench.reports.ranking import NO_CLEAR
+from fsbench.reports.rows import Row
+from fsbench.stats import holm, ratio_ci, welch
+
+ALPHA = 0.05
+BETTER, WORSE, NOT_COMPARED = "better", "worse", "not compared"
+
+
+@dataclass(frozen=True, order=True)
+class CellKey:
+    host: str  # the fleet host ("" for a run on one machine)
+    config: str
+    chain: str
+    workload: str
+    params: str  # JSON, keys sorted
+    knobs: str  # JSON, keys sorted
+    metric: str  # "" when the cell has no metric at all (every trial failed)
+
+    def dims(self) -> dict[str, Any]:
+        return {**json.loads(self.params), **json.loads(self.knobs)}
+
+    @property
+    def label(self) -> str:
+        """The config, after its host in a fleet run (as the tables label rows)."""
+        return f"{self.host} · {self.config}" if self.host else self.config
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "config": self.config,
+            "chain": self.chain,
+            "workload": self.workload,
+            "params": json.loads(self.params),
+            "knobs": json.loads(self.knobs),
+            "metric": self.metric or None,
+        }
+
+
+def cell_key(row: Row) -> CellKey:
+    return CellKey(
+        row.host,
+        row.config,
+        row.chain,
+        row.workload,
+        json.dumps(row.params, sort_keys=True, default=str),
+        json.dumps(row.knobs, sort_keys=True, default=str),
+        row.metric or "",
+    )
+
+
+@dataclass
+class CellComparison:
+    key: CellKey
+    unit: str | None
+    better: str | None
+    a: Row
+    b: Row
+    ratio: float | None  # mean B / mean A
+    ratio_ci: tuple[float, float] | None
+    p: float | None  # Welch, raw
+    p_adjusted: float | None  # Holm over every cell compared
+    verdict: str  # better | worse | no clear difference | not compared
+    text: str  # "faster by 23%", "no clear difference", "not compared: A unsupported"
+
+    @property
+    def change(self) -> float | None:
+        """(B - A) / A."""
+        return None if self.ratio is None else self.ratio - 1
+
+
+@dataclass
+class GeoMean:
+    chain: str
+    workload: str
+    metric: str
+    unit: str | None
+    better: str | None
+    cells: int  # cells with a finite positive ratio
+    ratio: float | None  # geometric mean of B/A over those cells
+    counts: dict[str, int]  # verdict -> cells
+
+    @property
+    def text(self) -> str:
+        if self.ratio is None:
+            return "n/a"
+        return f"{self.ratio:.3f}"
+
+
+@dataclass
+class Comparison:
+    cells: list[CellComparison]
+    only_a: list[CellKey]
+    only_b: list[CellKey]
+    geomeans: list[GeoMean]
+    all_metrics: bool = False
+    alpha: float = ALPHA
+    compared: int = 0  # cells that went into the Holm correction
+    differences: list[dict[str, Any]] = field(default_factory=list)  # runs' provenance
+
+
+def _is_speed(unit: str | None, metric: str) -> bool:
+    """Time and rate metrics read as faster/slower; counts and sizes as better/worse."""
+    unit = unit or ""
+    return (
+        unit in {"s", "ms", "us", "ns", "IOPS"}
+        or unit.endswith("/s")
+        or metric.endswith(("_per_s", "seconds", "_ms", "_us"))
+    )
+
+
+def change_text(ratio: float, better: str | None, unit: str | None, metric: str) -> str:
+    """B relative to A: 'faster by 23%', 'worse by 4.1%'."""
+    change = ratio - 1
+    improved = change > 0 if better == "higher" else change < 0
+    if _is_speed(unit, metric):
+        word = "faster" if improved else "slower"
+    else:
+        word = "better" if improved else "worse"
+    pct = abs(change) * 100
+    amount = f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
+    return f"{word} by {amount}"
+
+
+def headline_rows(rows: list[Row]) -> list[Row]:
+    """The rows of each workload's headline metrics (Row.headline), and the rows of cells
+    that have no metric at all (to say why)."""
+    shown: dict[tuple[str, str], set[str]] = {}
+    for key in dict.fromkeys((r.chain, r.workload) for r in rows):
+        group = [r for r in rows if (r.chain, r.workload) == key]
+        shown[key] = set(headline_metrics(group))
+    return [r for r in rows if r.metric is None or r.metric in shown[(r.chain, r.workload)]]
+
+
+def _judge(
+    key: CellKey, a: Row, b: Row, p: float | None, p_adj: float | None, alpha: float
+) -> CellComparison:
+    better = a.better or b.better
+    unit = a.unit or b.unit
+    ratio: float | None = None
+    ci: tuple[float, float] | None = None
+    if a.values and b.values:
+        r, ci = ratio_ci(a.values, b.values)
+        ratio = r if math.isfinite(r) else None
+    resolution = max(a.resolution, b.resolution)
+    if not (a.values and b.values):
+        missing = [f"{side} {row.status}" for side, row in (("A", a), ("B", b)) if not row.values]
+        verdict, text = NOT_COMPARED, f"{NOT_COMPARED}: {', '.join(missing)}"
+    elif p_adj is None:
+        verdict, text = NO_CLEAR, f"{NO_CLEAR} (n < 2)"
+    elif (
+        resolution > 0
+        and a.mean is not None
+        and b.mean is not None
+        and abs(b.mean - a.mean) <= resolution * (1 + 1e-9)
+    ):
+        verdict = NO_CLEAR
+        text = f"{NO_CLEAR} (within the metric's resolution, {resolution:g} {unit or ''})"
+        text = text.replace(" )", ")")
+    elif p_adj < alpha and ratio is not None and ratio != 1 and better:
+        improved = ratio > 1 if better == "higher" else ratio < 1
+        verdict = BETTER if improved else WORSE
+        text = change_text(ratio, better, unit, key.metric)
+    else:
+        verdict, text = NO_CLEAR, NO_CLEAR
+    return CellComparison(key, unit, better, a, b, ratio, ci, p, p_adj, verdict, text)
+
+
+def compare_rows(
+    rows_a: list[Row], rows_b: list[Row], all_metrics: bool = False, alpha: float = ALPHA
+) -> Comparison:
+    """Match the cells of two sides and judge every matched pair."""
+    if not all_metrics:
+        rows_a, rows_b = headline_rows(rows_a), headline_rows(rows_b)
+    by_a = {cell_key(r): r for r in rows_a}
+    by_b = {cell_key(r): r for r in rows_b}
+    matched = [k for k in by_a if k in by_b]
+    tests = []
+    for k in matched:
+        a, b = by_a[k], by_b[k]
+        w = welch(a.values, b.values) if a.values and b.values else None
+        tests.append(w.p if w is not None else None)
+    adjusted = holm(tests)
+    cells = [
+        _judge(k, by_a[k], by_b[k], p, p_adj, alpha)
+        for k, p, p_adj in zip(matched, tests, adjusted, strict=True)
+    ]
+    return Comparison(
+        cells=cells,
+        only_a=[k for k in by_a if k not in by_b],
+        only_b=[k for k in by_b if k not in by_a],
+        geomeans=geomeans(cells),
+        all_metrics=all_metrics,
+        alpha=alpha,
+        compared=sum(1 for p in tests if p is not None),
+    )
+
+
+def geomeans(cells: list[CellComparison]) -> list[GeoMean]:
+    """Geometric mean of B/A per (chain, workload, metric), over cells with a ratio."""
+    groups: dict[tuple[str, str, str], list[CellComparison]] = {}
+    for c in cells:
+        if c.key.metric:
+            groups.setdefault((c.key.chain, c.key.workload, c.key.metric), []).append(c)
+    out = []
+    for (chain, workload, metric), group in groups.items():
+        ratios = [c.ratio for c in group if c.ratio is not None and c.ratio > 0]
+        gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
+        counts: dict[str, int] = {}
+        for c in group:
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+        out.append(
+            GeoMean(
+                chain, workload, metric, group[0].unit, group[0].better, len(ratios), gm, counts
+            )
+        )
+    return out

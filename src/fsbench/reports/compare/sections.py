@@ -1,0 +1,141 @@
+"""The comparison laid out for people, once for the terminal and markdown: a header, one
+section per workload (a row per cell), the geometric means, the unmatched cells."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from fsbench.reports.compare.cells import CellComparison, CellKey, Comparison
+from fsbench.reports.ranking import NO_CLEAR, p_value
+from fsbench.reports.rows import Row
+from fsbench.reports.tables import fmt_value
+from fsbench.store import RunRecord
+
+NUMERIC = {"A", "B", "B/A", "p (Holm)"}  # right-aligned columns
+GEOMEAN_HEADER = ["workload", "metric", "cells", "geomean B/A", "verdicts"]
+GEOMEAN_NUMERIC = {"cells", "geomean B/A"}
+
+
+@dataclass
+class Section:
+    title: str
+    caption: str
+    header: list[str]
+    rows: list[list[str]]
+    verdicts: list[str]  # per row: better | worse | ...
+
+
+def _dims_text(dims: dict[str, Any], names: list[str]) -> str:
+    return " ".join(f"{n}={dims.get(n)}" for n in names)
+
+
+def ratio_text(c: CellComparison) -> str:
+    if c.ratio is None:
+        return "-"
+    text = f"{c.ratio:.3f}"
+    if c.ratio_ci is not None:
+        text += f" [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]"
+    return text
+
+
+def p_text(c: CellComparison) -> str:
+    return "-" if c.p_adjusted is None else p_value(c.p_adjusted)
+
+
+def _side_text(row: Row) -> str:
+    return fmt_value(row) if row.values else row.status
+
+
+def sections(cmp: Comparison) -> list[Section]:
+    out = []
+    for chain, workload in dict.fromkeys((c.key.chain, c.key.workload) for c in cmp.cells):
+        group = [c for c in cmp.cells if c.key.workload == workload and c.key.chain == chain]
+        names = list(dict.fromkeys(n for c in group for n in c.key.dims()))
+        varying = [n for n in names if len({repr(c.key.dims().get(n)) for c in group}) > 1]
+        constant = [n for n in names if n not in varying]
+        caption = "mean ± 95% CI (n); B/A [95% CI]"
+        if constant:
+            caption += " · " + _dims_text(group[0].key.dims(), constant)
+        if chain:
+            caption += f" · step of {chain.replace('+', ' → ')}"
+        first = "host · config" if any(c.key.host for c in group) else "config"
+        header = [first, *(["parameters"] if varying else []), "metric", "A", "B", "B/A"]
+        header += ["p (Holm)", "verdict"]
+        rows = []
+        for c in group:
+            metric = c.key.metric or "-"
+            if c.unit and c.better:
+                metric += f" ({c.unit}, {c.better})"
+            row = [c.key.label]
+            if varying:
+                row.append(_dims_text(c.key.dims(), varying))
+            row += [metric, _side_text(c.a), _side_text(c.b), ratio_text(c), p_text(c), c.text]
+            rows.append(row)
+        out.append(
+            Section(
+                f"{workload}{f' ({chain})' if chain else ''}",
+                caption,
+                header,
+                rows,
+                [c.verdict for c in group],
+            )
+        )
+    return out
+
+
+def header_lines(a: RunRecord, b: RunRecord, cmp: Comparison) -> list[str]:
+    lines = [
+        f"{side}: run {r.id} ({r.name}, {r.status}) {r.created_at[:19].replace('T', ' ')} UTC, "
+        f"host Linux {r.host.get('kernel')}, fsbench {r.fsbench_version}"
+        for side, r in (("A", a), ("B", b))
+    ]
+    for d in cmp.differences:
+        lines.append(f"differs: {d['what']}: {d['a']} → {d['b']}")
+    lines.append(
+        f"verdict: Welch's t-test p < {cmp.alpha:g}, Holm-corrected over {cmp.compared} cells "
+        f"compared; otherwise {NO_CLEAR}"
+        + ("" if cmp.all_metrics else " (headline metrics; --all-metrics for every one)")
+    )
+    return lines
+
+
+def geomean_rows(cmp: Comparison) -> list[list[str]]:
+    rows = []
+    for g in cmp.geomeans:
+        counts = ", ".join(f"{n} {v}" for v, n in g.counts.items())
+        rows.append(
+            [
+                f"{g.workload}{f' ({g.chain})' if g.chain else ''}",
+                f"{g.metric} ({g.unit}, {g.better})" if g.unit else g.metric,
+                str(g.cells),
+                g.text,
+                counts,
+            ]
+        )
+    return rows
+
+
+def unmatched_lines(keys: list[CellKey]) -> list[str]:
+    """One line per cell (metrics folded together)."""
+    cells: dict[tuple[str, str, str, str, str], list[str]] = {}
+    for k in keys:
+        cells.setdefault((k.label, k.chain, k.workload, k.params, k.knobs), []).append(k.metric)
+    lines = []
+    for (label, chain, workload, params, knobs), metrics in cells.items():
+        dims = {**json.loads(params), **json.loads(knobs)}
+        what = " ".join(f"{n}={v}" for n, v in dims.items())
+        wl = f"{workload} ({chain})" if chain else workload
+        shown = ", ".join(m for m in metrics if m) or "no metrics"
+        lines.append(f"{label} · {wl} · {what} · {shown}")
+    return lines
+
+
+def unmatched(cmp: Comparison) -> list[tuple[str, list[str]]]:
+    """('A', lines), ('B', lines) for each side that has cells the other lacks."""
+    return [
+        (side, unmatched_lines(keys))
+        for side, keys in (("A", cmp.only_a), ("B", cmp.only_b))
+        if keys
+    ]
