@@ -102,17 +102,23 @@ def test_refused_value_is_unsupported_and_nothing_changes(loopdev: str, workdir:
     assert not journal.exists()
 
 
+def _process_names() -> list[str]:
+    names = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            names.append(Path(f"/proc/{pid}/comm").read_text().strip())
+        except OSError:
+            pass
+    return names
+
+
 def test_busy_contention_runs_and_stops(workdir: Path) -> None:
     with knobs.contention("busy", workdir / "load") as info:
         assert "--cpu" in info["load"]
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-        names = []
-        for pid in pids:
-            try:
-                names.append(Path(f"/proc/{pid}/comm").read_text().strip())
-            except OSError:
-                pass
-        assert any(n.startswith("stress-ng") for n in names)
+        deadline = time.monotonic() + 10  # the child is python until it has exec'd
+        while not any(n.startswith("stress-ng") for n in _process_names()):
+            assert time.monotonic() < deadline, "no stress-ng process"
+            time.sleep(0.05)
     leftover = []
     for pid in (p for p in os.listdir("/proc") if p.isdigit()):
         try:
