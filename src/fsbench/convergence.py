@@ -22,8 +22,12 @@ from fsbench.store import TrialRecord
 def judged_metric(step: str, trials: Sequence[TrialRecord]) -> str | None:
     """The metric a step is judged on: the first headline metric its ok trials report;
     `seconds` for a workload without headline metrics; None when none is reported."""
-    reported = {m.name for t in trials if t.status == "ok" for m in t.metrics}
-    headline = workloads.get(step).headline or ("seconds",)
+    ok = [t for t in trials if t.status == "ok"]
+    reported = {m.name for t in ok for m in t.metrics}
+    # The headline the runner recorded for the trial's own parameters (fio's seq-read: read
+    # bandwidth); else the workload's.
+    recorded = next((t.provenance["headline"] for t in ok if "headline" in t.provenance), None)
+    headline = recorded if recorded is not None else workloads.get(step).headline or ("seconds",)
     return next((name for name in headline if name in reported), None)
 
 

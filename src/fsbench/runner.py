@@ -4,7 +4,9 @@ a chain such as untar+tree-read+fsck+tree-rm sharing the filesystem): prepare (u
 (untimed, after a remount).
 
 The runner owns the clock and every mount it makes: whatever happens, the filesystem is
-unmounted before `run_cell` returns or raises.
+unmounted before `run_cell` returns or raises. It also owns the checks every trial gets
+(`trial_flags`): a timed phase too short to trust, CPU-bound tools, a cold read that the
+device did not serve, each fed by what the workload declares.
 """
 
 from __future__ import annotations
@@ -23,14 +25,21 @@ from typing import Any
 
 from fsbench import filesystems, fsops, knobs, system, workloads
 from fsbench.errors import TrialFailed, TrialTimeout, Unsupported
-from fsbench.monitors.sampler import Sampler
+from fsbench.monitors.sampler import Sampler, Totals
 from fsbench.plan import Cell
 from fsbench.store import MetricRecord, TrialRecord, now
 from fsbench.targets.base import Target
+from fsbench.units import human_bytes
+from fsbench.validity import COLD_READ_FRACTION
 from fsbench.workloads.base import Better, CacheState, Flush, Metric, Scale, Workload
 
 # Below this a timed phase is dominated by timer resolution and noise (DESIGN: traps).
 MIN_TIMED_SECONDS = 2.0
+# `cpu-bound`: fsbench and its tools used at least this fraction of the CPUs their threads
+# could keep busy (min(threads, CPUs)) over the timed phase, which lasted at least
+# CPU_BOUND_MIN_SECONDS (shorter phases say too little).
+CPU_BOUND_FRACTION = 0.9
+CPU_BOUND_MIN_SECONDS = 0.5
 
 
 @dataclass
@@ -104,7 +113,7 @@ def deadline(seconds: float | None) -> Iterator[None]:
 
 
 def _metric(m: Metric) -> MetricRecord:
-    return MetricRecord(m.name, float(m.value), m.unit, str(m.better))
+    return MetricRecord(m.name, float(m.value), m.unit, str(m.better), float(m.resolution))
 
 
 class Runner:
@@ -188,10 +197,16 @@ class Runner:
     def _run_step(self, ctx: Context, record: TrialRecord, shared: dict[str, Any]) -> None:
         ctx.flags = {}
         record.started_at = now()
-        metrics = self._step(ctx, record)
+        metrics, headline = self._step(ctx, record)
         record.metrics = [_metric(m) for m in metrics]
         record.status = "ok"
-        record.provenance = {**shared, "flags": ctx.flags, "notes": list(ctx.notes)}
+        record.provenance = {
+            **shared,
+            "flags": ctx.flags,
+            "notes": list(ctx.notes),
+            # What this trial's parameters make headline (reports and --reps auto read it).
+            "headline": list(headline),
+        }
         record.finished_at = now()
 
     def _close_out(
@@ -248,9 +263,10 @@ class Runner:
         shared["geometry"] = geometry
         shared["option_notes"] = [n.as_dict() for n in notes]
 
-    def _step(self, ctx: Context, record: TrialRecord) -> list[Metric]:
+    def _step(self, ctx: Context, record: TrialRecord) -> tuple[list[Metric], tuple[str, ...]]:
+        """The trial's metrics, and its headline metrics."""
         wl_cls = workloads.get(record.workload)
-        workload: Workload = wl_cls()
+        workload: Workload[Any] = wl_cls()
         params = wl_cls.params_model.model_validate(record.params)
         raw = ctx.fs.pseudo
         if not ctx.mounted and not raw:
@@ -272,6 +288,7 @@ class Runner:
         elif wl_cls.cache == CacheState.COLD:
             system.drop_caches()
 
+        # The clock: `run`, then the flush the workload asks for; nothing else.
         with (
             knobs.contention(record.knobs.get("contention", "idle"), self.contention_dir),
             Sampler(ctx.device) as sampler,
@@ -291,11 +308,19 @@ class Runner:
             metrics.append(Metric("seconds", elapsed, "s", Better.LOWER))
         if wl_cls.flush != Flush.NONE:
             metrics.append(Metric("flush_seconds", t_end - t_run, "s", Better.LOWER))
-        metrics += _monitor_metrics(sampler, metrics, ctx)
-        if elapsed < MIN_TIMED_SECONDS and self.scale != Scale.TINY:
-            ctx.flag("short", f"timed phase {elapsed:.2f} s < {MIN_TIMED_SECONDS:.0f} s")
+        metrics += _monitor_metrics(sampler, metrics)
         metrics += workload.derive(params, {m.name: m.value for m in metrics})
-        for name, detail in workload.check(params, {m.name: m.value for m in metrics}).items():
+        values = {m.name: m.value for m in metrics}
+        flags = trial_flags(
+            sampler.totals,
+            elapsed,
+            checks_duration=self.scale != Scale.TINY,
+            threads=workload.threads(params),
+            expected_read=workload.expected_read_bytes(params, values),
+            device_read=values.get("device_read_bytes"),
+        )
+        flags.update(workload.check(params, values))
+        for name, detail in flags.items():
             ctx.flag(name, detail)
 
         if wl_cls.has_inspect() and not raw:
@@ -305,7 +330,7 @@ class Runner:
                 ctx.mount()
                 system.drop_caches()
             metrics += workload.inspect(ctx, params)
-        return metrics
+        return metrics, wl_cls.headline_for(params, [m.name for m in metrics])
 
 
 def _knob_restore_failed(records: list[TrialRecord], failures: list[str]) -> None:
@@ -317,7 +342,7 @@ def _knob_restore_failed(records: list[TrialRecord], failures: list[str]) -> Non
         flags["knob-restore-failed"] = detail
 
 
-def _monitor_metrics(sampler: Sampler, metrics: list[Metric], ctx: Context) -> list[Metric]:
+def _monitor_metrics(sampler: Sampler, metrics: list[Metric]) -> list[Metric]:
     """What the device and the CPUs did during the timed phase."""
     totals = sampler.totals
     if totals is None:
@@ -339,17 +364,57 @@ def _monitor_metrics(sampler: Sampler, metrics: list[Metric], ctx: Context) -> l
             out.append(Metric("write_amplification", d.write_bytes / written, "x", Better.LOWER))
     # CPU of fsbench and the tools it ran (the kernel's own writeback threads are not in
     # it); the machine-wide split is in the timeline.
-    own = totals.own_user + totals.own_system
     out += [
         Metric("cpu_user_s", totals.own_user, "s", Better.LOWER),
         Metric("cpu_sys_s", totals.own_system, "s", Better.LOWER),
     ]
-    if elapsed >= 0.5 and own >= 0.9 * elapsed:
-        ctx.flag(
-            "cpu-bound",
-            f"{own:.1f} s of CPU in {elapsed:.1f} s: the CPU, not the filesystem, may set the pace",
-        )
     return out
+
+
+def trial_flags(
+    totals: Totals | None,
+    elapsed: float,
+    *,
+    checks_duration: bool,
+    threads: int,
+    expected_read: float | None,
+    device_read: float | None,
+) -> dict[str, str]:
+    """The runner's validity checks of one timed phase (meanings: validity.FLAGS)."""
+    flags: dict[str, str] = {}
+    if totals is not None:
+        own = totals.own_user + totals.own_system
+        cpus = min(max(threads, 1), os.cpu_count() or 1)
+        if cpu_bound(own, totals.seconds, threads):
+            flags["cpu-bound"] = (
+                f"{own:.1f} s of CPU in {totals.seconds:.1f} s on {cpus} CPU(s) its "
+                f"{threads} thread(s) could use: the CPU, not the filesystem, may set the pace"
+            )
+    if checks_duration and elapsed < MIN_TIMED_SECONDS:
+        flags["short"] = f"timed phase {elapsed:.2f} s < {MIN_TIMED_SECONDS:.0f} s"
+    not_cold = cold_read_shortfall(expected_read, device_read)
+    if not_cold:
+        flags["not-cold"] = not_cold
+    return flags
+
+
+def cpu_bound(own_cpu: float, elapsed: float, threads: int, cpus: int | None = None) -> bool:
+    """fsbench and its tools kept the CPUs their threads can use busy: own CPU time of at
+    least CPU_BOUND_FRACTION x elapsed x min(threads, CPUs). A 4-thread workload on 2 CPUs
+    is CPU bound at 1.8 CPU-seconds a second, a 1-thread one at 0.9."""
+    usable = min(max(threads, 1), cpus or os.cpu_count() or 1)
+    return elapsed >= CPU_BOUND_MIN_SECONDS and own_cpu >= CPU_BOUND_FRACTION * elapsed * usable
+
+
+def cold_read_shortfall(expected: float | None, device_read: float | None) -> str | None:
+    """The `not-cold` detail when the device read less than COLD_READ_FRACTION of what a
+    cold read had to fetch from it; None when it did (or there is nothing to check)."""
+    if not expected or device_read is None or device_read >= COLD_READ_FRACTION * expected:
+        return None
+    return (
+        f"the device read {human_bytes(device_read)} of the {human_bytes(expected)} a cold "
+        "read had to fetch: part of it came from a cache"
+    )
 
 
 def mount_root(workdir: Path, pid: int | None = None) -> Path:

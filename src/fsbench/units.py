@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import BeforeValidator, PlainSerializer
 
 _UNITS = {
     "": 1,
@@ -37,6 +40,14 @@ def format_size(n: int) -> str:
         if n >= factor and n % factor == 0:
             return f"{n // factor}{suffix}"
     return str(n)
+
+
+# A byte size in a pydantic model: accepts 64M / 1G / ints, stored and shown as "64M".
+Bytes = Annotated[
+    int,
+    BeforeValidator(parse_size),
+    PlainSerializer(format_size, return_type=str, when_used="json"),
+]
 
 
 def human_bytes(n: float) -> str:

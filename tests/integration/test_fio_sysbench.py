@@ -13,7 +13,15 @@ from conftest import MountFactory, available_fs
 from fsbench import runner
 from fsbench.errors import TrialFailed
 from fsbench.workloads.base import CacheState, Metric, Workload
-from fsbench.workloads.fio import PROFILES, RAND_RW, SEQ_READ, SEQ_WRITE, THREADED, Fio, FioParams
+from fsbench.workloads.fio import Fio
+from fsbench.workloads.fio.profiles import (
+    PROFILES,
+    RAND_RW,
+    SEQ_READ,
+    SEQ_WRITE,
+    THREADED,
+    FioParams,
+)
 from fsbench.workloads.sysbench_fileio import SUBDIR, SysbenchFileio, SysbenchFileioParams
 from tests.helpers import context
 

@@ -12,25 +12,23 @@ import pytest
 
 from fsbench import proc
 from fsbench.errors import TrialFailed, Unsupported
+from fsbench.runner import cold_read_shortfall
 from fsbench.workloads import get
 from fsbench.workloads.base import Better, Scale
-from fsbench.workloads.fio import (
+from fsbench.workloads.fio import Fio
+from fsbench.workloads.fio.jobfile import rewrite_job_file
+from fsbench.workloads.fio.parse import FioOutputError, job_metrics, parse_fio_json
+from fsbench.workloads.fio.profiles import (
     PROFILES,
     RAND_RW,
     SEQ_READ,
     SEQ_WRITE,
     THREADED,
-    Fio,
-    FioOutputError,
     FioParams,
-    Where,
-    check_fio,
-    job_metrics,
     layout_phase,
-    parse_fio_json,
-    rewrite_job_file,
     run_phases,
 )
+from fsbench.workloads.fio.tool import Where, check_fio
 from fsbench.workloads.sysbench_fileio import (
     CLASSIC_LAYOUTS,
     MODES,
@@ -278,12 +276,47 @@ def test_fio_params() -> None:
     assert set(PROFILES) == {SEQ_WRITE, SEQ_READ, RAND_RW, THREADED}
 
 
-def test_fio_check_flags_warm_reads() -> None:
+def not_cold(expected: float | None, device_read: float) -> bool:
+    """The runner's one cold-read check, fed by a workload's expected_read_bytes."""
+    return cold_read_shortfall(expected, device_read) is not None
+
+
+def test_fio_cold_read_expectation() -> None:
     p = FioParams(profile=SEQ_READ, size="64M", runtime=1)
-    assert "not-cold" in Fio().check(p, {"device_read_bytes": 1 * MIB})
-    assert Fio().check(p, {"device_read_bytes": 64 * MIB}) == {}
-    w = FioParams(profile=SEQ_WRITE, size="64M", runtime=1)
-    assert Fio().check(w, {"device_read_bytes": 0}) == {}
+    assert Fio().expected_read_bytes(p, {}) == 64 * MIB
+    assert not_cold(Fio().expected_read_bytes(p, {}), 1 * MIB)
+    assert not not_cold(Fio().expected_read_bytes(p, {}), 64 * MIB)
+    for profile in (SEQ_WRITE, RAND_RW, THREADED, "job=/x.fio"):
+        other = FioParams(profile=profile, size="64M", runtime=1)
+        assert Fio().expected_read_bytes(other, {}) is None
+        assert not not_cold(Fio().expected_read_bytes(other, {}), 0)
+
+
+def test_fio_headline_follows_the_profile() -> None:
+    """1 MiB blocks: MiB/s and IOPS are one number, only MiB/s is shown; time-based
+    profiles last `runtime` whatever the config: no `seconds`."""
+    reports = {
+        SEQ_WRITE: ["write_mib_s", "write_iops", "write_clat_p99_us", "seconds"],
+        SEQ_READ: ["read_mib_s", "read_iops", "read_clat_p99_us", "seconds"],
+        RAND_RW: ["read_mib_s", "write_mib_s", "read_iops", "write_iops", "seconds"],
+        THREADED: ["seq_write_mib_s", "rand_read_mib_s", "seq_write_iops", "seconds"],
+    }
+    expected = {
+        SEQ_WRITE: ("write_mib_s", "write_clat_p99_us", "seconds"),
+        SEQ_READ: ("read_mib_s", "read_clat_p99_us", "seconds"),
+        RAND_RW: ("write_mib_s", "read_mib_s", "write_iops", "read_iops"),
+        THREADED: ("seq_write_mib_s", "rand_read_mib_s"),
+    }
+    for profile, reported in reports.items():
+        params = FioParams(profile=profile, size="64M", runtime=1)
+        assert Fio.headline_for(params, reported) == expected[profile], profile
+    job = FioParams(profile="job=/x.fio", size="1M", runtime=1)
+    reported = ["writer_write_mib_s", "writer_write_iops", "readers_read_mib_s", "seconds"]
+    assert Fio.headline_for(job, reported) == (
+        "writer_write_mib_s",
+        "readers_read_mib_s",
+        "seconds",
+    )
 
 
 JOB = """\
@@ -355,6 +388,9 @@ def test_sysbench_rndrw() -> None:
     assert r.lat_avg_ms == pytest.approx(1030.30 / 1367)
     assert r.lat_avg_ms is not None and round(r.lat_avg_ms, 2) == 0.75
     metrics = {m.name: m for m in result_metrics("rndrw", r)}
+    # sysbench prints 2 decimals: that is the resolution; lat_avg_ms is sum / events.
+    assert metrics["reads_s"].resolution == metrics["lat_p95_ms"].resolution == 0.01
+    assert metrics["lat_avg_ms"].resolution == 0 and metrics["bytes_written"].resolution == 0
     assert list(metrics) == [
         "read_mib_s",
         "reads_s",
@@ -457,11 +493,28 @@ def test_sysbench_params_and_args() -> None:
     assert set(MODES) == {"seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw"}
 
 
-def test_sysbench_check_flags_warm_reads() -> None:
+def test_sysbench_cold_read_expectation() -> None:
     p = SysbenchFileioParams(mode="seqrd", layout="1x64M", duration=2, direct=False)
-    warm = {"read_mib_s": 4000.0, "device_read_bytes": 1.0 * MIB}
-    assert "not-cold" in SysbenchFileio().check(p, warm)
-    cold = {"read_mib_s": 4000.0, "device_read_bytes": 64.0 * MIB}
-    assert SysbenchFileio().check(p, cold) == {}
+    # 4000 MiB/s for 2 s asked for 8000 MiB: at most the data set once must come cold.
+    expected = SysbenchFileio().expected_read_bytes(p, {"read_mib_s": 4000.0})
+    assert expected == 64 * MIB
+    assert not_cold(expected, 1.0 * MIB)
+    assert not not_cold(expected, 64.0 * MIB)
+    assert not not_cold(expected, 32.0 * MIB)  # COLD_READ_FRACTION of it is enough
+    slow = SysbenchFileio().expected_read_bytes(p, {"read_mib_s": 4.0})
+    assert slow == 8 * MIB
     direct = SysbenchFileioParams(mode="rndrd", layout="1x64M", duration=2)
-    assert SysbenchFileio().check(direct, warm) == {}
+    assert SysbenchFileio().expected_read_bytes(direct, {"read_mib_s": 4000.0}) is None
+    writes = SysbenchFileioParams(mode="seqwr", layout="1x64M", duration=2, direct=False)
+    assert SysbenchFileio().expected_read_bytes(writes, {}) is None
+
+
+def test_sysbench_headline_follows_the_mode() -> None:
+    for mode in MODES:
+        p = SysbenchFileioParams(mode=mode, layout="1x64M", duration=2)
+        report = parse_sysbench_fileio(load("sysbench_rndrw_direct.txt"))
+        reported = [m.name for m in result_metrics(mode, report)]
+        headline = SysbenchFileio.headline_for(p, reported)
+        assert headline and set(headline) <= set(reported), (mode, headline)
+        first = "read_mib_s" if mode in ("seqrd", "rndrd", "rndrw") else "write_mib_s"
+        assert headline[0] == first, (mode, headline)

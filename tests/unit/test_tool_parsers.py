@@ -16,6 +16,7 @@ import pytest
 
 from fsbench import proc
 from fsbench.errors import TrialFailed
+from fsbench.runner import cold_read_shortfall
 from fsbench.workloads import _tools, get
 from fsbench.workloads import dbench as db
 from fsbench.workloads import fs_mark as fm
@@ -250,6 +251,9 @@ def test_fs_mark_summary_weights_loops_and_skips_calls_not_made() -> None:
     assert metrics["fsync_avg_us"].value == pytest.approx((5497 + 7592) / 2)
     assert metrics["fsync_avg_us"].unit == "us"
     assert metrics["fsync_avg_us"].better == Better.LOWER
+    # What fs_mark prints: whole files, whole microseconds, files/s to one decimal.
+    assert metrics["files"].resolution == metrics["fsync_avg_us"].resolution == 1
+    assert metrics["tool_files_per_s"].resolution == 0.1
     assert {"write_avg_us", "close_avg_us"} <= set(metrics)
     # -S1 calls no sync(); -k unlinks nothing: all zeros, not printed as metrics.
     assert "sync_avg_us" not in metrics and "unlink_avg_us" not in metrics
@@ -391,6 +395,8 @@ def test_postmark_report() -> None:
         deleted_alone=196,
         read_bytes=157.40 * 2**20,
         written_bytes=223.81 * 2**20,
+        read_step=0.01 * 2**20,  # printed with 2 decimals: the resolution
+        written_step=0.01 * 2**20,
     )
 
 
@@ -399,6 +405,7 @@ def test_postmark_report_units() -> None:
     assert small is not None
     assert small.read_bytes == pytest.approx(608.66 * 1024)  # postmark's kilobyte is 1024
     assert small.written_bytes == pytest.approx(1.22 * 2**20)
+    assert (small.read_step, small.written_step) == (0.01 * 1024, 0.01 * 2**20)
     assert (small.created, small.created_alone, small.deleted_alone) == (199, 100, 98)
     empty = pm.parse_report(POSTMARK_ENOSPC)
     assert empty is not None
@@ -449,6 +456,10 @@ def test_postmark_phases_and_rates() -> None:
     assert metrics["create_files_per_s"].value == 200 / 0.5
     assert metrics["delete_files_per_s"].value == 196 / 0.25
     assert metrics["transaction_seconds"].better == Better.LOWER
+    # Counts step by one; amounts by postmark's 2 decimals; our own clock: no step.
+    assert metrics["transactions"].resolution == metrics["files_created"].resolution == 1
+    assert metrics["written_bytes"].resolution == 0.01 * 2**20
+    assert metrics["transactions_per_s"].resolution == 0
 
 
 # -- gzip and sqlite inputs ------------------------------------------------------------
@@ -472,9 +483,12 @@ def test_gzip_input_is_deterministic_and_half_compressible(tmp_path: Path) -> No
 
 def test_gzip_not_cold_flag() -> None:
     params = gz.GzipParams(size="100M")
-    assert gz.Gzip().check(params, {"device_read_bytes": 100 << 20}) == {}
-    flags = gz.Gzip().check(params, {"device_read_bytes": 1 << 20})
-    assert "not-cold" in flags and "1.0 MiB" in flags["not-cold"]
+    expected = gz.Gzip().expected_read_bytes(params, {})
+    assert expected == 100 << 20  # the whole input, read cold
+    assert cold_read_shortfall(expected, 100 << 20) is None
+    assert cold_read_shortfall(expected, 50 << 20) is None  # COLD_READ_FRACTION = 0.5
+    detail = cold_read_shortfall(expected, 1 << 20)
+    assert detail is not None and "1.0 MiB of the 100.0 MiB" in detail
 
 
 def test_sqlite_rows_and_connection(tmp_path: Path) -> None:

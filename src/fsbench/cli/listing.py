@@ -52,6 +52,10 @@ def list_(
                         name: None if field.is_required() else field.default
                         for name, field in wl.params_model.model_fields.items()
                     },
+                    "descriptions": {
+                        name: field.description or ""
+                        for name, field in wl.params_model.model_fields.items()
+                    },
                     "defaults": {s.value: wl.defaults(s) for s in wl.scale_defaults},
                     "cache": str(wl.cache),
                     "tools": [t.command for t in wl.tools],
@@ -99,20 +103,23 @@ def _cell(value: Any) -> str:
 
 
 def _print_workloads(items: list[dict[str, Any]]) -> None:
-    """One row per workload: what it does, then each parameter with its value per scale."""
+    """One row per workload: what it does, then each parameter with its value per scale
+    and what it means."""
     table = Table(box=box.SIMPLE_HEAD, show_lines=True)
     table.add_column("workload", no_wrap=True, style="bold")
-    table.add_column("what it measures / parameters (tiny | quick | full)")
+    table.add_column("what it measures; each parameter: meaning [tiny | quick | full value]")
     for item in items:
         lines = [item["summary"]]
         defaults: dict[str, dict[str, Any]] = item["defaults"]
-        for param in item["params"]:
-            per_scale = [defaults.get(scale, {}).get(param, "·") for scale in defaults]
-            shown = " | ".join(_cell(v) for v in per_scale)
-            if any(v != "·" for v in per_scale):
-                lines.append(f"  {param}: {shown}")
+        for param, meaning in item["descriptions"].items():
+            per_scale = [_cell(defaults.get(scale, {}).get(param, "·")) for scale in defaults]
+            if len(set(per_scale)) > 1:
+                shown = " | ".join(per_scale)
+            elif per_scale and per_scale[0] != "·":
+                shown = per_scale[0]  # the same at every scale
             else:
-                lines.append(f"  {param} = {_cell(item['params'][param])}")
+                shown = _cell(item["params"][param])
+            lines.append(f"  {param}: {meaning} [{shown}]")
         extra = f"cache {item['cache']}" + (
             f", needs {', '.join(item['tools'])}" if item["tools"] else ""
         )

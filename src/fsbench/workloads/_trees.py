@@ -23,9 +23,17 @@ KERNEL_ON_DISK = 1600 << 20  # Linux 6.1 untarred: ~1.2 GB data, ~1.5 GB on disk
 
 
 class TreeParams(Params):
-    source: Literal["auto", "linux-source", "synthetic"] = "auto"
-    # Files of the synthetic tree (used when the source is synthetic).
-    files: int = Field(default=sourcetree.KERNEL_LIKE_FILES, ge=1, le=10_000_000)
+    source: Literal["auto", "linux-source", "synthetic"] = Field(
+        default="auto",
+        description="the tree: linux-source (Debian's kernel tarball), synthetic (a "
+        "generated kernel-like tree), or auto (the kernel if installed, else synthetic)",
+    )
+    files: int = Field(
+        default=sourcetree.KERNEL_LIKE_FILES,
+        ge=1,
+        le=10_000_000,
+        description="files of the synthetic tree (ignored for the kernel source)",
+    )
 
 
 # tiny = a synthetic tree of a few thousand files; quick and full = the whole kernel tree.
@@ -139,21 +147,29 @@ def read_trees(ctx: TrialContext, trees: list[Path]) -> None:
 
 
 class TreesParams(TreeParams):
-    trees: int = Field(default=1, ge=1, le=64)
+    trees: int = Field(
+        default=1, ge=1, le=64, description="trees on the filesystem (copies of the first)"
+    )
 
 
-class OnTrees(Workload):
+class OnTrees(Workload[TreesParams]):
     """A workload on `trees` trees already on the filesystem (tree-read, tree-rm): its
     prepare makes them, untimed, unless an earlier step of the chain did."""
+
+    scale_defaults = with_tree_defaults({})
 
     def __init__(self) -> None:
         self._src: SourceTree | None = None
         self._trees: list[Path] = []
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, TreesParams)
+    def required_bytes(self, params: TreesParams) -> int:
         return tree_bytes_estimate(params) * params.trees
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, TreesParams)
+    def prepare(self, ctx: TrialContext, params: TreesParams) -> None:
         self._src, self._trees = ensure_trees(ctx, params, params.trees)
+
+    @property
+    def source(self) -> SourceTree:
+        """The source of the trees (set by prepare)."""
+        assert self._src is not None, "prepare sets the trees"
+        return self._src

@@ -1,36 +1,38 @@
 """The workload contract: a name, a parameter model with defaults per scale, the
 tools it needs, an untimed prepare, a timed run, and an optional untimed inspect.
 
+A workload is `class Name(Workload[NameParams])`: the generic argument is its parameter
+model (`params_model`), and every hook receives the validated model of that type.
+
 The runner owns the clock: it times `run` plus the flush the workload asks for (sync, or
 sync + umount) that puts the data on disk. A workload only does its work and reports
-metrics; its validity checks (`check`) and after-the-fact measurements (`inspect`) are
-separate hooks.
+metrics; the runner's own checks (cold reads, CPU-bound, short) read what the workload
+declares (`expected_read_bytes`, `threads`); its own validity checks (`check`) and
+after-the-fact measurements (`inspect`) are separate hooks.
 """
 
 from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import BaseModel, ConfigDict
 
-from fsbench.units import format_size, parse_size
+# Re-exported for the modules that take every workload noun from here (plans, runner).
+from fsbench.units import Bytes as Bytes
+from fsbench.workloads.metric import Better as Better
+from fsbench.workloads.metric import Metric as Metric
 
 
 class Scale(StrEnum):
     TINY = "tiny"  # seconds: tests
     QUICK = "quick"  # minutes
     FULL = "full"  # the original comparison's sizes
-
-
-class Better(StrEnum):
-    HIGHER = "higher"
-    LOWER = "lower"
 
 
 class Flush(StrEnum):
@@ -49,31 +51,20 @@ class CacheState(StrEnum):
 
 
 @dataclass(frozen=True)
-class Metric:
-    name: str
-    value: float
-    unit: str
-    better: Better
-
-
-@dataclass(frozen=True)
 class Tool:
     command: str
     package: str  # Debian package that provides it
 
 
-# A byte size in params: accepts 64M / 1G / ints, stored and shown as "64M".
-Bytes = Annotated[
-    int,
-    BeforeValidator(parse_size),
-    PlainSerializer(format_size, return_type=str, when_used="json"),
-]
-
-
 class Params(BaseModel):
-    """Base of every workload's parameter model: unknown names are errors."""
+    """Base of every workload's parameter model: unknown names are errors. Every field
+    says what it means (`Field(description=...)`): `fsbench list workloads`, the stored
+    run facts and the README read it from here."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+P = TypeVar("P", bound=Params)
 
 
 class TrialContext(Protocol):
@@ -106,9 +97,10 @@ class TrialContext(Protocol):
         """Mark the trial with a validity flag (e.g. `not-cold`): kept with the result."""
 
 
-class Workload(ABC):
+class Workload(ABC, Generic[P]):
     name: ClassVar[str]
     summary: ClassVar[str]
+    # The generic argument: `class Fio(Workload[FioParams])` sets it (__init_subclass__).
     params_model: ClassVar[type[Params]]
     # Parameter values per scale; a list value is a sweep (one cell per element).
     scale_defaults: ClassVar[Mapping[Scale, Mapping[str, Any]]]
@@ -119,37 +111,63 @@ class Workload(ABC):
     # False for workloads that act on the unmounted device (fsck): the runner unmounts
     # before `run` and mounts again for whatever comes next.
     needs_mount: ClassVar[bool] = True
-    # Metrics the terminal table shows; every metric is stored and in md/csv/json.
+    # Metrics the terminal table shows, most telling first; every metric is stored and in
+    # md/csv/json. `headline_for` narrows them to what one trial's parameters report.
     headline: ClassVar[tuple[str, ...]] = ("seconds",)
     # Measured by the VM target itself (a whole guest booting), never by the runner.
     vm_only: ClassVar[bool] = False
     # Repetitions of an ad-hoc run (`--workload NAME` without --reps); None: the plan's.
     default_reps: ClassVar[int | None] = None
 
-    def required_bytes(self, params: Params) -> int:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            for arg in get_args(base):
+                if isinstance(arg, type) and issubclass(arg, Params):
+                    cls.params_model = arg
+
+    def required_bytes(self, params: P) -> int:
         """Space the workload needs on the filesystem; checked before a run starts."""
         return 0
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:  # noqa: B027 - optional hook
+    def prepare(self, ctx: TrialContext, params: P) -> None:  # noqa: B027 - optional hook
         """Untimed setup on the mounted filesystem."""
 
     @abstractmethod
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+    def run(self, ctx: TrialContext, params: P) -> list[Metric]:
         """The timed work. Raise errors.Unsupported when the filesystem cannot do it."""
 
-    def inspect(self, ctx: TrialContext, params: Params) -> list[Metric]:
+    def inspect(self, ctx: TrialContext, params: P) -> list[Metric]:
         """Untimed measurements after the data is on disk and the filesystem remounted."""
         return []
 
-    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
+    def derive(self, params: P, metrics: Mapping[str, float]) -> list[Metric]:
         """Metrics computed from the timed ones (MB/s from bytes and the runner's
         `seconds`, which includes the flush)."""
         return []
 
-    def check(self, params: Params, metrics: dict[str, float]) -> dict[str, str]:
-        """Validity flags from the trial's metrics, runner's included (device_read_bytes,
-        seconds): e.g. {"not-cold": "device read 3 MiB of a 1 GiB tree"}."""
+    def check(self, params: P, metrics: Mapping[str, float]) -> dict[str, str]:
+        """Validity flags of the workload's own (the runner checks cold reads, CPU and
+        duration itself): e.g. {"fsck-problems": "..."}."""
         return {}
+
+    def expected_read_bytes(self, params: P, metrics: Mapping[str, float]) -> float | None:
+        """Bytes a cold read in the timed phase must fetch from the device (the runner
+        flags `not-cold` when the device read less than validity.COLD_READ_FRACTION of
+        them); None when the timed phase reads nothing it should find cold."""
+        return None
+
+    def threads(self, params: P) -> int:
+        """Threads or processes the timed phase keeps busy at most: the runner's
+        `cpu-bound` check counts that many CPUs (at most the machine's)."""
+        return 1
+
+    @classmethod
+    def headline_for(cls, params: P, reported: Collection[str]) -> tuple[str, ...]:
+        """The headline metrics of a trial with these parameters that reported these
+        metrics (the runner records them with the trial): `headline` in its order, less
+        what the trial did not report."""
+        return tuple(name for name in cls.headline if name in reported)
 
     @classmethod
     def missing(cls) -> str | None:

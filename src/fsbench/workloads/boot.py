@@ -11,11 +11,10 @@ runs this workload itself.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from fsbench.errors import Unsupported
 from fsbench.workloads import register
-from fsbench.workloads.base import Metric, Params, Scale, TrialContext, Workload
+from fsbench.workloads.base import Params, Scale, TrialContext, Workload
+from fsbench.workloads.metric import Metric
 
 
 class BootParams(Params):
@@ -23,16 +22,15 @@ class BootParams(Params):
 
 
 @register
-class BootWorkload(Workload):
-    name: ClassVar[str] = "boot"
-    summary: ClassVar[str] = "boot the guest OS from a root on each filesystem (VM target)"
-    params_model: ClassVar[type[Params]] = BootParams
+class BootWorkload(Workload[BootParams]):
+    name = "boot"
+    summary = "boot the guest OS from a root on each filesystem (VM target)"
     scale_defaults = {Scale.TINY: {}, Scale.QUICK: {}, Scale.FULL: {}}
     # kernel_s includes the initramfs (initramfs-tools: no systemd in it to time it apart).
-    headline: ClassVar[tuple[str, ...]] = ("seconds", "kernel_s", "userspace_s")
-    vm_only: ClassVar[bool] = True
+    headline = ("seconds", "kernel_s", "userspace_s")
+    vm_only = True
     # Boot-time differences between root filesystems are smaller than the noise of fewer.
-    default_reps: ClassVar[int | None] = 10
+    default_reps = 10
 
     @classmethod
     def missing(cls) -> str | None:
@@ -42,5 +40,5 @@ class BootWorkload(Workload):
             return "the VM target needs QEMU (apt-get install qemu-system-x86 qemu-utils)"
         return None
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+    def run(self, ctx: TrialContext, params: BootParams) -> list[Metric]:
         raise Unsupported("boot runs on the VM target only: --target vm")

@@ -18,24 +18,15 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from pydantic import Field
 
 from fsbench import proc
 from fsbench.errors import TrialFailed, Unsupported
 from fsbench.workloads import _tools, register
-from fsbench.workloads.base import (
-    Better,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    Scale,
-    Tool,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric
 
 DIRNAME = "dbench"
 LOADFILE = "/usr/share/dbench/client.txt"  # shipped by the Debian package
@@ -47,16 +38,18 @@ _TIMEOUT_SLACK = 600.0
 
 
 class DbenchParams(Params):
-    clients: Annotated[int, Field(gt=0)]
-    duration: Annotated[int, Field(gt=0)]  # -t: seconds, warmup included
-    warmup: Annotated[int, Field(ge=0)] | None = None  # None: dbench's own, duration / 5
-    loadfile: str = LOADFILE  # -c
-    # dbench's sync policy, explicit: O_SYNC opens (-s), directory syncs (-S), an fsync
-    # after every write (-F). All off by default, as in dbench; the trace's own Flush
-    # operations are fsync calls either way.
-    o_sync: bool = False
-    sync_dirs: bool = False
-    fsync: bool = False
+    clients: Annotated[int, Field(gt=0, description="client processes replaying the trace")]
+    duration: Annotated[int, Field(gt=0, description="seconds of the run, warm-up included (-t)")]
+    warmup: Annotated[int, Field(ge=0)] | None = Field(
+        default=None,
+        description="seconds of warm-up (--warmup); none: dbench's own, duration / 5",
+    )
+    loadfile: str = Field(default=LOADFILE, description="the trace replayed (-c)")
+    # dbench's sync policy, explicit; all off by default, as in dbench. The trace's own
+    # Flush operations are fsync calls either way.
+    o_sync: bool = Field(default=False, description="open files O_SYNC (-s)")
+    sync_dirs: bool = Field(default=False, description="sync directory operations (-S)")
+    fsync: bool = Field(default=False, description="fsync after every write (-F)")
 
 
 @dataclass(frozen=True)
@@ -121,30 +114,28 @@ def argv(params: DbenchParams, directory: Path, warmup_option: bool) -> list[str
 
 
 @register
-class Dbench(Workload):
-    name: ClassVar[str] = "dbench"
-    summary: ClassVar[str] = (
-        "dbench: N clients replaying a file-server trace for a fixed time: MB/s, max latency"
-    )
-    params_model: ClassVar[type[Params]] = DbenchParams
+class Dbench(Workload[DbenchParams]):
+    name = "dbench"
+    summary = "dbench: N clients replaying a file-server trace for a fixed time: MB/s, max latency"
     scale_defaults = {
         Scale.TINY: {"clients": 2, "duration": 3},
         Scale.QUICK: {"clients": [1, 6, 12], "duration": 10},
         # dbench's default time limit, and the suite comparisons' 1..128 clients.
         Scale.FULL: {"clients": [1, 6, 12, 48, 128], "duration": 600},
     }
-    tools: ClassVar[tuple[Tool, ...]] = (Tool("dbench", "dbench"),)
-    cache: ClassVar[CacheState] = CacheState.WARM  # it writes its own files first
+    tools = (Tool("dbench", "dbench"),)
+    cache = CacheState.WARM  # it writes its own files first
     # Time bound, and it deletes what it wrote: nothing for a flush to measure.
-    flush: ClassVar[Flush] = Flush.NONE
-    headline: ClassVar[tuple[str, ...]] = ("mb_per_s", "max_latency_ms")
+    flush = Flush.NONE
+    headline = ("mb_per_s", "max_latency_ms")
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, DbenchParams)
+    def required_bytes(self, params: DbenchParams) -> int:
         return params.clients * _PER_CLIENT + _MARGIN
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, DbenchParams)
+    def threads(self, params: DbenchParams) -> int:
+        return params.clients
+
+    def prepare(self, ctx: TrialContext, params: DbenchParams) -> None:
         if not Path(params.loadfile).is_file():
             raise TrialFailed(f"dbench loadfile {params.loadfile} not found")
         if (
@@ -158,8 +149,7 @@ class Dbench(Workload):
             )
         (ctx.mountpoint / DIRNAME).mkdir(exist_ok=True)
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert isinstance(params, DbenchParams)
+    def run(self, ctx: TrialContext, params: DbenchParams) -> list[Metric]:
         warmup_option = params.warmup is not None and _has_warmup_option()
         res = proc.run(
             argv(params, ctx.mountpoint / DIRNAME, warmup_option),
@@ -168,12 +158,15 @@ class Dbench(Workload):
         result = parse_output(res.stdout)
         if not res.ok or result is None:
             raise _tools.tool_failed("dbench", res, first_error(res))
+        # dbench prints every figure with 3 decimals.
         metrics = [
-            Metric("mb_per_s", result.mb_per_s, "MB/s", Better.HIGHER),
-            Metric("max_latency_ms", result.max_latency_ms, "ms", Better.LOWER),
+            Metric("mb_per_s", result.mb_per_s, "MB/s", Better.HIGHER, resolution=0.001),
+            Metric("max_latency_ms", result.max_latency_ms, "ms", Better.LOWER, resolution=0.001),
         ]
         # The trace's Flush is fsync(2): its latency is the filesystem's commit cost.
         if "Flush" in result.operations:
             _count, avg, _max = result.operations["Flush"]
-            metrics.append(Metric("fsync_avg_latency_ms", avg, "ms", Better.LOWER))
+            metrics.append(
+                Metric("fsync_avg_latency_ms", avg, "ms", Better.LOWER, resolution=0.001)
+            )
         return metrics

@@ -23,25 +23,17 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from fsbench.units import Bytes
 from fsbench.workloads import _tools, register
-from fsbench.workloads.base import (
-    Better,
-    Bytes,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    Scale,
-    Tool,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric, rate
 
 DIRNAME = "fs_mark"
 BLOCK = 4096
@@ -57,16 +49,32 @@ _TIMEOUT_PER_FILE = 0.05
 
 
 class FsMarkParams(Params):
-    files: Annotated[int, Field(gt=0)]  # -n: files per thread per loop
-    size: Annotated[Bytes, Field(ge=0)]  # -s: bytes per file
-    threads: Annotated[int, Field(gt=0)] = 1  # -t: threads in all, shared among the dirs
-    dirs: Annotated[int, Field(gt=0)] = 1  # one -d directory per dir
-    subdirs: Annotated[int, Field(ge=0)] = 0  # -D: subdirectories of each dir (0: none)
-    # -N: files per subdirectory, filled round robin; 0 = fs_mark's default, a time based
-    # hash (180 s per subdirectory: a short run puts every file in one subdirectory).
-    subdir_files: Annotated[int, Field(ge=0)] = 0
-    sync: Annotated[int, Field(ge=0, le=6)]  # -S: see the module docstring
-    loops: Annotated[int, Field(gt=0)] = 1  # -L
+    files: Annotated[int, Field(gt=0, description="files per thread per loop (-n)")]
+    size: Annotated[Bytes, Field(ge=0, description="bytes per file (-s)")]
+    threads: Annotated[
+        int, Field(gt=0, description="threads in all, shared among the dirs (-t)")
+    ] = 1
+    dirs: Annotated[int, Field(gt=0, description="directories, one -d each")] = 1
+    subdirs: Annotated[
+        int, Field(ge=0, description="subdirectories of each directory (-D); 0: none")
+    ] = 0
+    # 0 = fs_mark's default, a time based hash (180 s per subdirectory: a short run puts
+    # every file in one subdirectory).
+    subdir_files: Annotated[
+        int,
+        Field(ge=0, description="files per subdirectory, round robin (-N); 0: fs_mark's hash"),
+    ] = 0
+    sync: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=6,
+            description="fsync/sync policy (-S): 0 none, 1 fsync before close, 2 sync + one "
+            "fsync, 3 fsync all at the end in reverse, 4 sync + 3, 5 fsync all at the end in "
+            "order, 6 sync + 5",
+        ),
+    ]
+    loops: Annotated[int, Field(gt=0, description="loops of the test (-L)")] = 1
 
     @model_validator(mode="after")
     def _consistent(self) -> FsMarkParams:
@@ -138,14 +146,16 @@ def summarize(rows: list[LoopRow], size: int) -> list[Metric]:
         per_loop.append(row.count - prev)
         prev = row.count
     files = rows[-1].count
-    metrics = [Metric("files", files, "count", Better.HIGHER)]
+    metrics = [Metric("files", files, "count", Better.HIGHER, resolution=1)]
     if size:  # what the application wrote: the runner turns it into write amplification
         metrics.append(Metric("bytes_written", files * size, "B", Better.HIGHER))
     tool_seconds = sum(
         n / r.files_per_s for n, r in zip(per_loop, rows, strict=True) if r.files_per_s
     )
     if tool_seconds > 0:
-        metrics.append(Metric("tool_files_per_s", files / tool_seconds, "files/s", Better.HIGHER))
+        # fs_mark prints its rate with one decimal.
+        own = files / tool_seconds
+        metrics.append(Metric("tool_files_per_s", own, "files/s", Better.HIGHER, 0.1))
     for name in rows[0].latencies:
         if name == "write" and size == 0:
             continue
@@ -157,7 +167,9 @@ def summarize(rows: list[LoopRow], size: int) -> list[Metric]:
             for n, r in zip(per_loop, rows, strict=True)
             if name in r.latencies
         )
-        metrics.append(Metric(f"{name}_avg_us", weighted / max(files, 1), "us", Better.LOWER))
+        # Whole microseconds as printed.
+        mean = weighted / max(files, 1)
+        metrics.append(Metric(f"{name}_avg_us", mean, "us", Better.LOWER, resolution=1))
     return metrics
 
 
@@ -188,13 +200,12 @@ def argv(params: FsMarkParams, directories: list[Path], log: Path) -> list[str]:
 
 
 @register
-class FsMark(Workload):
-    name: ClassVar[str] = "fs_mark"
-    summary: ClassVar[str] = (
+class FsMark(Workload[FsMarkParams]):
+    name = "fs_mark"
+    summary = (
         "fs_mark: create many small files with an explicit fsync/sync policy (-S): files/s "
         "to disk, per-syscall latencies"
     )
-    params_model: ClassVar[type[Params]] = FsMarkParams
     scale_defaults = {
         # ext4 here: 400-900 fsync'd files/s (-S1), noisy.
         Scale.TINY: {"files": 1000, "size": "4K", "threads": 1, "dirs": 1, "sync": 1},
@@ -202,25 +213,25 @@ class FsMark(Workload):
         # The ext4-vs-xfs comparison: 1M files of 4 KiB, fsync before close.
         Scale.FULL: {"files": 1_000_000, "size": "4K", "threads": 1, "dirs": 1, "sync": 1},
     }
-    tools: ClassVar[tuple[Tool, ...]] = (Tool("fs_mark", "fsmark"),)
-    cache: ClassVar[CacheState] = CacheState.WARM  # it only creates: nothing to read
+    tools = (Tool("fs_mark", "fsmark"),)
+    cache = CacheState.WARM  # it only creates: nothing to read
     # The syncfs that puts -S0/-S5 files on disk is inside `seconds` (and files_per_s).
-    flush: ClassVar[Flush] = Flush.SYNC
-    headline: ClassVar[tuple[str, ...]] = ("files_per_s",)
+    flush = Flush.SYNC
+    headline = ("files_per_s",)
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, FsMarkParams)
+    def required_bytes(self, params: FsMarkParams) -> int:
         data = -(-params.size // BLOCK) * BLOCK
         per_file = max(data + _PER_FILE_META, _PER_FILE_MIN)
         return params.total_files * per_file + _MARGIN
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, FsMarkParams)
+    def threads(self, params: FsMarkParams) -> int:
+        return params.threads
+
+    def prepare(self, ctx: TrialContext, params: FsMarkParams) -> None:
         for d in dirs(params):
             (ctx.mountpoint / d).mkdir(parents=True, exist_ok=True)
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert isinstance(params, FsMarkParams)
+    def run(self, ctx: TrialContext, params: FsMarkParams) -> list[Metric]:
         timeout = _TIMEOUT_BASE + _TIMEOUT_PER_FILE * params.total_files
         with tempfile.TemporaryDirectory(prefix="fsbench-fs_mark-") as tmp:
             log = Path(tmp) / "fs_log.txt"
@@ -240,8 +251,5 @@ class FsMark(Workload):
             )
         return metrics
 
-    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
-        seconds = metrics.get("seconds", 0.0)
-        if seconds <= 0 or "files" not in metrics:
-            return []
-        return [Metric("files_per_s", metrics["files"] / seconds, "files/s", Better.HIGHER)]
+    def derive(self, params: FsMarkParams, metrics: Mapping[str, float]) -> list[Metric]:
+        return rate(metrics, "files", "files_per_s", "files/s")

@@ -1,24 +1,46 @@
 """fsck: read-only check of the filesystem holding the tree, after umount (e2fsck -fn,
 xfs_repair -n, btrfs check --readonly...): seconds, plus the fsck's own fragmentation
-report where it gives one ("% non-contiguous"; xfs_db's fragmentation factor for xfs)."""
+report where it gives one ("% non-contiguous"; xfs_db's fragmentation factor for xfs).
+
+A check that finds problems is a result (`fsck_exit`, flagged `fsck-problems`); a checker
+that could not check (e2fsck's operational error 8, usage error 16, cancel 32, library
+error 128; a timeout) fails the trial with its own words: its time is not a timing.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from collections.abc import Mapping
 
 from fsbench import filesystems, proc
-from fsbench.errors import Unsupported
+from fsbench.errors import TrialFailed, Unsupported
 from fsbench.workloads import _trees, register
-from fsbench.workloads.base import (
-    Better,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads._tools import first_error_line, tool_failed
+from fsbench.workloads.base import CacheState, Flush, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric
+
+TIMEOUT = 7200.0
+# The exit statuses of a check that ran to its verdict, by checker (argv[0]); any other
+# status is the checker failing. fsck(8)'s convention (e2fsck, fsck.jfs, reiserfsck): the
+# bits 1 (corrected), 2 (reboot) and 4 (left uncorrected) are verdicts; 8 (operational
+# error), 16 (usage), 32 (cancelled) and 128 (shared library) are failures.
+# xfs_repair -n and btrfs check: 0 clean, 1 problems found.
+FSCK_CONVENTION = frozenset(range(8))
+VERDICTS: dict[str, frozenset[int]] = {
+    "xfs_repair": frozenset({0, 1}),
+    "btrfs": frozenset({0, 1}),
+}
+
+
+def checker_failed(argv: list[str], res: proc.Result) -> TrialFailed | None:
+    """The trial's failure when the checker itself failed (or timed out), else None."""
+    tool = argv[0]
+    if res.returncode in VERDICTS.get(tool, FSCK_CONVENTION):
+        return None
+    if res.returncode == 124:
+        return tool_failed(tool, res, f"timed out after {TIMEOUT:.0f} s")
+    why = f"the checker failed (exit status {res.returncode}): {first_error_line(res)}"
+    return tool_failed(tool, res, why)
 
 
 class FsckParams(_trees.TreeParams):
@@ -26,49 +48,46 @@ class FsckParams(_trees.TreeParams):
 
 
 @register
-class Fsck(Workload):
-    name: ClassVar[str] = "fsck"
-    summary: ClassVar[str] = "read-only fsck of the filesystem holding the tree, unmounted"
-    params_model: ClassVar[type[Params]] = FsckParams
+class Fsck(Workload[FsckParams]):
+    name = "fsck"
+    summary = "read-only fsck of the filesystem holding the tree, unmounted"
     scale_defaults = _trees.with_tree_defaults({})
-    cache: ClassVar[CacheState] = CacheState.COLD
-    flush: ClassVar[Flush] = Flush.NONE
-    needs_mount: ClassVar[bool] = False
-    headline: ClassVar[tuple[str, ...]] = (
-        "seconds",
-        "noncontiguous_pct",
-        "fragmentation_factor_pct",
-    )
+    cache = CacheState.COLD
+    flush = Flush.NONE
+    needs_mount = False
+    headline = ("seconds", "noncontiguous_pct", "fragmentation_factor_pct")
 
     def __init__(self) -> None:
         self._problems = ""
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, FsckParams)
+    def required_bytes(self, params: FsckParams) -> int:
         return _trees.tree_bytes_estimate(params)
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, FsckParams)
+    def prepare(self, ctx: TrialContext, params: FsckParams) -> None:
         if not filesystems.get(ctx.fs_type).fsck_readonly:
             raise Unsupported(f"no read-only fsck known for {ctx.fs_type}")
         _trees.ensure_trees(ctx, params, 1)
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+    def run(self, ctx: TrialContext, params: FsckParams) -> list[Metric]:
         fs = filesystems.get(ctx.fs_type)
-        res = proc.run([*fs.fsck_readonly, ctx.device], timeout=7200)
+        argv = [*fs.fsck_readonly, ctx.device]
+        res = proc.run(argv, timeout=TIMEOUT)
         if res.returncode == 127:
             raise Unsupported(res.output)
-        metrics = [Metric("fsck_exit", res.returncode, "code", Better.LOWER)]
+        failed = checker_failed(argv, res)
+        if failed is not None:
+            raise failed
+        metrics = [Metric("fsck_exit", res.returncode, "code", Better.LOWER, resolution=1)]
         if res.returncode != 0:
             # A read-only check that finds something is a result, not a crash.
             self._problems = res.output[-2000:]
         if fs.fsck_frag_regex:
             m = re.search(fs.fsck_frag_regex, res.stdout + res.stderr)
             if m:
-                metrics.append(Metric("noncontiguous_pct", float(m.group(1)), "%", Better.LOWER))
+                metrics.append(_percent("noncontiguous_pct", m.group(1)))
         return metrics
 
-    def inspect(self, ctx: TrialContext, params: Params) -> list[Metric]:
+    def inspect(self, ctx: TrialContext, params: FsckParams) -> list[Metric]:
         fs = filesystems.get(ctx.fs_type)
         if not fs.frag_report:
             return []
@@ -76,9 +95,16 @@ class Fsck(Workload):
         m = re.search(fs.frag_report_regex, res.stdout) if res.ok else None
         if not m:
             return []
-        return [Metric("fragmentation_factor_pct", float(m.group(1)), "%", Better.LOWER)]
+        return [_percent("fragmentation_factor_pct", m.group(1))]
 
-    def check(self, params: Params, metrics: dict[str, float]) -> dict[str, str]:
+    def check(self, params: FsckParams, metrics: Mapping[str, float]) -> dict[str, str]:
         if self._problems:
-            return {"fsck-problems": self._problems.splitlines()[-1] if self._problems else ""}
+            return {"fsck-problems": (self._problems.splitlines() or [""])[-1]}
         return {}
+
+
+def _percent(name: str, printed: str) -> Metric:
+    """A percentage as the tool printed it: its last decimal is its resolution ("3.9"
+    -> 0.1, "12.34" -> 0.01, "7" -> 1)."""
+    decimals = len(printed.partition(".")[2])
+    return Metric(name, float(printed), "%", Better.LOWER, resolution=10.0**-decimals)

@@ -7,8 +7,8 @@ vocabulary, compressible about 3:1), so gzip does real work on both kinds of dat
 
 The cache is COLD: the runner syncs and drops caches after `prepare`, so the input is
 read from the filesystem (read path, readahead) rather than from the page cache that
-`prepare` filled just by writing it; a `not-cold` flag says when the device read less
-than the input. gzip is CPU bound here (~27 MB/s at -6): the filesystem's share is the
+`prepare` filled just by writing it; the runner flags `not-cold` when the device read
+much less than the input. gzip is CPU bound here (~27 MB/s at -6): the filesystem's share is the
 read and the output write, which the runner's sync (inside `seconds`) puts on disk.
 """
 
@@ -16,23 +16,15 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Annotated, ClassVar
+from collections.abc import Mapping
+from typing import Annotated
 
 from pydantic import Field
 
+from fsbench.units import Bytes
 from fsbench.workloads import _tools, register
-from fsbench.workloads.base import (
-    Better,
-    Bytes,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    Scale,
-    Tool,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric, rate
 
 DIRNAME = "gzip"
 INPUT = "input.dat"
@@ -45,11 +37,15 @@ _TEXT_POOL = 4 << 20  # text chunks are slices of a 4 MiB pool: no repeats withi
 
 
 class GzipParams(Params):
-    size: Annotated[Bytes, Field(gt=0)]
-    level: Annotated[int, Field(ge=1, le=9)] = 6  # gzip's default
-    # gzip --synchronous: fdatasync the output before exiting (off: gzip's default).
-    synchronous: bool = False
-    seed: int = 0
+    size: Annotated[Bytes, Field(gt=0, description="size of the input file compressed")]
+    level: Annotated[
+        int, Field(ge=1, le=9, description="compression level (-1 .. -9; gzip's default: 6)")
+    ] = 6
+    synchronous: bool = Field(
+        default=False,
+        description="gzip --synchronous: fdatasync the output before exiting (gzip's default: off)",
+    )
+    seed: int = Field(default=0, description="seed of the generated input (same seed, same data)")
 
 
 def text_pool(rng: random.Random, size: int = _TEXT_POOL) -> bytes:
@@ -92,35 +88,29 @@ def argv(params: GzipParams, src: os.PathLike[str]) -> list[str]:
 
 
 @register
-class Gzip(Workload):
-    name: ClassVar[str] = "gzip"
-    summary: ClassVar[str] = (
-        "gzip: compress a file (half random, half text) on the filesystem into another: MB/s"
-    )
-    params_model: ClassVar[type[Params]] = GzipParams
+class Gzip(Workload[GzipParams]):
+    name = "gzip"
+    summary = "gzip: compress a file (half random, half text) on the filesystem into another: MB/s"
     scale_defaults = {
         Scale.TINY: {"size": "32M"},  # ~1.2 s here
         Scale.QUICK: {"size": "128M"},  # ~5 s here
         Scale.FULL: {"size": "2G"},  # the suites' 2 GB file
     }
-    tools: ClassVar[tuple[Tool, ...]] = (Tool("gzip", "gzip"),)
-    cache: ClassVar[CacheState] = CacheState.COLD
-    flush: ClassVar[Flush] = Flush.SYNC
-    headline: ClassVar[tuple[str, ...]] = ("seconds", "mb_per_s")
+    tools = (Tool("gzip", "gzip"),)
+    cache = CacheState.COLD
+    flush = Flush.SYNC
+    headline = ("seconds", "mb_per_s")
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, GzipParams)
+    def required_bytes(self, params: GzipParams) -> int:
         # Output at most the input plus gzip's framing (random data does not shrink).
         return 2 * params.size + params.size // 100 + _MARGIN
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, GzipParams)
+    def prepare(self, ctx: TrialContext, params: GzipParams) -> None:
         d = ctx.mountpoint / DIRNAME
         d.mkdir(exist_ok=True)
         write_input(d / INPUT, params.size, params.seed)
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert isinstance(params, GzipParams)
+    def run(self, ctx: TrialContext, params: GzipParams) -> list[Metric]:
         d = ctx.mountpoint / DIRNAME
         out = d / OUTPUT
         timeout = _TIMEOUT_BASE + params.size / _SLOWEST_BYTES_PER_S
@@ -135,19 +125,8 @@ class Gzip(Workload):
             Metric("ratio", out_bytes / params.size, "ratio", Better.LOWER),
         ]
 
-    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
-        seconds = metrics.get("seconds", 0.0)
-        if seconds <= 0 or "input_bytes" not in metrics:
-            return []
-        mb_s = metrics["input_bytes"] / seconds / _tools.MB
-        return [Metric("mb_per_s", mb_s, "MB/s", Better.HIGHER)]
+    def derive(self, params: GzipParams, metrics: Mapping[str, float]) -> list[Metric]:
+        return rate(metrics, "input_bytes", "mb_per_s", "MB/s", per=_tools.MB)
 
-    def check(self, params: Params, metrics: dict[str, float]) -> dict[str, str]:
-        assert isinstance(params, GzipParams)
-        read = metrics.get("device_read_bytes")
-        if read is not None and read < 0.9 * params.size:
-            return {
-                "not-cold": f"device read {read / (1 << 20):.1f} MiB of a "
-                f"{params.size / (1 << 20):.1f} MiB input"
-            }
-        return {}
+    def expected_read_bytes(self, params: GzipParams, metrics: Mapping[str, float]) -> float:
+        return params.size  # the whole input, read cold

@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar
 
 from pydantic import Field
 
 from fsbench import proc
 from fsbench.errors import TrialFailed, Unsupported
 from fsbench.workloads import _trees, register
-from fsbench.workloads.base import (
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    Tool,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, Tool, TrialContext, Workload
+from fsbench.workloads.metric import Metric
 
 BUILD_TOOLS = (
     Tool("make", "make"),
@@ -35,33 +27,41 @@ BUILD_TOOLS = (
 
 
 class KernelBuildParams(_trees.TreeParams):
-    target: str = ""  # "" = the default target (vmlinux and modules), or e.g. "fs/ext4/"
-    jobs: int = Field(default=0, ge=0, le=1024)  # 0 = one per CPU
-    config: str = "defconfig"
+    target: str = Field(
+        default="",
+        description="make target: empty for the default (vmlinux and modules), or a part "
+        "such as fs/ext4/",
+    )
+    jobs: int = Field(default=0, ge=0, le=1024, description="make -jN; 0: one per CPU")
+    config: str = Field(default="defconfig", description="the configuration target made first")
+
+
+def _jobs(params: KernelBuildParams) -> int:
+    return params.jobs or os.cpu_count() or 1
 
 
 @register
-class KernelBuild(Workload):
-    name: ClassVar[str] = "kernel-build"
-    summary: ClassVar[str] = "make defconfig && make -jN in the untarred kernel tree"
-    params_model: ClassVar[type[Params]] = KernelBuildParams
+class KernelBuild(Workload[KernelBuildParams]):
+    name = "kernel-build"
+    summary = "make defconfig && make -jN in the untarred kernel tree"
     scale_defaults = _trees.with_tree_defaults(
         {scale: {"source": "linux-source"} for scale in _trees.TREE_DEFAULTS}
     )
-    tools: ClassVar[tuple[Tool, ...]] = BUILD_TOOLS
-    cache: ClassVar[CacheState] = CacheState.WARM
-    flush: ClassVar[Flush] = Flush.SYNC
-    headline: ClassVar[tuple[str, ...]] = ("seconds",)
+    tools = BUILD_TOOLS
+    cache = CacheState.WARM
+    flush = Flush.SYNC
+    headline = ("seconds",)
 
     def __init__(self) -> None:
         self._tree: Path | None = None
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, KernelBuildParams)
+    def required_bytes(self, params: KernelBuildParams) -> int:
         return _trees.tree_bytes_estimate(params) * 3  # objects: ~2x the source
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, KernelBuildParams)
+    def threads(self, params: KernelBuildParams) -> int:
+        return _jobs(params)
+
+    def prepare(self, ctx: TrialContext, params: KernelBuildParams) -> None:
         src, trees = _trees.ensure_trees(ctx, params, 1)
         if src.kind != "linux-source":
             raise Unsupported("kernel-build needs the real kernel source (source=linux-source)")
@@ -69,9 +69,9 @@ class KernelBuild(Workload):
         if not (self._tree / "Makefile").exists():
             raise TrialFailed(f"no Makefile in {self._tree}")
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert isinstance(params, KernelBuildParams) and self._tree is not None
-        jobs = params.jobs or os.cpu_count() or 1
+    def run(self, ctx: TrialContext, params: KernelBuildParams) -> list[Metric]:
+        assert self._tree is not None, "prepare finds the tree"
+        jobs = _jobs(params)
         for argv in (
             ["make", "-C", str(self._tree), params.config],
             [

@@ -8,44 +8,42 @@ measured phase excludes the warm-up. Threads sweep 1..64 as in the ext4-vs-xfs c
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
 from fsbench.workloads import _engine, register
-from fsbench.workloads.base import (
-    Better,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    Scale,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric
 
 DIR = "engine"
 
 
 class PersonalityParams(Params):
-    threads: int | None = Field(default=None, ge=1, le=4096)  # None: the personality's own
-    duration: float | None = Field(default=None, gt=0)  # seconds measured; None: by scale
-    warmup: float | None = Field(default=None, ge=0)
-    seed: int = Field(default=1, ge=0)
+    threads: int | None = Field(
+        default=None, ge=1, le=4096, description="threads; none: the personality's own"
+    )
+    duration: float | None = Field(
+        default=None, gt=0, description="seconds measured; none: the engine's for the scale"
+    )
+    warmup: float | None = Field(
+        default=None, ge=0, description="seconds run before measuring; none: the engine's"
+    )
+    seed: int = Field(default=1, ge=0, description="seed of the file sizes and choices")
 
 
 def _defaults(threads: dict[Scale, Any]) -> dict[Scale, dict[str, Any]]:
     return {scale: {"threads": threads[scale]} for scale in Scale}
 
 
-class _Personality(Workload):
-    personality: ClassVar[str]
-    params_model: ClassVar[type[Params]] = PersonalityParams
-    cache: ClassVar[CacheState] = CacheState.COLD
+class _Personality(Workload[PersonalityParams]):
+    """A filebench personality: the engine's personality of the workload's own name."""
+
+    cache = CacheState.COLD
     # ops/s is the engine's own, over its measured phase; the sync after it puts what was
     # written on disk so the device's bytes (write amplification) count all of it.
-    flush: ClassVar[Flush] = Flush.SYNC
-    headline: ClassVar[tuple[str, ...]] = ("ops_per_s", "mb_per_s", "lat_p99_us")
+    flush = Flush.SYNC
+    headline = ("ops_per_s", "mb_per_s", "lat_p99_us")
 
     @classmethod
     def missing(cls) -> str | None:
@@ -57,13 +55,17 @@ class _Personality(Workload):
         self._spec: dict[str, Any] = {}
         self._prepared: dict[str, Any] = {}
 
-    def required_bytes(self, params: Params) -> int:
+    def required_bytes(self, params: PersonalityParams) -> int:
         return 0  # sized by the engine per scale; full scale grows with RAM
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, PersonalityParams)
+    def threads(self, params: PersonalityParams) -> int:
+        # The spec prepare made says how many (the personality's own unless given).
+        groups = self._spec.get("groups") or []
+        return sum(int(g.get("threads") or 1) for g in groups) or params.threads or 1
+
+    def prepare(self, ctx: TrialContext, params: PersonalityParams) -> None:
         spec = _engine.personality(
-            self.personality,
+            self.name,
             str(ctx.scale),
             ctx.mountpoint / DIR,
             threads=params.threads,
@@ -77,7 +79,7 @@ class _Personality(Workload):
             fileset["reuse"] = True  # run measures on what prepare laid out
         self._spec = spec
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
+    def run(self, ctx: TrialContext, params: PersonalityParams) -> list[Metric]:
         seconds = float(self._spec["stop"].get("duration_s") or 0) + float(
             self._spec.get("warmup_s") or 0
         )
@@ -93,7 +95,7 @@ class _Personality(Workload):
             Metric("lat_p99_us", lat["p99"], "us", Better.LOWER),
             Metric("lat_p99_9_us", lat["p99_9"], "us", Better.LOWER),
             Metric("lat_max_us", lat["max"], "us", Better.LOWER),
-            Metric("ops", total["ops"], "count", Better.HIGHER),
+            Metric("ops", total["ops"], "count", Better.HIGHER, resolution=1),
             Metric("measured_seconds", result["measured"]["duration_s"], "s", Better.HIGHER),
             Metric("bytes_written", total["bytes_written"], "B", Better.HIGHER),
             Metric("prepare_seconds", self._prepared.get("seconds", 0.0), "s", Better.LOWER),
@@ -111,11 +113,10 @@ class _Personality(Workload):
 
 @register
 class Fileserver(_Personality):
-    name: ClassVar[str] = "fileserver"
-    personality: ClassVar[str] = "fileserver"
-    summary: ClassVar[str] = (
-        "filebench fileserver: 10,000 files of 128 KiB (gamma), create-write-append-read-"
-        "delete-stat, 50 threads"
+    name = "fileserver"
+    summary = (
+        "filebench fileserver: 10,000 files of 128 KiB (gamma), create-write-append-"
+        "read-delete-stat, 50 threads"
     )
     scale_defaults = _defaults(
         {Scale.TINY: [1, 4], Scale.QUICK: [1, 4, 16], Scale.FULL: [1, 2, 4, 8, 16, 32, 64]}
@@ -124,21 +125,19 @@ class Fileserver(_Personality):
 
 @register
 class Varmail(_Personality):
-    name: ClassVar[str] = "varmail"
-    personality: ClassVar[str] = "varmail"
-    summary: ClassVar[str] = (
-        "filebench varmail: 1,000 files of 16 KiB in one directory, delete-create-append-"
-        "fsync-read, 16 threads"
+    name = "varmail"
+    summary = (
+        "filebench varmail: 1,000 files of 16 KiB in one directory, delete-create-"
+        "append-fsync-read, 16 threads"
     )
     scale_defaults = _defaults({Scale.TINY: 4, Scale.QUICK: 16, Scale.FULL: 16})
 
 
 @register
 class Webserver(_Personality):
-    name: ClassVar[str] = "webserver"
-    personality: ClassVar[str] = "webserver"
-    summary: ClassVar[str] = (
-        "filebench webserver: 1,000 files of 16 KiB, 10 whole-file reads per log append, "
-        "100 threads"
+    name = "webserver"
+    summary = (
+        "filebench webserver: 1,000 files of 16 KiB, 10 whole-file reads per log "
+        "append, 100 threads"
     )
     scale_defaults = _defaults({Scale.TINY: 4, Scale.QUICK: 100, Scale.FULL: 100})

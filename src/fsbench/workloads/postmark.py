@@ -21,23 +21,14 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from fsbench.units import Bytes
 from fsbench.workloads import _tools, register
-from fsbench.workloads.base import (
-    Better,
-    Bytes,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    Scale,
-    Tool,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric
 
 DIRNAME = "postmark"
 _MARGIN = 64 << 20
@@ -53,17 +44,24 @@ MARKERS = (CREATE, TRANSACT, DELETE, REPORT)
 
 
 class PostmarkParams(Params):
-    files: Annotated[int, Field(gt=0)]  # set number: the initial pool
-    transactions: Annotated[int, Field(gt=0)]
-    min_size: Annotated[Bytes, Field(gt=0)]  # set size MIN MAX
-    max_size: Annotated[Bytes, Field(gt=0)]
-    subdirectories: Annotated[int, Field(ge=0)] = 0
-    read_block: Annotated[Bytes, Field(gt=0)] = 512  # set read
-    write_block: Annotated[Bytes, Field(gt=0)] = 512  # set write
-    # postmark has no fsync: its only I/O policy is stdio buffering (its default) or
-    # plain read()/write() calls.
-    buffering: bool = True
-    seed: int = 42  # postmark's default: every run does the same operations
+    files: Annotated[int, Field(gt=0, description="files of the initial pool (set number)")]
+    transactions: Annotated[
+        int, Field(gt=0, description="transactions: read or append, create or delete")
+    ]
+    min_size: Annotated[Bytes, Field(gt=0, description="smallest file made (set size)")]
+    max_size: Annotated[Bytes, Field(gt=0, description="largest file made (set size)")]
+    subdirectories: Annotated[
+        int, Field(ge=0, description="subdirectories the files spread over; 0: none")
+    ] = 0
+    read_block: Annotated[Bytes, Field(gt=0, description="bytes per read call (set read)")] = 512
+    write_block: Annotated[Bytes, Field(gt=0, description="bytes per write call (set write)")] = 512
+    # postmark has no fsync: its only I/O policy is stdio buffering or plain calls.
+    buffering: bool = Field(
+        default=True, description="stdio buffering (postmark's default); off: read()/write()"
+    )
+    seed: int = Field(
+        default=42, description="random seed (postmark's default: every run does the same)"
+    )
 
     @model_validator(mode="after")
     def _range(self) -> PostmarkParams:
@@ -106,6 +104,9 @@ class Report:
     deleted_alone: int
     read_bytes: float
     written_bytes: float
+    # The step of each amount as printed (2 decimals of its unit: 0.01 MiB for megabytes).
+    read_step: float = 0.0
+    written_step: float = 0.0
 
 
 _UNITS = {"bytes": 1, "kilobytes": 1 << 10, "megabytes": 1 << 20, "gigabytes": 1 << 30}
@@ -135,10 +136,24 @@ def parse_report(text: str) -> Report | None:
         if not m:
             return None
         counts[key] = int(m.group(1))
-    data = {kind: float(value) * _UNITS[unit] for value, unit, kind in _DATA.findall(body)}
+    data = {kind: _amount(value, unit) for value, unit, kind in _DATA.findall(body)}
     if set(data) != {"read", "written"}:
         return None
-    return Report(**counts, read_bytes=data["read"], written_bytes=data["written"])
+    (read, read_step), (written, written_step) = data["read"], data["written"]
+    return Report(
+        **counts,
+        read_bytes=read,
+        written_bytes=written,
+        read_step=read_step,
+        written_step=written_step,
+    )
+
+
+def _amount(value: str, unit: str) -> tuple[float, float]:
+    """An amount as postmark prints it ("157.40", "megabytes"): bytes, and the bytes of
+    one step of its last decimal."""
+    decimals = len(value.partition(".")[2])
+    return float(value) * _UNITS[unit], _UNITS[unit] * 10.0**-decimals
 
 
 @dataclass(frozen=True)
@@ -181,11 +196,11 @@ def metrics_from(params: PostmarkParams, report: Report, ph: Phases, total: floa
         ),
         Metric("transaction_seconds", ph.transactions, "s", Better.LOWER),
         Metric("tool_seconds", total, "s", Better.LOWER),
-        Metric("transactions", params.transactions, "count", Better.HIGHER),
-        Metric("files_created", report.created, "count", Better.HIGHER),
-        Metric("read_bytes", report.read_bytes, "B", Better.HIGHER),
-        Metric("written_bytes", report.written_bytes, "B", Better.HIGHER),
-        Metric("bytes_written", report.written_bytes, "B", Better.HIGHER),
+        Metric("transactions", params.transactions, "count", Better.HIGHER, resolution=1),
+        Metric("files_created", report.created, "count", Better.HIGHER, resolution=1),
+        Metric("read_bytes", report.read_bytes, "B", Better.HIGHER, report.read_step),
+        Metric("written_bytes", report.written_bytes, "B", Better.HIGHER, report.written_step),
+        Metric("bytes_written", report.written_bytes, "B", Better.HIGHER, report.written_step),
     ]
 
 
@@ -194,34 +209,31 @@ _SHAPE = {"files": 500, "min_size": "5K", "max_size": "512K"}
 
 
 @register
-class Postmark(Workload):
-    name: ClassVar[str] = "postmark"
-    summary: ClassVar[str] = (
+class Postmark(Workload[PostmarkParams]):
+    name = "postmark"
+    summary = (
         "postmark: small-file transactions (read/append, create/delete) on a pool of files: "
         "transactions/s, files/s, MB/s"
     )
-    params_model: ClassVar[type[Params]] = PostmarkParams
     scale_defaults = {
         Scale.TINY: {**_SHAPE, "transactions": 3000},
         Scale.QUICK: {**_SHAPE, "transactions": 8000},
         Scale.FULL: {**_SHAPE, "transactions": 25000},
     }
-    tools: ClassVar[tuple[Tool, ...]] = (Tool("postmark", "postmark"),)
-    cache: ClassVar[CacheState] = CacheState.WARM  # it makes its own files
+    tools = (Tool("postmark", "postmark"),)
+    cache = CacheState.WARM  # it makes its own files
     # Everything is deleted by the end; the syncfs writes what is left (journal, frees).
-    flush: ClassVar[Flush] = Flush.SYNC
-    headline: ClassVar[tuple[str, ...]] = ("transactions_per_s",)
+    flush = Flush.SYNC
+    headline = ("transactions_per_s",)
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, PostmarkParams)
+    def required_bytes(self, params: PostmarkParams) -> int:
         # The pool can grow by creates and appends: twice its largest size.
         return 2 * params.files * params.max_size + _MARGIN
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
+    def prepare(self, ctx: TrialContext, params: PostmarkParams) -> None:
         (ctx.mountpoint / DIRNAME).mkdir(exist_ok=True)
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert isinstance(params, PostmarkParams)
+    def run(self, ctx: TrialContext, params: PostmarkParams) -> list[Metric]:
         commands = config(params, str(ctx.mountpoint / DIRNAME))
         timeout = _TIMEOUT_BASE + _TIMEOUT_PER_TRANSACTION * params.transactions
         t0 = time.monotonic()

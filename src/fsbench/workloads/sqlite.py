@@ -17,23 +17,16 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from fsbench.errors import TrialFailed, Unsupported
 from fsbench.workloads import register
-from fsbench.workloads.base import (
-    Better,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    Scale,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric, rate
 
 DIRNAME = "sqlite"
 DBNAME = "bench.db"
@@ -54,10 +47,14 @@ INSERT = "INSERT INTO bench (k, name) VALUES (?, ?)"
 
 
 class SqliteParams(Params):
-    inserts: Annotated[int, Field(gt=0)]
-    journal_mode: JournalMode = "DELETE"  # the classic rollback journal
-    synchronous: Synchronous = "FULL"  # fsync at every commit, as the classic test
-    seed: int = 1
+    inserts: Annotated[int, Field(gt=0, description="rows inserted, one transaction each")]
+    journal_mode: JournalMode = Field(
+        default="DELETE", description="PRAGMA journal_mode (DELETE: the classic rollback journal)"
+    )
+    synchronous: Synchronous = Field(
+        default="FULL", description="PRAGMA synchronous (FULL: fsync at every commit, classic)"
+    )
+    seed: int = Field(default=1, description="seed of the rows (same seed, same rows)")
 
 
 def rows(params: SqliteParams) -> list[tuple[int, str]]:
@@ -85,13 +82,12 @@ def connect(path: Path, params: SqliteParams) -> sqlite3.Connection:
 
 
 @register
-class Sqlite(Workload):
-    name: ClassVar[str] = "sqlite"
-    summary: ClassVar[str] = (
+class Sqlite(Workload[SqliteParams]):
+    name = "sqlite"
+    summary = (
         "sqlite: inserts into an indexed table, one transaction each (journal DELETE, "
         "synchronous FULL): inserts/s"
     )
-    params_model: ClassVar[type[Params]] = SqliteParams
     scale_defaults = {
         # 85-600 inserts/s on ext4 here (DELETE + FULL: an fsync'd journal per insert),
         # depending on the host's load: fsync cost is the whole test.
@@ -99,22 +95,20 @@ class Sqlite(Workload):
         Scale.QUICK: {"inserts": 1500},
         Scale.FULL: {"inserts": 12500},  # Phoronix's pts/sqlite
     }
-    cache: ClassVar[CacheState] = CacheState.WARM  # a fresh database: nothing to read
-    flush: ClassVar[Flush] = Flush.SYNC
-    headline: ClassVar[tuple[str, ...]] = ("inserts_per_s",)
+    cache = CacheState.WARM  # a fresh database: nothing to read
+    flush = Flush.SYNC
+    headline = ("inserts_per_s",)
 
     def __init__(self) -> None:
         self._rows: list[tuple[int, str]] = []
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, SqliteParams)
+    def required_bytes(self, params: SqliteParams) -> int:
         return params.inserts * _ROW_BYTES + _MARGIN
 
     def _path(self, ctx: TrialContext) -> Path:
         return ctx.mountpoint / DIRNAME / DBNAME
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, SqliteParams)
+    def prepare(self, ctx: TrialContext, params: SqliteParams) -> None:
         path = self._path(ctx)
         path.parent.mkdir(exist_ok=True)
         self._rows = rows(params)
@@ -128,8 +122,7 @@ class Sqlite(Workload):
         except sqlite3.Error as exc:
             raise TrialFailed(f"sqlite: creating {path}: {exc}") from exc
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert isinstance(params, SqliteParams)
+    def run(self, ctx: TrialContext, params: SqliteParams) -> list[Metric]:
         if len(self._rows) != params.inserts:  # run without prepare (a chain): make them
             self._rows = rows(params)
         path = self._path(ctx)
@@ -147,16 +140,12 @@ class Sqlite(Workload):
                 f"sqlite: insert {done + 1} of {params.inserts}: {exc}",
                 f"{path} journal_mode={params.journal_mode} synchronous={params.synchronous}",
             ) from exc
-        return [Metric("inserts", params.inserts, "count", Better.HIGHER)]
+        return [Metric("inserts", params.inserts, "count", Better.HIGHER, resolution=1)]
 
-    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
-        seconds = metrics.get("seconds", 0.0)
-        if seconds <= 0 or "inserts" not in metrics:
-            return []
-        return [Metric("inserts_per_s", metrics["inserts"] / seconds, "inserts/s", Better.HIGHER)]
+    def derive(self, params: SqliteParams, metrics: Mapping[str, float]) -> list[Metric]:
+        return rate(metrics, "inserts", "inserts_per_s", "inserts/s")
 
-    def inspect(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert isinstance(params, SqliteParams)
+    def inspect(self, ctx: TrialContext, params: SqliteParams) -> list[Metric]:
         path = self._path(ctx)
         conn = sqlite3.connect(path, isolation_level=None)
         try:

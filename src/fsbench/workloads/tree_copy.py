@@ -4,35 +4,28 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
 
 from pydantic import Field
 
 from fsbench.errors import TrialFailed
 from fsbench.sourcetree import SourceTree
 from fsbench.workloads import _trees, register
-from fsbench.workloads.base import (
-    Better,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    Scale,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, Scale, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric, rate
 
 
 class TreeCopyParams(_trees.TreeParams):
-    copies: int = Field(default=1, ge=1, le=64)
+    copies: int = Field(
+        default=1, ge=1, le=64, description="cp -a processes copying the tree at once"
+    )
 
 
 @register
-class TreeCopy(Workload):
-    name: ClassVar[str] = "tree-copy"
-    summary: ClassVar[str] = "N parallel cp -a of a warm tree on the filesystem + sync"
-    params_model: ClassVar[type[Params]] = TreeCopyParams
+class TreeCopy(Workload[TreeCopyParams]):
+    name = "tree-copy"
+    summary = "N parallel cp -a of a warm tree on the filesystem + sync"
     scale_defaults = _trees.with_tree_defaults(
         {
             Scale.TINY: {"copies": [1, 4]},
@@ -40,29 +33,30 @@ class TreeCopy(Workload):
             Scale.FULL: {"copies": [1, 4]},
         }
     )
-    cache: ClassVar[CacheState] = CacheState.WARM
-    flush: ClassVar[Flush] = Flush.SYNC
-    headline: ClassVar[tuple[str, ...]] = ("seconds", "mb_per_s")
+    cache = CacheState.WARM
+    flush = Flush.SYNC
+    headline = ("seconds", "mb_per_s")
 
     def __init__(self) -> None:
         self._src: SourceTree | None = None
         self._from: Path | None = None
         self._dests: list[Path] = []
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, TreeCopyParams)
+    def required_bytes(self, params: TreeCopyParams) -> int:
         return _trees.tree_bytes_estimate(params) * (params.copies + 1)
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, TreeCopyParams)
+    def threads(self, params: TreeCopyParams) -> int:
+        return params.copies
+
+    def prepare(self, ctx: TrialContext, params: TreeCopyParams) -> None:
         self._src, trees = _trees.ensure_trees(ctx, params, 1)
         self._from = trees[0]
         _trees.read_trees(ctx, [self._from])  # warm: the copy's reads come from memory
         base = ctx.mountpoint / _trees.TREES_DIR
         self._dests = [base / f"copy-{i}" for i in range(params.copies)]
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert self._src is not None and self._from is not None
+    def run(self, ctx: TrialContext, params: TreeCopyParams) -> list[Metric]:
+        assert self._src is not None and self._from is not None, "prepare sets the tree"
         procs = [
             subprocess.Popen(["cp", "-a", str(self._from), str(d)], stderr=subprocess.PIPE)
             for d in self._dests
@@ -88,8 +82,5 @@ class TreeCopy(Workload):
             Metric("bytes_written", copied, "B", Better.HIGHER),
         ]
 
-    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
-        seconds = metrics.get("seconds", 0.0)
-        if not seconds:
-            return []
-        return [Metric("mb_per_s", metrics["data_bytes"] / seconds / 1e6, "MB/s", Better.HIGHER)]
+    def derive(self, params: TreeCopyParams, metrics: Mapping[str, float]) -> list[Metric]:
+        return rate(metrics, "data_bytes", "mb_per_s", "MB/s", per=1e6)

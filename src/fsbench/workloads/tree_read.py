@@ -1,50 +1,32 @@
 """tree-read: the tree(s) in place, remount and drop caches, then read every byte of
 every file (`tar cf - TREES | cat > /dev/null`). Valid only if the device really read
-the data: otherwise the trial is flagged `not-cold`."""
+the data: the runner flags the trial `not-cold` otherwise."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
 
-from fsbench.units import human_bytes
 from fsbench.workloads import _trees, register
-from fsbench.workloads.base import (
-    Better,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    TrialContext,
-)
+from fsbench.workloads.base import CacheState, Flush, TrialContext
+from fsbench.workloads.metric import Better, Metric, rate
 
 
 @register
 class TreeRead(_trees.OnTrees):
-    name: ClassVar[str] = "tree-read"
-    summary: ClassVar[str] = "read every file of the tree(s) cold, after remount"
-    params_model: ClassVar[type[Params]] = _trees.TreesParams
-    scale_defaults = _trees.with_tree_defaults({})
-    cache: ClassVar[CacheState] = CacheState.COLD_REMOUNT
-    flush: ClassVar[Flush] = Flush.NONE
-    headline: ClassVar[tuple[str, ...]] = ("seconds", "mb_per_s")
+    name = "tree-read"
+    summary = "read every file of the tree(s) cold, after remount"
+    cache = CacheState.COLD_REMOUNT
+    flush = Flush.NONE
+    headline = ("seconds", "mb_per_s")
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert self._src is not None
+    def run(self, ctx: TrialContext, params: _trees.TreesParams) -> list[Metric]:
         _trees.read_trees(ctx, self._trees)
-        return [Metric("data_bytes", self._src.bytes * len(self._trees), "B", Better.HIGHER)]
+        return [Metric("data_bytes", self.source.bytes * len(self._trees), "B", Better.HIGHER)]
 
-    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
-        seconds = metrics.get("seconds", 0.0)
-        if not seconds:
-            return []
-        return [Metric("mb_per_s", metrics["data_bytes"] / seconds / 1e6, "MB/s", Better.HIGHER)]
+    def derive(self, params: _trees.TreesParams, metrics: Mapping[str, float]) -> list[Metric]:
+        return rate(metrics, "data_bytes", "mb_per_s", "MB/s", per=1e6)
 
-    def check(self, params: Params, metrics: dict[str, float]) -> dict[str, str]:
-        want = metrics.get("data_bytes", 0.0)
-        got = metrics.get("device_read_bytes")
-        if got is not None and got < want:
-            return {
-                "not-cold": f"device read {human_bytes(got)} of {human_bytes(want)} of data: "
-                "part of the tree came from a cache"
-            }
-        return {}
+    def expected_read_bytes(
+        self, params: _trees.TreesParams, metrics: Mapping[str, float]
+    ) -> float | None:
+        return metrics.get("data_bytes")

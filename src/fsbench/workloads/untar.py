@@ -7,48 +7,45 @@ the page cache, so only the filesystem's work is timed; `decompress = "inline"` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
+
+from pydantic import Field
 
 from fsbench import fiemap, sourcetree
 from fsbench.sourcetree import SourceTree
 from fsbench.workloads import _trees, register
-from fsbench.workloads.base import (
-    Better,
-    CacheState,
-    Flush,
-    Metric,
-    Params,
-    TrialContext,
-    Workload,
-)
+from fsbench.workloads.base import CacheState, Flush, TrialContext, Workload
+from fsbench.workloads.metric import Better, Metric, rate
 
 
 class UntarParams(_trees.TreeParams):
-    decompress: Literal["cache", "inline"] = "cache"
+    decompress: Literal["cache", "inline"] = Field(
+        default="cache",
+        description="cache: extract the decompressed tar kept warm outside the target; "
+        "inline: tar xJf on the .xz itself (xz's CPU time counted, as the original tests)",
+    )
 
 
 @register
-class Untar(Workload):
-    name: ClassVar[str] = "untar"
-    summary: ClassVar[str] = "extract a kernel tree onto the filesystem + sync; fragmentation"
-    params_model: ClassVar[type[Params]] = UntarParams
+class Untar(Workload[UntarParams]):
+    name = "untar"
+    summary = "extract a kernel tree onto the filesystem + sync; fragmentation"
     scale_defaults = _trees.with_tree_defaults({})
     # The archive must be warm (it is not what is measured); the target is freshly made.
-    cache: ClassVar[CacheState] = CacheState.WARM
-    flush: ClassVar[Flush] = Flush.SYNC
-    headline: ClassVar[tuple[str, ...]] = ("seconds", "mb_per_s", "frag_pct_fragmented")
+    cache = CacheState.WARM
+    flush = Flush.SYNC
+    headline = ("seconds", "mb_per_s", "frag_pct_fragmented")
 
     def __init__(self) -> None:
         self._src: SourceTree | None = None
         self._dest: Path | None = None
 
-    def required_bytes(self, params: Params) -> int:
-        assert isinstance(params, UntarParams)
+    def required_bytes(self, params: UntarParams) -> int:
         return _trees.tree_bytes_estimate(params)
 
-    def prepare(self, ctx: TrialContext, params: Params) -> None:
-        assert isinstance(params, UntarParams)
+    def prepare(self, ctx: TrialContext, params: UntarParams) -> None:
         src, trees = _trees.state(ctx)
         index = len(trees)  # in a chain after another untar, extract beside it
         self._src = _trees.source(ctx, params)
@@ -56,28 +53,24 @@ class Untar(Workload):
         inline = params.decompress == "inline" and self._src.compressed is not None
         sourcetree.warm(self._src.compressed if inline and self._src.compressed else self._src.tar)
 
-    def run(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert isinstance(params, UntarParams) and self._src and self._dest
+    def run(self, ctx: TrialContext, params: UntarParams) -> list[Metric]:
+        assert self._src and self._dest, "prepare sets the source and destination"
         _trees.untar(ctx, self._src, self._dest, inline=params.decompress == "inline")
         _src, trees = _trees.state(ctx)
         _trees.save_state(ctx, self._src, [*trees, self._dest])
         return [
-            Metric("files", self._src.files, "count", Better.HIGHER),
+            Metric("files", self._src.files, "count", Better.HIGHER, resolution=1),
             Metric("data_bytes", self._src.bytes, "B", Better.HIGHER),
             Metric("bytes_written", self._src.bytes, "B", Better.HIGHER),
         ]
 
-    def derive(self, params: Params, metrics: dict[str, float]) -> list[Metric]:
-        seconds = metrics.get("seconds", 0.0)
-        if not seconds:
-            return []
-        return [
-            Metric("mb_per_s", metrics["data_bytes"] / seconds / 1e6, "MB/s", Better.HIGHER),
-            Metric("files_per_s", metrics["files"] / seconds, "files/s", Better.HIGHER),
-        ]
+    def derive(self, params: UntarParams, metrics: Mapping[str, float]) -> list[Metric]:
+        return rate(metrics, "data_bytes", "mb_per_s", "MB/s", per=1e6) + rate(
+            metrics, "files", "files_per_s", "files/s"
+        )
 
-    def inspect(self, ctx: TrialContext, params: Params) -> list[Metric]:
-        assert self._dest is not None
+    def inspect(self, ctx: TrialContext, params: UntarParams) -> list[Metric]:
+        assert self._dest is not None, "prepare sets the destination"
         return tree_fragmentation(self._dest)
 
 

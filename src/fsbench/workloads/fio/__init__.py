@@ -1,0 +1,155 @@
+"""fio: the standard I/O workload generator, with built-in profiles or any job file.
+
+Profiles (the `profile` parameter; `profiles.py` holds their fio options):
+
+- `seq-write`: IOzone-style, one file (per thread) written sequentially in 1 MiB blocks
+  through the page cache, fsync at the end inside fio's timing (IOzone's `-e`).
+- `seq-read`: the same file laid out by `prepare` (untimed), then read sequentially, cold.
+- `rand-rw-16k-direct`: random 16 KiB reads and writes, 50/50, O_DIRECT, on a file laid
+  out by `prepare` (so the writes are overwrites, as in sysbench's `rndrw`); `threads`
+  jobs share the file; time based.
+- `threaded-io`: tiobench-style: `threads` threads, each on its own file, doing a
+  sequential write, a sequential read, random reads and random writes (4 KiB, buffered),
+  one fio run per phase with caches dropped in between; metrics per phase.
+- `job=/path/file.fio`: any fio job file (`jobfile.py`). fsbench points every job at the
+  filesystem under test (its `directory=` lines are replaced) and lays the files out in
+  `prepare` with `--create_only=1`, untimed.
+
+Every fio run uses `--output-format=json` (`parse.py`); bandwidth (MiB/s), IOPS, mean
+latency and completion-latency percentiles (p50, p95, p99, p99.9, in µs) are reported per
+direction. The headline metrics follow the profile: MiB/s and IOPS are one number at the
+1 MiB blocks of seq-*, so only MiB/s is shown there.
+
+On the `raw` pseudo-filesystem (the bare device) the same profile runs on the device
+itself with O_DIRECT, so every filesystem can be shown as a percentage of the device.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+
+from fsbench.errors import TrialFailed
+from fsbench.units import parse_size
+from fsbench.workloads import register
+from fsbench.workloads.base import CacheState, Flush, Scale, Tool, TrialContext, Workload
+from fsbench.workloads.fio import jobfile, tool
+from fsbench.workloads.fio.parse import job_metrics, written_bytes
+from fsbench.workloads.fio.profiles import (
+    BLOCK_SIZE,
+    SEQ_READ,
+    SEQ_WRITE,
+    TIME_BASED,
+    FioParams,
+    layout_phase,
+    run_phases,
+)
+from fsbench.workloads.metric import Better, Metric
+
+MIB = 1 << 20
+_MARGIN_MIN = 64 * MIB  # journal and metadata overhead that matters on small filesystems
+
+
+@register
+class Fio(Workload[FioParams]):
+    name = "fio"
+    summary = (
+        "fio profiles: seq-write/seq-read (IOzone-style, 1 MiB), rand-rw-16k-direct, "
+        "threaded-io (tiobench-style), or job=FILE; MiB/s, IOPS, latency percentiles"
+    )
+    scale_defaults = {
+        Scale.TINY: {"profile": SEQ_WRITE, "size": "64M", "runtime": 1, "threads": 1},
+        Scale.QUICK: {"profile": SEQ_WRITE, "size": "2G", "runtime": 10, "threads": 1},
+        # IOzone 8 GB write/read, as in the classic suite comparison.
+        Scale.FULL: {"profile": SEQ_WRITE, "size": "8G", "runtime": 60, "threads": 1},
+    }
+    tools = (Tool("fio", "fio"),)
+    # Reads are cold: nothing of the laid-out files is cached (fio also drops each file's
+    # pages before it starts, invalidate=1). On the raw device the runner drops caches.
+    cache = CacheState.COLD_REMOUNT
+    # fio's write phases fsync at their end; the runner's sync catches what a job file
+    # leaves dirty, inside `seconds` (fio's own MiB/s follow the job's own policy).
+    flush = Flush.SYNC
+    needs_filesystem = False  # `raw`: the same profile on the bare device
+    # Every headline metric of every profile; `headline_for` picks a trial's own.
+    headline = (
+        "write_mib_s",
+        "read_mib_s",
+        "write_iops",
+        "read_iops",
+        "write_clat_p99_us",
+        "read_clat_p99_us",
+        "seq_write_mib_s",
+        "seq_read_mib_s",
+        "rand_read_mib_s",
+        "rand_write_mib_s",
+        "seconds",
+    )
+
+    @classmethod
+    def headline_for(cls, params: FioParams, reported: Collection[str]) -> tuple[str, ...]:
+        """A job file: the bandwidth of each of its jobs, then `seconds`. A profile: its
+        own directions; no IOPS where a block is 1 MiB (the same number as MiB/s), no
+        `seconds` where the phases are time based (the same for every config)."""
+        if params.job_file is not None:
+            bandwidth = tuple(name for name in reported if name.endswith("_mib_s"))
+            return (*bandwidth, *(("seconds",) if "seconds" in reported else ()))
+        one_mib = parse_size(BLOCK_SIZE[params.profile]) == MIB
+        return tuple(
+            name
+            for name in super().headline_for(params, reported)
+            if not (one_mib and name.endswith("_iops"))
+            and not (params.profile in TIME_BASED and name == "seconds")
+        )
+
+    def required_bytes(self, params: FioParams) -> int:
+        if params.job_file is not None:
+            return 0  # unknown: the job file decides
+        return params.size + max(params.size // 10, _MARGIN_MIN)
+
+    def threads(self, params: FioParams) -> int:
+        # A job file's jobs are its own: count every CPU as possibly busy.
+        return params.threads if params.job_file is None else os.cpu_count() or 1
+
+    def prepare(self, ctx: TrialContext, params: FioParams) -> None:
+        where = tool.where(ctx)
+        if where.device is not None and params.job_file is None:
+            dev_size = tool.device_size(where.device)
+            if params.size > dev_size:
+                raise TrialFailed(
+                    f"fio size {params.size} is larger than {where.device} ({dev_size} bytes)"
+                )
+        if params.job_file is not None:
+            # fio's own setup phase (laying out files a job reads), untimed.
+            jobfile.run_job_file(params.job_file, where, ["--create_only=1"])
+            return
+        phase = layout_phase(params.profile, params, where)
+        if phase is not None:
+            tool.run_fio(tool.argv_options(phase.options), timeout=phase.timeout, direct=where.raw)
+
+    def run(self, ctx: TrialContext, params: FioParams) -> list[Metric]:
+        where = tool.where(ctx)
+        if params.job_file is not None:
+            results = jobfile.run_job_file(params.job_file, where, [])
+            return job_metrics(results) + _written(written_bytes(results))
+        metrics: list[Metric] = []
+        written = 0
+        for phase in run_phases(params.profile, params, where):
+            if phase.drop_caches_before:
+                ctx.drop_caches()
+            direct = where.raw or ("direct", "1") in phase.options
+            options = tool.argv_options(phase.options)
+            results = tool.run_fio(options, timeout=phase.timeout, direct=direct)
+            metrics += job_metrics(results, phase.prefix)
+            written += written_bytes(results)
+        return metrics + _written(written)
+
+    def expected_read_bytes(self, params: FioParams, metrics: Mapping[str, float]) -> float | None:
+        # seq-read reads its whole laid-out file cold (the other profiles' reads are
+        # O_DIRECT, or follow writes of the same trial).
+        return params.size if params.profile == SEQ_READ else None
+
+
+def _written(total: int) -> list[Metric]:
+    """What fio wrote, for the runner's write amplification (device bytes per byte)."""
+    return [Metric("bytes_written", total, "B", Better.HIGHER)] if total else []
