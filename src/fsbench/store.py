@@ -103,9 +103,8 @@ def pgpass_line(url: str) -> str:
     u = make_url(url)
     if not u.password:
         return ""
+    # A socket directory is matched as given (localhost only matches the default one).
     host = u.host or str(u.query.get("host") or "*")
-    if host.startswith("/"):  # libpq matches a Unix socket as localhost
-        host = "localhost"
     fields = [host, str(u.port or "*"), u.database or "*", u.username or "*", u.password]
     return ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
 

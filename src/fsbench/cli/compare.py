@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import io
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.table import Table as RichTable
 
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.errors import FsbenchError
 from fsbench.reports import compare as cmp
-from fsbench.reports import formats, source
+from fsbench.reports import formats, hosts, source
 from fsbench.reports.rows import Row
 from fsbench.store import RunRecord, Store
 
@@ -28,9 +32,10 @@ def compare(
         str | None,
         typer.Option(
             "--by",
-            metavar="KNOB[=A,B]",
+            metavar="DIM[=A,B]",
             help="Within RUN_A: the cells under one value of a dimension against another, "
-            "e.g. --by kernel (two kernels) or --by vm.dirty_ratio=10,40.",
+            "e.g. --by kernel (two kernels), --by vm.dirty_ratio=10,40, or in a fleet run "
+            "--by host=A,B or --by group=baseline,dev (with what differs between the hosts).",
         ),
     ] = None,
     fmt: Annotated[
@@ -47,6 +52,7 @@ def compare(
     verdict only where Welch's t-test says so (p < 0.05, Holm-corrected)."""
     fmt = formats.check(formats.JSON if json_out else fmt, formats.COMPARE)
     store = Store(db)
+    machines: list[hosts.HostFacts] = []  # the fleet hosts compared, for --by host/group
     if by is not None:
         if run_b is not None:
             raise FsbenchError("--by compares within one run: give RUN_A only")
@@ -55,6 +61,8 @@ def compare(
         name = by.partition("=")[0].strip()
         a = replace(run, name=f"{run.name}, {name}={level_a}")
         b = replace(run, name=f"{run.name}, {name}={level_b}")
+        if name in ("host", "group") and run.kind == "fleet":
+            machines = _machines(store, run, name, (level_a, level_b))
     elif run_b is None:
         raise FsbenchError("compare needs RUN_B, or --by KNOB to compare within RUN_A")
     else:
@@ -63,17 +71,55 @@ def compare(
     if fmt == formats.TABLE and output is None:
         console = Console() if sys.stdout.isatty() else Console(width=200)
         cmp.print_comparison(console, a, b, result)
+        if machines:
+            console.print()
+            console.print(_differences_table(machines))
         return
     text = {
         formats.TABLE: cmp.render_compare_text,
         formats.MARKDOWN: cmp.render_compare_markdown,
         formats.JSON: cmp.render_compare_json,
     }[fmt](a, b, result)
+    if machines and fmt == formats.JSON:
+        text = json.dumps({**json.loads(text), **hosts.document(machines)}, indent=2) + "\n"
+    elif machines:
+        console = Console(record=True, width=200, file=io.StringIO(), color_system=None)
+        console.print(_differences_table(machines))
+        text += "\n" + console.export_text()
     if output is None:
         typer.echo(text, nl=False)
     else:
         output.write_text(text)
         Console(stderr=True).print(f"wrote {output}", style="dim")
+
+
+def _machines(
+    store: Store, run: RunRecord, by: str, levels: tuple[str, str]
+) -> list[hosts.HostFacts]:
+    """The hosts on either side of a --by host or --by group comparison."""
+    found = hosts.hosts_of(store, run)
+    if by == "host":
+        return [h for h in found if h.name in levels]
+    return [h for h in found if set(h.groups) & set(levels)]
+
+
+def _differences_table(machines: list[hosts.HostFacts]) -> RichTable:
+    table = RichTable(
+        title="what differs between these hosts",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
+    table.add_column("fact")
+    for h in machines:
+        table.add_column(f"{h.name} ({', '.join(h.groups)})" if h.groups else h.name)
+    differing = hosts.differences(machines)
+    for fact, values in differing:
+        table.add_row(fact, *(values[h.name] for h in machines))
+    if not differing:
+        table.add_row(
+            "(nothing: same kernel, CPU, memory, device and tools)", *("" for _ in machines)
+        )
+    return table
 
 
 def _rows(store: Store, run_id: int) -> tuple[RunRecord, list[Row]]:

@@ -69,8 +69,10 @@ class Row:
     # Its place among the workload's headline metrics (0 = first), None when not one:
     # tables, charts and comparisons show the headline metrics unless asked for all.
     headline: int | None = None
-    # The fleet host it ran on (inventory name); "" for a run on one machine.
+    # The fleet host it ran on (inventory name) and that host's inventory groups; "" and
+    # [] for a run on one machine.
     host: str = ""
+    groups: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

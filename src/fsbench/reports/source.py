@@ -74,6 +74,10 @@ def load(store: Store, run_id: int) -> RunReport:
     if run.kind == FLEET:
         run.convergence = convergence_of(store, run)
     report = RunReport(run, trials, rows_of(run, trials))
+    if run.kind == FLEET:
+        groups = {m.fleet_host: m.fleet_groups for m in store.fleet_members(run.uid)}
+        for row in report.rows:
+            row.groups = list(groups.get(row.host, []))
     if run.kind not in (calibration.KIND, FLEET):  # a fleet's hosts have no one calibration
         cal = latest_calibration(store, run)
         if cal is not None:

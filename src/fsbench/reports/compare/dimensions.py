@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from fsbench.errors import FsbenchError
-from fsbench.reports.compare.cells import Comparison, compare_rows
+from fsbench.reports.compare.cells import Comparison, cell_key, compare_rows
 from fsbench.reports.rows import Row
+from fsbench.stats import min_detectable, summarize
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,40 @@ class Dimension:
         return list(dict.fromkeys(level for r in rows for level in self.levels_of(r)))
 
     def split(self, rows: Sequence[Row], level: str) -> list[Row]:
-        """The rows of one level, the dimension left out of their cells."""
-        return [self.without(r) for r in rows if level in self.levels_of(r)]
+        """The rows of one level, the dimension left out of their cells; rows that then
+        fall in one cell (the hosts of one group) pooled into one."""
+        return pool([self.without(r) for r in rows if level in self.levels_of(r)])
+
+
+def pool(rows: Sequence[Row]) -> list[Row]:
+    """Rows of the same cell as one: their values together, the statistics recomputed."""
+    by_key: dict[object, list[Row]] = {}
+    for row in rows:
+        by_key.setdefault(cell_key(row), []).append(row)
+    out = []
+    for same in by_key.values():
+        if len(same) == 1:
+            out.append(same[0])
+            continue
+        values = [v for r in same for v in r.values]
+        s = summarize(values)
+        out.append(
+            replace(
+                same[0],
+                values=values,
+                n=s.n,
+                mean=s.mean,
+                sd=s.sd,
+                ci95=list(s.ci95) if s.ci95 else None,
+                cv=s.cv,
+                outliers=[],
+                positions=[p for r in same for p in r.positions],
+                warmup_values=[v for r in same for v in r.warmup_values],
+                min_detectable=min_detectable(s.sd, s.mean, s.n),
+                flags={k: v for r in same for k, v in r.flags.items()},
+            )
+        )
+    return out
 
 
 def knob(name: str) -> Dimension:
@@ -40,8 +73,21 @@ def knob(name: str) -> Dimension:
     )
 
 
+def host() -> Dimension:
+    """The hosts of a fleet run: each host's cells against another's."""
+    return Dimension(
+        "host", lambda r: [r.host] if r.host else [], lambda r: replace(r, host="", groups=[])
+    )
+
+
+def group() -> Dimension:
+    """The inventory groups of a fleet run (baseline, dev): the cells of every host of one
+    group pooled, against another group's."""
+    return Dimension("group", lambda r: list(r.groups), lambda r: replace(r, host="", groups=[]))
+
+
 # Dimensions that are not knobs, by the name `--by` takes.
-NAMED: dict[str, Callable[[], Dimension]] = {}
+NAMED: dict[str, Callable[[], Dimension]] = {"host": host, "group": group}
 
 
 def dimension(name: str) -> Dimension:
