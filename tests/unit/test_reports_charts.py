@@ -25,6 +25,7 @@ def make_row(
     unit: str = "s",
     better: str = "lower",
     status: str = "ok",
+    headline: int | None = None,
 ) -> Row:
     s = summarize(values)
     return Row(
@@ -46,6 +47,7 @@ def make_row(
         cv=s.cv,
         values=values,
         trials={status: 3},
+        headline=headline,
     )
 
 
@@ -62,8 +64,11 @@ def assert_valid(paths: list[Path], count: int) -> None:
             assert b"http://" not in path.read_bytes().replace(b"http://www.w3.org/", b"")
 
 
+ALLOC_HEADLINE = {"seconds": 0, "fragments": 1, "extents": 2}  # as the run stored it
+
+
 def alloc_rows() -> list[Row]:
-    rows = []
+    rows: list[Row] = []
     for method, base in (("fallocate", 0.05), ("write-4k", 0.9)):
         params = {"method": method, "size": "64M"}
         for config, k, frags in (("ext4", 1.0, 2), ("xfs", 0.8, 1), ("ext2 <b>&</b>", 1.3, 40)):
@@ -77,6 +82,9 @@ def alloc_rows() -> list[Row]:
             rows.append(make_row(config, [v, v * 1.05, v * 0.95], "seconds", params))
             rows.append(make_row(config, [frags] * 3, "fragments", params, unit="count"))
             rows.append(make_row(config, [frags + 1] * 3, "extents", params, unit="count"))
+            rows.append(make_row(config, [v * 0.9] * 3, "write_seconds", params))
+    for r in rows:
+        r.headline = ALLOC_HEADLINE.get(r.metric or "")
     return rows
 
 
@@ -84,6 +92,7 @@ def test_bar_and_layout_charts(tmp_path: Path) -> None:
     rows = alloc_rows()
     bars = charts.bar_charts(rows, tmp_path, formats=("png", "svg"))
     assert_valid(bars, 6)  # seconds, fragments, extents: the alloc headline metrics
+    assert not any("write-seconds" in p.name for p in bars)  # not a headline metric
     layout = charts.layout_charts(rows, tmp_path)
     assert_valid(layout, 2)
     assert {p.name for p in layout} == {"layout-alloc.png", "layout-alloc.svg"}
@@ -211,3 +220,32 @@ def test_first_rep_timelines_pick_the_first_rep_with_samples() -> None:
 )
 def test_slug(text: str, expected: str) -> None:
     assert charts.slug(text) == expected
+
+
+def test_headline_metrics_are_the_stored_ones(tmp_path: Path) -> None:
+    """Charts follow Row.headline (what the run stored), in its order; a workload the run
+    stored no headline for gets every metric rather than none."""
+    rows = alloc_rows()
+    for r in rows:
+        r.headline = {"fragments": 0}.get(r.metric or "")
+    (chart,) = charts.bar_chart_set(rows, tmp_path / "a", formats=("svg",))
+    assert chart.metric == "fragments"
+    for r in rows:
+        r.headline = None
+    made = charts.bar_chart_set(rows, tmp_path / "b", formats=("svg",))
+    assert [c.metric for c in made] == ["seconds", "fragments", "extents", "write_seconds"]
+
+
+def test_timelines_skip_the_warm_up() -> None:
+    """The warm-up (rep 0) is not what the tables count: its timeline is not drawn."""
+
+    class T:
+        def __init__(self, tid: int, rep: int, seq: int) -> None:
+            self.id, self.rep, self.seq, self.step = tid, rep, seq, 0
+            self.config, self.chain, self.workload = "ext4", "", "alloc"
+            self.params: dict[str, Any] = {"method": "write-4k"}
+            self.knobs: dict[str, str] = {}
+            self.status = "ok"
+
+    got = charts.first_rep_timelines([T(1, 0, 0), T(2, 1, 1)], lambda tid: [{"t": 0.1}])
+    assert [(t.rep, t.trial_id) for t in got] == [(1, 2)]

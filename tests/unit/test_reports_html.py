@@ -8,12 +8,34 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.reports import html
-from fsbench.reports.rows import build_rows
+from fsbench.features.model import FeatureRow, FeatureTable, Result
+from fsbench.reports import html, source
 from fsbench.store import MetricRecord, Store, TrialRecord
 
 EVIL = "<script>alert(1)</script>"
 EVIL_DETAIL = "<img src=x onerror=alert(2)>"
+# What the run stored of its workload and of `fsbench features`: the page shows these,
+# whatever the fsbench that renders it knows.
+STORED_FACTS = {
+    "summary": f"as stored with the run {EVIL}",
+    "headline": ["seconds", "fragments"],
+    "params": {"method": "how the file is made", "size": "the file's size"},
+}
+FEATURES = FeatureTable(
+    filesystems=["ext4", "xfs", "btrfs"],
+    features=[
+        FeatureRow(
+            name="reflink copy",
+            question="Does cp --reflink=always share extents?",
+            results={
+                "ext4": Result(supported="no", note=f"stored note {EVIL}"),
+                "xfs": Result(supported="yes", value="1 shared extent(s)"),
+                "btrfs": Result(supported="yes", value="1 shared extent(s)"),
+            },
+        )
+    ],
+    kernel="6.18.0",
+)
 
 
 class Page(HTMLParser):
@@ -129,8 +151,11 @@ def store(tmp_path: Path) -> tuple[Store, int]:
             "memory_bytes": 8 << 30,
             "tools": {"mke2fs": f"mke2fs 1.47.0 {EVIL}"},
         },
+        workloads={"alloc": STORED_FACTS},
+        features=FEATURES.model_dump(mode="json"),
         target={
             "kind": "loop",
+            "summary": "loop image 1.0 GiB on ext4 (/dev/vda, <b>, rotational), direct I/O on",
             "size_bytes": 1 << 30,
             "backing_fs": "ext4",
             "backing_device": "/dev/vda",
@@ -185,8 +210,7 @@ def store(tmp_path: Path) -> tuple[Store, int]:
 
 def _page(store: tuple[Store, int]) -> str:
     s, rid = store
-    trials = s.get_trials(rid)
-    return html.render_html(s.get_run(rid), trials, build_rows(trials), [])
+    return html.render_html(source.load(s, rid), [])
 
 
 def test_every_string_is_escaped(store: tuple[Store, int]) -> None:
@@ -206,12 +230,13 @@ def test_structure(store: tuple[Store, int]) -> None:
         "Summary",
         "Machine, target and plan",
         "alloc",
+        "Filesystem features",
         "Unsupported and failed cells",
         "Ignored options",
         "Validity flags",
         "Raw values",
     ]
-    for section in ("summary", "provenance", "problems", "options", "flags", "raw"):
+    for section in ("summary", "provenance", "features", "problems", "options", "flags", "raw"):
         assert section in page.ids and f"#{section}" in page.hrefs
     assert len(page.ids) == len(set(page.ids))  # anchors are unique
     assert page.details >= 4  # tool versions, plan, tool output, raw values
@@ -225,8 +250,9 @@ def test_content(store: tuple[Store, int]) -> None:
         "Linux 6.18.0",
         "2 × AMD EPYC &lt;b&gt;",
         "8.0 GiB",
-        "1.0 GiB sparse file",
-        "ext4 on /dev/vda",
+        "loop image 1.0 GiB on ext4 (/dev/vda, &lt;b&gt;, rotational)",
+        "<dt>size</dt><dd>1.0 GiB</dd>",
+        "<dt>backing model</dt><dd>&lt;script&gt;",
         "mke2fs 1.47.0",
         "fsbench run --fs",
     ):
@@ -263,3 +289,58 @@ def test_write_run_report(store: tuple[Store, int], tmp_path: Path) -> None:
     page = Page(paths[0].read_text())
     assert len(page.srcs) == len(svgs)
     assert all(src.startswith("data:image/svg+xml;base64,") for src in page.srcs)
+
+
+def test_the_page_is_made_of_what_the_run_stored(
+    store: tuple[Store, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workload summaries, headline metrics and the features table come from the run, not
+    from the live workload registry or the features file of this machine."""
+    import fsbench.features.store
+    import fsbench.workloads
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a report asked the live code instead of the store")
+
+    for module, name in (
+        (fsbench.workloads, "get"),
+        (fsbench.workloads, "all_workloads"),
+        (fsbench.features.store, "load_features"),
+        (fsbench.features, "load_features"),
+    ):
+        monkeypatch.setattr(module, name, refuse)
+    s, rid = store
+    text = html.html_report(s, rid)
+    assert "as stored with the run &lt;script&gt;" in text
+    assert "how the file is made" in text  # the parameters' meanings
+    assert "stored note &lt;script&gt;" in text and "fsb-features" in text
+    assert "btrfs" not in text.split('id="features"')[1].split("</section>")[0]
+    # The stored headline (seconds, fragments) decides the tables and charts: no extents.
+    assert "alloc: seconds" in text and "alloc: fragments" in text
+    assert "alloc: extents" not in text
+
+
+def test_no_report_module_imports_the_workload_registry() -> None:
+    import ast
+    import importlib
+    import pkgutil
+
+    import fsbench.reports
+
+    for info in pkgutil.walk_packages(fsbench.reports.__path__, "fsbench.reports."):
+        module = importlib.import_module(info.name)
+        tree = ast.parse(Path(str(module.__file__)).read_text())
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                names = [base, *(f"{base}.{a.name}" for a in node.names)]
+            for name in names:
+                assert not name.startswith("fsbench.workloads"), (info.name, name)
+                assert not name.startswith("fsbench.runfacts"), (info.name, name)
+                assert "load_features" not in name and "features.store" not in name, (
+                    info.name,
+                    name,
+                )

@@ -11,10 +11,8 @@ from rich.console import Console
 
 from fsbench.cli.common import DbOption
 from fsbench.errors import FsbenchError
-from fsbench.reports import render, source
+from fsbench.reports import formats, render, source
 from fsbench.store import Store
-
-FORMATS = (*render.FORMATS, "html")
 
 
 def report(
@@ -22,8 +20,8 @@ def report(
         int | None, typer.Argument(metavar="[RUN]", help="Run id \\[default: the latest].")
     ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table, md, csv, json or html.")
-    ] = "table",
+        str, typer.Option("--format", "-f", help=f"{formats.listed(formats.REPORT)}.")
+    ] = formats.TABLE,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,
     all_metrics: Annotated[
         bool,
@@ -41,15 +39,14 @@ def report(
     """Print a stored run like a mailing-list post: configs x metrics, mean ± 95% CI (n),
     the best config marked where the difference is significant. `--format html -o FILE`
     writes one self-contained page with every chart."""
-    if fmt not in FORMATS:
-        raise FsbenchError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    if charts is not None and fmt != "html":
+    formats.check(fmt, formats.REPORT)
+    if charts is not None and fmt != formats.HTML:
         raise FsbenchError("--charts goes with --format html")
     store = Store(db)
     rid = run_id if run_id is not None else store.latest_run_id()
     if rid is None:
         raise FsbenchError(f"no runs in {store.url}: start one with `fsbench run`")
-    if fmt == "html":
+    if fmt == formats.HTML:
         # Imported here: matplotlib costs most of a second at every start of fsbench.
         from fsbench.reports import html
 
@@ -69,16 +66,18 @@ def _write(text: str, output: Path | None) -> None:
 
 def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: bool) -> None:
     loaded = source.load(store, run_id)
-    run, rows = loaded.run, loaded.rows
-    if fmt == "table" and output is None:
+    run, rows, cal = loaded.run, loaded.rows, loaded.calibration_run
+    if fmt == formats.TABLE and output is None:
         # Piped or redirected: do not wrap the table at 80 columns.
         console = Console() if sys.stdout.isatty() else Console(width=200)
-        render.print_tables(console, run, rows, all_metrics)
+        render.print_tables(console, run, rows, all_metrics, cal)
         return
     text = {
-        "table": lambda: render.render_text(run, rows, all_metrics=all_metrics),
-        "md": lambda: render.render_markdown(run, rows, all_metrics),
-        "csv": lambda: render.render_csv(run, rows),
-        "json": lambda: render.render_json(run, rows),
+        formats.TABLE: lambda: render.render_text(
+            run, rows, all_metrics=all_metrics, calibration_run=cal
+        ),
+        formats.MARKDOWN: lambda: render.render_markdown(run, rows, all_metrics, cal),
+        formats.CSV: lambda: render.render_csv(run, rows),
+        formats.JSON: lambda: render.render_json(run, rows),
     }[fmt]()
     _write(text, output)

@@ -1,4 +1,5 @@
-"""Renderers: pure functions from a run and its rows to text. One per format."""
+"""Renderers: pure functions from a run and its rows to text, one per format (the HTML
+page is `reports.html`); the format names are `reports.formats`."""
 
 from __future__ import annotations
 
@@ -10,11 +11,38 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from fsbench.reports import calibrated
+from fsbench.reports.formats import md_escape, rich_escape
 from fsbench.reports.rows import Row, report_document
 from fsbench.reports.tables import Table, build_tables, run_header
 from fsbench.store import RunRecord
 
-FORMATS = ("table", "md", "csv", "json")
+# The CSV columns, in order: a row's identity and summary, its values, then what the
+# statistics say of them (columns are only ever added at the end).
+CSV_COLUMNS = (
+    "run",
+    "config",
+    "fs",
+    "workload",
+    "params",
+    "metric",
+    "unit",
+    "better",
+    "status",
+    "message",
+    "n",
+    "mean",
+    "sd",
+    "ci95_low",
+    "ci95_high",
+    "cv",
+    "values",
+    "warmup_values",
+    "outliers",
+    "min_detectable",
+    "reps_for_5pct",
+    "flags",
+)
 
 
 def render_json(run: RunRecord, rows: list[Row]) -> str:
@@ -22,29 +50,11 @@ def render_json(run: RunRecord, rows: list[Row]) -> str:
 
 
 def render_csv(run: RunRecord, rows: list[Row]) -> str:
+    """One line per row; lists space-separated (`outliers`: indexes into `values`,
+    `flags`: their names; the meanings are in fsbench.validity)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(
-        [
-            "run",
-            "config",
-            "fs",
-            "workload",
-            "params",
-            "metric",
-            "unit",
-            "better",
-            "status",
-            "message",
-            "n",
-            "mean",
-            "sd",
-            "ci95_low",
-            "ci95_high",
-            "cv",
-            "values",
-        ]
-    )
+    writer.writerow(CSV_COLUMNS)
     for r in rows:
         writer.writerow(
             [
@@ -65,6 +75,11 @@ def render_csv(run: RunRecord, rows: list[Row]) -> str:
                 _num(r.ci95[1] if r.ci95 else None),
                 _num(r.cv),
                 " ".join(repr(v) for v in r.values),
+                " ".join(repr(v) for v in r.warmup_values),
+                " ".join(str(i) for i in r.outliers),
+                _num(r.min_detectable),
+                "" if r.reps_for_5pct is None else r.reps_for_5pct,
+                " ".join(r.flags),
             ]
         )
     return out.getvalue()
@@ -74,9 +89,20 @@ def _num(x: float | None) -> str:
     return "" if x is None else repr(x)
 
 
-def render_markdown(run: RunRecord, rows: list[Row], all_metrics: bool = False) -> str:
+def header(run: RunRecord, rows: list[Row], calibration_run: int | None) -> list[str]:
+    """The run header (reports.tables), and what its calibration says of the rows."""
+    note = calibrated.summary(rows, calibration_run)
+    return [*run_header(run), *([note] if note else [])]
+
+
+def render_markdown(
+    run: RunRecord,
+    rows: list[Row],
+    all_metrics: bool = False,
+    calibration_run: int | None = None,
+) -> str:
     lines = [f"## fsbench run {run.id}: {run.name}", ""]
-    lines += [f"- {h}" for h in run_header(run)[1:]]
+    lines += [f"- {md_escape(h)}" for h in header(run, rows, calibration_run)[1:]]
     lines.append("")
     for t in build_tables(rows, all_metrics):
         lines += [f"### {t.title}", "", f"_{t.caption}_", ""]
@@ -84,29 +110,30 @@ def render_markdown(run: RunRecord, rows: list[Row], all_metrics: bool = False) 
         lines.append("|" + "---|" + "---:|" * len(t.columns))
         for i, (label, cells) in enumerate(t.rows):
             texts = [
-                f"**{_md(c)}**" if (i, j) in t.best and c else _md(c) for j, c in enumerate(cells)
+                f"**{md_escape(c)}**" if (i, j) in t.best and c else md_escape(c)
+                for j, c in enumerate(cells)
             ]
-            lines.append("| " + " | ".join([_md(label), *texts]) + " |")
+            lines.append("| " + " | ".join([md_escape(label), *texts]) + " |")
         if t.verdicts:
-            verdicts = [f"_{_md(c)}_" if c else "" for c in t.verdict_cells]
+            verdicts = [f"_{md_escape(c)}_" if c else "" for c in t.verdict_cells]
             lines.append("| " + " | ".join(["_verdict_", *verdicts]) + " |")
         lines.append("")
         if t.legend:
-            lines += [f"_{_md(t.legend)}._", ""]
-        lines += [f"{i}. {_md(n)}" for i, n in enumerate(t.footnotes, 1)]
+            lines += [f"_{md_escape(t.legend)}._", ""]
+        lines += [f"{i}. {md_escape(n)}" for i, n in enumerate(t.footnotes, 1)]
         if t.footnotes:
             lines.append("")
     return "\n".join(lines)
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def print_tables(
-    console: Console, run: RunRecord, rows: list[Row], all_metrics: bool = False
+    console: Console,
+    run: RunRecord,
+    rows: list[Row],
+    all_metrics: bool = False,
+    calibration_run: int | None = None,
 ) -> None:
-    for line in run_header(run):
+    for line in header(run, rows, calibration_run):
         console.print(line, style="dim", highlight=False, markup=False)
     for t in build_tables(rows, all_metrics):
         console.print()
@@ -130,20 +157,20 @@ def _rich_table(t: Table) -> RichTable:
         table.add_column(col, justify="right")
     for i, (label, cells) in enumerate(t.rows):
         styled = []
-        for j, c in enumerate(_escape(c) for c in cells):
+        for j, c in enumerate(rich_escape(c) for c in cells):
             if c.startswith(("unsupported", "failed")):
                 c = f"[yellow]{c}[/]"
             elif (i, j) in t.best:
                 c = f"[bold green]{c}[/]"
             styled.append(c)
-        table.add_row(_escape(label), *styled, end_section=i == len(t.rows) - 1)
+        table.add_row(rich_escape(label), *styled, end_section=i == len(t.rows) - 1)
     if t.verdicts:
         table.add_row(
             "[dim]verdict[/]",
             *(
-                f"[green]{_escape(v.short)}[/]"
+                f"[green]{rich_escape(v.short)}[/]"
                 if v and v.significant
-                else f"[dim]{_escape(v.short)}[/]"
+                else f"[dim]{rich_escape(v.short)}[/]"
                 if v
                 else ""
                 for v in t.verdicts
@@ -152,13 +179,13 @@ def _rich_table(t: Table) -> RichTable:
     return table
 
 
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
-
-
 def render_text(
-    run: RunRecord, rows: list[Row], width: int = 160, all_metrics: bool = False
+    run: RunRecord,
+    rows: list[Row],
+    width: int = 160,
+    all_metrics: bool = False,
+    calibration_run: int | None = None,
 ) -> str:
     console = Console(record=True, width=width, file=io.StringIO(), color_system=None)
-    print_tables(console, run, rows, all_metrics)
+    print_tables(console, run, rows, all_metrics, calibration_run)
     return console.export_text()

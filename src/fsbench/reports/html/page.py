@@ -1,0 +1,183 @@
+"""The page: one self-contained HTML file per run, assembled from its sections.
+
+No network: the CSS (page.css, a package resource) is inline and the charts are embedded
+as base64 SVG images. Everything on it is read from the store (source.load)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from fsbench import __version__, calibration
+from fsbench.reports import source
+from fsbench.reports.charts import Chart, all_charts, first_rep_timelines
+from fsbench.reports.html.calibration import calibration_html, warning_html
+from fsbench.reports.html.features import SECTION_ID as FEATURES_ID
+from fsbench.reports.html.features import features_section
+from fsbench.reports.html.flags import flags_html
+from fsbench.reports.html.markup import e, tag
+from fsbench.reports.html.problems import ignored_html, problems_html
+from fsbench.reports.html.provenance import provenance_html
+from fsbench.reports.html.raw import raw_html
+from fsbench.reports.html.results import section_id, workload_section
+from fsbench.reports.html.summary import summary_html
+from fsbench.reports.source import RunReport
+from fsbench.reports.tables import build_tables
+from fsbench.store import Store
+
+REPORT_NAME = "report.html"
+
+
+@cache
+def css() -> str:
+    return resources.files(__package__).joinpath("page.css").read_text(encoding="utf-8")
+
+
+def _section(sid: str, title: str, inner: str, about: str = "") -> str:
+    about_html = tag("p", e(about), class_="about") if about else ""
+    return tag("section", tag("h2", e(title), id=sid) + about_html + inner)
+
+
+def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
+    """The whole page as a string (charts are read from their files and embedded)."""
+    run, trials, rows = report.run, report.trials, report.rows
+    tables = build_tables(rows)
+    toc = [("summary", "Summary")]
+    sections = [_section("summary", "Summary", summary_html(tables, rows, trials))]
+    if run.kind == calibration.KIND:
+        noise = calibration.analyze(run, trials)
+        toc.append(("calibration", "What this machine resolves"))
+        sections.append(
+            _section(
+                "calibration",
+                "What this machine resolves",
+                calibration_html(noise),
+                "An A/A calibration (fsbench calibrate): identical configs must get no "
+                "winner, and their spread is this machine's noise.",
+            )
+        )
+    toc.append(("provenance", "Machine, target and plan"))
+    sections.append(
+        _section("provenance", "Machine, target and plan", provenance_html(run, trials))
+    )
+    for n, (chain, wl) in enumerate(dict.fromkeys((r.chain, r.workload) for r in rows)):
+        sid = section_id(n, wl)
+        title = f"{wl} (step of {chain.replace('+', ' → ')})" if chain else wl
+        toc.append((sid, title))
+        sections.append(
+            workload_section(
+                run,
+                sid,
+                title,
+                [t for t in tables if t.workload == wl and t.chain == chain],
+                [r for r in rows if r.workload == wl and r.chain == chain],
+                [c for c in charts if c.workload == wl and c.chain == chain],
+            )
+        )
+    features = features_section(run, trials)
+    if features:
+        toc.append((FEATURES_ID, "Filesystem features"))
+        sections.append(features)
+    toc += [
+        ("problems", "Unsupported and failed cells"),
+        ("options", "Ignored options"),
+        ("flags", "Validity flags"),
+        ("raw", "Raw values"),
+    ]
+    sections += [
+        _section("problems", "Unsupported and failed cells", problems_html(rows, trials)),
+        _section(
+            "options",
+            "Ignored options",
+            ignored_html(rows),
+            "Options the kernel accepted but did not apply, from comparing what was asked "
+            "with /proc/self/mountinfo, the filesystem's geometry and dmesg.",
+        ),
+        _section("flags", "Validity flags", flags_html(rows, trials)),
+        _section(
+            "raw",
+            "Raw values",
+            raw_html(trials),
+            "Every trial as stored, in schedule order; warm-up trials run and are stored, "
+            "but are not counted.",
+        ),
+    ]
+    nav = tag(
+        "nav",
+        tag("ol", "".join(tag("li", tag("a", e(label), href=f"#{sid}")) for sid, label in toc)),
+        class_="toc",
+        aria_label="Contents",
+    )
+    body = "".join(
+        [
+            _header(report),
+            warning_html(rows, report.calibration_run),
+            nav,
+            *sections,
+            tag(
+                "footer",
+                e(
+                    f"fsbench {__version__} · run {run.id} made by fsbench "
+                    f"{run.fsbench_version} · every number is mean ± 95% CI (n) unless "
+                    "said otherwise"
+                ),
+            ),
+        ]
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta name="generator" content="fsbench {e(__version__)}">\n'
+        f"<title>{e(f'fsbench run {run.id}: {run.name}')}</title>\n"
+        f"<style>{css()}</style>\n</head>\n<body>\n"
+        f'<div class="wrap">{body}</div>\n</body>\n</html>\n'
+    )
+
+
+def _header(report: RunReport) -> str:
+    run, rows = report.run, report.rows
+    when = (run.finished_at or run.created_at or "")[:16].replace("T", " ")
+    lede = " · ".join(
+        x
+        for x in (
+            ", ".join(dict.fromkeys(r.config for r in rows)),
+            ", ".join(dict.fromkeys(r.workload for r in rows)),
+            f"scale {run.plan.get('scale')}" if run.plan.get("scale") else "",
+            f"{run.status} {when} UTC" if when else run.status,
+        )
+        if x
+    )
+    kicker = "fsbench calibration" if run.kind == calibration.KIND else "fsbench report"
+    return tag(
+        "header",
+        tag("p", e(kicker), class_="kicker")
+        + tag("h1", e(f"Run {run.id}: {run.name}"))
+        + tag("p", e(lede), class_="lede"),
+        class_="page",
+    )
+
+
+def html_report(store: Store, run_id: int, chart_dir: Path | None = None) -> str:
+    """The page for `fsbench report --format html`; charts go to chart_dir (PNG and SVG)
+    when given, else to a temporary directory (SVG only) that is removed."""
+    report = source.load(store, run_id)
+    timelines = first_rep_timelines(report.trials, store.get_samples)
+    if chart_dir is not None:
+        return render_html(report, all_charts(report.rows, timelines, chart_dir))
+    with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
+        charts = all_charts(report.rows, timelines, Path(tmp), formats=("svg",))
+        return render_html(report, charts)
+
+
+def write_run_report(store: Store, run_id: int, out_dir: Path) -> list[Path]:
+    """report.html plus every chart as PNG and SVG in out_dir; the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = source.load(store, run_id)
+    charts = all_charts(report.rows, first_rep_timelines(report.trials, store.get_samples), out_dir)
+    page = out_dir / REPORT_NAME
+    page.write_text(render_html(report, charts), encoding="utf-8")
+    return [page, *(p for c in charts for p in c.paths)]

@@ -1,0 +1,165 @@
+"""Machine, target and plan: what a reader needs to trust or redo the run, as stored."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from fsbench.reports.html.markup import details, e, facts, head, plain, pre, table, tag
+from fsbench.reports.tables import run_header
+from fsbench.store import RunRecord, TrialRecord
+from fsbench.units import human_bytes
+
+# Host facts shown under their own names (the rest are listed as stored).
+_HOST_SHOWN = {
+    "hostname",
+    "kernel",
+    "kernel_version",
+    "machine",
+    "cpu",
+    "cpus",
+    "memory_bytes",
+    "cpufreq_governor",
+    "dirty_ratio",
+    "dirty_background_ratio",
+    "python",
+    "fsbench_version",
+    "fsbench_commit",
+    "tools",
+}
+# Target facts that name this run's temporary things, not the target.
+_TARGET_HIDDEN = {"summary", "notes", "owner_pid", "loop_device", "diskstats_name", "workdir"}
+
+
+def _value(name: str, value: Any) -> Any:
+    """A stored fact as people read it: sizes in binary units, flags as yes/no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if name.endswith("_bytes") and isinstance(value, int | float):
+        return human_bytes(value)
+    return plain(value)
+
+
+def _label(name: str) -> str:
+    return name.removesuffix("_bytes").replace("_", " ")
+
+
+def target_items(t: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The stored one-line summary, then every other fact the target described."""
+    items: list[tuple[str, Any]] = [("summary", t.get("summary") or t.get("kind"))]
+    items += [(_label(k), _value(k, v)) for k, v in t.items() if k not in _TARGET_HIDDEN]
+    return items
+
+
+def host_items(run: RunRecord) -> list[tuple[str, Any]]:
+    h = run.host
+    mem = h.get("memory_bytes")
+    commit = h.get("fsbench_commit")
+    items: list[tuple[str, Any]] = [
+        ("host", h.get("hostname")),
+        ("kernel", f"Linux {h.get('kernel')} {h.get('kernel_version', '')}".strip()),
+        ("architecture", h.get("machine")),
+        ("CPU", f"{h.get('cpus')} × {h.get('cpu')}" if h.get("cpus") else h.get("cpu")),
+        ("memory", human_bytes(mem) if mem else None),
+        ("cpufreq governor", h.get("cpufreq_governor") or "none reported"),
+        (
+            "dirty ratios",
+            f"vm.dirty_ratio {h.get('dirty_ratio')}, "
+            f"vm.dirty_background_ratio {h.get('dirty_background_ratio')}"
+            if h.get("dirty_ratio") is not None
+            else None,
+        ),
+        ("python", h.get("python")),
+        ("fsbench", f"{run.fsbench_version}" + (f" ({commit})" if commit else "")),
+    ]
+    items += [(k.replace("_", " "), plain(v)) for k, v in h.items() if k not in _HOST_SHOWN]
+    return items
+
+
+def _plan_lines(run: RunRecord) -> list[str]:
+    """The run header's target notes and plan line (reports.tables: one wording for every
+    report), and the convergence target of --reps auto."""
+    lines = [line for line in run_header(run)[2:] if not line.startswith("target: ")]
+    plan = run.plan
+    if plan.get("reps") == "auto" and plan.get("max_reps") and plan.get("ci_target"):
+        lines.append(
+            f"--reps auto: up to {plan['max_reps']} repetitions, until the 95% CI is within "
+            f"±{plan['ci_target']:.0%} of the mean"
+        )
+    return lines
+
+
+def provenance_html(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
+    tools = run.host.get("tools") or {}
+    parts = [
+        tag(
+            "div",
+            tag("div", tag("h3", "Machine") + facts(host_items(run)), class_="card")
+            + tag("div", tag("h3", "Target") + facts(target_items(run.target)), class_="card"),
+            class_="cards",
+        ),
+        tag("h3", "Command line"),
+        pre(shlex.join(run.argv)),
+        tag("ul", "".join(tag("li", e(line)) for line in _plan_lines(run)), class_="plan"),
+    ]
+    if run.overrides:
+        parts.append(
+            tag(
+                "p",
+                "Parameters set on the command line: "
+                + ", ".join(
+                    tag("code", e(f"{k}={','.join(map(str, v))}")) for k, v in run.overrides.items()
+                ),
+            )
+        )
+    parts.append(configs_html(trials))
+    if tools:
+        rows = (
+            tag("tr", tag("th", e(name), scope="row") + tag("td", e(version)))
+            for name, version in sorted(tools.items())
+        )
+        parts.append(
+            details(
+                f"Tool versions ({len(tools)})",
+                tag(
+                    "div",
+                    tag("table", tag("tbody", "".join(rows)), class_="plain"),
+                    class_="scroll",
+                ),
+            )
+        )
+    parts.append(
+        details("The plan as run (JSON)", pre(json.dumps(run.plan, indent=2, sort_keys=True)))
+    )
+    return "".join(parts)
+
+
+def configs_html(trials: Sequence[TrialRecord]) -> str:
+    """Per config: the options asked for, and what mkfs and the kernel made of them."""
+    seen: dict[str, TrialRecord] = {}
+    for t in trials:
+        if t.config not in seen or (seen[t.config].status != "ok" and t.status == "ok"):
+            seen[t.config] = t
+    if not seen:
+        return ""
+    rows = []
+    for config, t in seen.items():
+        mkfs_argv = (t.provenance.get("mkfs") or {}).get("argv")
+        effective = (t.provenance.get("mount") or {}).get("effective")
+        rows.append(
+            tag(
+                "tr",
+                tag("th", e(config), scope="row")
+                + tag("td", e(t.fs))
+                + tag("td", tag("code", e(" ".join(t.mkfs_options) or "-")))
+                + tag("td", tag("code", e(t.mount_options or "-")))
+                + tag("td", tag("code", e(shlex.join(mkfs_argv) if mkfs_argv else "-")))
+                + tag("td", tag("code", e(",".join(effective) if effective else "-"))),
+            )
+        )
+    header = head(
+        "config", "fs", "mkfs options", "mount options", "mkfs run", "effective mount options"
+    )
+    return tag("h3", "Configurations") + table(header, rows)
