@@ -13,8 +13,7 @@ from rich.text import Text
 
 from fsbench.features.model import FeatureRow, FeatureTable, Result
 from fsbench.features.tables import LEGEND, MARKS, cell_text, differs, unavailable
-
-FORMATS = ("table", "md", "json", "html")
+from fsbench.reports.formats import FEATURES as FORMATS
 
 _STYLE = {"yes": "green", "no": "red", "n/a": "dim", "unsupported": "dim", "error": "yellow"}
 DIFF_STYLE = "bold on grey27"
