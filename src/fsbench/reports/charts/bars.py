@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from matplotlib import ticker
@@ -14,33 +13,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fsbench.reports.charts.figure import (
-    Chart,
-    Namer,
-    constant_text,
-    n_text,
-    new_figure,
-    ok,
-    paths_of,
-    per_workload,
-    save,
-    size,
-    subtitle,
-    titles,
-    wl_title,
-)
-from fsbench.reports.charts.style import (
-    INK,
-    LONG_LABEL,
-    MUTED,
-    axis_label,
-    better_text,
-    label_lines,
-    scale,
-    tick,
-    wrap,
-)
-from fsbench.reports.formats import IMAGES
+from fsbench.reports.charts import figure, style
+from fsbench.reports.charts.figure import Chart, Drawing, ok
+from fsbench.reports.charts.style import INK, MUTED
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.ranking import rank_rows
 from fsbench.reports.rows import Row
@@ -178,7 +153,7 @@ def _axes(ax: Axes, bars: Bars, horizontal: bool, log: bool, reach: float) -> No
     labels = bars.configs if bars.single else bars.groups
     value_axis = ax.xaxis if horizontal else ax.yaxis
     if horizontal:
-        ax.set_yticks(ticks, [wrap(x) for x in labels])
+        ax.set_yticks(ticks, [style.wrap(x) for x in labels])
         if not ax.yaxis_inverted():  # first group on top (a shared axis is inverted once)
             ax.invert_yaxis()
         ax.grid(axis="y", visible=False)
@@ -197,7 +172,7 @@ def _axes(ax: Axes, bars: Bars, horizontal: bool, log: bool, reach: float) -> No
             for t in ax.get_xticklabels():
                 t.set_rotation(20)
                 t.set_horizontalalignment("right")
-    value_axis.set_major_formatter(ticker.FuncFormatter(tick))
+    value_axis.set_major_formatter(ticker.FuncFormatter(style.tick))
     if log:
         value_axis.set_minor_formatter(ticker.NullFormatter())
         (ax.set_xlim if horizontal else ax.set_ylim)(0.5, reach * 2.5)
@@ -223,70 +198,49 @@ def config_legend(
     )
 
 
-def bar_chart(
-    rows: list[Row],
-    metric: str,
-    colors: dict[str, str],
-    out_dir: Path,
-    stem: str,
-    formats: Sequence[str],
-) -> Chart | None:
+def bar_chart(d: Drawing, metric: str) -> Chart | None:
+    rows = d.rows
     sample = next((r for r in rows if r.metric == metric), None)
     if sample is None:
         return None
     bars, varying, constant = bars_for(rows, metric)
     values = [r.mean for r in rows if r.metric == metric and r.mean is not None]
-    factor, unit = scale(sample.unit, values)
+    factor, unit = style.scale(sample.unit, values)
     labels = bars.configs if bars.single else bars.groups
     n_bars = len(bars.configs) * len(bars.groups)
-    horizontal = max((len(x) for x in labels), default=0) > LONG_LABEL or n_bars > 24
+    horizontal = max((len(x) for x in labels), default=0) > style.LONG_LABEL or n_bars > 24
     if horizontal:
         # A row is as tall as its tallest wrapped label, or labels run into each other.
-        row = max(0.3, 0.17 * label_lines(labels) + 0.08) if bars.single else 0.3
-        fig = new_figure(7.2, 1.8 + row * n_bars + 0.25 * len(bars.groups))
+        row = max(0.3, 0.17 * style.label_lines(labels) + 0.08) if bars.single else 0.3
+        fig = figure.new_figure(7.2, 1.8 + row * n_bars + 0.25 * len(bars.groups))
     else:
-        fig = new_figure(max(6.4, min(11.5, 2.8 + 0.3 * n_bars + 0.25 * len(bars.groups))), 4.4)
+        width = max(6.4, min(11.5, 2.8 + 0.3 * n_bars + 0.25 * len(bars.groups)))
+        fig = figure.new_figure(width, 4.4)
     ax = fig.add_subplot()
-    starred = draw_bars(ax, bars, colors, horizontal, factor)
-    (ax.set_xlabel if horizontal else ax.set_ylabel)(axis_label(metric, unit))
+    starred = draw_bars(ax, bars, d.colors, horizontal, factor)
+    (ax.set_xlabel if horizontal else ax.set_ylabel)(style.axis_label(metric, unit))
     if not bars.single:
         if len(varying) == 1:  # else the group labels name their parameters
             (ax.set_ylabel if horizontal else ax.set_xlabel)(varying[0])
-        config_legend(ax, bars.configs, colors, below=horizontal)
-    title = f"{wl_title(sample.workload, sample.chain)}: {metric}"
-    titles(
+        config_legend(ax, bars.configs, d.colors, below=horizontal)
+    title = figure.heading(
         fig,
-        title,
-        subtitle(
-            better_text(sample.better),
-            "mean with 95% CI",
-            n_text([r for r in rows if r.metric == metric]),
-            constant_text(rows, constant),
-            STAR_NOTE if starred else "",
-        ),
+        d,
+        metric,
+        style.better_text(sample.better),
+        "mean with 95% CI",
+        figure.n_text([r for r in rows if r.metric == metric]),
+        figure.constant_text(rows, constant),
+        STAR_NOTE if starred else "",
     )
-    paths = save(fig, out_dir, stem, formats)
-    return Chart("bar", title, sample.workload, sample.chain, paths, metric, size(fig))
+    paths = figure.save(fig, d.out_dir, d.stem("bar", metric), d.formats)
+    return Chart("bar", title, d.workload, d.chain, paths, metric, figure.size(fig))
 
 
-def bar_chart_set(
-    rows: Sequence[Row],
-    out_dir: Path,
-    formats: Sequence[str] = IMAGES,
-    colors: dict[str, str] | None = None,
-) -> list[Chart]:
-    """Per workload and headline metric, every config with its 95% CI."""
-
-    def draw(
-        chain: str, wl: str, wrows: list[Row], colors: dict[str, str], name: Namer
-    ) -> Iterable[Chart | None]:
-        for metric in headline_metrics(wrows):
-            stem = name("bar", chain, wl, metric)
-            yield bar_chart(wrows, metric, colors, out_dir, stem, formats)
-
-    return per_workload(rows, colors, draw)
+def _bars(d: Drawing) -> Iterable[Chart | None]:
+    """Per workload and headline metric, every config with its 95% CI whiskers."""
+    return (bar_chart(d, metric) for metric in headline_metrics(d.rows))
 
 
-def bar_charts(rows: Sequence[Row], out_dir: Path, formats: Sequence[str] = IMAGES) -> list[Path]:
-    """Per workload and headline metric, every config with 95% CI whiskers."""
-    return paths_of(bar_chart_set(rows, out_dir, formats))
+bar_chart_set = figure.chart_set(_bars)
+bar_charts = figure.chart_files(bar_chart_set)

@@ -8,13 +8,14 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from fsbench.reports.charts.style import INK, MUTED, STYLE, config_colors
+from fsbench.reports.formats import IMAGES
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of
 
@@ -101,6 +102,13 @@ def size(fig: Figure) -> tuple[float, float]:
     return float(fig.get_figwidth()), float(fig.get_figheight())
 
 
+def heading(fig: Figure, d: Drawing, what: str, *notes: str) -> str:
+    """Title the chart '<workload>: <what>' over a subtitle of its notes; the title."""
+    title = f"{wl_title(d.workload, d.chain)}: {what}"
+    titles(fig, title, subtitle(*notes))
+    return title
+
+
 # --- what a chart says of its rows ------------------------------------------------------------
 
 
@@ -132,20 +140,74 @@ def n_text(rows: Sequence[Row]) -> str:
 
 # --- one family over every workload ----------------------------------------------------------
 
-# (chain, workload, its rows, config colours, file namer) -> the charts drawn (None: none)
-Draw = Callable[[str, str, list[Row], dict[str, str], Namer], Iterable[Chart | None]]
+
+@dataclass
+class Drawing:
+    """What a chart family draws one workload's charts with."""
+
+    chain: str
+    workload: str
+    rows: list[Row]  # the workload's rows
+    colors: dict[str, str]  # config -> colour, the same in every chart of a report
+    out_dir: Path
+    formats: Sequence[str]
+    name: Namer  # unique file stems in out_dir
+
+    def stem(self, kind: str, *parts: str) -> str:
+        return self.name(kind, self.chain, self.workload, *parts)
 
 
-def per_workload(rows: Sequence[Row], colors: dict[str, str] | None, draw: Draw) -> list[Chart]:
-    """`draw` on each workload's rows (in report order), in the charts' style."""
-    colors = colors or config_colors([r.config for r in rows])
-    name = Namer()
-    charts: list[Chart] = []
-    with rc_context(STYLE):
-        for chain, wl in dict.fromkeys((r.chain, r.workload) for r in rows):
-            wrows = [r for r in rows if r.chain == chain and r.workload == wl]
-            charts += [c for c in draw(chain, wl, wrows, colors, name) if c is not None]
+Draw = Callable[[Drawing], Iterable[Chart | None]]
+
+
+class ChartSet(Protocol):
+    def __call__(
+        self,
+        rows: Sequence[Row],
+        out_dir: Path,
+        formats: Sequence[str] = IMAGES,
+        colors: dict[str, str] | None = None,
+    ) -> list[Chart]: ...
+
+
+class ChartFiles(Protocol):
+    def __call__(
+        self, rows: Sequence[Row], out_dir: Path, formats: Sequence[str] = IMAGES
+    ) -> list[Path]: ...
+
+
+def chart_set(draw: Draw) -> ChartSet:
+    """A family's charts over every workload of a report (in report order), drawn in the
+    charts' style: `draw` makes one workload's."""
+
+    def charts(
+        rows: Sequence[Row],
+        out_dir: Path,
+        formats: Sequence[str] = IMAGES,
+        colors: dict[str, str] | None = None,
+    ) -> list[Chart]:
+        colors = colors or config_colors([r.config for r in rows])
+        name = Namer()
+        out: list[Chart] = []
+        with rc_context(STYLE):
+            for chain, wl in dict.fromkeys((r.chain, r.workload) for r in rows):
+                wrows = [r for r in rows if r.chain == chain and r.workload == wl]
+                drawing = Drawing(chain, wl, wrows, colors, out_dir, formats, name)
+                out += [c for c in draw(drawing) if c is not None]
+        return out
+
+    charts.__doc__ = draw.__doc__
     return charts
+
+
+def chart_files(charts: ChartSet) -> ChartFiles:
+    """The same family as the paths of the files it writes."""
+
+    def files(rows: Sequence[Row], out_dir: Path, formats: Sequence[str] = IMAGES) -> list[Path]:
+        return paths_of(charts(rows, out_dir, formats))
+
+    files.__doc__ = charts.__doc__
+    return files
 
 
 def paths_of(charts: Iterable[Chart]) -> list[Path]:

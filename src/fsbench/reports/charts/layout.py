@@ -3,37 +3,20 @@ diamonds): one figure, two panels sharing the configs' axis."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable
 
 from matplotlib.axes import Axes
 
+from fsbench.reports.charts import figure
 from fsbench.reports.charts.bars import STAR_NOTE, Bars, bars_for, config_legend, draw_bars
-from fsbench.reports.charts.figure import (
-    Chart,
-    Namer,
-    constant_text,
-    n_text,
-    new_figure,
-    ok,
-    paths_of,
-    per_workload,
-    save,
-    size,
-    subtitle,
-    titles,
-    wl_title,
-)
+from fsbench.reports.charts.figure import Chart, Drawing, ok
 from fsbench.reports.charts.style import INK
-from fsbench.reports.formats import IMAGES
-from fsbench.reports.rows import Row
 
 LAYOUT_METRICS = ("seconds", "fragments", "extents")
 
 
-def layout_chart(
-    rows: list[Row], colors: dict[str, str], out_dir: Path, stem: str, formats: Sequence[str]
-) -> Chart | None:
+def layout_chart(d: Drawing) -> Chart | None:
+    rows, colors = d.rows, d.colors
     names = {r.metric for r in rows}
     if not {"seconds", "fragments"} <= names:
         return None
@@ -41,7 +24,7 @@ def layout_chart(
     frag_bars, _, _ = bars_for(rows, "fragments")
     ext_bars = bars_for(rows, "extents")[0] if "extents" in names else None
     n_bars = len(time_bars.configs) * len(time_bars.groups)
-    fig = new_figure(12.0, 2.0 + 0.34 * n_bars + 0.2 * len(time_bars.groups))
+    fig = figure.new_figure(12.0, 2.0 + 0.34 * n_bars + 0.2 * len(time_bars.groups))
     ax_t, ax_f = fig.subplots(1, 2, sharey=True)
     starred = draw_bars(ax_t, time_bars, colors, True, 1.0)
     counts = [
@@ -65,20 +48,17 @@ def layout_chart(
             ax_t.set_ylabel(varying[0])
         config_legend(ax_f, time_bars.configs, colors)
     ax_f.tick_params(axis="y", left=False)
-    sample = next(r for r in rows if r.metric == "seconds")
-    title = f"{wl_title(sample.workload, sample.chain)}: time and on-disk layout"
-    titles(
+    title = figure.heading(
         fig,
-        title,
-        subtitle(
-            "mean with 95% CI",
-            n_text([r for r in rows if r.metric == "seconds"]),
-            constant_text(rows, constant),
-            STAR_NOTE if starred else "",
-        ),
+        d,
+        "time and on-disk layout",
+        "mean with 95% CI",
+        figure.n_text([r for r in rows if r.metric == "seconds"]),
+        figure.constant_text(rows, constant),
+        STAR_NOTE if starred else "",
     )
-    paths = save(fig, out_dir, stem, formats)
-    return Chart("layout", title, sample.workload, sample.chain, paths, "fragments", size(fig))
+    paths = figure.save(fig, d.out_dir, d.stem("layout"), d.formats)
+    return Chart("layout", title, d.workload, d.chain, paths, "fragments", figure.size(fig))
 
 
 def _draw_markers(ax: Axes, bars: Bars) -> None:
@@ -91,24 +71,10 @@ def _draw_markers(ax: Axes, bars: Bars) -> None:
         ax.set_xlim(right=max(ax.get_xlim()[1], max(xs) * scale))
 
 
-def layout_chart_set(
-    rows: Sequence[Row],
-    out_dir: Path,
-    formats: Sequence[str] = IMAGES,
-    colors: dict[str, str] | None = None,
-) -> list[Chart]:
-    """Per workload that measures time and fragments (alloc): one layout chart."""
-
-    def draw(
-        chain: str, wl: str, wrows: list[Row], colors: dict[str, str], name: Namer
-    ) -> Iterable[Chart | None]:
-        yield layout_chart(wrows, colors, out_dir, name("layout", chain, wl), formats)
-
-    return per_workload(rows, colors, draw)
+def _layout(d: Drawing) -> Iterable[Chart | None]:
+    """Time beside fragments and extents, for workloads that measure both (alloc)."""
+    return (layout_chart(d),)
 
 
-def layout_charts(
-    rows: Sequence[Row], out_dir: Path, formats: Sequence[str] = IMAGES
-) -> list[Path]:
-    """Time beside fragments/extents, for workloads that measure both (alloc)."""
-    return paths_of(layout_chart_set(rows, out_dir, formats))
+layout_chart_set = figure.chart_set(_layout)
+layout_charts = figure.chart_files(layout_chart_set)

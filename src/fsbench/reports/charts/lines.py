@@ -5,29 +5,13 @@ dimensions (a knob...) make small multiples with one y axis."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from matplotlib import ticker
 from matplotlib.lines import Line2D
 
-from fsbench.reports.charts.figure import (
-    Chart,
-    Namer,
-    constant_text,
-    n_text,
-    new_figure,
-    ok,
-    paths_of,
-    per_workload,
-    save,
-    size,
-    subtitle,
-    titles,
-    wl_title,
-)
-from fsbench.reports.charts.style import INK, axis_label, better_text, scale, tick
-from fsbench.reports.formats import IMAGES
+from fsbench.reports.charts import figure, style
+from fsbench.reports.charts.figure import Chart, Drawing, ok
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, split_dims
@@ -51,25 +35,18 @@ def _panel(row: Row, others: list[str]) -> str:
     return " ".join(f"{n}={dims_of(row).get(n)}" for n in others)
 
 
-def line_chart(
-    rows: list[Row],
-    metric: str,
-    param: str,
-    colors: dict[str, str],
-    out_dir: Path,
-    stem: str,
-    formats: Sequence[str],
-) -> Chart | None:
+def line_chart(d: Drawing, metric: str, param: str) -> Chart | None:
+    rows, colors = d.rows, d.colors
     mrows = [r for r in rows if r.metric == metric and ok(r)]
     if not mrows:
         return None
     sample = mrows[0]
     varying, constant = split_dims(rows)
     others = [v for v in varying if v != param]
-    factor, unit = scale(sample.unit, [r.mean for r in mrows if r.mean is not None])
+    factor, unit = style.scale(sample.unit, [r.mean for r in mrows if r.mean is not None])
     panels = list(dict.fromkeys(_panel(r, others) for r in mrows))
     n = len(panels)
-    fig = new_figure(7.2 if n == 1 else min(13.0, 1.8 + 4.0 * n), 4.6)
+    fig = figure.new_figure(7.2 if n == 1 else min(13.0, 1.8 + 4.0 * n), 4.6)
     axes = fig.subplots(1, n, sharey=True, squeeze=False)[0]
     xs_all = sorted({float(dims_of(r)[param]) for r in mrows})
     for ax, panel in zip(axes, panels, strict=True):
@@ -94,9 +71,9 @@ def line_chart(
         ax.xaxis.set_minor_locator(ticker.NullLocator())
         ax.set_xlabel(param)
         if panel:
-            ax.set_title(panel, loc="left", fontsize=10.5, color=INK)
-    axes[0].set_ylabel(axis_label(metric, unit))
-    axes[0].yaxis.set_major_formatter(ticker.FuncFormatter(tick))
+            ax.set_title(panel, loc="left", fontsize=10.5, color=style.INK)
+    axes[0].set_ylabel(style.axis_label(metric, unit))
+    axes[0].yaxis.set_major_formatter(ticker.FuncFormatter(style.tick))
     if all((r.mean or 0.0) >= 0 for r in mrows):
         axes[0].set_ylim(bottom=0)
     handles = [
@@ -110,42 +87,27 @@ def line_chart(
         bbox_to_anchor=(1.0, 1.0),
         borderaxespad=0.5,
     )
-    title = f"{wl_title(sample.workload, sample.chain)}: {metric} by {param}"
-    titles(
+    title = figure.heading(
         fig,
-        title,
-        subtitle(
-            better_text(sample.better),
-            "mean, band = 95% CI",
-            n_text(mrows),
-            constant_text(rows, constant),
-        ),
+        d,
+        f"{metric} by {param}",
+        style.better_text(sample.better),
+        "mean, band = 95% CI",
+        figure.n_text(mrows),
+        figure.constant_text(rows, constant),
     )
-    paths = save(fig, out_dir, stem, formats)
-    return Chart("line", title, sample.workload, sample.chain, paths, metric, size(fig))
+    paths = figure.save(fig, d.out_dir, d.stem("line", metric, param), d.formats)
+    return Chart("line", title, d.workload, d.chain, paths, metric, figure.size(fig))
 
 
-def line_chart_set(
-    rows: Sequence[Row],
-    out_dir: Path,
-    formats: Sequence[str] = IMAGES,
-    colors: dict[str, str] | None = None,
-) -> list[Chart]:
-    """Per workload with a numeric sweep, per headline metric: one line chart."""
-
-    def draw(
-        chain: str, wl: str, wrows: list[Row], colors: dict[str, str], name: Namer
-    ) -> Iterable[Chart | None]:
-        param = numeric_sweep(wrows)
-        if param is None:
-            return
-        for metric in headline_metrics(wrows):
-            stem = name("line", chain, wl, metric, param)
-            yield line_chart(wrows, metric, param, colors, out_dir, stem, formats)
-
-    return per_workload(rows, colors, draw)
+def _lines(d: Drawing) -> Iterable[Chart | None]:
+    """Per workload with a numeric sweep and per headline metric: the metric against the
+    parameter, one line per config with its CI band."""
+    param = numeric_sweep(d.rows)
+    if param is None:
+        return ()
+    return (line_chart(d, metric, param) for metric in headline_metrics(d.rows))
 
 
-def line_charts(rows: Sequence[Row], out_dir: Path, formats: Sequence[str] = IMAGES) -> list[Path]:
-    """Per workload with a numeric sweep: the metric against the parameter, CI bands."""
-    return paths_of(line_chart_set(rows, out_dir, formats))
+line_chart_set = figure.chart_set(_lines)
+line_charts = figure.chart_files(line_chart_set)

@@ -8,16 +8,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from fsbench.reports.compare import sections as layout
 from fsbench.reports.compare.cells import BETTER, NOT_COMPARED, WORSE, Comparison
-from fsbench.reports.compare.sections import (
-    GEOMEAN_HEADER,
-    GEOMEAN_NUMERIC,
-    NUMERIC,
-    geomean_rows,
-    header_lines,
-    sections,
-    unmatched,
-)
 from fsbench.reports.formats import rich_escape
 from fsbench.store import RunRecord
 
@@ -39,10 +31,10 @@ def _table(title: str, header: list[str], numeric: set[str], caption: str = "") 
 
 
 def print_comparison(console: Console, a: RunRecord, b: RunRecord, cmp: Comparison) -> None:
-    for line in header_lines(a, b, cmp):
+    for line in layout.header_lines(a, b, cmp):
         console.print(line, style="dim", highlight=False, markup=False)
-    for s in sections(cmp):
-        table = _table(s.title, s.header, NUMERIC, s.caption)
+    for s in layout.sections(cmp):
+        table = _table(s.title, s.header, layout.NUMERIC, s.caption)
         for row, verdict in zip(s.rows, s.verdicts, strict=True):
             cells = [rich_escape(x) for x in row]
             style = STYLES.get(verdict)
@@ -53,13 +45,15 @@ def print_comparison(console: Console, a: RunRecord, b: RunRecord, cmp: Comparis
         console.print(table)
     if cmp.geomeans:
         table = _table(
-            "geometric mean of B/A per workload and metric", GEOMEAN_HEADER, GEOMEAN_NUMERIC
+            "geometric mean of B/A per workload and metric",
+            layout.GEOMEAN_HEADER,
+            layout.GEOMEAN_NUMERIC,
         )
-        for row in geomean_rows(cmp):
+        for row in layout.geomean_rows(cmp):
             table.add_row(*(rich_escape(x) for x in row))
         console.print()
         console.print(table)
-    for side, lines in unmatched(cmp):
+    for side, lines in layout.unmatched(cmp):
         console.print()
         console.print(f"only in {side} (not compared):", highlight=False, markup=False)
         for line in lines:
