@@ -384,3 +384,21 @@ def test_any_dimension_splits_rows_alike() -> None:
     # Without a host dimension a fleet's cells keep their hosts apart.
     (cell,) = cmp.compare_rows(rows[:1], rows[:1]).cells
     assert cell.key.label == "h1 · ext4"
+
+
+def test_formats_are_named_once(tmp_path: Path) -> None:
+    """Every command refuses an unknown format in the same words, from one list."""
+    from fsbench.reports import formats
+
+    db = str(tmp_path / "r.db")
+    Store(db).close()
+    runner = CliRunner()
+    for argv, known in (
+        (["compare", "1", "2", "-f", "csv"], formats.COMPARE),
+        (["report", "1", "-f", "xml"], formats.REPORT),
+    ):
+        res = runner.invoke(app, [*argv, "--db", db])
+        assert res.exit_code != 0
+        said = res.output + str(res.exception)
+        assert f"(known: {', '.join(known)})" in said, said
+    assert formats.listed(formats.COMPARE) == "table, md or json"
