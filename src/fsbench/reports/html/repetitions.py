@@ -134,7 +134,7 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
     legend = tag(
         "p",
         e(
-            f"Highlighted: {OUTLIER}. Warm-up: the first repetition of each cell, {WARMUP}. "
+            f"Highlighted: {OUTLIER}. Warm-up: run before the counted repetitions, {WARMUP}. "
             f"could detect: {DETECT}. n for ±{TARGET_DIFFERENCE:.0%}: the repetitions per "
             f"config a {TARGET_DIFFERENCE:.0%} difference would take at this CV (✓: this run "
             "had them)."
