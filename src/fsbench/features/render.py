@@ -13,7 +13,9 @@ from rich.text import Text
 
 from fsbench.features.model import FeatureRow, FeatureTable, Result
 from fsbench.features.tables import LEGEND, MARKS, cell_text, differs, unavailable
-from fsbench.reports.formats import FEATURES as FORMATS
+from fsbench.reports import formats
+
+FORMATS = formats.FEATURES
 
 _STYLE = {"yes": "green", "no": "red", "n/a": "dim", "unsupported": "dim", "error": "yellow"}
 DIFF_STYLE = "bold on grey27"
