@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    bindparam,
     inspect,
     select,
     text,
@@ -88,6 +89,9 @@ trials = Table(
     "trials",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
+    # The trial's identity in every store: many hosts write one store at once, and a
+    # merge recognises a trial it already has.
+    Column("uid", String(32), nullable=False, server_default=""),
     Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
     Column("seq", Integer, nullable=False),  # slot in the run's schedule
     Column("step", Integer, nullable=False),  # position in the cell's chain (0 if none)
@@ -113,6 +117,7 @@ trials = Table(
     Column("provenance", Text, nullable=False),  # JSON: mkfs argv, effective options, geometry
     UniqueConstraint("run_id", "seq", "step", name="one_trial_per_slot"),
 )
+Index("trials_uid", trials.c.uid, unique=True)
 
 samples = Table(
     "samples",
@@ -185,6 +190,7 @@ MIGRATIONS: dict[int, tuple[Added, ...]] = {
         Added("runs", "kind", "VARCHAR(20)", "'run'"),
         Added("runs", "workloads", "TEXT", "'{}'"),
         Added("runs", "features", "TEXT", "'{}'"),
+        Added("trials", "uid", "VARCHAR(32)", "''"),
         Added("trials", "position", "INTEGER", "0"),
         Added("trials", "previous_cell", "TEXT", "''"),
         Added("metrics", "resolution", "FLOAT", "0"),
@@ -252,12 +258,8 @@ def _fill_run_facts(conn: Connection) -> list[str]:
     from fsbench.runfacts import features_snapshot, workload_facts
 
     done = []
-    rows = conn.execute(
-        select(runs.c.id, runs.c.host, runs.c.workloads, runs.c.target, runs.c.uid)
-    ).all()
-    for run_id, host, stored, target, uid in rows:
-        if not uid:
-            conn.execute(update(runs).where(runs.c.id == run_id).values(uid=new_uid()))
+    rows = conn.execute(select(runs.c.id, runs.c.host, runs.c.workloads, runs.c.target)).all()
+    for run_id, host, stored, target in rows:
         described = json.loads(target or "{}")
         if "summary" not in described:
             described["summary"] = _legacy_summary(described)
@@ -306,15 +308,70 @@ def _legacy_summary(target: dict[str, Any]) -> str:
     return str(target.get("kind") or "unknown target")
 
 
+def _fill_uids(conn: Connection) -> list[str]:
+    """Schema 6: every run and trial gets its uid (before their unique indexes exist),
+    derived from what the row is (`legacy_run_uid`, `legacy_trial_uid`)."""
+    done = []
+    old = conn.execute(
+        select(
+            runs.c.id,
+            runs.c.name,
+            runs.c.created_at,
+            runs.c.fsbench_version,
+            runs.c.argv,
+            runs.c.plan,
+            runs.c.host,
+        ).where(runs.c.uid == "")
+    ).all()
+    if old:
+        conn.execute(
+            update(runs).where(runs.c.id == bindparam("run_id")).values(uid=bindparam("new")),
+            [{"run_id": r.id, "new": legacy_run_uid(*r[1:])} for r in old],
+        )
+        done.append(f"schema 6: {len(old)} runs get their uid")
+    trial_rows = conn.execute(
+        select(trials.c.id, runs.c.uid, trials.c.seq, trials.c.step)
+        .join(runs, trials.c.run_id == runs.c.id)
+        .where(trials.c.uid == "")
+    ).all()
+    if trial_rows:
+        conn.execute(
+            update(trials).where(trials.c.id == bindparam("trial_id")).values(uid=bindparam("new")),
+            [{"trial_id": t[0], "new": legacy_trial_uid(*t[1:])} for t in trial_rows],
+        )
+        done.append(f"schema 6: {len(trial_rows)} trials get their uid")
+    return done
+
+
 def _fill_6(conn: Connection) -> list[str]:
-    done = _fill_run_facts(conn)
-    for index in runs.indexes:
+    done = _fill_uids(conn) + _fill_run_facts(conn)
+    for index in [*runs.indexes, *trials.indexes]:
         index.create(conn, checkfirst=True)
     return done
 
 
 def new_uid() -> str:
+    """The uid of a new run or trial: random (UUID4), so that many hosts writing one store,
+    or stores merged later, never give two rows one identity."""
     return uuid.uuid4().hex
+
+
+# Rows stored before uids existed get a name-based one (UUID5) derived from what they are,
+# the same wherever and however often an old store is migrated: a copy of a store migrated
+# for a merge names its runs as the store itself does once migrated, and merging either
+# twice adds nothing.
+_LEGACY = uuid.UUID("5f0d7c1e-3b1a-4c55-9a51-0f5b3e4e2a61")
+
+
+def legacy_run_uid(
+    name: str, created_at: str, fsbench_version: str, argv: str, plan: str, host: str
+) -> str:
+    key = json.dumps([name, created_at, fsbench_version, argv, plan, host])
+    return uuid.uuid5(_LEGACY, key).hex
+
+
+def legacy_trial_uid(run_uid: str, seq: int, step: int) -> str:
+    return uuid.uuid5(_LEGACY, f"{run_uid}/{seq}/{step}").hex
 
 
 # Data a version's reports need that older rows lack, filled after its columns exist.

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from sqlalchemy import (
     Connection,
@@ -28,10 +29,12 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import (
     ArgumentError,
+    DBAPIError,
     IntegrityError,
+    InterfaceError,
     OperationalError,
     ProgrammingError,
     SQLAlchemyError,
@@ -52,60 +55,104 @@ def default_db_path() -> Path:
 
 
 def to_url(db: str | Path | None) -> str:
-    """A path or an SQLAlchemy URL; `postgresql://` means psycopg 3."""
+    """A path or a URL as the engine takes it: `postgresql://` means psycopg 3; any other
+    kind of database is refused in one line (fsbench stores results in SQLite or
+    PostgreSQL)."""
     if db is None:
         db = default_db_path()
     given = str(db)
     if given.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + given.split("://", 1)[1]
-    if "://" in given:
+    if given.startswith(("postgresql+psycopg://", "sqlite://")):
         return given
+    if "://" in given:
+        raise FsbenchError(
+            f"cannot use {without_password(given)} as a result store: give a file path, "
+            "sqlite:///PATH or postgresql://[USER[:PASSWORD]@][HOST][:PORT]/DATABASE"
+        )
     path = Path(given).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 
 
 def without_password(url: str) -> str:
-    """The URL as it may be shown, logged or stored: any password replaced by ***."""
+    """The URL as it may be shown, logged or stored: a password (in the URL or as its
+    `password` parameter) replaced by ***, the driver and the parameters as a user types
+    them (postgresql://u:***@/db?host=/run/pg)."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
     except (ArgumentError, ValueError):
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    if parsed.drivername.startswith("sqlite"):
+        return url  # a file: no password, and its path as given
+    if parsed.drivername == "postgresql+psycopg":
+        parsed = parsed.set(drivername="postgresql")
+    shown = parsed.set(query={}).render_as_string(hide_password=True)
+    params = [
+        f"{key}={'***' if key in _SECRET_PARAMS else value}"
+        for key, values in parsed.query.items()
+        for value in ((values,) if isinstance(values, str) else values)
+    ]
+    return shown + ("?" + "&".join(params) if params else "")
+
+
+# URL parameters that libpq reads as secrets.
+_SECRET_PARAMS = ("password", "sslpassword")
+
+
+def secrets_of(url: str) -> list[str]:
+    """The secrets a URL carries: its password and any secret parameter."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return []
+    found = [parsed.password or ""]
+    for key in _SECRET_PARAMS:
+        value = parsed.query.get(key) or ""
+        found += [value] if isinstance(value, str) else list(value)
+    return [str(f) for f in found if f]
 
 
 def password_of(url: str) -> str:
     try:
-        return make_url(url).password or ""
+        parsed = make_url(url)
     except (ArgumentError, ValueError):
         return ""
+    value = parsed.password or parsed.query.get("password") or ""
+    return value if isinstance(value, str) else value[0]
 
 
 def strip_password(url: str) -> str:
     """The URL with no password at all (libpq then reads it from PGPASSFILE)."""
-    return make_url(url)._replace(password=None).render_as_string(hide_password=False)
+    parsed = make_url(url)
+    bare = parsed._replace(password=None).difference_update_query(_SECRET_PARAMS)
+    return bare.render_as_string(hide_password=False)
 
 
 def redact(text: str, url: str) -> str:
-    """`text` with the URL's password (if any) replaced by ***: for error messages that
-    quote a driver's words."""
-    secret = password_of(url)
-    return text.replace(secret, "***") if secret else text
+    """`text` with the URL's secrets (as given and URL-encoded) replaced by ***: for
+    error messages that quote a driver's words."""
+    for secret in secrets_of(url):
+        for form in {secret, quote(secret, safe=""), quote_plus(secret)}:
+            text = text.replace(form, "***")
+    return text
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """A command line as it may be stored: the password of any URL in it hidden."""
-    return [without_password(a) if "://" in a and "@" in a else a for a in argv]
+    """A command line as it may be stored or shown: any URL in it without its password
+    (`--db URL` and `--db=URL` alike)."""
+    return [without_password(a) if "://" in a else a for a in argv]
 
 
 def pgpass_line(url: str) -> str:
     """A libpq password file line (host:port:database:user:password) for a PostgreSQL
     URL with a password, so that a fleet host connects without the password in its URL."""
-    u = make_url(url)
-    if not u.password:
+    u, password = make_url(url), password_of(url)
+    if not password:
         return ""
     # A socket directory is matched as given (localhost only matches the default one).
     host = u.host or str(u.query.get("host") or "*")
-    fields = [host, str(u.port or "*"), u.database or "*", u.username or "*", u.password]
+    fields = [host, str(u.port or "*"), u.database or "*", u.username or "*", password]
     return ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
 
 
@@ -153,6 +200,7 @@ class TrialRecord:
     # Not a column: a member run says its host once (runs.fleet_host).
     host: str = ""
     id: int | None = None
+    uid: str = ""  # the trial's identity in every store; given when it is first stored
 
     @property
     def warmup(self) -> bool:
@@ -200,15 +248,38 @@ class Store:
         self.url = without_password(self.secret_url)
         self.migrated: list[str] = []
         self.backup: Path | None = None
+        self._opening = True
         try:
             self.engine: Engine = create_engine(self.secret_url, pool_pre_ping=True)
-            if self.secret_url.startswith("sqlite"):
+            if self.postgresql:
+                event.listen(self.engine, "handle_error", self._server_error)
+            else:
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             with self._schema_lock():
                 self._open_schema()
         except (SQLAlchemyError, OSError) as exc:
-            detail = redact(str(exc).splitlines()[0] if str(exc) else repr(exc), self.secret_url)
-            raise FsbenchError(f"cannot open result store {self.url}: {detail}") from None
+            raise FsbenchError(
+                f"cannot open result store {self.url}: {self._reason(exc)}"
+            ) from None
+        finally:
+            self._opening = False
+
+    def _reason(self, exc: BaseException) -> str:
+        """The driver's own first line, with no secret of the URL in it."""
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        lines = str(cause).strip().splitlines()
+        return redact(lines[0] if lines else repr(cause), self.secret_url)
+
+    def _server_error(self, ctx: ExceptionContext) -> BaseException | None:
+        """A PostgreSQL server refusing or dropping us is one line that names the store
+        without its password (not a traceback quoting the driver); constraint and
+        programming errors stay what they are."""
+        if ctx.is_pre_ping or not isinstance(
+            ctx.sqlalchemy_exception, OperationalError | InterfaceError
+        ):
+            return None
+        what = "cannot open result store" if self._opening else "result store"
+        return FsbenchError(f"{what} {self.url}: {self._reason(ctx.original_exception)}")
 
     def __str__(self) -> str:
         return self.url
@@ -257,22 +328,27 @@ class Store:
             version = schema.stored_version(conn)
         if version == SCHEMA_VERSION:
             return
-        if version is None:  # a new store
-            self._create_tables()
-            with self.engine.begin() as conn:
-                schema.write_version(conn)
-            return
-        if version > SCHEMA_VERSION:
+        if version is not None and version > SCHEMA_VERSION:
             raise FsbenchError(
                 f"{self.url} was written by a newer fsbench (schema {version}; this one "
                 f"knows up to {SCHEMA_VERSION}): upgrade fsbench to read it"
             )
-        self.backup = self._backup(version)
-        self._create_tables()  # tables added since (samples, meta)
-        with self.engine.begin() as conn:
-            self.migrated = schema.migrate(conn, version)
-            schema.write_version(conn)
-        self.migrated.insert(0, f"migrated from schema {version} to {SCHEMA_VERSION}")
+        if self.postgresql:
+            # DDL is transactional on PostgreSQL: the tables, the migration and the
+            # version are one transaction, all or nothing (no backup needed).
+            with self.engine.begin() as conn:
+                metadata.create_all(conn)
+                self.migrated = schema.migrate(conn, version) if version else []
+                schema.write_version(conn)
+        else:
+            if version is not None:
+                self.backup = self._backup(version)
+            self._create_tables()  # a new store, or tables added since (samples, meta)
+            with self.engine.begin() as conn:
+                self.migrated = schema.migrate(conn, version) if version else []
+                schema.write_version(conn)
+        if version is not None:
+            self.migrated.insert(0, f"migrated from schema {version} to {SCHEMA_VERSION}")
 
     def _backup(self, version: int) -> Path | None:
         """A consistent copy of an SQLite store before it is migrated (the backup API
@@ -394,8 +470,10 @@ class Store:
         return ids
 
     def _insert_trial(self, conn: Connection, run_id: int, trial: TrialRecord) -> int:
+        trial.uid = trial.uid or schema.new_uid()
         res = conn.execute(
             insert(trials).values(
+                uid=trial.uid,
                 run_id=run_id,
                 seq=trial.seq,
                 step=trial.step,
@@ -511,6 +589,7 @@ class Store:
         return [
             TrialRecord(
                 id=t["id"],
+                uid=t["uid"],
                 seq=t["seq"],
                 step=t["step"],
                 chain=t["chain"],

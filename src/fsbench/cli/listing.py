@@ -10,6 +10,7 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fsbench import filesystems, plan, workloads
 from fsbench.cli.common import DbOption, JsonOption
@@ -30,6 +31,7 @@ def list_(
 ) -> None:
     """List the catalogue, the workloads and their parameters, the presets, or stored runs."""
     items: list[dict[str, Any]]
+    where = ""  # runs say which store they are in (shown without its password)
     if what == What.filesystems:
         items = [
             {
@@ -74,23 +76,27 @@ def list_(
                 "status": r.status,
                 "created_at": r.created_at,
                 "trials": len(r.schedule),
+                "uid": r.uid,
             }
             for r in store.list_runs()
         ]
+        store.close()
+        where = f" in {store}"
     if json_out:
         typer.echo(json.dumps(items, indent=2, default=str))
         return
     if what == What.workloads:
         _print_workloads(items)
         return
-    table = Table(box=box.SIMPLE_HEAD)
+    table = Table(box=box.SIMPLE_HEAD, title=Text(f"runs{where}") if where else None)
     if not items:
-        Console().print(f"no {what.value}")
+        Console().print(f"no {what.value}{where}", markup=False, highlight=False)
         return
-    for key in items[0]:
+    shown = [k for k in items[0] if k != "uid"]  # a run's uid: in --json
+    for key in shown:
         table.add_column(key, overflow="fold")
     for item in items:
-        table.add_row(*(_cell(v) for v in item.values()))
+        table.add_row(*(_cell(item[k]) for k in shown))
     Console().print(table)
 
 

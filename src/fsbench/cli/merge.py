@@ -6,41 +6,48 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from fsbench.cli.common import DbOption, JsonOption
-from fsbench.merge import MergeResult, merge_store
+from fsbench.merge import MergeResult, merge_store, source
 from fsbench.store import Store
 
 
 def merge(
     sources: Annotated[
-        list[str], typer.Argument(metavar="SRC...", help="Stores to bring in: paths or URLs.")
+        list[str],
+        typer.Argument(metavar="SRC...", help="Stores to bring in: file paths or URLs."),
     ],
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Bring every run of SRC (with its trials, metrics, samples and provenance) into --db.
-    Idempotent: a run already there (by its uid) only gets the trials it lacks."""
+    """Bring every run of each SRC (its trials, metrics, samples and provenance) into
+    --db. Idempotent: a run already there (by its uid) only gets the trials it lacks. A
+    source is never written (an older SQLite store is migrated in a temporary copy)."""
     dest = Store(db)
     total = MergeResult()
     out: list[dict[str, object]] = []
-    for text in sources:
-        src = Store(text)
-        try:
-            got = merge_store(src, dest)
-        finally:
-            src.close()
-        total.runs_added += got.runs_added
-        total.runs_updated += got.runs_updated
-        total.trials_added += got.trials_added
-        out.append({"source": src.url, **got.as_dict()})
-        if not json_out:
-            Console(stderr=True).print(
-                f"{src.url}: {len(got.runs_added)} runs added, {len(got.runs_updated)} "
-                f"updated, {got.trials_added} trials added",
-                highlight=False,
-                markup=False,
-            )
+    try:
+        for given in sources:
+            with source(given) as src:
+                got = merge_store(src, dest)
+                shown = str(src) if src.sqlite_path is None else given
+                notes = src.migrated[:1]
+            total.add(got)
+            out.append({"source": shown, **got.as_dict(), "notes": notes})
+            if not json_out:
+                line = (
+                    f"{shown}: {len(got.runs_added)} runs added, {len(got.runs_updated)} "
+                    f"updated, {got.trials_added} trials added"
+                )
+                if got.trials_conflicting:
+                    line += f", {got.trials_conflicting} trials kept as {dest} had them"
+                typer.echo(line + "".join(f" ({n}, in a copy)" for n in notes))
+    finally:
+        dest.close()
     if json_out:
         typer.echo(json.dumps({"dest": dest.url, "sources": out, **total.as_dict()}, indent=2))
+    else:
+        typer.echo(
+            f"into {dest}: {len(total.runs_added)} runs added, {len(total.runs_updated)} "
+            f"updated, {total.trials_added} trials added"
+        )
