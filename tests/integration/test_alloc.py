@@ -8,17 +8,18 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conftest import MountFactory, available_fs
 from fsbench import fiemap
-from fsbench.errors import Unsupported
 from fsbench.workloads import get
 from fsbench.workloads.alloc import FILENAME, METHODS, Alloc, AllocParams
-from fsbench.workloads.base import Better, Metric, Scale, fsync_path
+from fsbench.workloads.base import Scale, fsync_path
 from tests.helpers import context
+from tests.runcell import Bench, flags, loop_bench, metrics
 
 FS = available_fs()
 K = 4096
@@ -181,53 +182,46 @@ def test_registry_and_params() -> None:
         AllocParams(size="1M", method="write-16k")
 
 
-def metric(metrics: list[Metric], name: str) -> Metric:
-    found = [m for m in metrics if m.name == name]
-    assert len(found) == 1, (name, metrics)
-    return found[0]
+@pytest.fixture(scope="module")
+def bench() -> Iterator[Bench]:
+    yield from loop_bench(1 << 30)
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("fs_name", FS)
-def test_alloc_run_and_inspect(
-    make_fs: MountFactory, loopdev: str, fs_name: str, method: str
-) -> None:
-    mnt = make_fs(fs_name)
-    ctx = context(fs_name, loopdev, mnt)
-    params = AllocParams(size="16M", method=method)
-    work = Alloc()
-    path = mnt / FILENAME
-
+def test_alloc_run_and_inspect(bench: Bench, fs_name: str, method: str) -> None:
+    """Through the runner: the timed write, sync + umount, then FIEMAP after a remount."""
+    (record,) = bench.trial(fs_name, "alloc", size="16M", method=method)
     if method == "fallocate" and fs_name in NO_FALLOCATE:
-        with pytest.raises(Unsupported) as info:
-            work.run(ctx, params)
-        assert fs_name in info.value.message
-        assert os.strerror(errno.EOPNOTSUPP) in info.value.message
+        assert record.status == "unsupported", record.message
+        assert fs_name in record.message
+        assert os.strerror(errno.EOPNOTSUPP) in record.message
         return
+    assert record.status == "ok", f"{record.message}\n{record.detail}"
+    m = metrics(record)
+    written = m.get("bytes_written")
+    if method in ("mmap", "write-4k", "write-8k"):
+        assert written is not None and written.value == 16 * M
+    else:
+        assert written is None
+    timing = m["write_seconds"]
+    assert (timing.unit, timing.better) == ("s", "lower") and timing.value > 0
+    # The runner's seconds: the write plus the sync and umount that put it on disk.
+    assert m["seconds"].value >= timing.value and m["flush_seconds"].value > 0
 
-    timing, *written = work.run(ctx, params)
-    expected_written = [params.size] if method in ("mmap", "write-4k", "write-8k") else []
-    assert [(m.name, m.value) for m in written] == [("bytes_written", v) for v in expected_written]
-    assert timing == Metric("write_seconds", timing.value, "s", Better.LOWER)
-    assert timing.value > 0
-    # What the runner does between run and inspect: flush, umount, fresh mount.
-    ctx.sync()
-    ctx.remount()
-    metrics = work.inspect(ctx, params)
-
-    st = path.stat()
-    assert st.st_size == 16 * M
-    assert st.st_blocks * 512 >= 16 * M  # every block allocated, no holes
-    fragments = metric(metrics, "fragments")
-    extents = metric(metrics, "extents")
-    unwritten = metric(metrics, "unwritten_extents")
-    assert (fragments.unit, fragments.better) == ("count", Better.LOWER)
+    fragments, extents, unwritten = m["fragments"], m["extents"], m["unwritten_extents"]
+    assert (fragments.unit, fragments.better, fragments.resolution) == ("count", "lower", 1)
     assert extents.unit == "count"
     assert fragments.value >= 1
     assert extents.value >= fragments.value
-    if shutil.which("filefrag"):
-        assert fragments.value == filefrag_count(path)
+    with bench.mounted(fs_name) as mnt:
+        path = mnt / FILENAME
+        st = path.stat()
+        assert st.st_size == 16 * M
+        assert st.st_blocks * 512 >= 16 * M  # every block allocated, no holes
+        if shutil.which("filefrag"):
+            assert fragments.value == filefrag_count(path)
 
     real_fallocate = method == "fallocate" or (
         method == "posix_fallocate" and fs_name not in NO_FALLOCATE
@@ -238,7 +232,7 @@ def test_alloc_run_and_inspect(
     else:
         # Written data (posix_fallocate on ext2/ext3 is glibc writing a byte per block).
         assert unwritten.value == 0
-    assert ctx.flags == {}
+    assert flags(record) == {}
 
 
 @pytest.mark.integration

@@ -149,3 +149,23 @@ def test_cli_json_with_an_unavailable_column(work: Path) -> None:
         assert fiemap["jfs"]["supported"] == "unsupported"
         assert fiemap["jfs"]["note"].startswith("unavailable: ")
     assert ours(work / "cli") == ([], [])
+
+
+@pytest.fixture(scope="module")
+def ext4_every_probe(work: Path) -> FeatureTable:
+    """Every probe of `fsbench features`, on ext4 alone (small sizes)."""
+    settings = Settings(inode_fs_size=128 * MiB, inode_cap=5_000, inode_seconds=30, workers=1)
+    return run_features(["ext4"], work / "every-probe", settings)
+
+
+def test_every_probe_runs_on_ext4(ext4_every_probe: FeatureTable, work: Path) -> None:
+    """No probe errs on ext4, each answers all its rows with measured facts and evidence
+    or a reason; and nothing it made is left behind."""
+    table = ext4_every_probe
+    for probe in registry.PROBES:
+        for feature in probe.features:
+            r = table.result(feature.name, "ext4")
+            assert r.supported in ("yes", "no", "n/a"), (probe.name, feature.name, r)
+            assert r.evidence or r.note, (probe.name, feature.name)
+    assert len(table.features) == sum(len(p.features) for p in registry.PROBES)
+    assert ours(work / "every-probe") == ([], [])

@@ -1,29 +1,22 @@
 """fio profiles and sysbench-fileio on real filesystems (ext4, xfs) and on the bare loop
-device (`raw`), at tiny sizes: the steps the runner takes (prepare, settle, run, flush),
-and the headline metrics present and positive. Real tools, real loop devices."""
+device (`raw`), at tiny sizes, through the real runner (`Runner.run_cell`): the headline
+metrics present and positive, the files where they belong. Real tools, real loop devices."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import MountFactory, available_fs
-from fsbench import runner
-from fsbench.errors import TrialFailed
-from fsbench.workloads.base import CacheState, Metric, Workload
+from conftest import available_fs
+from fsbench.store import MetricRecord
 from fsbench.workloads.fio import Fio
-from fsbench.workloads.fio.profiles import (
-    PROFILES,
-    RAND_RW,
-    SEQ_READ,
-    SEQ_WRITE,
-    THREADED,
-    FioParams,
-)
-from fsbench.workloads.sysbench_fileio import SUBDIR, SysbenchFileio, SysbenchFileioParams
-from tests.helpers import context
+from fsbench.workloads.fio.profiles import PROFILES, RAND_RW, SEQ_READ, SEQ_WRITE, THREADED
+from fsbench.workloads.sysbench_fileio import SUBDIR
+from tests.runcell import Bench, flags, loop_bench, metrics
 
 pytestmark = pytest.mark.integration
 
@@ -33,27 +26,33 @@ needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="no fio")
 needs_sysbench = pytest.mark.skipif(shutil.which("sysbench") is None, reason="no sysbench")
 
 
-def trial(
-    work: Workload, ctx: runner.Context, params: FioParams | SysbenchFileioParams
-) -> dict[str, Metric]:
-    """What the runner does around a workload: prepare, settle, run, flush."""
-    raw = ctx.fs_type == "raw"
-    work.prepare(ctx, params)
-    if not raw:
-        ctx.sync()
-    if work.cache == CacheState.COLD_REMOUNT and not raw:
-        ctx.remount()
-    else:
-        ctx.drop_caches()
-    metrics = work.run(ctx, params)
-    if not raw:
-        ctx.sync()
-    by_name = {m.name: m for m in metrics}
-    assert len(by_name) == len(metrics), "a metric reported twice"
-    return by_name
+# What the runner adds to every trial's metrics.
+RUNNER = {
+    "seconds",
+    "flush_seconds",
+    "device_write_bytes",
+    "device_read_bytes",
+    "device_util_pct",
+    "write_amplification",
+    "cpu_user_s",
+    "cpu_sys_s",
+    "bytes_written",
+}
 
 
-def positive(metrics: dict[str, Metric], *names: str) -> None:
+@pytest.fixture(scope="module")
+def bench() -> Iterator[Bench]:
+    yield from loop_bench(1 << 30)
+
+
+def trial(bench: Bench, fs: str, workload: str, **params: Any) -> dict[str, MetricRecord]:
+    (record,) = bench.trial(fs, workload, **params)
+    assert record.status == "ok", f"{record.message}\n{record.detail}"
+    assert "not-cold" not in flags(record)
+    return metrics(record)
+
+
+def positive(metrics: dict[str, MetricRecord], *names: str) -> None:
     for name in names:
         assert name in metrics, (name, sorted(metrics))
         assert metrics[name].value > 0, metrics[name]
@@ -84,32 +83,28 @@ ABSENT = {
 @needs_fio
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("fs_name", FS)
-def test_fio_profiles(make_fs: MountFactory, loopdev: str, fs_name: str, profile: str) -> None:
-    mnt = make_fs(fs_name)
-    ctx = context(fs_name, loopdev, mnt)
+def test_fio_profiles(bench: Bench, fs_name: str, profile: str) -> None:
     threads = 2 if profile == THREADED else 1
-    params = FioParams(profile=profile, size="32M", runtime=1, threads=threads)
-    metrics = trial(Fio(), ctx, params)
-    positive(metrics, *HEADLINE[profile])
+    m = trial(bench, fs_name, "fio", profile=profile, size="32M", runtime=1, threads=threads)
+    positive(m, *HEADLINE[profile])
     for name in ABSENT[profile]:
-        assert name not in metrics
-    for m in metrics.values():
-        assert (
-            m.name in Fio.headline
-            or m.name.endswith(("_iops", "_us", "_mib_s"))
-            or (m.name == "bytes_written" and m.value > 0)  # for write amplification
-        )
-    files = sorted(p.name for p in mnt.iterdir() if p.name.startswith("fsbench-fio"))
-    if profile == RAND_RW:
-        assert files == ["fsbench-fio.shared"]
-        assert (mnt / files[0]).stat().st_size == 32 * MIB
-    else:
-        assert len(files) == threads
-        assert all((mnt / f).stat().st_size == 32 * MIB // threads for f in files)
-    if profile == SEQ_WRITE:
-        # written, not preallocated, and on disk: every block allocated
-        st = (mnt / files[0]).stat()
-        assert st.st_blocks * 512 >= 32 * MIB
+        assert name not in m
+    for name in set(m) - RUNNER:
+        assert name in Fio.headline or name.endswith(("_iops", "_us", "_mib_s")), name
+    if profile != SEQ_READ:
+        assert m["bytes_written"].value > 0  # for write amplification
+    with bench.mounted(fs_name) as mnt:
+        files = sorted(p.name for p in mnt.iterdir() if p.name.startswith("fsbench-fio"))
+        if profile == RAND_RW:
+            assert files == ["fsbench-fio.shared"]
+            assert (mnt / files[0]).stat().st_size == 32 * MIB
+        else:
+            assert len(files) == threads
+            assert all((mnt / f).stat().st_size == 32 * MIB // threads for f in files)
+        if profile == SEQ_WRITE:
+            # written, not preallocated, and on disk: every block allocated
+            st = (mnt / files[0]).stat()
+            assert st.st_blocks * 512 >= 32 * MIB
 
 
 JOB = """\
@@ -135,47 +130,40 @@ numjobs=2
 
 @needs_fio
 @pytest.mark.parametrize("fs_name", FS[:1])
-def test_fio_job_file(make_fs: MountFactory, loopdev: str, workdir: Path, fs_name: str) -> None:
-    job = workdir / "tiny.fio"
+def test_fio_job_file(bench: Bench, tmp_path: Path, fs_name: str) -> None:
+    job = tmp_path / "tiny.fio"
     job.write_text(JOB)
-    mnt = make_fs(fs_name)
-    ctx = context(fs_name, loopdev, mnt)
-    params = FioParams(profile=f"job={job}", size="1M", runtime=1)
-    metrics = trial(Fio(), ctx, params)
-    positive(metrics, "writer_write_mib_s", "writer_write_iops", "readers_read_mib_s")
-    assert "readers_write_mib_s" not in metrics
-    # the job's own directory= was replaced by the filesystem under test
-    assert (mnt / "jobdata").stat().st_size == 4 * MIB
+    m = trial(bench, fs_name, "fio", profile=f"job={job}", size="1M", runtime=1)
+    positive(m, "writer_write_mib_s", "writer_write_iops", "readers_read_mib_s")
+    assert "readers_write_mib_s" not in m
+    with bench.mounted(fs_name) as mnt:
+        # the job's own directory= was replaced by the filesystem under test
+        assert (mnt / "jobdata").stat().st_size == 4 * MIB
 
-    bad = workdir / "bad.fio"
+    bad = tmp_path / "bad.fio"
     bad.write_text("[a]\nrw=write\nsize=1M\nfilename=/etc/fsbench-must-not-exist\n")
-    with pytest.raises(TrialFailed, match="outside"):
-        Fio().prepare(ctx, FioParams(profile=f"job={bad}", size="1M", runtime=1))
-    with pytest.raises(TrialFailed, match="job file"):
-        Fio().prepare(ctx, FioParams(profile=f"job={workdir}/missing.fio", size="1M", runtime=1))
+    for profile, message in ((f"job={bad}", "outside"), (f"job={tmp_path}/nope.fio", "job file")):
+        (record,) = bench.trial(fs_name, "fio", profile=profile, size="1M", runtime=1)
+        assert record.status == "failed" and message in record.message, record.message
 
 
 @needs_fio
 @pytest.mark.parametrize("profile", PROFILES)
-def test_fio_raw_device(loopdev: str, workdir: Path, profile: str) -> None:
-    ctx = context("raw", loopdev, workdir / "not-mounted")
+def test_fio_raw_device(bench: Bench, profile: str) -> None:
     threads = 2 if profile == THREADED else 1
     # threaded-io on the device is 4 KiB O_DIRECT: keep it small
     size = "8M" if profile == THREADED else "32M"
-    params = FioParams(profile=profile, size=size, runtime=1, threads=threads)
-    metrics = trial(Fio(), ctx, params)
-    positive(metrics, *HEADLINE[profile])
-    assert not ctx.mountpoint.exists()
+    m = trial(bench, "raw", "fio", profile=profile, size=size, runtime=1, threads=threads)
+    positive(m, *HEADLINE[profile])
     # the data went to the device itself (fio's buffers are not zeros)
-    with open(loopdev, "rb") as dev:
+    with open(bench.target.device, "rb") as dev:
         assert dev.read(4096).strip(b"\0")
 
 
 @needs_fio
-def test_fio_raw_refuses_more_than_the_device(loopdev: str, workdir: Path) -> None:
-    ctx = context("raw", loopdev, workdir / "not-mounted")
-    with pytest.raises(TrialFailed, match="larger than"):
-        Fio().prepare(ctx, FioParams(profile=SEQ_READ, size="2G", runtime=1))
+def test_fio_raw_refuses_more_than_the_device(bench: Bench) -> None:
+    (record,) = bench.trial("raw", "fio", profile=SEQ_READ, size="2G", runtime=1)
+    assert record.status == "failed" and "larger than" in record.message, record.message
 
 
 @needs_sysbench
@@ -184,18 +172,14 @@ def test_fio_raw_refuses_more_than_the_device(loopdev: str, workdir: Path) -> No
     [("rndrw", "4x4M", True), ("seqwr", "16x1M", False), ("seqrd", "1x16M", False)],
 )
 @pytest.mark.parametrize("fs_name", FS)
-def test_sysbench_fileio(
-    make_fs: MountFactory, loopdev: str, fs_name: str, mode: str, layout: str, direct: bool
-) -> None:
-    mnt = make_fs(fs_name)
-    ctx = context(fs_name, loopdev, mnt)
-    params = SysbenchFileioParams.model_validate(
-        {"mode": mode, "layout": layout, "duration": 1, "direct": direct}
+def test_sysbench_fileio(bench: Bench, fs_name: str, mode: str, layout: str, direct: bool) -> None:
+    metrics = trial(
+        bench, fs_name, "sysbench-fileio", mode=mode, layout=layout, duration=1, direct=direct
     )
-    metrics = trial(SysbenchFileio(), ctx, params)
-    count, size = params.file_num, params.total_size // params.file_num
-    files = sorted((mnt / SUBDIR).iterdir())
-    assert len(files) == count and all(f.stat().st_size == size for f in files)
+    count, size = (int(x) for x in layout.replace("M", "").split("x"))
+    with bench.mounted(fs_name) as mnt:
+        files = sorted((mnt / SUBDIR).iterdir())
+        assert len(files) == count and all(f.stat().st_size == size * MIB for f in files)
     if mode in ("rndrw", "seqrd"):
         positive(metrics, "read_mib_s", "reads_s")
     if mode in ("rndrw", "seqwr"):

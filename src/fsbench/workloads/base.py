@@ -121,7 +121,7 @@ class Workload(ABC, Generic[P]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for base in getattr(cls, "__orig_bases__", ()):
+        for base in cls.__dict__.get("__orig_bases__", ()):  # its own bases, as written
             for arg in get_args(base):
                 if isinstance(arg, type) and issubclass(arg, Params):
                     cls.params_model = arg
