@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from fsbench import fiemap, proc, sourcetree, system
+from fsbench import fiemap, filesystems, proc, sourcetree, system
+from fsbench.workloads import fsck
 from tests.helpers import fsbench, ours
 
 pytestmark = pytest.mark.integration
@@ -163,3 +164,15 @@ def test_tree_files_in_inode_order_without_symlinks(workdir: Path) -> None:
     assert sorted(found) == sorted(str(n) for n in names)
     inodes = [os.stat(p).st_ino for p in found]
     assert inodes == sorted(inodes)
+
+
+@pytest.mark.parametrize("fs_name", ["ext4", "xfs", "btrfs"])
+def test_a_checker_that_cannot_check_fails_the_trial(workdir: Path, fs_name: str) -> None:
+    """The real e2fsck (exit 8), xfs_repair and btrfs check (exit 1, as for problems found)
+    on a device that is not there: the checker failed, with its own words; not a timing."""
+    argv = [*filesystems.get(fs_name).fsck_readonly, str(workdir / "no-such-device")]
+    res = proc.run(argv, timeout=60)
+    assert res.returncode != 0
+    failed = fsck.checker_failed(argv, res)
+    assert failed is not None, res.output
+    assert "No such file or directory" in failed.message + failed.detail

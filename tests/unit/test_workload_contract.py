@@ -133,24 +133,33 @@ def test_short_and_not_cold_flags() -> None:
 # -- fsck: the checker failing is not a timing ---------------------------------------------
 
 
+CHECKED = {
+    "xfs_repair": "Phase 1 - find and verify superblock...",
+    "btrfs": "Checking filesystem on",
+}
+
+
 @pytest.mark.parametrize(
-    "argv0, code, failed",
+    "argv0, code, checked, failed",
     [
-        ("e2fsck", 0, False),
-        ("e2fsck", 4, False),  # errors left uncorrected: a verdict
-        ("e2fsck", 8, True),  # operational error
-        ("e2fsck", 12, True),
-        ("e2fsck", 16, True),  # usage
-        ("e2fsck", 32, True),  # cancelled
-        ("e2fsck", 124, True),  # timed out
-        ("xfs_repair", 1, False),  # corruption found
-        ("xfs_repair", 2, True),
-        ("btrfs", 1, False),
-        ("fsck.jfs", 8, True),
+        ("e2fsck", 0, True, False),
+        ("e2fsck", 4, True, False),  # errors left uncorrected: a verdict
+        ("e2fsck", 8, False, True),  # operational error
+        ("e2fsck", 12, False, True),
+        ("e2fsck", 16, False, True),  # usage
+        ("e2fsck", 32, False, True),  # cancelled
+        ("e2fsck", 124, False, True),  # timed out
+        ("xfs_repair", 1, True, False),  # corruption found
+        ("xfs_repair", 1, False, True),  # "fatal error -- couldn't initialize XFS library"
+        ("xfs_repair", 2, True, True),
+        ("btrfs", 1, True, False),
+        ("btrfs", 1, False, True),  # could not open the device
+        ("fsck.jfs", 8, False, True),
     ],
 )
-def test_fsck_exit_codes(argv0: str, code: int, failed: bool) -> None:
-    res = proc.Result((argv0, "/dev/x"), code, "", f"{argv0}: some words of its own")
+def test_fsck_exit_codes(argv0: str, code: int, checked: bool, failed: bool) -> None:
+    out = CHECKED.get(argv0, "") if checked else ""
+    res = proc.Result((argv0, "/dev/x"), code, out, f"{argv0}: some words of its own")
     error = fsck.checker_failed([argv0, "-n", "/dev/x"], res)
     assert (error is not None) == failed
     if error is not None:

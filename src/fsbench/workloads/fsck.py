@@ -24,18 +24,27 @@ TIMEOUT = 7200.0
 # status is the checker failing. fsck(8)'s convention (e2fsck, fsck.jfs, reiserfsck): the
 # bits 1 (corrected), 2 (reboot) and 4 (left uncorrected) are verdicts; 8 (operational
 # error), 16 (usage), 32 (cancelled) and 128 (shared library) are failures.
-# xfs_repair -n and btrfs check: 0 clean, 1 problems found.
+# xfs_repair -n and btrfs check: 0 clean, 1 problems found, but 1 as well when they could
+# not check at all (a device they cannot open): their verdict follows what they print
+# once they really check.
 FSCK_CONVENTION = frozenset(range(8))
 VERDICTS: dict[str, frozenset[int]] = {
     "xfs_repair": frozenset({0, 1}),
     "btrfs": frozenset({0, 1}),
+}
+CHECKING: dict[str, str] = {
+    "xfs_repair": "Phase 1 - find and verify superblock",
+    "btrfs": "Checking filesystem on",
 }
 
 
 def checker_failed(argv: list[str], res: proc.Result) -> TrialFailed | None:
     """The trial's failure when the checker itself failed (or timed out), else None."""
     tool = argv[0]
-    if res.returncode in VERDICTS.get(tool, FSCK_CONVENTION):
+    started = CHECKING.get(tool)
+    if res.returncode in VERDICTS.get(tool, FSCK_CONVENTION) and (
+        res.returncode == 0 or started is None or started in res.output
+    ):
         return None
     if res.returncode == 124:
         return tool_failed(tool, res, f"timed out after {TIMEOUT:.0f} s")
