@@ -1,13 +1,15 @@
-"""Store round trip and the report formats, on a run built from known trial values."""
+"""Store round trip and the report formats, on a run built from known trial values, in
+each backend (SQLite, and a real PostgreSQL the tests start: tests/pgcluster.py)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
+from sqlalchemy.exc import IntegrityError
 
 from fsbench.reports import render
 from fsbench.reports.rows import build_rows
@@ -53,8 +55,10 @@ def _trial(
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "r.db")
+def store(store_db: str) -> Iterator[Store]:
+    made = Store(store_db)
+    yield made
+    made.close()
 
 
 @pytest.fixture
@@ -126,7 +130,7 @@ def test_store_round_trip(store: Store, run_id: int) -> None:
 
 
 def test_one_trial_per_schedule_slot(store: Store, run_id: int) -> None:
-    with pytest.raises(Exception, match="UNIQUE"):
+    with pytest.raises(IntegrityError, match="one_trial_per_slot|UNIQUE"):
         store.record_trial(run_id, _trial(0, 1, "xfs", "xfs", "fallocate", seconds=1.0))
 
 
@@ -232,10 +236,14 @@ def _open_store(path: str) -> str:
     return "ok"
 
 
-def test_many_processes_open_a_new_store_at_once(tmp_path: Path) -> None:
+def test_many_processes_open_a_new_store_at_once(new_db: Callable[[], str]) -> None:
     import multiprocessing
 
     # Several fresh stores: the loser of a race can trip over every table in turn.
-    paths = [str(tmp_path / f"race-{i}.db") for i in range(12) for _ in range(8)]
+    dbs = [db for db in (new_db() for _ in range(12)) for _ in range(8)]
     with multiprocessing.get_context("fork").Pool(8) as pool:
-        assert pool.map(_open_store, paths) == ["ok"] * len(paths)
+        assert pool.map(_open_store, dbs) == ["ok"] * len(dbs)
+    for db in set(dbs):
+        store = Store(db)
+        assert store.run_ids() == [] and store.migrated == []
+        store.close()
