@@ -50,8 +50,9 @@ def test_one_boot_from_an_ext4_root(workdir: Path) -> None:
     store = Store(db)
     run_id = store.latest_run_id()
     assert run_id is not None
-    (trial,) = store.get_trials(run_id)
-    assert trial.id is not None
+    warmup, trial = sorted(store.get_trials(run_id), key=lambda t: t.seq)
+    assert warmup.warmup and warmup.status == "ok"  # stored, never counted (n == 1 above)
+    assert not trial.warmup and trial.id is not None
     booted = trial.provenance["boot"]
     assert booted["root_mount"].split()[:2] == ["/dev/vda", "ext4"]
     assert "rootfstype=ext4" in booted["cmdline"]
@@ -103,7 +104,10 @@ def test_two_kernels_in_one_run_compared_by_kernel(workdir: Path) -> None:
     run_id = store.latest_run_id()
     assert run_id is not None
     trials = store.get_trials(run_id)
-    assert sorted(t.knobs["kernel"] for t in trials) == ["6.1", "6.1", "6.12", "6.12"]
+    # One comparison group per kernel, each with its warm-up round (stored, not counted).
+    assert sorted(t.knobs["kernel"] for t in trials if t.warmup) == ["6.1", "6.12"]
+    counted = [t.knobs["kernel"] for t in trials if not t.warmup]
+    assert sorted(counted) == ["6.1", "6.1", "6.12", "6.12"]
     for t in trials:
         assert t.status == "ok", t.message
         # The knob says which kernel; the guest says which kernel really ran.

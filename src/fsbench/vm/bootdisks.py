@@ -74,6 +74,7 @@ def root_key(img: GuestImage, config: FsConfig) -> str:
         BOOT_RECIPE,
         bootroot.MARKER_SCRIPT_TEXT,
         bootroot.MARKER_UNIT_TEXT,
+        bootroot.fstab(config.type, config.mount),
     )
 
 

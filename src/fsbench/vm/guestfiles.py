@@ -145,6 +145,7 @@ def files_key() -> str:
         GUEST_SERVICE,
         GUEST_INIT_SCRIPT,
         MASKED_UNITS,
+        SHARE_FSTAB,
     )
 
 
