@@ -1,7 +1,13 @@
-"""The one place results live: SQLite (WAL) through SQLAlchemy Core; PostgreSQL by URL.
+"""The one place results live, through SQLAlchemy Core: an SQLite file (WAL) by default,
+or a PostgreSQL server (`postgresql://`, psycopg 3) that many hosts write at once.
 
-Written trial by trial, so a crash or Ctrl-C loses at most the trial in progress. The
-schema is the interface: reports, compare and scripts read only what is stored here.
+Written trial by trial (a cell's records in one transaction), so a crash or Ctrl-C loses
+at most the trial in progress. Runs and trials carry a uid (ids are per store), so that
+many writers never collide and stores merge without clashes. The schema is the
+interface: reports, compare and scripts read only what is stored here.
+
+A password in a URL stays in `Store.secret_url`, which only the engine sees: the URL
+shown, logged or stored (`Store.url`, the stored argv, error messages) is without it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from sqlalchemy import (
     Engine,
     create_engine,
     event,
+    func,
     insert,
     select,
     text,
@@ -238,8 +245,10 @@ class Store:
     """The result store at `db` (a path or a URL), created or migrated forward on open.
 
     A store written by an older fsbench is brought to this version in place (SQLite: after
-    a copy beside it, `<file>.schema-N.bak`); `migrated` then says what was done. A store
-    written by a newer fsbench is refused in one line: this one cannot know its meaning.
+    a copy beside it, `<file>.schema-N.bak`; PostgreSQL: in one transaction); `migrated`
+    then says what was done. One process at a time creates or migrates a store (a lock
+    file beside an SQLite store, an advisory lock on PostgreSQL). A store written by a
+    newer fsbench is refused in one line: this one cannot know its meaning.
     """
 
     def __init__(self, db: str | Path | None = None) -> None:
@@ -526,8 +535,14 @@ class Store:
             return [int(r[0]) for r in conn.execute(select(runs.c.id).order_by(runs.c.id))]
 
     def latest_run_id(self) -> int | None:
-        ids = self.run_ids()
-        return ids[-1] if ids else None
+        """The run started last. A fleet host's member run is a part of its fleet run, not
+        a run of its own, where that fleet run is in the store (it was made first; the
+        members are written or merged after it)."""
+        fleet = runs.alias("fleet")
+        part = select(fleet.c.id).where(fleet.c.uid == runs.c.fleet_uid).exists()
+        with self.engine.connect() as conn:
+            found = conn.execute(select(func.max(runs.c.id)).where(~part)).scalar()
+        return None if found is None else int(found)
 
     def get_run(self, run_id: int) -> RunRecord:
         with self.engine.connect() as conn:

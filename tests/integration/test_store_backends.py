@@ -432,3 +432,29 @@ def test_merge_from_a_missing_store_is_one_line(tmp_path: Path) -> None:
         f"fsbench: error: no store at {tmp_path / 'nothing.db'}"
     )
     assert not (tmp_path / "nothing.db").exists()
+
+
+def test_the_latest_run_is_a_fleet_run_not_its_members(store_db: str) -> None:
+    store = Store(store_db)
+
+    def make(**fields: Any) -> int:
+        return store.create_run(
+            name="r",
+            fsbench_version="0.1.0",
+            argv=[],
+            plan={},
+            overrides={},
+            schedule=[],
+            host={},
+            target={},
+            **fields,
+        )
+
+    alone = make(fleet_uid="a" * 32, fleet_host="h1")  # a host's own store: its part only
+    assert store.latest_run_id() == alone
+    fleet = make(kind="fleet")
+    uid = store.get_run(fleet).uid
+    make(fleet_uid=uid, fleet_host="h1")  # written or merged after their fleet run
+    make(fleet_uid=uid, fleet_host="h2")
+    assert store.latest_run_id() == fleet
+    store.close()

@@ -14,8 +14,9 @@ DbOption = Annotated[
     typer.Option(
         "--db",
         envvar="FSBENCH_DB",
-        help="Result store: a file path or an SQLAlchemy URL "
-        "\\[default: ~/.local/share/fsbench/results.db].",
+        help="Result store: an SQLite file path, or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB "
+        "(a socket directory: postgresql://USER@/DB?host=/run/postgresql); a password is "
+        "never stored or shown \\[default: ~/.local/share/fsbench/results.db].",
         show_default=False,
     ),
 ]
