@@ -101,9 +101,9 @@ class VmExecutor(Executor):
     def describe(self) -> dict[str, Any]:
         """The last guest's provenance, and every kernel's when several."""
         if not self.guests:
-            return {"kind": "vm", "summary": "QEMU guest (not booted yet)"}
+            return {"kind": self.kind, "summary": "QEMU guest (not booted yet)"}
         last = list(self.guests.values())[-1]
-        out: dict[str, Any] = {"kind": "vm", **last}
+        out: dict[str, Any] = {"kind": self.kind, **last}
         if len(self.guests) > 1:
             out["kernels"] = {k: g.get("kernel_version") for k, g in self.guests.items()}
         out["summary"] = vm_summary(out)

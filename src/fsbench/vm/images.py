@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import fsbench
-from fsbench import proc
+from fsbench import packages, proc
 from fsbench.errors import FsbenchError
 from fsbench.vm import guestfiles, pyenv, rootfs
 from fsbench.vm.cache import (
@@ -134,7 +134,7 @@ def ensure_image(
                 "kernel_version": k.version,
                 "kernel_source": k.source,
                 "suite": rootfs.SUITE,
-                "packages": list(rootfs.guest_packages()),
+                "packages": list(packages.guest_packages()),
                 "python_deps": pyenv.python_deps(),
                 "fsbench_version": fsbench.__version__,
                 "recipe": RECIPE_VERSION,

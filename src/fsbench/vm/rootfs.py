@@ -1,8 +1,9 @@
 """The guest's root filesystem before any kernel: Debian 12 minbase by debootstrap, with
 the guest's packages, built once per package list and cached (kernel-independent).
 
-The packages are not a list of their own: every filesystem's tools (the catalogue, also
-those the host kernel lacks), every workload's tools, and what a booted guest needs.
+The packages are not a list of their own (fsbench.packages): every filesystem's tools
+(the catalogue, also those the host kernel lacks), every workload's tools, what the runner
+calls beside them, and what a booted guest needs.
 """
 
 from __future__ import annotations
@@ -12,35 +13,13 @@ import shutil
 import time
 from pathlib import Path
 
-from fsbench import filesystems, proc, workloads
+from fsbench import packages, proc
 from fsbench.errors import FsbenchError
 from fsbench.vm.cache import DEFAULT_CACHE, LogFn, content_key, locked, quiet
 
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 ROOTFS_RECIPE = "2"  # bump when the debootstrap step changes: old trees are then rebuilt
-
-# What a trial calls beside its workload's declared tools: the `contention=busy` knob
-# (stress-ng) and the kernel tarball's decompression (xz).
-RUNNER_PACKAGES = ("stress-ng", "xz-utils")
-# What the guest itself is: fsbench's Python, mount/losetup, modprobe, udev for the
-# scratch disk, systemd (the boot workload boots it), the initramfs builder, ps/sysctl.
-SYSTEM_PACKAGES = (
-    "python3",
-    "util-linux",
-    "kmod",
-    "udev",
-    "systemd-sysv",
-    "initramfs-tools",
-    "procps",
-)
-
-
-def guest_packages() -> tuple[str, ...]:
-    """The Debian packages the guest gets, sorted."""
-    tools = {fs.package for fs in filesystems.CATALOGUE.values()}
-    tools |= {t.package for wl in workloads.all_workloads().values() for t in wl.tools}
-    return tuple(sorted(tools | set(RUNNER_PACKAGES) | set(SYSTEM_PACKAGES)))
 
 
 def apt_mirror() -> str:
@@ -72,11 +51,11 @@ def apt_mirror() -> str:
 
 
 def rootfs_key() -> str:
-    return content_key("rootfs", ROOTFS_RECIPE, SUITE, list(guest_packages()))
+    return content_key("rootfs", ROOTFS_RECIPE, SUITE, list(packages.guest_packages()))
 
 
 def build_rootfs(cache: Path = DEFAULT_CACHE, log: LogFn = quiet) -> Path:
-    """debootstrap minbase + guest_packages() into cache/rootfs-<key> (once)."""
+    """debootstrap minbase + packages.guest_packages() into cache/rootfs-<key> (once)."""
     if shutil.which("debootstrap") is None:
         raise FsbenchError("the VM target needs debootstrap: apt-get install debootstrap")
     root = cache / f"rootfs-{rootfs_key()}"
@@ -100,7 +79,7 @@ def build_rootfs(cache: Path = DEFAULT_CACHE, log: LogFn = quiet) -> Path:
                 "debootstrap",
                 "--variant=minbase",
                 f"--cache-dir={debs}",
-                "--include=" + ",".join(guest_packages()),
+                "--include=" + ",".join(packages.guest_packages()),
                 SUITE,
                 str(tmp),
                 mirror,
