@@ -34,11 +34,9 @@ class BootWorkload(Workload[BootParams]):
 
     @classmethod
     def missing(cls) -> str | None:
-        from fsbench import proc
+        from fsbench.vm.qemu import qemu_missing
 
-        if proc.which("qemu-system-x86_64") is None:
-            return "the VM target needs QEMU (apt-get install qemu-system-x86 qemu-utils)"
-        return None
+        return qemu_missing()
 
     def run(self, ctx: TrialContext, params: BootParams) -> list[Metric]:
         raise Unsupported("boot runs on the VM target only: --target vm")
