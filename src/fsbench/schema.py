@@ -236,19 +236,24 @@ def migrate(conn: Connection, version: int) -> list[str]:
             have = {c["name"] for c in found.get_columns(add.table)}
             if add.column in have:
                 continue
-            preparer = conn.dialect.identifier_preparer
-            conn.execute(
-                text(
-                    f"ALTER TABLE {preparer.quote(add.table)} ADD COLUMN "
-                    f"{preparer.quote(add.column)} {add.ddl_type} NOT NULL DEFAULT {add.default}"
-                )
-            )
+            add_column(conn, add)
             done.append(f"schema {v}: {add.table}.{add.column}")
         found = inspect(conn)  # the inspector caches what it saw
         fill = DATA_MIGRATIONS.get(v)
         if fill is not None:
             done += fill(conn)
     return done
+
+
+def add_column(conn: Connection, add: Added) -> None:
+    """One ALTER TABLE, the same in SQLite and PostgreSQL (standard types and literals)."""
+    quote = conn.dialect.identifier_preparer.quote
+    conn.execute(
+        text(
+            f"ALTER TABLE {quote(add.table)} ADD COLUMN "
+            f"{quote(add.column)} {add.ddl_type} NOT NULL DEFAULT {add.default}"
+        )
+    )
 
 
 def _fill_run_facts(conn: Connection) -> list[str]:
