@@ -162,7 +162,7 @@ def source(db: str | Path) -> Iterator[Store]:
     elif given.startswith("sqlite:///"):
         path = Path(given.removeprefix("sqlite:///"))
     if path is None:
-        store = Store(db)
+        store = Store(db, create=False)
         try:
             yield store
         finally:
@@ -173,7 +173,10 @@ def source(db: str | Path) -> Iterator[Store]:
     with tempfile.TemporaryDirectory(prefix="fsbench-merge-") as tmp:
         copy = Path(tmp) / path.name
         _snapshot(path, copy)
-        store = Store(copy)
+        try:
+            store = Store(copy, create=False)
+        except FsbenchError as exc:  # it names the copy: name the source
+            raise FsbenchError(str(exc).replace(str(copy), str(path))) from None
         try:
             yield store
         finally:

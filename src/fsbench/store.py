@@ -251,8 +251,11 @@ class Store:
     newer fsbench is refused in one line: this one cannot know its meaning.
     """
 
-    def __init__(self, db: str | Path | None = None) -> None:
+    def __init__(self, db: str | Path | None = None, create: bool = True) -> None:
+        """`create=False`: an empty database is refused, not made a store (a source to
+        read from)."""
         # The URL with its password, for the engine only; `url` is what may be shown.
+        self.create = create
         self.secret_url = to_url(db)
         self.url = without_password(self.secret_url)
         self.migrated: list[str] = []
@@ -337,6 +340,8 @@ class Store:
             version = schema.stored_version(conn)
         if version == SCHEMA_VERSION:
             return
+        if version is None and not self.create:
+            raise FsbenchError(f"no fsbench store at {self.url}")
         if version is not None and version > SCHEMA_VERSION:
             raise FsbenchError(
                 f"{self.url} was written by a newer fsbench (schema {version}; this one "

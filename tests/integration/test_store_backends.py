@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import MetaData, create_engine, select
+from sqlalchemy import MetaData, create_engine, inspect, select
 
 from fsbench.errors import FsbenchError
 from fsbench.merge import merge_store, source
@@ -432,6 +432,22 @@ def test_merge_from_a_missing_store_is_one_line(tmp_path: Path) -> None:
         f"fsbench: error: no store at {tmp_path / 'nothing.db'}"
     )
     assert not (tmp_path / "nothing.db").exists()
+
+
+def test_merge_from_a_database_that_is_no_store_leaves_it_empty(
+    new_db: Callable[[], str], tmp_path: Path
+) -> None:
+    empty, dest = new_db(), str(tmp_path / "d.db")
+    if "://" not in empty:
+        Path(empty).touch()
+    res = fsbench("merge", empty, "--db", dest)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and "fsbench: error: no fsbench store at " in res.stderr
+    assert empty.split("@")[-1] in res.stderr and ":***@" * ("://" in empty) in res.stderr
+    engine = create_engine(to_url(empty))
+    with engine.connect() as conn:
+        assert inspect(conn).get_table_names() == []  # nothing made in the source
+    engine.dispose()
 
 
 def test_the_latest_run_is_a_fleet_run_not_its_members(store_db: str) -> None:
