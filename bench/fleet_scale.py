@@ -34,8 +34,24 @@ from fsbench.merge import merge_store  # noqa: E402
 from fsbench.store import Store  # noqa: E402
 from tests.sshd import sshd, write_inventory  # noqa: E402
 
-PLAN = ["--fs", "ext4", "--workload", "alloc", "--set", "method=fallocate", "--set",
-        "size=16M", "--scale", "tiny", "--image-size", "512M", "--reps", "2", "--warmup", "0"]
+PLAN = [
+    "--fs",
+    "ext4",
+    "--workload",
+    "alloc",
+    "--set",
+    "method=fallocate",
+    "--set",
+    "size=16M",
+    "--scale",
+    "tiny",
+    "--image-size",
+    "512M",
+    "--reps",
+    "2",
+    "--warmup",
+    "0",
+]
 
 
 def _ts(text: str) -> float:
@@ -53,13 +69,33 @@ def one_size(n: int, base: Path, db: str, poll: float) -> dict[str, float]:
             }
             for i, a in enumerate(addresses)
         }
-        inventory = write_inventory(base / f"hosts-{n}.ini", server, hosts, {"all_hosts": list(hosts)})
+        inventory = write_inventory(
+            base / f"hosts-{n}.ini", server, hosts, {"all_hosts": list(hosts)}
+        )
         t0 = time.time()
         res = subprocess.run(
-            [sys.executable, "-m", "fsbench", "fleet", "run", "--inventory", str(inventory),
-             "--db", db, "--poll", str(poll), "--forks", str(max(n, 1)),
-             "--controller-dir", str(base / f"controller-{n}"), *PLAN, "--json"],
-            capture_output=True, text=True, check=False,
+            [
+                sys.executable,
+                "-m",
+                "fsbench",
+                "fleet",
+                "run",
+                "--inventory",
+                str(inventory),
+                "--db",
+                db,
+                "--poll",
+                str(poll),
+                "--forks",
+                str(max(n, 1)),
+                "--controller-dir",
+                str(base / f"controller-{n}"),
+                *PLAN,
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
             env={**os.environ, "PYTHONPATH": str(REPO / "src")},
         )
         t1 = time.time()

@@ -132,7 +132,7 @@ def run(
             store.finish_run(run_id, "failed")
             raise
         store.set_target(run_id, executor.describe())
-        store.finish_run(run_id, "finished")
+        store.finish_run(run_id, "incomplete" if executor.unfinished() else "finished")
         return loop.outcome
 
 

@@ -78,6 +78,6 @@ def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: 
         ),
         formats.MARKDOWN: lambda: render.render_markdown(run, rows, all_metrics, cal),
         formats.CSV: lambda: render.render_csv(run, rows),
-        formats.JSON: lambda: render.render_json(run, rows),
+        formats.JSON: lambda: render.render_json(run, rows, cal),
     }[fmt]()
     _write(text, output)

@@ -77,6 +77,12 @@ class Executor(ABC):
         `on_records` as soon as it ends. A cell whose key is in `refused` (the kernel said
         no once) is skipped; a cell refused now is added to it."""
 
+    def unfinished(self) -> list[str]:
+        """What this executor could not finish although the run was not interrupted (a
+        fleet's failed hosts), one line each. The run is then stored `incomplete`, and
+        `--resume` finishes what is missing."""
+        return []
+
     def banner(self) -> str:
         """What the run says before it starts, after the plan's own numbers."""
         return ""

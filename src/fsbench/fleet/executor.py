@@ -168,6 +168,9 @@ class FleetExecutor(Executor):
             "hosts": {h.host.name: h.as_dict() for h in self.hosts},
         }
 
+    def unfinished(self) -> list[str]:
+        return [f"{h.host.name}: {h.error}" for h in self.hosts if h.state != "done"]
+
     def banner(self) -> str:
         return f"on {len(self.hosts)} hosts through Ansible, polled every {self.poll:g} s"
 

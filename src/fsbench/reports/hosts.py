@@ -44,9 +44,7 @@ def hosts_of(store: Store, fleet: RunRecord) -> list[HostFacts]:
     parts: dict[str, RunRecord] = {}
     for member in store.fleet_members(fleet.uid):
         parts[member.fleet_host] = member
-    return [
-        HostFacts(name, tuple(m.fleet_groups), m.id, facts_of(m)) for name, m in parts.items()
-    ]
+    return [HostFacts(name, tuple(m.fleet_groups), m.id, facts_of(m)) for name, m in parts.items()]
 
 
 def differences(hosts: list[HostFacts]) -> list[tuple[str, dict[str, str]]]:
@@ -72,8 +70,7 @@ def groups_of(hosts: list[HostFacts]) -> dict[str, list[str]]:
 def document(hosts: list[HostFacts]) -> dict[str, Any]:
     return {
         "hosts": {
-            h.name: {"groups": list(h.groups), "member_run": h.member_run, **h.facts}
-            for h in hosts
+            h.name: {"groups": list(h.groups), "member_run": h.member_run, **h.facts} for h in hosts
         },
         "differences": dict(differences(hosts)),
     }

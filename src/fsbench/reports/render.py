@@ -45,8 +45,8 @@ CSV_COLUMNS = (
 )
 
 
-def render_json(run: RunRecord, rows: list[Row]) -> str:
-    return json.dumps(report_document(run, rows), indent=2) + "\n"
+def render_json(run: RunRecord, rows: list[Row], calibration_run: int | None = None) -> str:
+    return json.dumps(report_document(run, rows, calibration_run), indent=2) + "\n"
 
 
 def render_csv(run: RunRecord, rows: list[Row]) -> str:

@@ -321,8 +321,11 @@ def _cell_id_of(row: Row) -> CellId:
     return (row.host, row.config, row.chain, row.workload, json.dumps(dims, sort_keys=True))
 
 
-def report_document(run: RunRecord, rows: list[Row]) -> dict[str, Any]:
-    """The JSON document: `{"run": ID, "rows": [...]}` plus the run's provenance."""
+def report_document(
+    run: RunRecord, rows: list[Row], calibration_run: int | None = None
+) -> dict[str, Any]:
+    """The JSON document: `{"run": ID, "rows": [...]}` plus the run's provenance and the
+    calibration run its rows were checked against (None: this host was never calibrated)."""
     return {
         "run": run.id,
         "name": run.name,
@@ -334,5 +337,6 @@ def report_document(run: RunRecord, rows: list[Row]) -> dict[str, Any]:
         "seed": run.plan.get("seed"),
         "host": run.host,
         "target": run.target,
+        "calibration_run": calibration_run,
         "rows": [r.as_dict() for r in rows],
     }
