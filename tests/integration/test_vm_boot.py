@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from fsbench.store import Store
-from fsbench.vm import ensure_image
+from fsbench.vm import ensure_image, qemu
 from tests.helpers import VM_CACHE, VM_MARKS, fsbench, ours
 
 pytestmark = VM_MARKS
@@ -54,7 +54,7 @@ def test_one_boot_from_an_ext4_root(workdir: Path) -> None:
     assert warmup.warmup and warmup.status == "ok"  # stored, never counted (n == 1 above)
     assert not trial.warmup and trial.id is not None
     booted = trial.provenance["boot"]
-    assert booted["root_mount"].split()[:2] == ["/dev/vda", "ext4"]
+    assert booted["root_mount"].split()[:2] == [qemu.GUEST_ROOT, "ext4"]
     assert "rootfstype=ext4" in booted["cmdline"]
     assert booted["system_state"] in ("running", "degraded"), booted
     assert trial.provenance["boot_root"]["made_in"] == "host"

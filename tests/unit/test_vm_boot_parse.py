@@ -46,7 +46,9 @@ def test_guest_reads_from_diskstats() -> None:
 def test_boot_files(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
     bootroot.install_boot_files(tmp_path, "xfs", "noatime")
-    assert (tmp_path / "etc/fstab").read_text().splitlines()[0] == "/dev/vda / xfs noatime 0 0"
+    assert (tmp_path / "etc/fstab").read_text().splitlines()[
+        0
+    ] == f"{qemu.GUEST_ROOT} / xfs noatime 0 0"
     script = tmp_path / bootroot.MARKER_SCRIPT.lstrip("/")
     assert script.stat().st_mode & 0o111
     assert bootroot.MARKER in script.read_text()
@@ -55,7 +57,9 @@ def test_boot_files(tmp_path: Path) -> None:
     unit = (tmp_path / "etc/systemd/system" / bootroot.MARKER_UNIT).read_text()
     assert "After=multi-user.target" in unit and "Type=simple" in unit
     bootroot.install_boot_files(tmp_path, "ext4", "")  # again: replaced, not duplicated
-    assert (tmp_path / "etc/fstab").read_text().startswith("/dev/vda / ext4 defaults 0 0\n")
+    assert (
+        (tmp_path / "etc/fstab").read_text().startswith(f"{qemu.GUEST_ROOT} / ext4 defaults 0 0\n")
+    )
 
 
 def test_boot_machine_has_its_root_type_and_no_scratch(tmp_path: Path) -> None:
@@ -72,7 +76,7 @@ def test_boot_machine_has_its_root_type_and_no_scratch(tmp_path: Path) -> None:
         cmdline_extra=boot.BOOT_CMDLINE,
     )
     cmdline = m.cmdline().split()
-    assert cmdline[:3] == ["root=/dev/vda", "rootfstype=reiserfs", "rootflags=noatime"]
+    assert cmdline[:3] == [f"root={qemu.GUEST_ROOT}", "rootfstype=reiserfs", "rootflags=noatime"]
     assert bootroot.BOOT_FLAG in cmdline and "fsck.mode=skip" in cmdline
     assert not any(a.startswith("init=") for a in cmdline)  # systemd boots
     drives = [a for a in m.argv() if a.startswith("file=")]

@@ -50,7 +50,7 @@ class Boot:
 
 
 def host_device_of(path: Path) -> str | None:
-    """The block device holding `path` (/dev/vda), for the boot's disk timeline."""
+    """The block device holding `path` (the guest's root disk), for the boot's disk timeline."""
     st = os.stat(path)
     sysfs = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
     if not sysfs.exists():
@@ -83,7 +83,9 @@ def parse_analyze_time(text: str) -> dict[str, float]:
     return out
 
 
-def guest_reads(diskstats_text: str, device: str = "vda") -> int | None:
+def guest_reads(
+    diskstats_text: str, device: str = qemu.GUEST_ROOT.removeprefix("/dev/")
+) -> int | None:
     """Bytes the guest read from its root disk (sectors read x 512) by the time it looked."""
     for line in diskstats_text.splitlines():
         parts = line.split()

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from fsbench.errors import FsbenchError
-from fsbench.vm.qemu import SHARE_FSTAB
+from fsbench.vm.qemu import GUEST_ROOT, SHARE_FSTAB
 
 MARKER = "FSBENCH-BOOT-MARKER"
 MARKER_SCRIPT = "/opt/fsbench/boot-marker"
@@ -67,7 +67,7 @@ WantedBy=multi-user.target
 def fstab(fs_type: str, mount_options: str) -> str:
     # Pass 0: no fsck at boot on any root (only e2fsck would be in the initrd; the boot
     # command line also says fsck.mode=skip): what is compared is mount + boot.
-    return f"/dev/vda / {fs_type} {mount_options or 'defaults'} 0 0\n{SHARE_FSTAB}\n"
+    return f"{GUEST_ROOT} / {fs_type} {mount_options or 'defaults'} 0 0\n{SHARE_FSTAB}\n"
 
 
 def install_boot_files(root: Path, fs_type: str, mount_options: str) -> None:

@@ -17,7 +17,13 @@ from fsbench.vm import pyenv
 from fsbench.vm.cache import LogFn, build_step, content_key
 from fsbench.vm.kernels import Kernel
 from fsbench.vm.protocol import JOB
-from fsbench.vm.qemu import SHARE_FSTAB, SHARE_MOUNT_OPTIONS, SHARE_MOUNTPOINT, SHARE_TAG
+from fsbench.vm.qemu import (
+    GUEST_ROOT,
+    SHARE_FSTAB,
+    SHARE_MOUNT_OPTIONS,
+    SHARE_MOUNTPOINT,
+    SHARE_TAG,
+)
 
 # Every filesystem the catalogue knows, as a module (ext2's is an alias of ext4's).
 FS_MODULES: tuple[str, ...] = tuple(
@@ -157,7 +163,7 @@ def configure(root: Path, k: Kernel, key: str, log: LogFn) -> None:
     _write(root / "etc/machine-id", hashlib.md5(key.encode()).hexdigest() + "\n")
     _write(root / "etc/hostname", "fsbench-guest\n")
     _write(root / "etc/hosts", "127.0.0.1 localhost\n127.0.1.1 fsbench-guest\n")
-    _write(root / "etc/fstab", f"/dev/vda / ext4 rw,errors=remount-ro 0 1\n{SHARE_FSTAB}\n")
+    _write(root / "etc/fstab", f"{GUEST_ROOT} / ext4 rw,errors=remount-ro 0 1\n{SHARE_FSTAB}\n")
     (root / SHARE_MOUNTPOINT.lstrip("/")).mkdir(exist_ok=True)
     _write(root / "etc/modules-load.d/fsbench.conf", "\n".join(GUEST_MODULES) + "\n")
     _write(root / "etc/systemd/system" / GUEST_UNIT, GUEST_SERVICE)

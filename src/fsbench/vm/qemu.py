@@ -27,6 +27,8 @@ KVM_PROBE_SECONDS = 10.0
 # (0x31 << 1) | 1 = 99) and halts. Exiting with 99 proves the accelerator ran guest code.
 _PROBE_CODE = bytes([0xB0, 0x31, 0xE6, 0xF4, 0xF4, 0xEB, 0xFE])
 PROBE_EXIT = 99
+# The guest's root disk: the first virtio drive QEMU is given (argv() adds it first).
+GUEST_ROOT = "/dev/vda"
 # The host directory the guest sees (9p over virtio): the job in, the records out.
 SHARE_TAG = "fsbench"
 SHARE_MOUNTPOINT = "/share"
@@ -178,7 +180,7 @@ class Machine:
 
     def cmdline(self) -> str:
         base = [
-            "root=/dev/vda",
+            f"root={GUEST_ROOT}",
             *([f"rootfstype={self.root_fstype}"] if self.root_fstype else []),
             *([f"rootflags={self.root_flags}"] if self.root_flags else []),
             "rw",
