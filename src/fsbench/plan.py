@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -102,6 +102,10 @@ class WorkloadSpec(BaseModel):
 class _TargetBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    # The command-line flags (`--kernel`) a target of this kind takes, each with the field it
+    # sets; any other target flag is refused. What a target kind is, it says here.
+    flags: ClassVar[dict[str, str]] = {"image-size": "image_size", "workdir": "workdir"}
+
     # The loop image, or the VM's scratch disk.
     image_size: Bytes = Field(
         default=DEFAULT_IMAGE_SIZE, gt=0, description="Loop image (or VM scratch disk) size."
@@ -117,6 +121,11 @@ class LoopTargetSpec(_TargetBase):
     """This host: a sparse loop image, or a real disk (`device` + `destroy_data`)."""
 
     kind: Literal["loop"] = "loop"
+    flags: ClassVar[dict[str, str]] = {
+        **_TargetBase.flags,
+        "device": "device",
+        "destroy-data": "destroy_data",
+    }
     device: str | None = Field(
         default=None, description="A real block device instead of a loop image."
     )
@@ -127,6 +136,11 @@ class VmTargetSpec(_TargetBase):
     """A QEMU guest with its own kernel: filesystems the host lacks, other kernels."""
 
     kind: Literal["vm"] = "vm"
+    flags: ClassVar[dict[str, str]] = {
+        **_TargetBase.flags,
+        "kernel": "kernel",
+        "guest-ram": "guest_ram_mb",
+    }
     # Debian's default, "6.1", a package, or a bzImage path; several ("6.1,6.12" or a list)
     # make the kernel a dimension of the matrix (the `kernel` knob of every cell).
     kernel: str | list[str] | None = None
@@ -156,6 +170,11 @@ class VmTargetSpec(_TargetBase):
 
 
 TargetSpec = Annotated[LoopTargetSpec | VmTargetSpec, Field(discriminator="kind")]
+# Every target kind by its name (`--target NAME`), the first the default.
+TARGET_KINDS: dict[str, type[LoopTargetSpec] | type[VmTargetSpec]] = {
+    "loop": LoopTargetSpec,
+    "vm": VmTargetSpec,
+}
 
 # Fields of one kind that plans stored before the target was a union carry for the other
 # (every target had every field, at its default): dropped when read back.

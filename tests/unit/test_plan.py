@@ -196,3 +196,38 @@ def test_workload_knobs_apply_to_that_workload_only() -> None:
         swept = [c for c in cells if c.workload == name]
         assert {c.knobs.get("vm.dirty_ratio") for c in swept} == {"1", "20"}
     assert all(not c.knobs for c in cells if c.workload not in with_knob)
+
+
+def _target_of(**flags: object) -> dict[str, object]:
+    from fsbench.cli import planflags
+
+    plan = planflags.build_plan(planflags.PlanFlags(fs=["ext4"], workload=["alloc"], **flags))
+    return plan.target.model_dump()
+
+
+def test_each_target_kind_takes_its_own_flags() -> None:
+    assert _target_of(image_size="2G", device="/dev/sdz", destroy_data=True) == {
+        **_target_of(),
+        "image_size": 2 << 30,
+        "device": "/dev/sdz",
+        "destroy_data": True,
+    }
+    vm = _target_of(target_kind="vm", kernel="6.1,6.12", guest_ram=1024)
+    assert (vm["kind"], vm["kernel"], vm["guest_ram_mb"]) == ("vm", "6.1,6.12", 1024)
+    assert "device" not in vm
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"kernel": "6.1"}, r"--kernel needs --target vm \(this plan's target is loop\)"),
+        ({"guest_ram": 512}, r"--guest-ram needs --target vm"),
+        ({"target_kind": "vm", "device": "/dev/sdz"}, r"--device needs --target loop"),
+        ({"target_kind": "vm", "destroy_data": True}, r"--destroy-data needs --target loop"),
+        ({"target_kind": "cloud"}, r"--target 'cloud': loop or vm"),
+        ({"image_size": "huge"}, r"--image-size: "),
+    ],
+)
+def test_a_target_flag_of_another_kind_is_one_line(flags: dict[str, object], message: str) -> None:
+    with pytest.raises(FsbenchError, match=message):
+        _target_of(**flags)

@@ -205,36 +205,45 @@ def build_plan(flags: PlanFlags) -> Plan:
 
 
 def _target(target: dict[str, Any], flags: PlanFlags) -> dict[str, Any]:
-    if flags.target_kind is not None:
-        if flags.target_kind not in ("loop", "vm"):
-            raise FsbenchError(f"--target {flags.target_kind!r}: loop or vm (a disk: --device)")
-        if flags.target_kind != target.get("kind", "loop"):
-            # Only what both kinds have carries over.
-            target = {k: target[k] for k in ("image_size", "workdir") if k in target}
-        target["kind"] = flags.target_kind
-    kind = target.get("kind", "loop")
-    if flags.image_size is not None:
-        try:
-            target["image_size"] = parse_size(flags.image_size)
-        except ValueError as exc:
-            raise FsbenchError(f"--image-size: {exc}") from None
-    if flags.workdir is not None:
-        target["workdir"] = flags.workdir
-    if kind == "vm":
-        if flags.device is not None:
-            raise FsbenchError("--target vm runs on the guest's own scratch disk: no --device")
-        if flags.kernel is not None:
-            target["kernel"] = flags.kernel
-        if flags.guest_ram is not None:
-            target["guest_ram_mb"] = flags.guest_ram
-    else:
-        if flags.kernel is not None or flags.guest_ram is not None:
-            what = "--kernel" if flags.kernel is not None else "--guest-ram"
-            raise FsbenchError(f"{what} needs the VM target: add --target vm")
-        if flags.device is not None:
-            target["device"] = flags.device
-        target["destroy_data"] = flags.destroy_data or target.get("destroy_data", False)
+    """The plan's target with the target flags applied. Each target kind says which flags
+    it takes (plan.TARGET_KINDS[kind].flags); a flag another kind takes is refused."""
+    kinds = planning.TARGET_KINDS
+    kind = flags.target_kind or target.get("kind") or next(iter(kinds))
+    spec = kinds.get(kind)
+    if spec is None:
+        raise FsbenchError(f"--target {kind!r}: {' or '.join(kinds)} (a disk: --device)")
+    if kind != target.get("kind", next(iter(kinds))):
+        # Only what every kind has carries over.
+        common = set.intersection(*(set(k.model_fields) for k in kinds.values())) - {"kind"}
+        target = {k: v for k, v in target.items() if k in common}
+    target["kind"] = kind
+    for flag, value in _target_flags(flags).items():
+        name = spec.flags.get(flag)
+        if name is None:
+            takers = [k for k, s in kinds.items() if flag in s.flags]
+            raise FsbenchError(
+                f"--{flag} needs --target {takers[0]} (this plan's target is {kind})"
+            )
+        if name == "image_size":
+            try:
+                value = parse_size(str(value))
+            except ValueError as exc:
+                raise FsbenchError(f"--image-size: {exc}") from None
+        target[name] = value
     return target
+
+
+def _target_flags(flags: PlanFlags) -> dict[str, Any]:
+    """The target flags given (by their command-line names)."""
+    given: dict[str, Any] = {
+        "image-size": flags.image_size,
+        "workdir": flags.workdir,
+        "device": flags.device,
+        "destroy-data": flags.destroy_data or None,
+        "kernel": flags.kernel,
+        "guest-ram": flags.guest_ram,
+    }
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _parse_reps(text: str) -> int | str:
