@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 from fsbench.executors.base import Executor, OnRecords, OnStart
 from fsbench.plan import Cell, Plan
+from fsbench.records import MetricRecord, TrialRecord, now
 from fsbench.schedule import Slot
-from fsbench.store import MetricRecord, TrialRecord, now
 
 
 @dataclass

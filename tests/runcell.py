@@ -27,7 +27,7 @@ import pytest
 
 from fsbench import filesystems, fsops, runner, workloads
 from fsbench.plan import Cell, FsConfig
-from fsbench.store import MetricRecord, TrialRecord
+from fsbench.records import MetricRecord, TrialRecord
 from fsbench.targets.loop import LoopImage
 from fsbench.workloads.base import Scale
 from tests.conftest import TEST_ROOT

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fsbench.plan import Plan
+from fsbench.records import RunRecord, TrialRecord
 from fsbench.reports.ranking import rank_rows
 from fsbench.reports.rows import Row, build_rows
 from fsbench.stats import min_detectable, reps_needed
-from fsbench.store import RunRecord, TrialRecord
 
 KIND = "calibration"
 LABELS = ("A", "B")

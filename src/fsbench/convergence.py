@@ -15,8 +15,8 @@ from typing import Any
 
 from fsbench import workloads
 from fsbench.plan import Cell, Plan
+from fsbench.records import TrialRecord
 from fsbench.stats import summarize
-from fsbench.store import TrialRecord
 
 
 def judged_metric(step: str, trials: Sequence[TrialRecord]) -> str | None:

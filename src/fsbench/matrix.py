@@ -16,8 +16,9 @@ from fsbench import __version__, provenance, runfacts, schedule
 from fsbench.convergence import convergence, group_needs_more
 from fsbench.executors import Executor, for_plan
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan
+from fsbench.records import TrialRecord
 from fsbench.schedule import Slot
-from fsbench.store import Store, TrialRecord
+from fsbench.store import Store
 
 
 @dataclass(frozen=True)

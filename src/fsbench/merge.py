@@ -26,9 +26,10 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping, Table, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from fsbench.dburl import redact_argv
 from fsbench.errors import FsbenchError
 from fsbench.schema import metrics, runs, samples, trials
-from fsbench.store import Store, redact_argv
+from fsbench.store import Store
 
 # How far a run got: a merge never moves a run back.
 _PROGRESS = {"running": 0, "interrupted": 1, "failed": 1, "incomplete": 1, "finished": 2}

@@ -27,7 +27,7 @@ from fsbench import filesystems, fsops, knobs, system, workloads
 from fsbench.errors import TrialFailed, TrialTimeout, Unsupported
 from fsbench.monitors.sampler import Sampler, Totals
 from fsbench.plan import Cell
-from fsbench.store import MetricRecord, TrialRecord, now
+from fsbench.records import MetricRecord, TrialRecord, now
 from fsbench.targets.base import Target
 from fsbench.units import human_bytes
 from fsbench.validity import COLD_READ_FRACTION

@@ -14,16 +14,11 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 from sqlalchemy import (
     Connection,
@@ -36,9 +31,8 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import (
-    ArgumentError,
     DBAPIError,
     IntegrityError,
     InterfaceError,
@@ -48,197 +42,14 @@ from sqlalchemy.exc import (
 )
 
 from fsbench import schema
+from fsbench.dburl import redact, redact_argv, to_url, without_password
 from fsbench.errors import FsbenchError
+from fsbench.records import MetricRecord, RunRecord, TrialRecord, now
 from fsbench.schema import SAMPLE_FIELDS, SCHEMA_VERSION, metadata, metrics, runs, samples, trials
 
 # The key of the advisory lock that serializes schema creation and migration (any fixed
 # 64-bit number that other applications of the database are unlikely to use).
 PG_SCHEMA_LOCK = 0x66736265_6E6368
-
-
-def default_db_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "fsbench" / "results.db"
-
-
-def to_url(db: str | Path | None) -> str:
-    """A path or a URL as the engine takes it: `postgresql://` means psycopg 3; any other
-    kind of database is refused in one line (fsbench stores results in SQLite or
-    PostgreSQL)."""
-    if db is None:
-        db = default_db_path()
-    given = str(db)
-    if given.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + given.split("://", 1)[1]
-    if given.startswith(("postgresql+psycopg://", "sqlite://")):
-        return given
-    if "://" in given:
-        raise FsbenchError(
-            f"cannot use {without_password(given)} as a result store: give a file path, "
-            "sqlite:///PATH or postgresql://[USER[:PASSWORD]@][HOST][:PORT]/DATABASE"
-        )
-    path = Path(given).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{path}"
-
-
-def without_password(url: str) -> str:
-    """The URL as it may be shown, logged or stored: a password (in the URL or as its
-    `password` parameter) replaced by ***, the driver and the parameters as a user types
-    them (postgresql://u:***@/db?host=/run/pg)."""
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-    if parsed.drivername.startswith("sqlite"):
-        return url  # a file: no password, and its path as given
-    if parsed.drivername == "postgresql+psycopg":
-        parsed = parsed.set(drivername="postgresql")
-    shown = parsed.set(query={}).render_as_string(hide_password=True)
-    params = [
-        f"{key}={'***' if key in _SECRET_PARAMS else value}"
-        for key, values in parsed.query.items()
-        for value in ((values,) if isinstance(values, str) else values)
-    ]
-    return shown + ("?" + "&".join(params) if params else "")
-
-
-# URL parameters that libpq reads as secrets.
-_SECRET_PARAMS = ("password", "sslpassword")
-
-
-def secrets_of(url: str) -> list[str]:
-    """The secrets a URL carries: its password and any secret parameter."""
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
-        return []
-    found = [parsed.password or ""]
-    for key in _SECRET_PARAMS:
-        value = parsed.query.get(key) or ""
-        found += [value] if isinstance(value, str) else list(value)
-    return [str(f) for f in found if f]
-
-
-def password_of(url: str) -> str:
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
-        return ""
-    value = parsed.password or parsed.query.get("password") or ""
-    return value if isinstance(value, str) else value[0]
-
-
-def strip_password(url: str) -> str:
-    """The URL with no password at all (libpq then reads it from PGPASSFILE)."""
-    parsed = make_url(url)
-    bare = parsed._replace(password=None).difference_update_query(_SECRET_PARAMS)
-    return bare.render_as_string(hide_password=False)
-
-
-def redact(text: str, url: str) -> str:
-    """`text` with the URL's secrets (as given and URL-encoded) replaced by ***: for
-    error messages that quote a driver's words."""
-    for secret in secrets_of(url):
-        for form in {secret, quote(secret, safe=""), quote_plus(secret)}:
-            text = text.replace(form, "***")
-    return text
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """A command line as it may be stored or shown: any URL in it without its password
-    (`--db URL` and `--db=URL` alike)."""
-    return [without_password(a) if "://" in a else a for a in argv]
-
-
-def pgpass_line(url: str) -> str:
-    """A libpq password file line (host:port:database:user:password) for a PostgreSQL
-    URL with a password, so that a fleet host connects without the password in its URL."""
-    u, password = make_url(url), password_of(url)
-    if not password:
-        return ""
-    # A socket directory is matched as given (localhost only matches the default one).
-    host = u.host or str(u.query.get("host") or "*")
-    fields = [host, str(u.port or "*"), u.database or "*", u.username or "*", password]
-    return ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-@dataclass
-class MetricRecord:
-    name: str
-    value: float
-    unit: str
-    better: str
-    resolution: float = 0.0  # the tool's smallest step for this metric; 0: none that matters
-
-
-@dataclass
-class TrialRecord:
-    seq: int
-    rep: int
-    cell_key: str
-    config: str
-    fs: str
-    mkfs_options: list[str]
-    mount_options: str
-    workload: str
-    params: dict[str, Any]
-    status: str
-    message: str = ""
-    detail: str = ""
-    started_at: str = ""
-    finished_at: str = ""
-    provenance: dict[str, Any] = field(default_factory=dict)
-    metrics: list[MetricRecord] = field(default_factory=list)
-    step: int = 0
-    chain: str = ""
-    knobs: dict[str, str] = field(default_factory=dict)
-    # The monitors' timeline of the timed phase (SAMPLE_FIELDS each), stored apart.
-    samples: list[dict[str, float]] = field(default_factory=list)
-    # Where it ran in its round (1 = first; 0 = not recorded) and the cell key of the trial
-    # run just before it ("" = the first of its process or guest).
-    position: int = 0
-    previous_cell: str = ""
-    # The fleet host (inventory name) whose member run holds the trial; "" on one machine.
-    # Not a column: a member run says its host once (runs.fleet_host).
-    host: str = ""
-    id: int | None = None
-    uid: str = ""  # the trial's identity in every store; given when it is first stored
-
-    @property
-    def warmup(self) -> bool:
-        """The warm-up repetition (rep 0): run and stored, never counted."""
-        return self.rep == 0
-
-
-@dataclass
-class RunRecord:
-    id: int
-    name: str
-    status: str
-    created_at: str
-    finished_at: str | None
-    fsbench_version: str
-    argv: list[str]
-    plan: dict[str, Any]
-    overrides: dict[str, list[str]]
-    schedule: list[tuple[int, str]]
-    host: dict[str, Any]
-    target: dict[str, Any]
-    convergence: dict[str, Any] = field(default_factory=dict)
-    kind: str = "run"  # run | calibration
-    # What its reports need of the code that made it (runfacts.py).
-    workloads: dict[str, Any] = field(default_factory=dict)
-    features: dict[str, Any] = field(default_factory=dict)
-    uid: str = ""  # the run's identity in every store
-    # A fleet host's part of a fleet run (the fleet run's uid, the host, its groups).
-    fleet_uid: str = ""
-    fleet_host: str = ""
-    fleet_groups: list[str] = field(default_factory=list)
 
 
 class Store:

@@ -22,9 +22,11 @@ from typing import Any
 import pytest
 from sqlalchemy import MetaData, create_engine, inspect, select
 
+from fsbench.dburl import to_url
 from fsbench.errors import FsbenchError
 from fsbench.merge import merge_store, source
-from fsbench.store import MetricRecord, Store, TrialRecord, to_url
+from fsbench.records import MetricRecord, TrialRecord
+from fsbench.store import Store
 from tests.helpers import TEST_DATA_HOME, fsbench, ours
 from tests.pgcluster import Cluster, cluster
 from tests.unit.test_store_migration import assert_v5_rows

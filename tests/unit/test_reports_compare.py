@@ -11,10 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from fsbench.cli.app import app
+from fsbench.records import MetricRecord, RunRecord, TrialRecord
 from fsbench.reports import compare as cmp
 from fsbench.reports.rows import Row
 from fsbench.stats import summarize
-from fsbench.store import MetricRecord, RunRecord, Store, TrialRecord
+from fsbench.store import Store
 
 
 def make_row(

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from fsbench.features.model import FeatureRow, FeatureTable, Result
+from fsbench.records import MetricRecord, TrialRecord
 from fsbench.reports import html, source
-from fsbench.store import MetricRecord, Store, TrialRecord
+from fsbench.store import Store
 
 EVIL = "<script>alert(1)</script>"
 EVIL_DETAIL = "<img src=x onerror=alert(2)>"

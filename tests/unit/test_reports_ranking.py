@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from fsbench.records import RunRecord
 from fsbench.reports import render
 from fsbench.reports.ranking import NO_CLEAR, TOO_FEW, fmt_change, rank_rows
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import build_tables
 from fsbench.stats import summarize
-from fsbench.store import RunRecord
 
 
 def make_row(

@@ -15,9 +15,10 @@ import pytest
 from sqlalchemy import Column, Integer, MetaData, Table, create_engine, insert, inspect, select
 
 from fsbench import schema
+from fsbench.dburl import to_url
 from fsbench.errors import FsbenchError
 from fsbench.reports import source
-from fsbench.store import Store, to_url
+from fsbench.store import Store
 from tests.pgcluster import load_sqlite
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stores"

@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterator
 import pytest
 from sqlalchemy.exc import IntegrityError
 
+from fsbench.records import MetricRecord, TrialRecord
 from fsbench.reports import render
 from fsbench.reports.rows import build_rows
-from fsbench.store import MetricRecord, Store, TrialRecord
+from fsbench.store import Store
 
 
 def _trial(

@@ -10,7 +10,7 @@ import pytest
 
 from fsbench.errors import FsbenchError
 from fsbench.plan import Cell, FsConfig
-from fsbench.store import MetricRecord, TrialRecord
+from fsbench.records import MetricRecord, TrialRecord
 from fsbench.vm import images, kernels, pyenv, qemu, rootfs
 from fsbench.vm.job import JobWatch, VmResult
 from fsbench.vm.protocol import DONE, RECORDS, STARTED, VmCell, VmJob

@@ -16,10 +16,11 @@ from rich.table import Table as RichTable
 
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.errors import FsbenchError
+from fsbench.records import RunRecord
 from fsbench.reports import compare as cmp
 from fsbench.reports import formats, hosts, source
 from fsbench.reports.rows import Row
-from fsbench.store import RunRecord, Store
+from fsbench.store import Store
 
 
 def compare(

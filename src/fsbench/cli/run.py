@@ -31,11 +31,13 @@ from fsbench import plan as planning
 from fsbench.cli import planflags as pf
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
+from fsbench.dburl import default_db_path
 from fsbench.errors import FsbenchError
 from fsbench.plan import Plan
+from fsbench.records import TrialRecord
 from fsbench.reports import source
 from fsbench.schedule import Slot
-from fsbench.store import Store, TrialRecord, default_db_path
+from fsbench.store import Store
 
 # Exit codes: a run that measured everything is 0; unsupported cells are results, not
 # errors, but scripts should be able to tell.

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 from fsbench import workloads
 from fsbench.errors import FsbenchError
 from fsbench.plan import Cell, Plan
+from fsbench.records import TrialRecord
 from fsbench.schedule import Slot
-from fsbench.store import TrialRecord
 from fsbench.units import human_bytes
 
 OnStart = Callable[[Slot], None]

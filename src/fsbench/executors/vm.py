@@ -16,8 +16,8 @@ from fsbench import knobs, workloads
 from fsbench.errors import FsbenchError
 from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
 from fsbench.plan import Cell, Plan, VmTargetSpec
+from fsbench.records import TrialRecord
 from fsbench.schedule import Slot
-from fsbench.store import TrialRecord
 from fsbench.units import human_bytes
 
 if TYPE_CHECKING:  # QEMU, images: imported when a VM run asks for them

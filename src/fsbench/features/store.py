@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from fsbench.dburl import default_db_path
 from fsbench.features.model import FeatureTable
-from fsbench.store import default_db_path
 
 
 def features_dir() -> Path:

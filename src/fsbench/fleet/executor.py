@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from fsbench.dburl import pgpass_line, strip_password
 from fsbench.errors import FsbenchError
 from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
 from fsbench.fleet.ansible import Ansible, Event, binary
 from fsbench.fleet.inventory import FleetHost
 from fsbench.plan import Cell, LoopTargetSpec, Plan
 from fsbench.schedule import Slot
-from fsbench.store import Store, pgpass_line, strip_password
+from fsbench.store import Store
 
 # fsbench's exit codes on a host that ran its plan (run.py): measured, some unsupported,
 # some trials failed. Anything else is the host failing.

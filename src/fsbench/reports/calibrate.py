@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsbench.calibration import DIFFERENCES, Noise
-from fsbench.store import RunRecord
+from fsbench.records import RunRecord
 
 
 def resolves(item: Noise, difference: float, n: int) -> str:

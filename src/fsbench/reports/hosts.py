@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fsbench.store import RunRecord, Store
+from fsbench.records import RunRecord
+from fsbench.store import Store
 from fsbench.units import human_bytes
 
 

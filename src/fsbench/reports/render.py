@@ -11,11 +11,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from fsbench.records import RunRecord
 from fsbench.reports import calibrated
 from fsbench.reports.formats import md_escape, rich_escape
 from fsbench.reports.rows import Row, report_document
 from fsbench.reports.tables import Table, build_tables, run_header
-from fsbench.store import RunRecord
 
 # The CSV columns, in order: a row's identity and summary, its values, then what the
 # statistics say of them (columns are only ever added at the end).

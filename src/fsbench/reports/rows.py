@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fsbench.records import RunRecord, TrialRecord
 from fsbench.stats import (
     holm,
     min_detectable,
@@ -20,7 +21,6 @@ from fsbench.stats import (
     reps_needed,
     summarize,
 )
-from fsbench.store import RunRecord, TrialRecord
 
 # The relative difference `reps_for_5pct` is about: what a user usually wants to resolve.
 TARGET_DIFFERENCE = 0.05

@@ -12,8 +12,9 @@ from typing import Any
 
 from fsbench import calibration
 from fsbench.plan import FsConfig
+from fsbench.records import RunRecord, TrialRecord
 from fsbench.reports.rows import Row, build_rows, convergence_key
-from fsbench.store import RunRecord, Store, TrialRecord
+from fsbench.store import Store
 
 
 @dataclass

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsbench import validity
+from fsbench.records import RunRecord
 from fsbench.reports.ranking import RULE, Verdict, rank_rows
 from fsbench.reports.rows import Row
-from fsbench.store import RunRecord
 from fsbench.units import human_bytes
 
 

@@ -20,7 +20,7 @@ from fsbench import filesystems, system
 from fsbench.errors import FsbenchError, TrialFailed, Unsupported
 from fsbench.monitors.sampler import Sampler
 from fsbench.plan import FsConfig
-from fsbench.store import MetricRecord, TrialRecord, now
+from fsbench.records import MetricRecord, TrialRecord, now
 from fsbench.vm import bootroot, qemu
 from fsbench.vm.bootdisks import BootRoot, ensure_boot_root
 from fsbench.vm.cache import LogFn, quiet

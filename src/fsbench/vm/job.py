@@ -20,7 +20,7 @@ from typing import Any
 from fsbench import __version__
 from fsbench.errors import FsbenchError
 from fsbench.plan import DEFAULT_WORKDIR
-from fsbench.store import TrialRecord
+from fsbench.records import TrialRecord
 from fsbench.vm import pyenv, qemu
 from fsbench.vm.cache import DEFAULT_CACHE, LogFn, quiet
 from fsbench.vm.guestfiles import GUEST_INIT

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsbench.plan import FsConfig
-from fsbench.store import MetricRecord, TrialRecord, now
+from fsbench.records import MetricRecord, TrialRecord, now
 
 if TYPE_CHECKING:
     from fsbench.vm.job import VmResult

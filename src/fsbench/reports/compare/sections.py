@@ -7,11 +7,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from fsbench.records import RunRecord
 from fsbench.reports.compare.cells import CellComparison, CellKey, Comparison
 from fsbench.reports.ranking import NO_CLEAR, p_value
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import fmt_value
-from fsbench.store import RunRecord
 
 NUMERIC = {"A", "B", "B/A", "p (Holm)"}  # right-aligned columns
 GEOMEAN_HEADER = ["workload", "metric", "cells", "geomean B/A", "verdicts"]

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from fsbench.features.model import FeatureTable
 from fsbench.features.render import FEATURES_CSS, features_table_html
+from fsbench.records import RunRecord, TrialRecord
 from fsbench.reports.html.markup import e, tag
-from fsbench.store import RunRecord, TrialRecord
 
 SECTION_ID = "features"
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fsbench import validity
+from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import (
     badge,
     e,
@@ -21,7 +22,6 @@ from fsbench.reports.html.markup import (
 )
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, label_of
-from fsbench.store import TrialRecord
 
 Key = tuple[str, ...]  # config, chain, workload, dimensions, flag
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import (
     badge,
     details,
@@ -21,7 +22,6 @@ from fsbench.reports.html.markup import (
 )
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, label_of
-from fsbench.store import TrialRecord
 
 CellKey = tuple[str, str, str, str]
 

@@ -7,9 +7,9 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from fsbench.records import RunRecord, TrialRecord
 from fsbench.reports.html.markup import details, e, facts, head, plain, pre, table, tag
 from fsbench.reports.tables import run_header
-from fsbench.store import RunRecord, TrialRecord
 from fsbench.units import human_bytes
 
 # Host facts shown under their own names (the rest are listed as stored).

@@ -8,13 +8,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from fsbench.records import RunRecord
 from fsbench.reports.charts import Chart
 from fsbench.reports.html.markup import details, e, facts, slug, tag
 from fsbench.reports.html.repetitions import repetitions_html
 from fsbench.reports.ranking import RULE
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import Table
-from fsbench.store import RunRecord
 
 _MARKS = re.compile(r"((?: \[\d+\])+)$")
 

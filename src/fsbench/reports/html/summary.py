@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import badge, e, head, table, tag
 from fsbench.reports.ranking import NO_CLEAR, RULE, Verdict, fmt_p
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import Table
-from fsbench.store import TrialRecord
 
 
 def _verdict_detail(v: Verdict) -> str:

@@ -1,0 +1,85 @@
+"""What the store keeps, as Python records: a run, its trials and their metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class MetricRecord:
+    name: str
+    value: float
+    unit: str
+    better: str
+    resolution: float = 0.0  # the tool's smallest step for this metric; 0: none that matters
+
+
+@dataclass
+class TrialRecord:
+    seq: int
+    rep: int
+    cell_key: str
+    config: str
+    fs: str
+    mkfs_options: list[str]
+    mount_options: str
+    workload: str
+    params: dict[str, Any]
+    status: str
+    message: str = ""
+    detail: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    metrics: list[MetricRecord] = field(default_factory=list)
+    step: int = 0
+    chain: str = ""
+    knobs: dict[str, str] = field(default_factory=dict)
+    # The monitors' timeline of the timed phase (SAMPLE_FIELDS each), stored apart.
+    samples: list[dict[str, float]] = field(default_factory=list)
+    # Where it ran in its round (1 = first; 0 = not recorded) and the cell key of the trial
+    # run just before it ("" = the first of its process or guest).
+    position: int = 0
+    previous_cell: str = ""
+    # The fleet host (inventory name) whose member run holds the trial; "" on one machine.
+    # Not a column: a member run says its host once (runs.fleet_host).
+    host: str = ""
+    id: int | None = None
+    uid: str = ""  # the trial's identity in every store; given when it is first stored
+
+    @property
+    def warmup(self) -> bool:
+        """The warm-up repetition (rep 0): run and stored, never counted."""
+        return self.rep == 0
+
+
+@dataclass
+class RunRecord:
+    id: int
+    name: str
+    status: str
+    created_at: str
+    finished_at: str | None
+    fsbench_version: str
+    argv: list[str]
+    plan: dict[str, Any]
+    overrides: dict[str, list[str]]
+    schedule: list[tuple[int, str]]
+    host: dict[str, Any]
+    target: dict[str, Any]
+    convergence: dict[str, Any] = field(default_factory=dict)
+    kind: str = "run"  # run | calibration
+    # What its reports need of the code that made it (runfacts.py).
+    workloads: dict[str, Any] = field(default_factory=dict)
+    features: dict[str, Any] = field(default_factory=dict)
+    uid: str = ""  # the run's identity in every store
+    # A fleet host's part of a fleet run (the fleet run's uid, the host, its groups).
+    fleet_uid: str = ""
+    fleet_host: str = ""
+    fleet_groups: list[str] = field(default_factory=list)
