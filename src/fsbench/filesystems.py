@@ -36,10 +36,18 @@ class FsType:
     geometry: tuple[str, ...] = ()  # argv prefix; device appended
     geometry_format: str = ""  # colon | xfs | btrfs
     version: tuple[str, ...] = ()
-    kernel_name: str = ""  # the name in /proc/filesystems
+    # The name in /proc/filesystems, the kernel module, the `mount -t` type: the type's own
+    # name unless said otherwise.
+    kernel_name: str = ""
     module: str = ""
-    mount_type: str = ""  # -t argument
+    mount_type: str = ""
     pseudo: bool = False  # `raw`: the bare device, no filesystem
+
+    def __post_init__(self) -> None:
+        if not self.pseudo:
+            for name in ("kernel_name", "module", "mount_type"):
+                if not getattr(self, name):
+                    object.__setattr__(self, name, self.name)
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -64,9 +72,7 @@ def _ext(name: str, summary: str) -> FsType:
         geometry=("dumpe2fs", "-h"),
         geometry_format="colon",
         version=("mke2fs", "-V"),
-        kernel_name=name,
         module="ext4" if name != "ext2" else "ext2",
-        mount_type=name,
     )
 
 
@@ -89,9 +95,6 @@ CATALOGUE: dict[str, FsType] = {
             geometry=("xfs_info",),
             geometry_format="xfs",
             version=("mkfs.xfs", "-V"),
-            kernel_name="xfs",
-            module="xfs",
-            mount_type="xfs",
         ),
         FsType(
             name="btrfs",
@@ -104,9 +107,6 @@ CATALOGUE: dict[str, FsType] = {
             geometry=("btrfs", "inspect-internal", "dump-super"),
             geometry_format="btrfs",
             version=("mkfs.btrfs", "--version"),
-            kernel_name="btrfs",
-            module="btrfs",
-            mount_type="btrfs",
         ),
         FsType(
             name="jfs",
@@ -116,9 +116,6 @@ CATALOGUE: dict[str, FsType] = {
             label_max=16,
             fsck_readonly=("fsck.jfs", "-n"),
             version=("mkfs.jfs", "-V"),
-            kernel_name="jfs",
-            module="jfs",
-            mount_type="jfs",
         ),
         FsType(
             name="reiserfs",
@@ -130,9 +127,6 @@ CATALOGUE: dict[str, FsType] = {
             label_max=16,
             fsck_readonly=("reiserfsck", "--check", "-y"),
             version=("mkfs.reiserfs", "-V"),
-            kernel_name="reiserfs",
-            module="reiserfs",
-            mount_type="reiserfs",
         ),
         FsType(
             name="f2fs",
@@ -144,9 +138,6 @@ CATALOGUE: dict[str, FsType] = {
             label_max=512,
             fsck_readonly=("fsck.f2fs", "--dry-run"),
             version=("mkfs.f2fs", "-V"),
-            kernel_name="f2fs",
-            module="f2fs",
-            mount_type="f2fs",
         ),
         FsType(
             name="nilfs2",
@@ -156,9 +147,6 @@ CATALOGUE: dict[str, FsType] = {
             force=("-f",),
             label_max=80,
             version=("mkfs.nilfs2", "-V"),
-            kernel_name="nilfs2",
-            module="nilfs2",
-            mount_type="nilfs2",
         ),
         FsType(
             name="raw",

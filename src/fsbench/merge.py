@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from fsbench.dburl import redact_argv
 from fsbench.errors import FsbenchError
 from fsbench.schema import metrics, runs, samples, trials
-from fsbench.store import Store
+from fsbench.store import Store, copy_sqlite
 
 # How far a run got: a merge never moves a run back.
 _PROGRESS = {"running": 0, "interrupted": 1, "failed": 1, "incomplete": 1, "finished": 2}
@@ -191,14 +191,6 @@ def _snapshot(path: Path, copy: Path) -> None:
     live = path.with_name(path.name + "-wal").exists()
     mode = "mode=ro" if live else "mode=ro&immutable=1"
     try:
-        src = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)
-        try:
-            out = sqlite3.connect(copy)
-            try:
-                src.backup(out)
-            finally:
-                out.close()
-        finally:
-            src.close()
+        copy_sqlite(f"{path.resolve().as_uri()}?{mode}", copy, uri=True)
     except sqlite3.Error as exc:
         raise FsbenchError(f"cannot read the store {path}: {exc}") from None

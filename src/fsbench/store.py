@@ -17,6 +17,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -186,15 +187,7 @@ class Store:
         while dest.exists():
             dest = path.with_name(f"{path.name}.schema-{version}.{n}.bak")
             n += 1
-        src = sqlite3.connect(path)
-        try:
-            out = sqlite3.connect(dest)
-            try:
-                src.backup(out)
-            finally:
-                out.close()
-        finally:
-            src.close()
+        copy_sqlite(str(path), dest)
         return dest
 
     def _create_tables(self) -> None:
@@ -296,32 +289,7 @@ class Store:
 
     def _insert_trial(self, conn: Connection, run_id: int, trial: TrialRecord) -> int:
         trial.uid = trial.uid or schema.new_uid()
-        res = conn.execute(
-            insert(trials).values(
-                uid=trial.uid,
-                run_id=run_id,
-                seq=trial.seq,
-                step=trial.step,
-                chain=trial.chain,
-                rep=trial.rep,
-                position=trial.position,
-                previous_cell=trial.previous_cell,
-                cell_key=trial.cell_key,
-                config=trial.config,
-                fs=trial.fs,
-                mkfs_options=json.dumps(trial.mkfs_options),
-                mount_options=trial.mount_options,
-                workload=trial.workload,
-                params=json.dumps(trial.params, sort_keys=True),
-                knobs=json.dumps(trial.knobs, sort_keys=True),
-                status=trial.status,
-                message=trial.message,
-                detail=trial.detail,
-                started_at=trial.started_at,
-                finished_at=trial.finished_at,
-                provenance=json.dumps(trial.provenance, default=str),
-            )
-        )
+        res = conn.execute(insert(trials).values(run_id=run_id, **_trial_values(trial)))
         trial_id = _new_id(res.inserted_primary_key)
         if trial.metrics:
             conn.execute(
@@ -417,34 +385,7 @@ class Store:
             by_trial.setdefault(m["trial_id"], []).append(
                 MetricRecord(m["name"], m["value"], m["unit"], m["better"], m["resolution"])
             )
-        return [
-            TrialRecord(
-                id=t["id"],
-                uid=t["uid"],
-                seq=t["seq"],
-                step=t["step"],
-                chain=t["chain"],
-                rep=t["rep"],
-                position=t["position"],
-                previous_cell=t["previous_cell"],
-                cell_key=t["cell_key"],
-                config=t["config"],
-                fs=t["fs"],
-                mkfs_options=json.loads(t["mkfs_options"]),
-                mount_options=t["mount_options"],
-                workload=t["workload"],
-                params=json.loads(t["params"]),
-                knobs=json.loads(t["knobs"]),
-                status=t["status"],
-                message=t["message"],
-                detail=t["detail"],
-                started_at=t["started_at"],
-                finished_at=t["finished_at"],
-                provenance=json.loads(t["provenance"]),
-                metrics=by_trial.get(t["id"], []),
-            )
-            for t in trows
-        ]
+        return [_trial_record(t, by_trial.get(t["id"], [])) for t in trows]
 
     def get_samples(self, trial_id: int) -> list[dict[str, float]]:
         """The timeline of one trial's timed phase, in time order."""
@@ -467,29 +408,64 @@ class Store:
         return ", ".join(str(r[0]) for r in rows)
 
 
+# Columns kept as JSON text, each with how it is written; the rest are stored as they are.
+_TRIAL_JSON: dict[str, dict[str, Any]] = {
+    "mkfs_options": {},
+    "params": {"sort_keys": True},
+    "knobs": {"sort_keys": True},
+    "provenance": {"default": str},
+}
+# A trial's columns are its record's fields of the same names (its id and run aside).
+_TRIAL_COLUMNS = [c.name for c in trials.columns if c.name not in ("id", "run_id")]
+# A run's JSON columns, with what a row from before the column had means.
+_RUN_JSON: dict[str, str] = {
+    "argv": "[]",
+    "plan": "{}",
+    "overrides": "{}",
+    "schedule": "[]",
+    "host": "{}",
+    "target": "{}",
+    "convergence": "{}",
+    "workloads": "{}",
+    "features": "{}",
+    "fleet_groups": "[]",
+}
+
+
+def _trial_values(trial: TrialRecord) -> dict[str, Any]:
+    return {
+        c: json.dumps(getattr(trial, c), **_TRIAL_JSON[c])
+        if c in _TRIAL_JSON
+        else getattr(trial, c)
+        for c in _TRIAL_COLUMNS
+    }
+
+
+def _trial_record(row: Any, metrics: list[MetricRecord]) -> TrialRecord:
+    values = {c: json.loads(row[c]) if c in _TRIAL_JSON else row[c] for c in _TRIAL_COLUMNS}
+    return TrialRecord(id=row["id"], metrics=metrics, **values)
+
+
 def _run_record(row: Any) -> RunRecord:
-    return RunRecord(
-        id=row["id"],
-        name=row["name"],
-        status=row["status"],
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-        fsbench_version=row["fsbench_version"],
-        argv=json.loads(row["argv"]),
-        plan=json.loads(row["plan"]),
-        overrides=json.loads(row["overrides"]),
-        schedule=[(int(a), str(b)) for a, b in json.loads(row["schedule"])],
-        host=json.loads(row["host"]),
-        target=json.loads(row["target"]),
-        convergence=json.loads(row["convergence"] or "{}"),
-        kind=row["kind"],
-        workloads=json.loads(row["workloads"] or "{}"),
-        features=json.loads(row["features"] or "{}"),
-        uid=row["uid"],
-        fleet_uid=row["fleet_uid"],
-        fleet_host=row["fleet_host"],
-        fleet_groups=list(json.loads(row["fleet_groups"] or "[]")),
-    )
+    values = {f.name: row[f.name] for f in fields(RunRecord)}
+    for name, empty in _RUN_JSON.items():
+        values[name] = json.loads(row[name] or empty)
+    values["schedule"] = [(int(a), str(b)) for a, b in values["schedule"]]
+    values["fleet_groups"] = list(values["fleet_groups"])
+    return RunRecord(**values)
+
+
+def copy_sqlite(source: str, dest: Path, uri: bool = False) -> None:
+    """A consistent copy of an SQLite database (its backup API: what is committed)."""
+    src = sqlite3.connect(source, uri=uri)
+    try:
+        out = sqlite3.connect(dest)
+        try:
+            src.backup(out)
+        finally:
+            out.close()
+    finally:
+        src.close()
 
 
 def _new_id(key: Any) -> int:

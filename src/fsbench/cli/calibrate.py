@@ -49,24 +49,8 @@ def calibrate(
     (default: the quick preset on ext4) twice, as configs A and B. Prints, per workload,
     the CV, any order effect, whether identical configs got a winner, and the smallest
     difference a comparison can resolve; stored, so later reports warn below it."""
-    built = pf.build(
-        pf.PlanFlags(
-            plan_file=plan_file,
-            preset=preset,
-            fs=fs,
-            workload=workload,
-            set_=set_,
-            knob=knob,
-            reps=reps if reps is not None else str(DEFAULT_REPS),
-            scale=scale,
-            trial_timeout=trial_timeout,
-            seed=seed,
-            image_size=image_size,
-            workdir=workdir,
-            target_kind=target_kind,
-            kernel=kernel,
-        )
-    )
+    arguments = locals()
+    built = pf.build(pf.flags_of(arguments, reps=reps or str(DEFAULT_REPS)))
     plan = calibration.aa_plan(built.plan)
     cells = planning.expand(plan, built.overrides)
     store = Store(db)

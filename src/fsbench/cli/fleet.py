@@ -113,6 +113,7 @@ def fleet_run(
     fsbench_device names), as async Ansible tasks, into one store: a PostgreSQL --db the
     hosts write into, or their own stores fetched and merged. Prints per-host progress,
     then one table with the host beside each config."""
+    flags = pf.flags_of(locals())
     store = Store(db)
     err = Console(stderr=True)
     if resume:
@@ -123,24 +124,7 @@ def fleet_run(
         uid = record.uid
         cells = planning.expand(plan, overrides)
     else:
-        built = pf.build(
-            pf.PlanFlags(
-                plan_file=plan_file,
-                preset=preset,
-                fs=fs,
-                workload=workload,
-                set_=set_,
-                knob=knob,
-                reps=reps,
-                max_reps=max_reps,
-                ci_target=ci_target,
-                scale=scale,
-                trial_timeout=trial_timeout,
-                seed=seed,
-                warmup=warmup,
-                image_size=image_size,
-            )
-        )
+        built = pf.build(flags)
         run_id, uid = None, uuid.uuid4().hex
         # Each host gets the plan alone: --set values go into it.
         plan = matrix.with_seed(planning.with_overrides(built.plan, built.overrides))

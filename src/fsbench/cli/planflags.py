@@ -4,7 +4,7 @@ so a default is stated once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -137,6 +137,13 @@ class PlanFlags:
     target_kind: str | None = None
     kernel: str | None = None
     guest_ram: int | None = None
+
+
+def flags_of(arguments: dict[str, Any], **changes: Any) -> PlanFlags:
+    """The plan flags among a command's arguments (its `locals()` on entry): each command
+    declares the flags it takes, and this is the one place they become a PlanFlags."""
+    names = {f.name for f in fields(PlanFlags)}
+    return PlanFlags(**{k: v for k, v in {**arguments, **changes}.items() if k in names})
 
 
 @dataclass

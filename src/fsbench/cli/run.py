@@ -85,6 +85,7 @@ def run(
     progress: Annotated[Path | None, typer.Option("--progress", hidden=True)] = None,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
+    flags = pf.flags_of(locals())
     # --fleet/--host/--groups/--progress: how `fsbench fleet run` starts a host's part.
     part = None
     if fleet is not None:
@@ -111,30 +112,7 @@ def run(
         )
         outcome = execute(plan, cells, store, overrides, resume_run=run_id, progress=progress)
     else:
-        built = pf.build(
-            pf.PlanFlags(
-                plan_file=plan_file,
-                preset=preset,
-                fs=fs,
-                workload=workload,
-                set_=set_,
-                knob=knob,
-                reps=reps,
-                max_reps=max_reps,
-                ci_target=ci_target,
-                scale=scale,
-                trial_timeout=trial_timeout,
-                seed=seed,
-                warmup=warmup,
-                image_size=image_size,
-                workdir=workdir,
-                device=device,
-                destroy_data=destroy_data,
-                target_kind=target_kind,
-                kernel=kernel,
-                guest_ram=guest_ram,
-            )
-        )
+        built = pf.build(flags)
         store = Store(db)
         outcome = execute(
             built.plan, built.cells, store, built.overrides, part=part, progress=progress

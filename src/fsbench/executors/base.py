@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import Any, ClassVar
 
 from fsbench import workloads
 from fsbench.errors import FsbenchError
+from fsbench.opened import Opened
 from fsbench.plan import Cell, Plan
 from fsbench.records import TrialRecord
 from fsbench.schedule import Slot
@@ -29,7 +29,7 @@ FS_OVERHEAD_FRACTION = 0.15
 FS_OVERHEAD_MIN = 128 << 20
 
 
-class Executor(ABC):
+class Executor(Opened, ABC):
     """Runs scheduled trials somewhere. Use as a context manager: `open()` makes what the
     trials need (a loop device, a guest image), `close()` releases all of it on every path.
     """
@@ -53,12 +53,6 @@ class Executor(ABC):
     def release_stale(self) -> list[str]:
         """Release what crashed runs left behind here; one line per thing released."""
         return []
-
-    def open(self) -> None:  # noqa: B027 - optional hook
-        """Make what the trials need."""
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release what open() and the trials made. Idempotent."""
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -86,18 +80,6 @@ class Executor(ABC):
     def banner(self) -> str:
         """What the run says before it starts, after the plan's own numbers."""
         return ""
-
-    def __enter__(self) -> Executor:
-        self.open()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def check_fits(cells: Sequence[Cell], target_size: int) -> None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from fsbench import proc
 from fsbench.errors import TrialFailed
+from fsbench.opened import Opened
 from fsbench.targets import devinfo
 
 # What blkdiscard says when the device cannot discard at all (EOPNOTSUPP): a fact about
@@ -20,7 +20,7 @@ from fsbench.targets import devinfo
 _CANNOT_DISCARD = ("operation not supported", "not supported")
 
 
-class Target(ABC):
+class Target(Opened, ABC):
     kind: str
 
     @property
@@ -50,18 +50,6 @@ class Target(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """Provenance: kind, path, size, backing device model, rotational, direct I/O..."""
-
-    def __enter__(self) -> Target:
-        self.open()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def discard(device: str, timeout: float) -> str:
