@@ -206,3 +206,18 @@ def test_markdown_bold_winner_and_verdict_row() -> None:
 def test_terminal_table_has_a_verdict_row() -> None:
     text = render.render_text(RUN, _sweep_rows())
     assert "verdict" in text and "ext4: -23% vs xfs" in text and NO_CLEAR in text
+
+
+def test_power_note_the_noisiest_row_decides() -> None:
+    from dataclasses import replace
+
+    from fsbench.reports.tables import power_note
+
+    steady = replace(make_row("ext4", [1.0, 1.001, 0.999]), min_detectable=0.004, reps_for_5pct=2)
+    wild = replace(make_row("xfs", [0.1, 3.0, 0.5]), min_detectable=4.0, reps_for_5pct=None)
+    assert power_note([steady]).endswith("a 5% difference is within reach")
+    assert power_note([steady, wild]).endswith(
+        "a 5% difference is beyond any sane number of repetitions here"
+    )
+    middling = replace(wild, min_detectable=0.2, reps_for_5pct=40)
+    assert power_note([steady, middling]).endswith("needs n=40 per config (--reps 40)")

@@ -248,3 +248,9 @@ def test_many_processes_open_a_new_store_at_once(new_db: Callable[[], str]) -> N
         store = Store(db)
         assert store.run_ids() == [] and store.migrated == []
         store.close()
+
+
+def test_every_report_format_has_its_renderer() -> None:
+    from fsbench.reports import formats
+
+    assert set(render.RENDERERS) | {formats.HTML} == set(formats.REPORT)

@@ -72,12 +72,4 @@ def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: 
         console = Console() if sys.stdout.isatty() else Console(width=200)
         render.print_tables(console, run, rows, all_metrics, cal)
         return
-    text = {
-        formats.TABLE: lambda: render.render_text(
-            run, rows, all_metrics=all_metrics, calibration_run=cal
-        ),
-        formats.MARKDOWN: lambda: render.render_markdown(run, rows, all_metrics, cal),
-        formats.CSV: lambda: render.render_csv(run, rows),
-        formats.JSON: lambda: render.render_json(run, rows, cal),
-    }[fmt]()
-    _write(text, output)
+    _write(render.RENDERERS[fmt](loaded, all_metrics), output)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 
 from rich import box
 from rich.console import Console
@@ -13,8 +14,9 @@ from rich.table import Table as RichTable
 
 from fsbench.records import RunRecord
 from fsbench.reports import calibrated
-from fsbench.reports.formats import md_escape, rich_escape
+from fsbench.reports.formats import CSV, JSON, MARKDOWN, TABLE, md_escape, rich_escape
 from fsbench.reports.rows import Row, report_document
+from fsbench.reports.source import RunReport
 from fsbench.reports.tables import Table, build_tables, run_header
 
 # The CSV columns, in order: a row's identity and summary, its values, then what the
@@ -189,3 +191,16 @@ def render_text(
     console = Console(record=True, width=width, file=io.StringIO(), color_system=None)
     print_tables(console, run, rows, all_metrics, calibration_run)
     return console.export_text()
+
+
+# `fsbench report`'s text formats (the HTML page is reports.html), each a pure function of
+# what the store gave and whether every metric gets a table. A new format is its function
+# here and its name in reports/formats.py.
+RENDERERS: dict[str, Callable[[RunReport, bool], str]] = {
+    TABLE: lambda r, all_metrics: render_text(
+        r.run, r.rows, all_metrics=all_metrics, calibration_run=r.calibration_run
+    ),
+    MARKDOWN: lambda r, all_metrics: render_markdown(r.run, r.rows, all_metrics, r.calibration_run),
+    CSV: lambda r, _: render_csv(r.run, r.rows),
+    JSON: lambda r, _: render_json(r.run, r.rows, r.calibration_run),
+}

@@ -49,13 +49,15 @@ def power_note(rows: list[Row]) -> str:
         return ""
     worst = max(usable, key=lambda r: r.min_detectable or 0.0)
     n = min(r.n for r in usable)
-    needed = max((r.reps_for_5pct or 0) for r in usable)
     text = (
         f"power: with n={n} per config these rows detect differences of about "
         f"±{worst.min_detectable:.0%} or more (95% confidence, 80% power); "
     )
-    if not needed:
+    # A row whose dispersion is known but whose reps for 5% are not needs more than any
+    # sane number (stats.reps_needed's limit): the noisiest row decides.
+    if any(r.reps_for_5pct is None for r in usable):
         return text + "a 5% difference is beyond any sane number of repetitions here"
+    needed = max(r.reps_for_5pct or 0 for r in usable)
     if needed <= n:
         return text + "a 5% difference is within reach"
     return text + f"a 5% difference needs n={needed} per config (--reps {needed})"
