@@ -12,15 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import proc
 from fsbench.errors import FsbenchError, TrialFailed, Unsupported
 from fsbench.monitors.diskstats import device_name
 
@@ -289,51 +286,3 @@ def _remember(book: Journal, name: str, path: Path, original: re.Match[str] | st
         raise TrialFailed(
             f"cannot write the knob journal {book.path}: {exc.strerror}; {name} left as it is"
         ) from None
-
-
-@contextmanager
-def contention(kind: str, scratch_dir: Path) -> Iterator[dict[str, Any]]:
-    """`busy`: a busy desktop beside the trial (stress-ng: CPU, memory and I/O on the
-    host's own disk, not the target), stopped afterwards; `idle`: nothing."""
-    if kind != "busy":
-        yield {"contention": kind}
-        return
-    if proc.which("stress-ng") is None:
-        raise Unsupported("contention=busy needs stress-ng: apt-get install stress-ng")
-    scratch_dir.mkdir(parents=True, exist_ok=True)
-    cpus = max(1, (os.cpu_count() or 2) // 2)
-    argv = [
-        "stress-ng",
-        "--cpu",
-        str(cpus),
-        "--cpu-load",
-        "60",
-        "--vm",
-        "1",
-        "--vm-bytes",
-        "256M",
-        "--hdd",
-        "1",
-        "--hdd-bytes",
-        "128M",
-        "--temp-path",
-        str(scratch_dir),
-        "--timeout",
-        "0",
-        "--quiet",
-    ]
-    child = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    try:
-        yield {"contention": kind, "load": " ".join(argv[1:-3])}
-    finally:
-        try:
-            os.killpg(child.pid, signal.SIGTERM)
-            child.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            child.wait()

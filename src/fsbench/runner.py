@@ -23,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from fsbench import filesystems, fsops, knobs, system, workloads
+from fsbench import contention, filesystems, fsops, knobs, system, workloads
 from fsbench.errors import TrialFailed, TrialTimeout, Unsupported
 from fsbench.monitors.sampler import Sampler, Totals
 from fsbench.plan import Cell
@@ -136,6 +136,7 @@ class Runner:
         # Beside the mount points (WORKDIR/knobs-<pid>.json): what a killed run left
         # changed is restored by the next run or `fsbench doctor` (targets/stale.py).
         self.knob_journal = knobs.journal_path(mount_root.parent)
+        self.load_file = contention.load_path(mount_root.parent)
 
     def run_cell(self, seq: int, rep: int, cell: Cell) -> list[TrialRecord]:
         """One record per step, in order. A refused mkfs/mount makes every step
@@ -290,7 +291,12 @@ class Runner:
 
         # The clock: `run`, then the flush the workload asks for; nothing else.
         with (
-            knobs.contention(record.knobs.get("contention", "idle"), self.contention_dir),
+            contention.contention(
+                record.knobs.get("contention", "idle"),
+                self.contention_dir,
+                self.load_file,
+                self.timeout,
+            ),
             Sampler(ctx.device) as sampler,
         ):
             t0 = time.monotonic()

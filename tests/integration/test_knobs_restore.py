@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import knobs
+from fsbench import contention, knobs
 from fsbench import plan as planning
 from fsbench.errors import Unsupported
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
@@ -102,31 +102,102 @@ def test_refused_value_is_unsupported_and_nothing_changes(loopdev: str, workdir:
     assert not journal.exists()
 
 
-def _process_names() -> list[str]:
-    names = []
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            names.append(Path(f"/proc/{pid}/comm").read_text().strip())
-        except OSError:
-            pass
-    return names
-
-
-def test_busy_contention_runs_and_stops(workdir: Path) -> None:
-    with knobs.contention("busy", workdir / "load") as info:
-        assert "--cpu" in info["load"]
-        deadline = time.monotonic() + 10  # the child is python until it has exec'd
-        while not any(n.startswith("stress-ng") for n in _process_names()):
-            assert time.monotonic() < deadline, "no stress-ng process"
-            time.sleep(0.05)
-    leftover = []
+def _stress_pids() -> list[int]:
+    found = []
     for pid in (p for p in os.listdir("/proc") if p.isdigit()):
         try:
             if Path(f"/proc/{pid}/comm").read_text().startswith("stress-ng"):
-                leftover.append(pid)
+                found.append(int(pid))
         except OSError:
             pass
-    assert leftover == []
+    return found
+
+
+def _wait_for_stress(timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout  # the child is python until it has exec'd
+    while not _stress_pids():
+        assert time.monotonic() < deadline, "no stress-ng process"
+        time.sleep(0.05)
+
+
+def _wait_until_gone(timeout: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while _stress_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _stress_pids()
+
+
+def test_busy_contention_runs_and_stops(workdir: Path) -> None:
+    load_file = contention.load_path(workdir)
+    with contention.contention("busy", workdir / "load", load_file, limit_s=30) as info:
+        assert "--cpu" in info["load"]
+        _wait_for_stress()
+        written = json.loads(load_file.read_text())  # written down while it runs
+        assert written["pid"] == os.getpid() and written["pgid"] in _stress_pids()
+    assert _stress_pids() == []
+    assert not load_file.exists()
+
+
+def test_a_killed_run_leaves_no_load_running(workdir: Path) -> None:
+    """kill -9 of fsbench mid-trial under contention=busy: stress-ng dies with it (its
+    parent-death signal), and the next `fsbench doctor` clears what the run wrote down."""
+    work = workdir / "work"
+    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
+    argv = [sys.executable, "-m", "fsbench", "run", "--fs", "ext4", "--workload", "dbench"]
+    argv += ["--set", "clients=1", "--set", "duration=120", "--knob", "contention=busy"]
+    argv += ["--reps", "1", "--warmup", "0", "--scale", "tiny", "--image-size", "1G"]
+    argv += ["--workdir", str(work), "--db", str(workdir / "r.db"), "--no-report"]
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    load_file = contention.load_path(work, pid=child.pid)
+    try:
+        deadline = time.monotonic() + 120
+        while not (load_file.exists() and _stress_pids()):
+            assert child.poll() is None, child.stderr.read() if child.stderr else ""
+            assert time.monotonic() < deadline, "the run never started its load"
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        child.wait()
+    assert _wait_until_gone() == []
+    res = subprocess.run(
+        [sys.executable, "-m", "fsbench", "doctor", "--workdir", str(work), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert not load_file.exists(), res.stdout + res.stderr
+    assert ours(work) == ([], [])
+
+
+def test_release_stale_stops_the_load_a_dead_run_left(workdir: Path) -> None:
+    """A stress-ng group whose owner is gone (the parent-death signal missed it) is stopped
+    by the next run's stale cleanup; a load file naming a process that is no longer that
+    stress-ng (another start time: its pid reused) stops nothing."""
+    dead, other = subprocess.Popen(["true"]), subprocess.Popen(["true"])  # owners now gone
+    dead.wait()
+    other.wait()
+    load = subprocess.Popen(
+        ["stress-ng", "--cpu", "1", "--cpu-load", "10", "--timeout", "120s", "--quiet"],
+        start_new_session=True,
+    )
+    bystander = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        _wait_for_stress()
+        contention._write_load(contention.load_path(workdir, dead.pid), load.pid)
+        impostor = contention.load_path(workdir, other.pid)
+        impostor.write_text(json.dumps({"pid": 1, "pgid": bystander.pid, "start_time": "1"}))
+        lines = stale.release_stale(workdir)
+        assert any(ln.startswith(f"stopped stress-ng (process group {load.pid}") for ln in lines)
+        assert load.wait(timeout=15) is not None
+        assert bystander.poll() is None  # not the process the file meant
+        assert not contention.load_path(workdir, dead.pid).exists() and not impostor.exists()
+    finally:
+        for p in (load, bystander):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
 
 
 def test_restore_runs_after_the_alarm_is_disarmed(

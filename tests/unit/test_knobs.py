@@ -238,3 +238,29 @@ def test_journal_that_cannot_be_written_changes_nothing(fake_sysctls: Path, tmp_
         with knobs.applied({"vm.dirty_ratio": "5"}, "/dev/null", journal):
             pass
     assert _value(fake_sysctls, "vm.dirty_ratio") == "20"
+
+
+def test_a_knob_not_restored_is_printed_after_its_trial(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from fsbench.cli.run import ProgressHooks
+    from fsbench.records import TrialRecord
+    from fsbench.schedule import Slot
+    from fsbench.store import Store
+
+    plan = Plan(fs=[FsConfig(type="ext4")], workload=[WorkloadSpec(name="alloc")], seed=1)
+    cell = planning.expand(plan)[0]
+    record = TrialRecord(
+        seq=1, rep=1, cell_key=cell.key, config="ext4", fs="ext4", mkfs_options=[],
+        mount_options="", workload="alloc", params={}, status="ok",
+        provenance={"flags": {"knob-restore-failed": "vm.dirty_ratio=20: Permission denied"}},
+    )  # fmt: skip
+    out = io.StringIO()
+    hooks = ProgressHooks(plan, 1, Store(tmp_path / "r.db"), Console(file=out, width=200))
+    hooks.finished(Slot(seq=1, rep=1, cell=cell, group=0, position=1), [record], 1, 1)
+    hooks.stop()
+    assert "warning: knob not restored after ext4: vm.dirty_ratio=20: Permission denied" in (
+        out.getvalue()
+    )

@@ -2,10 +2,12 @@
 
 A run owned by process <pid> makes `WORKDIR/fsbench-<pid>[-<n>].img` (attached to a
 loop device), mounts under `WORKDIR/mnt-<pid>*`, and writes down the system knobs it
-changes in `WORKDIR/knobs-<pid>.json` (knobs.py). When <pid> is no longer alive (or is a
-zombie), those are stale: `release_stale` restores the knobs, unmounts, detaches, deletes.
-Nothing else in WORKDIR, and nothing outside it except mounts of a stale loop device and
-the sysctls and schedulers a journal names, is ever touched.
+changes in `WORKDIR/knobs-<pid>.json` (knobs.py) and the stress-ng process group it runs in
+`WORKDIR/contention-<pid>.json` (contention.py). When <pid> is no longer alive (or is a
+zombie), those are stale: `release_stale` restores the knobs, stops the load, unmounts,
+detaches, deletes. Nothing else in WORKDIR, and nothing outside it except mounts of a stale
+loop device, the sysctls and schedulers a journal names and the stress-ng group a load file
+names (checked by its start time), is ever touched.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import knobs, proc
+from fsbench import contention, knobs, proc
 from fsbench.targets import devinfo
 from fsbench.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
 
 
 @dataclass(frozen=True)
 class StaleResource:
-    kind: str  # "loop" (attached image), "image" (not attached), "mountdir", "knobs"
-    path: Path  # the image file, the mount point directory or the knob journal
+    # "loop" (attached image), "image" (not attached), "mountdir", "knobs", "load"
+    kind: str
+    path: Path  # the image file, the mount point directory, the knob journal, the load file
     pid: int  # the dead owner
     loop_device: str | None = None
     mounts: tuple[str, ...] = ()  # mount points to release first, deepest first
@@ -34,6 +37,8 @@ class StaleResource:
         if self.kind == "knobs":
             changed = ", ".join(f"{e.name} (was {e.original})" for e in knobs.load(self.path))
             return f"{changed or 'no knob'} changed (pid {self.pid} gone, {self.path})"
+        if self.kind == "load":
+            return f"stress-ng load of pid {self.pid} (gone), {self.path}"
         return f"{self.path} (pid {self.pid} gone)"
 
 
@@ -120,6 +125,12 @@ def find_stale(workdir: str | Path) -> list[StaleResource]:
             if not pid_alive(pid):
                 found.append(StaleResource("knobs", entry, pid))
             continue
+        m = contention.LOAD_RE.match(entry.name)
+        if m and not entry.is_symlink() and entry.is_file():
+            pid = int(m.group(1))
+            if not pid_alive(pid):
+                found.append(StaleResource("load", entry, pid))
+            continue
         m = IMAGE_RE.match(entry.name)
         if m and entry.name not in attached and not entry.is_symlink() and entry.is_file():
             pid = int(m.group(1))
@@ -166,6 +177,8 @@ def release_stale(workdir: str | Path) -> list[str]:
     # Knobs first: a scheduler belongs to a loop device that is still there.
     for res in (r for r in stale if r.kind == "knobs"):
         lines += knobs.restore_journal(res.path, f"pid {res.pid} gone")
+    for res in (r for r in stale if r.kind == "load"):
+        lines += contention.stop_load(res.path, f"pid {res.pid} gone")
     for res in (r for r in stale if r.kind == "loop"):
         device = res.loop_device
         if device is None:
