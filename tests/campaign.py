@@ -128,8 +128,12 @@ def run_campaign(workdir: Path, attempts: int, seed: int = 1) -> Summary:
             slots = [(t.seq, t.step) for t in trials]
             summary.duplicates += len(slots) - len(set(slots))
             run = store.get_run(rid)
-            # Every planned slot (the warm-up round and the counted reps) stored once.
-            if run.status == "finished" and len(set(slots)) == len(run.schedule):
+            # Every planned slot (the warm-up round and the counted reps) stored once;
+            # a resumed run adds a warm-up after the schedule where it restarted.
+            planned = {seq for seq, _ in slots if seq < len(run.schedule)}
+            added = [t for t in trials if t.seq >= len(run.schedule)]
+            assert all(t.warmup for t in added), "only warm-ups are added to a schedule"
+            if run.status == "finished" and len(planned) == len(run.schedule):
                 summary.finished_runs += 1
     finally:
         store.close()

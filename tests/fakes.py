@@ -53,6 +53,8 @@ class FakeExecutor(Executor):
     interrupt_at: int | None = None
     refuse: set[str] = field(default_factory=set)
     metric: str = "seconds"
+    # Every run() call starts on a machine nothing has warmed (a freshly booted guest).
+    fresh: bool = False
     preflights: int = 0
     opened: int = 0
     closed: int = 0
@@ -71,22 +73,28 @@ class FakeExecutor(Executor):
     def describe(self) -> dict[str, Any]:
         return {"kind": "fake", "summary": "a fake executor"}
 
+    def fresh_start(self, slot: Slot) -> bool:
+        return self.fresh
+
     def run(
         self, slots: Sequence[Slot], refused: set[str], on_start: OnStart, on_records: OnRecords
     ) -> None:
+        in_call: list[Slot] = []
         for slot in slots:
             if slot.cell.key in refused:
                 continue
             if self.interrupt_at is not None and len(self.ran) >= self.interrupt_at:
                 raise KeyboardInterrupt
             on_start(slot)
-            previous = self.ran[-1] if self.ran else None
+            before = in_call if self.fresh else self.ran
+            previous = before[-1] if before else None
             records = [
                 self._record(slot, name, params, previous) for name, params in slot.cell.steps
             ]
             if any(r.status == "unsupported" for r in records):
                 refused.add(slot.cell.key)
             self.ran.append(slot)
+            in_call.append(slot)
             on_records(slot, records)
 
     def _record(

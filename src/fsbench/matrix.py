@@ -17,7 +17,7 @@ from fsbench.convergence import convergence, group_needs_more
 from fsbench.executors import Executor, for_plan
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan
 from fsbench.records import TrialRecord
-from fsbench.schedule import Slot
+from fsbench.schedule import WARMUP_REP, Slot
 from fsbench.store import Store
 
 
@@ -155,6 +155,11 @@ class _Loop:
         self.stored = {t.seq for t in trials}
         self.refused = {t.cell_key for t in trials if t.status == "unsupported"}
         self.dropped = 0  # slots --reps auto decided not to run
+        self.scheduled = {s.seq for s in slots}
+        # Warm-ups added after the schedule (a resumed run, a fresh guest) take the seqs
+        # after it, so every trial keeps a seq of its own across resumes.
+        self.next_seq = max([len(slots), *(s + 1 for s in self.stored)])
+        self.handed = False  # nothing has run in this process yet
 
     @property
     def total(self) -> int:
@@ -170,9 +175,7 @@ class _Loop:
         return self.outcome.run_id
 
     def run(self) -> None:
-        self.hooks.begin(
-            self.run_id, self.plan, len(self.stored), self.total, self.executor.banner()
-        )
+        self.hooks.begin(self.run_id, self.plan, self.done, self.total, self.executor.banner())
         if self.executor.whole_plan:
             self.executor.run(self.slots, self.refused, self._started, self._finished)
             return
@@ -200,14 +203,37 @@ class _Loop:
         )
 
     def _hand(self, slots: Sequence[Slot]) -> None:
-        """Slots not stored yet (a resumed run skips the rest) to the executor."""
+        """Slots not stored yet (a resumed run skips the rest) to the executor, after a
+        warm-up where they would otherwise start cold with a counted trial."""
         pending = [s for s in slots if s.seq not in self.stored]
-        if pending:
-            self.executor.run(pending, self.refused, self._started, self._finished)
-            self.store.set_target(self.run_id, self.executor.describe())
+        pending = [s for s in pending if s.cell.key not in self.refused]
+        if not pending:
+            return
+        cold = not self.handed or self.executor.fresh_start(pending[0])
+        if cold and not pending[0].warmup and self.plan.warmup > 0:
+            pending.insert(0, self._rewarm(pending[0]))
+        self.handed = True
+        self.executor.run(pending, self.refused, self._started, self._finished)
+        self.store.set_target(self.run_id, self.executor.describe())
+
+    def _rewarm(self, first: Slot) -> Slot:
+        """A warm-up trial before `first`, of the cell the schedule runs just before it in
+        its group (so `first` follows what the design meant it to follow): stored, never
+        counted, like the warm-up round. The first trial after a restart or in a freshly
+        booted guest then counts for nobody."""
+        before = [s for s in self.slots if s.group == first.group and s.seq < first.seq]
+        cell = before[-1].cell if before else first.cell
+        slot = Slot(self.next_seq, WARMUP_REP, first.position, first.group, cell)
+        self.next_seq += 1
+        return slot
+
+    @property
+    def done(self) -> int:
+        """Scheduled slots stored (added warm-ups are extra, not progress)."""
+        return len(self.stored & self.scheduled)
 
     def _started(self, slot: Slot) -> None:
-        self.hooks.started(slot, len(self.stored), self.total)
+        self.hooks.started(slot, self.done, self.total)
 
     def _finished(self, slot: Slot, records: list[TrialRecord]) -> None:
         self.store.record_trials(self.run_id, records)
@@ -215,4 +241,4 @@ class _Loop:
         counts = self.outcome.counts
         for record in records:
             counts[record.status] = counts.get(record.status, 0) + 1
-        self.hooks.finished(slot, records, len(self.stored), self.total)
+        self.hooks.finished(slot, records, self.done, self.total)

@@ -201,10 +201,13 @@ def test_interrupt_keeps_finished_trials_and_resume_finishes_once(store: Store) 
     assert not resumed.interrupted and resumed.run_id == outcome.run_id
     assert second.preflights == 1  # a resumed run is checked like a fresh one
     trials = store.get_trials(outcome.run_id)
-    assert sorted(t.seq for t in trials) == list(range(3 * 4))
+    # Every scheduled slot once, and one warm-up added where the resumed run started.
+    assert sorted(t.seq for t in trials) == list(range(3 * 4 + 1))
+    added = next(t for t in trials if t.seq == 3 * 4)
+    assert added.warmup and second.ran[0].seq == added.seq
     assert store.get_run(outcome.run_id).status == "finished"
     # The resumed slots are exactly those the first part did not run, in the same order.
-    assert [s.seq for s in second.ran] == list(range(5, 12))
+    assert [s.seq for s in second.ran[1:]] == list(range(5, 12))
 
 
 def test_an_error_marks_the_run_failed(store: Store) -> None:
@@ -280,3 +283,44 @@ def test_max_reps_below_three_is_refused() -> None:
 
 def test_calibration_labels() -> None:
     assert label("ext4", "A") == "ext4 (A)"
+
+
+def test_a_resumed_run_starts_with_a_warmup_so_the_restart_counts_for_nobody(
+    store: Store,
+) -> None:
+    """Killed mid-group and resumed: the first trial of the new process is slow (nothing
+    warmed the machine); it is an added warm-up, of the cell the schedule runs just before
+    the first pending slot, so the counted trials are what they would have been."""
+    p = _plan(("A", "B"), reps=4)
+    cells = planning.expand(p)
+    first = FakeExecutor(p, cells, slow_after_other_work(), interrupt_at=5)
+    outcome, _ = _run(store, p, first)
+    stored_plan = Plan.model_validate(store.get_run(outcome.run_id).plan)
+    second = FakeExecutor(stored_plan, cells, slow_after_other_work())
+    _run(store, stored_plan, second, resume=outcome.run_id)
+    schedule = {s.seq: s for s in matrix.slots_of(stored_plan, cells)}
+    added = second.ran[0]
+    assert added.warmup and added.seq not in schedule
+    assert added.cell.key == schedule[second.ran[1].seq - 1].cell.key
+    trials = store.get_trials(outcome.run_id)
+    slow = [t for t in trials if t.metrics[0].value > 3]
+    assert {t.seq for t in slow} == {0, added.seq} and all(t.warmup for t in slow)
+    verdict = _verdict(store, outcome.run_id)
+    assert verdict is not None and not verdict.significant, verdict
+    rows = [r for r in source.load(store, outcome.run_id).rows if r.metric == "seconds"]
+    assert sorted(r.n for r in rows) == [4, 4]
+
+
+def test_reps_auto_in_fresh_guests_warms_each_round(store: Store) -> None:
+    """An executor whose every call boots a fresh machine (the VM target): each adaptive
+    round handed to it starts with a warm-up, so no round's first trial is counted."""
+    p = _plan(("A", "B"), reps="auto", max_reps=6)
+    cells = planning.expand(p)
+    ex = FakeExecutor(p, cells, slow_after_other_work(noise=0.2), fresh=True)
+    outcome, _ = _run(store, p, ex)
+    trials = store.get_trials(outcome.run_id)
+    counted = [t for t in trials if not t.warmup]
+    assert len({t.rep for t in counted}) > 3  # the noise made it go on
+    assert all(t.metrics[0].value < 3 for t in counted)  # every slow first was a warm-up
+    rounds = len({t.rep for t in counted}) - 3  # the adaptive ones, each with a warm-up
+    assert len([t for t in trials if t.warmup]) == 2 + rounds

@@ -71,6 +71,12 @@ class Executor(Opened, ABC):
         `on_records` as soon as it ends. A cell whose key is in `refused` (the kernel said
         no once) is skipped; a cell refused now is added to it."""
 
+    def fresh_start(self, slot: Slot) -> bool:
+        """Whether `slot`, first of a `run` call, starts on a machine nothing has warmed
+        since the last call (a guest booted for it): the loop then runs a warm-up before
+        it unless it is one. On this host the machine stays warm between calls."""
+        return False
+
     def unfinished(self) -> list[str]:
         """What this executor could not finish although the run was not interrupted (a
         fleet's failed hosts), one line each. The run is then stored `incomplete`, and

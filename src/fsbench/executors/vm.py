@@ -98,6 +98,11 @@ class VmExecutor(Executor):
             "(a few minutes, cached)"
         )
 
+    def fresh_start(self, slot: Slot) -> bool:
+        # Every run() boots fresh guests; a boot trial is a guest of its own and a boot
+        # after a boot is what it measures.
+        return not workloads.get(slot.cell.workload).vm_only
+
     def describe(self) -> dict[str, Any]:
         """The last guest's provenance, and every kernel's when several."""
         if not self.guests:
