@@ -23,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from fsbench import contention, filesystems, fsops, knobs, system, workloads
+from fsbench import contention, filesystems, fsops, knobs, system, validity, workloads
 from fsbench.errors import TrialFailed, TrialTimeout, Unsupported
 from fsbench.monitors.sampler import Sampler, Totals
 from fsbench.plan import Cell
@@ -85,6 +85,8 @@ class Context:
         system.drop_caches()
 
     def flag(self, name: str, detail: str) -> None:
+        if name not in validity.FLAGS:  # every report explains a flag from the registry
+            raise ValueError(f"unregistered validity flag {name!r}: add it to validity.FLAGS")
         self.flags[name] = detail
 
 

@@ -1,8 +1,9 @@
 """Validity flags: the one registry of what may make a result less trustworthy.
 
 A flag is set on a trial (by the runner, a workload's check, or the statistics of a row)
-and shown beside the result with its meaning. `timing` says whether it taints a time:
-`short` matters for `seconds`, not for a count of fragments. Reports read the meaning
+and shown beside the result with its meaning. `timing` says whether it taints only what
+the clock measured: `short` matters for seconds, MiB/s or a latency, not for a count of
+fragments. Reports read the meaning
 from here; the per-trial detail (numbers) stays in the store.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 class Flag:
     name: str
     meaning: str
-    timing: bool = False  # True: taints only time-like metrics (unit s)
+    timing: bool = False  # True: taints only timed metrics (times, rates, latencies)
     # True: a table footnote shows the row's own detail (which repetitions, by how much),
     # not only the meaning.
     detailed: bool = False
@@ -65,6 +66,12 @@ FLAGS: dict[str, Flag] = {
             detailed=True,
         ),
         Flag(
+            "fsck-problems",
+            "the read-only check found problems on the filesystem the workload left (its "
+            "words are in the detail)",
+            detailed=True,
+        ),
+        Flag(
             "knob-restore-failed",
             "a system knob could not be restored after the trial: later trials may have run "
             "with it changed",
@@ -86,7 +93,17 @@ def meaning(name: str) -> str:
     return flag.meaning if flag else "see the trial's provenance"
 
 
+# Units of what the timed phase measured: its duration, rates over it, latencies in it.
+TIMED_UNITS = frozenset({"s", "ms", "us", "ns", "IOPS"})
+
+
+def timed(unit: str | None) -> bool:
+    """A metric the clock measured: a time, a rate (anything per second) or a latency."""
+    return unit is not None and (unit in TIMED_UNITS or unit.endswith("/s"))
+
+
 def applies(name: str, unit: str | None) -> bool:
-    """Whether a flag taints a metric of this unit (a timing flag only taints times)."""
+    """Whether a flag taints a metric of this unit (a timing flag only taints what the
+    clock measured, not a count of fragments or bytes)."""
     flag = FLAGS.get(name)
-    return not (flag and flag.timing and unit != "s")
+    return not (flag and flag.timing and not timed(unit))
