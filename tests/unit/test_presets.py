@@ -1,0 +1,185 @@
+"""The README's presets table, preset by preset: the names `fsbench list presets` shows and
+what each shipped plan holds."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from fsbench import plan as planning
+from fsbench import workloads
+from fsbench.cli import planflags
+from fsbench.cli.app import app
+from fsbench.plan import Cell, Plan
+from fsbench.workloads.base import Scale
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+PRESETS = (
+    "alloc",
+    "boot",
+    "classic-suite",
+    "ext4-vs-xfs",
+    "kernel-tree",
+    "kernels",
+    "quick",
+    "small-files",
+)
+
+
+def _readme_preset_names() -> list[str]:
+    text = README.read_text()
+    section = text.split("### Presets", 1)[1].split("\n### ", 1)[0]
+    return re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
+
+
+def _types(p: Plan) -> list[str]:
+    return [c.type for c in p.fs]
+
+
+def _names(p: Plan) -> list[str]:
+    return [w.name for w in p.workloads]
+
+
+def _cells(name: str, scale: Scale | None = None) -> list[Cell]:
+    p = planning.load_preset(name)
+    return planning.expand(p if scale is None else p.model_copy(update={"scale": scale}))
+
+
+def _params(cell: Cell) -> Any:
+    """The cell's parameters as its workload reads them (sizes in bytes, defaults filled)."""
+    return workloads.get(cell.workload).params_model.model_validate(cell.params)
+
+
+def test_the_presets_are_the_readme_table() -> None:
+    assert sorted(_readme_preset_names()) == list(PRESETS)
+    assert planning.preset_names() == list(PRESETS)
+    res = CliRunner().invoke(app, ["list", "presets", "--json"])
+    assert res.exit_code == 0, res.output
+    listed = json.loads(res.output)
+    assert [p["name"] for p in listed] == list(PRESETS)
+    assert all(p["description"].strip() for p in listed)
+
+
+def test_quick_is_the_default_of_fsbench_run() -> None:
+    built = planflags.build_plan(planflags.PlanFlags())
+    quick = planning.load_preset("quick")
+    assert built.name == "quick"
+    assert built.model_dump() == quick.model_dump()
+
+
+def test_quick() -> None:
+    p = planning.load_preset("quick")
+    assert _types(p) == ["ext4", "xfs", "btrfs"]
+    assert _names(p) == ["alloc", "untar+tree-read", "fs_mark", "fio", "fileserver"]
+    assert p.reps == 3
+    by_name = {w.name: w for w in p.workloads}
+    assert by_name["untar+tree-read"].params["source"] == "synthetic"
+    assert by_name["fio"].params["profile"] == "seq-write"
+    # The README says "synthetic 20k files"; the preset's file count is deliberately not
+    # asserted here (see the audit report: the preset has 50000).
+
+
+def test_alloc_five_methods_on_seven_configs() -> None:
+    p = planning.load_preset("alloc")
+    assert _types(p) == ["ext2", "ext3", "ext3", "ext3", "ext4", "xfs", "btrfs"]
+    ext3_modes = [c.mount for c in p.fs if c.type == "ext3"]
+    assert ext3_modes == ["data=ordered", "data=writeback", "data=journal"]
+    methods = {c.params["method"] for c in _cells("alloc")}
+    assert methods == {"fallocate", "posix_fallocate", "mmap", "write-4k", "write-8k"}
+    assert len(_cells("alloc")) == 7 * 5
+
+
+def test_kernel_tree_option_matrix_and_chain() -> None:
+    p = planning.load_preset("kernel-tree")
+    ext = [c for c in p.fs if c.type in ("ext3", "ext4")]
+    mkfs_words = [" ".join(c.mkfs) for c in ext]
+    mount_words = [o for c in ext for o in c.mount.split(",") if o]
+    assert "-I 256" in mkfs_words
+    assert "-G 64" in mkfs_words
+    assert any("uninit_bg" in w for w in mkfs_words)
+    assert any(re.search(r"-O \S*\^flex_bg", w) for w in mkfs_words)
+    for option in (
+        "data=writeback",
+        "nodelalloc",
+        "nomballoc",
+        "i_version",
+        "journal_checksum",
+        "journal_async_commit",
+    ):
+        assert option in mount_words, option
+    assert {c.type for c in ext} == {"ext3", "ext4"}
+    assert [c.type for c in p.fs if c.type not in ("ext3", "ext4")] == ["xfs", "btrfs"]
+    chain = next(w for w in p.workloads if "+" in w.name)
+    assert chain.steps == ["untar", "tree-read", "fsck", "tree-rm"]
+    # One mkfs for the whole chain: one cell per config, its steps inside it.
+    assert len([c for c in _cells("kernel-tree") if c.is_chain]) == len(p.fs)
+    for scale in Scale:
+        built = {c.workload for c in _cells("kernel-tree", scale)}
+        assert ("kernel-build" in built) == (scale == Scale.FULL), scale
+
+
+def test_ext4_vs_xfs() -> None:
+    p = planning.load_preset("ext4-vs-xfs")
+    assert _types(p) == ["ext4", "xfs"]
+    cells = [c for c in _cells("ext4-vs-xfs") if c.config.type == "ext4"]
+
+    def of(name: str) -> list[Cell]:
+        return [c for c in cells if c.workload == name]
+
+    assert sorted(c.params["copies"] for c in of("tree-copy")) == [1, 4]
+    assert [c.params["trees"] for c in of("tree-read")] == [3]
+    assert [c.params["trees"] for c in of("tree-rm")] == [3]
+    assert len(of("fs_mark")) == 1
+    sysbench = of("sysbench-fileio")
+    for cell in sysbench:
+        params = _params(cell)
+        assert params.block_size == 16 * 1024 and params.direct is True
+        assert params.mode.startswith("rnd")
+    assert len({c.params["layout"] for c in sysbench}) == 3
+    for name in ("sysbench-fileio", "fileserver"):
+        assert {c.knobs["vm.dirty_ratio"] for c in of(name)} == {"1", "20"}, name
+
+
+def test_small_files() -> None:
+    p = planning.load_preset("small-files")
+    assert _names(p) == ["fs_mark", "postmark", "sqlite"]
+
+
+def test_classic_suite() -> None:
+    p = planning.load_preset("classic-suite")
+    assert _types(p) == ["ext3", "ext4", "xfs", "btrfs"]
+    assert set(_names(p)) == {"dbench", "fio", "sqlite", "postmark", "gzip", "fs_mark"}
+    cells = [c for c in _cells("classic-suite") if c.config.type == "ext4"]
+    assert len({c.params["clients"] for c in cells if c.workload == "dbench"}) > 1  # a sweep
+    profiles = {c.params["profile"] for c in cells if c.workload == "fio"}
+    assert profiles == {"seq-write", "seq-read", "threaded-io"}
+
+
+def test_boot_is_a_vm_preset_of_six_roots_and_ten_reps() -> None:
+    p = planning.load_preset("boot")
+    assert p.target.kind == "vm"
+    assert _types(p) == ["ext3", "ext4", "xfs", "reiserfs", "jfs", "btrfs"]
+    assert _names(p) == ["boot"] and p.reps == 10
+
+
+def test_kernels_runs_the_classic_suite_under_two_kernels() -> None:
+    p = planning.load_preset("kernels")
+    assert p.target.kind == "vm"
+    assert _types(p) == ["ext4", "xfs", "btrfs"]
+    classic = planning.load_preset("classic-suite")
+    assert [w.model_dump() for w in p.workloads] == [w.model_dump() for w in classic.workloads]
+    assert {c.knobs.get("kernel") for c in _cells("kernels")} == {"6.1", "6.12"}
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_preset_runs_at_every_scale_through_the_cli_flags(name: str) -> None:
+    """`--scale tiny|quick|full` on any preset builds a plan of that scale with cells
+    (tests/unit/test_plan.py expands the presets themselves at each scale)."""
+    for scale in Scale:
+        built = planflags.build(planflags.PlanFlags(preset=name, scale=scale))
+        assert built.plan.scale == scale and built.cells
