@@ -156,14 +156,15 @@ def build_rows(
             firsts[k],
         ),
     )
-    # Metric names, units, directions and resolutions per workload, from any ok trial.
+    # Metric names, units and directions per workload, from any ok trial, and the coarsest
+    # resolution any trial reported (a histogram's bucket grows with the value).
     wl_metrics: dict[str, dict[str, tuple[str, str, float]]] = {}
     for t in trials:
         if t.status == "ok":
             for m in t.metrics:
                 known = wl_metrics.setdefault(t.workload, {})
-                if m.name not in known:
-                    known[m.name] = (m.unit, m.better, m.resolution)
+                unit, better, step = known.get(m.name, (m.unit, m.better, 0.0))
+                known[m.name] = (unit, better, max(step, m.resolution))
     rows: list[Row] = []
     for key in ordered:
         cell_rows = _cell_rows(key, cells[key], wl_metrics, convergence)

@@ -14,9 +14,17 @@ from pydantic import Field
 
 from fsbench.workloads import _engine, register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
-from fsbench.workloads.metric import Better, Metric
+from fsbench.workloads.metric import Better, Metric, bucket_width
 
 DIR = "engine"
+# The engine's latency histograms (HDR, 2 significant figures: engine/src/stats.rs SIGFIG)
+# have 2^7 buckets per power of two of nanoseconds.
+HDR_BITS = 7
+
+
+def _hdr_step(us: float) -> float:
+    """What the engine's histogram cannot tell apart at this latency (µs)."""
+    return bucket_width(us, HDR_BITS, per_unit=1000)
 
 
 class PersonalityParams(Params):
@@ -90,11 +98,10 @@ class _Personality(Workload[PersonalityParams]):
             Metric("ops_per_s", total["ops_per_s"], "ops/s", Better.HIGHER),
             Metric("mb_per_s", total["mb_per_s"], "MB/s", Better.HIGHER),
             Metric("lat_mean_us", lat["mean"], "us", Better.LOWER),
-            Metric("lat_p50_us", lat["p50"], "us", Better.LOWER),
-            Metric("lat_p95_us", lat["p95"], "us", Better.LOWER),
-            Metric("lat_p99_us", lat["p99"], "us", Better.LOWER),
-            Metric("lat_p99_9_us", lat["p99_9"], "us", Better.LOWER),
-            Metric("lat_max_us", lat["max"], "us", Better.LOWER),
+            *(
+                Metric(f"lat_{q}_us", lat[q], "us", Better.LOWER, _hdr_step(lat[q]))
+                for q in ("p50", "p95", "p99", "p99_9", "max")
+            ),
             Metric("ops", total["ops"], "count", Better.HIGHER, resolution=1),
             Metric("measured_seconds", result["measured"]["duration_s"], "s", Better.HIGHER),
             Metric("bytes_written", total["bytes_written"], "B", Better.HIGHER),

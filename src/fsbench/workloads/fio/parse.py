@@ -10,7 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.workloads.metric import Better, Metric
+from fsbench.workloads.metric import Better, Metric, bucket_width
+
+# fio's completion-latency histogram: 2^6 buckets per power of two (FIO_IO_U_PLAT_BITS), so
+# a percentile is known to within its bucket, about 1.6% of its value.
+FIO_PLAT_BITS = 6
 
 MIB = 1 << 20
 # Percentiles fio reports by default, as fio's JSON keys, and our metric suffixes.
@@ -114,7 +118,8 @@ def direction_metrics(prefix: str, ddir: str, d: Direction) -> list[Metric]:
     for _, suffix in PERCENTILES:
         if suffix in d.clat_percentiles_us:
             value = d.clat_percentiles_us[suffix]
-            out.append(Metric(f"{base}_clat_{suffix}_us", value, "us", Better.LOWER))
+            step = bucket_width(value, FIO_PLAT_BITS, per_unit=1000)
+            out.append(Metric(f"{base}_clat_{suffix}_us", value, "us", Better.LOWER, step))
     return out
 
 
