@@ -403,3 +403,46 @@ def test_formats_are_named_once(tmp_path: Path) -> None:
         said = res.output + str(res.exception)
         assert f"(known: {', '.join(known)})" in said, said
     assert formats.listed(formats.COMPARE) == "table, md or json"
+
+
+def test_cli_compare_by_a_sysctl_knob_within_one_run(tmp_path: Path) -> None:
+    """`--by` works for any knob: --by vm.dirty_ratio=1,20 as --by kernel does."""
+    db = tmp_path / "r.db"
+    store = Store(db)
+    rid = store.create_run(
+        name="dirty",
+        fsbench_version="0.1.0",
+        argv=["fsbench", "run"],
+        plan={"scale": "tiny", "reps": 4},
+        overrides={},
+        schedule=[],
+        host={"kernel": "host"},
+        target={"kind": "loop"},
+    )
+    seq = 0
+    for ratio, ext4, xfs in (("1", B_SLOWER, A_FAST), ("20", A_FAST, A_FAST)):
+        for rep, (e, x) in enumerate(zip(ext4, xfs, strict=True), start=1):
+            for config, value in (("ext4", e), ("xfs", x)):
+                knobs = {"vm.dirty_ratio": ratio, "scheduler": "none"}
+                store.record_trial(rid, _trial(seq, rep, config, value, knobs))
+                seq += 1
+    store.finish_run(rid, "finished")
+    runner = CliRunner()
+    argv = ["compare", str(rid), "--by", "vm.dirty_ratio=1,20", "--db", str(db), "--json"]
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    verdicts = {c["config"]: c["verdict"] for c in doc["cells"]}
+    assert verdicts == {"ext4": cmp.BETTER, "xfs": cmp.NO_CLEAR}  # 1 -> 20: ext4 faster
+    # Matched without the knob compared, with every other knob kept.
+    assert all(c["knobs"] == {"scheduler": "none"} for c in doc["cells"])
+    assert "vm.dirty_ratio=1" in doc["a"]["name"] and "vm.dirty_ratio=20" in doc["b"]["name"]
+    res = runner.invoke(app, ["compare", str(rid), "--by", "vm.dirty_ratio", "--db", str(db)])
+    assert res.exit_code == 0 and "faster by 20%" in res.output, res.output
+    res = runner.invoke(
+        app, ["compare", str(rid), "--by", "vm.dirty_ratio=20,1", "--db", str(db), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert {c["config"]: c["verdict"] for c in json.loads(res.output)["cells"]}["ext4"] == cmp.WORSE
+    res = runner.invoke(app, ["compare", str(rid), "--by", "vm.dirty_ratio=1,40", "--db", str(db)])
+    assert res.exit_code != 0 and "no '40'" in res.output + str(res.exception)
