@@ -27,6 +27,10 @@ def test_mkfs_mount_and_describe(fs_name: str, make_fs: MountFactory, loopdev: s
     label_key = {"xfs": None, "btrfs": "label"}.get(fs_name, "Filesystem volume name")
     if label_key:
         assert geometry[label_key] == filesystems.FSBENCH_LABEL
+    # The label is on every filesystem fsbench makes, xfs included: as libblkid reads it
+    # from the device (-p: the superblock itself, not the cache).
+    label = proc.run(["blkid", "-p", "-o", "value", "-s", "LABEL", loopdev])
+    assert label.stdout.strip() == filesystems.FSBENCH_LABEL, label.output
     if fs_name == "xfs":
         assert geometry["data.bsize"] == "4096"
 
