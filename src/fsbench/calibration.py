@@ -16,18 +16,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fsbench.plan import Plan
 from fsbench.records import RunRecord, TrialRecord
 from fsbench.reports.ranking import rank_rows
 from fsbench.reports.rows import Row, build_rows
-from fsbench.stats import min_detectable, reps_needed
+from fsbench.stats import holm, min_detectable, reps_needed
 
 KIND = "calibration"
 LABELS = ("A", "B")
 # The differences the calibration screen answers for.
 DIFFERENCES = (0.05, 0.10, 0.25)
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,13 @@ class Noise:
     cv: float  # pooled within-config coefficient of variation
     n: int  # repetitions per config
     mean_gap: float  # |mean(B) / mean(A) - 1|
-    false_winner: str  # the verdict if identical configs got a winner, else ""
+    # The verdict if identical configs got a winner, else "": significant after Holm's
+    # correction over every metric of the calibration (one family of A/A comparisons, so
+    # that measuring more metrics does not make a false winner more likely).
+    false_winner: str
     order_effect: str  # the order-effect flag's detail, else ""
+    p: float | None = None  # A vs B, this metric alone (the p a run's verdict would show)
+    p_family: float | None = None  # the same, Holm-adjusted over the calibration's metrics
 
     def resolvable(self, n: int | None = None) -> float | None:
         """The smallest relative difference detectable with n reps per config."""
@@ -80,6 +86,7 @@ def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = Tru
         key = (row.workload, _params(row), json.dumps(row.knobs, sort_keys=True), row.metric)
         pairs.setdefault(key, []).append(row)
     out = []
+    verdicts = []
     for (workload, params, _, metric), group in pairs.items():
         if len(group) != 2 or any(r.sd is None or not r.mean for r in group):
             continue
@@ -87,6 +94,7 @@ def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = Tru
         mean = (abs(a.mean or 0) + abs(b.mean or 0)) / 2
         cv = math.sqrt(((a.sd or 0) ** 2 + (b.sd or 0) ** 2) / 2) / mean
         verdict = rank_rows([(a.config, a), (b.config, b)])
+        verdicts.append(verdict)
         out.append(
             Noise(
                 run_id=run.id,
@@ -97,10 +105,15 @@ def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = Tru
                 cv=cv,
                 n=min(a.n, b.n),
                 mean_gap=abs((b.mean or 0) / (a.mean or 1) - 1),
-                false_winner=verdict.text if verdict and verdict.significant else "",
+                false_winner="",
                 order_effect=a.flags.get("order-effect") or b.flags.get("order-effect") or "",
+                p=verdict.p_decisive if verdict else None,
             )
         )
+    family = holm([item.p for item in out])
+    for i, (item, verdict, p) in enumerate(zip(out, verdicts, family, strict=True)):
+        winner = verdict is not None and verdict.significant and p is not None and p < ALPHA
+        out[i] = replace(item, p_family=p, false_winner=verdict.text if winner and verdict else "")
     return out
 
 
@@ -109,7 +122,8 @@ def _params(row: Row) -> str:
 
 
 def matches(calibration: RunRecord, run: RunRecord) -> bool:
-    """A calibration speaks for a run made on the same host, kernel and kind of target."""
+    """A calibration speaks for a run made on the same host and kernel, on the same kind
+    of target, at the same scale (a workload's noise depends on its size)."""
     ch, rh = calibration.host, run.host
     return (
         calibration.kind == KIND
@@ -117,6 +131,7 @@ def matches(calibration: RunRecord, run: RunRecord) -> bool:
         and ch.get("hostname") == rh.get("hostname")
         and ch.get("kernel") == rh.get("kernel")
         and calibration.target.get("kind") == run.target.get("kind")
+        and calibration.plan.get("scale") == run.plan.get("scale")
     )
 
 

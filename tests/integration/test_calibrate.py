@@ -43,9 +43,9 @@ def test_identical_configs_get_no_winner_and_calibration_says_what_resolves(
     workdir: Path,
 ) -> None:
     db = workdir / "results.db"
-    # A false winner is expected by chance once in 20 comparisons (p < 0.05): a second,
-    # independent A/A run must not name one too (one in 400 by chance; an order effect
-    # like the first version's 3.89x makes it every time).
+    # A false winner (Holm over the calibration's metrics, p < 0.05) is expected by chance
+    # in 1 calibration in 20: a second, independent A/A run must not name one too (1 in
+    # 400 by chance; an order effect like the first version's 3.89x makes it every time).
     for seed in (1, 2):
         doc = _calibrate(workdir, db, seed)
         winners = [n for n in doc["noise"] if n["false_winner"]]

@@ -96,3 +96,77 @@ def test_identical_configs_with_an_order_trap_are_reported_as_such(tmp_path: Pat
     cal = _run(store, plan, second_place_fast, kind=calibration.KIND)
     noise = calibration.analyze(store.get_run(cal), store.get_trials(cal))
     assert noise[0].order_effect and not noise[0].false_winner
+
+
+def _set_run(store: Store, run_id: int, **values: object) -> None:
+    """Change what a stored run says of itself (as another host or kernel would have)."""
+    import json
+
+    from sqlalchemy import update
+
+    from fsbench.schema import runs
+
+    encoded = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in values.items()}
+    with store.engine.begin() as conn:
+        conn.execute(update(runs).where(runs.c.id == run_id).values(**encoded))
+
+
+def test_a_calibration_speaks_only_for_its_host_kernel_and_scale(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=calibration.KIND)
+    close = _run(store, _base(3), _noisy(0.05, 2, {"xfs": 1.02}))
+    assert source.load(store, close).calibration_run == cal
+    quick = _run(store, _base(3).model_copy(update={"scale": Scale.QUICK}), _noisy(0.05, 2))
+    assert source.load(store, quick).calibration_run is None  # calibrated at tiny only
+    host = dict(store.get_run(cal).host)
+    for changed in ({"kernel": "6.1.0-99-amd64"}, {"hostname": "elsewhere"}):
+        _set_run(store, cal, host={**host, **changed})
+        loaded = source.load(store, close)
+        assert loaded.calibration_run is None
+        assert not any("below-calibration" in r.flags for r in loaded.rows)
+    _set_run(store, cal, host=host)
+    assert source.load(store, close).calibration_run == cal
+
+
+def test_false_winners_are_judged_over_the_calibrations_metrics(tmp_path: Path) -> None:
+    """Identical twins: each metric's p and its Holm-adjusted p over the calibration are
+    reported; a winner needs the adjusted one below 0.05, so one lucky metric of many is
+    not a machine that names false winners, while a real gap still is."""
+    store = Store(tmp_path / "r.db")
+    cal = _run(store, calibration.aa_plan(_base(8)), _noisy(0.02, 4), kind=calibration.KIND)
+    noise = calibration.analyze(store.get_run(cal), store.get_trials(cal))
+    assert all(n.p is not None and n.p_family is not None and n.p_family >= n.p for n in noise)
+    doc = document(store.get_run(cal), noise)["noise"][0]
+    assert {"p", "p_family", "false_winner"} <= set(doc)
+    twins = calibration.aa_plan(_base(8))
+    biased = _run(store, twins, _noisy(0.02, 5, {twins.fs[1].display: 1.2}), kind=calibration.KIND)
+    found = calibration.analyze(store.get_run(biased), store.get_trials(biased))
+    assert found[0].false_winner and found[0].p_family is not None and found[0].p_family < 0.05
+
+
+def test_each_fleet_host_is_checked_against_its_own_calibration(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=calibration.KIND)
+    fleet_uid = "f" * 32
+    fleet = store.create_run(
+        name="fleet", fsbench_version="0", argv=[], plan=_base(3).model_dump(mode="json"),
+        overrides={}, schedule=[], host={}, target={"kind": "fleet"}, kind="fleet",
+        uid=fleet_uid,
+    )  # fmt: skip
+    for name, seed in (("h1", 2), ("h2", 3)):
+        cells = planning.expand(_base(3))
+        matrix.run(
+            _base(3), cells, store, argv=["fsbench"], overrides={},
+            executor=FakeExecutor(_base(3), cells, _noisy(0.05, seed, {"xfs": 1.02})),
+            part=matrix.FleetPart(fleet_uid, name, ("all",)),
+        )  # fmt: skip
+    h2 = store.fleet_member(fleet_uid, "h2")
+    assert h2 is not None
+    _set_run(store, h2.id, host={**h2.host, "hostname": "another-machine"})
+    rows = [r for r in source.load(store, fleet).rows if r.metric == "seconds"]
+    flagged = {r.host for r in rows if "below-calibration" in r.flags}
+    assert flagged == {"h1"}  # h2 ran elsewhere: this machine's calibration says nothing
+    assert (
+        f"calibration run {cal}"
+        in next(r for r in rows if r.host == "h1").flags["below-calibration"]
+    )

@@ -38,6 +38,8 @@ def document(run: RunRecord, noise: Sequence[Noise]) -> dict[str, Any]:
                 "n": item.n,
                 "mean_gap": item.mean_gap,
                 "false_winner": item.false_winner,
+                "p": item.p,
+                "p_family": item.p_family,
                 "order_effect": item.order_effect,
                 "resolvable": item.resolvable(reps),
                 "reps_for": {f"{d:g}": item.reps_for(d) for d in DIFFERENCES},
@@ -114,7 +116,8 @@ def print_screen(console: Console, run: RunRecord, noise: Sequence[Noise]) -> No
     for item in false_winners:
         console.print(
             f"warning: identical configs got a winner for {_workload(item)} {item.metric}: "
-            f"{item.false_winner}. Expect this for 1 comparison in 20 by chance; more often "
+            f"{item.false_winner} (Holm over this calibration's {len(noise)} metrics: p = "
+            f"{item.p_family:.2g}). Expect this in 1 calibration in 20 by chance; more often "
             "means this machine's state moves results (see the order column).",
             style="red",
             highlight=False,

@@ -79,7 +79,14 @@ def load(store: Store, run_id: int) -> RunReport:
         groups = {m.fleet_host: m.fleet_groups for m in store.fleet_members(run.uid)}
         for row in report.rows:
             row.groups = list(groups.get(row.host, []))
-    if run.kind not in (calibration.KIND, FLEET):  # a fleet's hosts have no one calibration
+    if run.kind == FLEET:
+        # Each host's rows against that host's own calibration, where the store has one.
+        for member in store.fleet_members(run.uid):
+            cal = latest_calibration(store, member)
+            if cal is not None:
+                mine = [r for r in report.rows if r.host == member.fleet_host]
+                calibration.flag_below(mine, calibration.analyze(cal, store.get_trials(cal.id)))
+    elif run.kind != calibration.KIND:
         cal = latest_calibration(store, run)
         if cal is not None:
             report.calibration_run = cal.id
