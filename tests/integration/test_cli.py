@@ -69,6 +69,8 @@ def test_run_json_rows(common: list[str], workdir: Path) -> None:
     assert doc["target"]["kind"] == "loop" and doc["target"]["direct_io"] is True
     assert doc["host"]["kernel"]
     assert ours(workdir) == ([], [])
+    # --no-report (in `common`): no HTML report next to the database.
+    assert not (workdir / "reports").exists()
     # The same run read back from the store, in every format.
     for fmt, needle in [
         ("md", "| config \\ method | fallocate | write-4k |"),
@@ -602,6 +604,7 @@ def test_run_writes_the_html_report_next_to_the_database(workdir: Path) -> None:
     assert f"report: {page}" in res.stderr
     text = page.read_text()
     assert page.stat().st_size > 10_000 and ("data:image" in text or "<svg" in text)
+    assert "<title>fsbench run 1: custom</title>" in text  # the run it reports
     assert list(page.parent.glob("*.png")) and list(page.parent.glob("*.svg"))
 
 
