@@ -62,6 +62,49 @@ def assert_v5_rows(store: Store) -> None:
                 assert mine["mean"] == pytest.approx(row["mean"])
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def v6_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The schema-6 store (tests/data/stores/README.md) in each backend."""
+    path = tmp_path / "v6.db"
+    shutil.copyfile(DATA / "v6.db", path)
+    if request.param == "sqlite":
+        return str(path)
+    url = str(request.getfixturevalue("pg_url"))
+    load_sqlite(path, url)
+    return url
+
+
+# Every field of a report row that a later fsbench must reproduce from a stored run.
+V6_FIELDS = (
+    "fs", "unit", "better", "message", "values", "warmup_values", "outliers", "positions",
+    "headline", "resolution", "host", "groups", "trials",
+)  # fmt: skip
+
+
+def test_a_schema_6_store_reports_the_same_rows(v6_db: str) -> None:
+    """The store this version writes, reported by every later version: the same rows
+    (the same statistics, flags and verdict inputs), whatever the report code becomes."""
+    store = Store(v6_db)
+    expected = json.loads((DATA / "v6-rows.json").read_text())
+    assert len(expected) == 3 and store.get_run(3).kind == "calibration"
+    for run_id, want_rows in expected.items():
+        got = {_key(r.as_dict()): r.as_dict() for r in source.load(store, int(run_id)).rows}
+        want = {_key(r): r for r in want_rows}
+        assert set(got) == set(want)
+        for key, row in want.items():
+            mine = got[key]
+            for name in V6_FIELDS:
+                assert mine[name] == row[name], (key, name)
+            for name in ("mean", "sd", "cv", "min_detectable"):
+                assert mine[name] == pytest.approx(row[name]), (key, name)
+            assert mine["reps_for_5pct"] == row["reps_for_5pct"], key
+            assert sorted(mine["flags"]) == sorted(row["flags"]), key
+    unsupported = [r for r in expected["2"] if r["status"] == "unsupported"]
+    assert unsupported and "nomballoc" in unsupported[0]["message"]
+    assert any(r["warmup_values"] for r in expected["1"])
+    store.close()
+
+
 def test_a_schema_5_store_reports_the_same_rows_after_migration(v5_db: str) -> None:
     store = Store(v5_db)
     assert (
