@@ -398,6 +398,10 @@ def load_plan_file(path: Path) -> Plan:
     return load_toml(text, str(path))
 
 
+# What a bare `fsbench run` runs (and `make run`): the quick comparison.
+DEFAULT_PRESET = "quick"
+
+
 def preset_names() -> list[str]:
     root = resources.files("fsbench.presets")
     return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))

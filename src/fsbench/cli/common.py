@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
+from fsbench.dburl import default_db_path
 from fsbench.plan import DEFAULT_WORKDIR
+
+
+def shown_path(path: Path) -> str:
+    """A path as help shows it: under the home directory as ~/..."""
+    home = Path.home()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+
 
 DbOption = Annotated[
     str | None,
@@ -16,7 +24,7 @@ DbOption = Annotated[
         envvar="FSBENCH_DB",
         help="Result store: an SQLite file path, or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB "
         "(a socket directory: postgresql://USER@/DB?host=/run/postgresql); a password is "
-        "never stored or shown \\[default: ~/.local/share/fsbench/results.db].",
+        f"never stored or shown \\[default: {shown_path(default_db_path())}].",
         show_default=False,
     ),
 ]

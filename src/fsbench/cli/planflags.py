@@ -44,7 +44,9 @@ PlanFile = Annotated[
 PresetOpt = Annotated[
     str | None,
     typer.Option(
-        "--preset", "-p", help="A shipped plan: see `fsbench list presets`. \\[default: quick]"
+        "--preset",
+        "-p",
+        help=f"A shipped plan: see `fsbench list presets`. \\[default: {planning.DEFAULT_PRESET}]",
     ),
 ]
 FsOpt = Annotated[list[str], typer.Option("--fs", help=FS_HELP)]
@@ -171,7 +173,7 @@ def build_plan(flags: PlanFlags) -> Plan:
     if flags.plan_file:
         base = planning.load_plan_file(flags.plan_file)
     else:
-        base = planning.load_preset(flags.preset or "quick")
+        base = planning.load_preset(flags.preset or planning.DEFAULT_PRESET)
     data = base.model_dump(by_alias=True)
     if flags.fs:
         data["fs"] = [c for spec in flags.fs for c in planning.parse_fs_spec(spec)]
