@@ -20,6 +20,7 @@ from fsbench import plan as planning
 from fsbench.cli import planflags
 from fsbench.cli.app import app
 from fsbench.cli.run import report_dir
+from fsbench.executors.local import target_summary
 from fsbench.features.registry import PROBES
 from fsbench.plan import FsConfig, LoopTargetSpec, Plan, WorkloadSpec
 from fsbench.reports import render, source
@@ -84,6 +85,29 @@ def test_the_html_report_goes_next_to_the_database(tmp_path: Path) -> None:
         assert report_dir(store, 7) == tmp_path / "somewhere" / "reports" / "run-7"
     finally:
         store.close()
+
+
+# -- The report states the backing device and whether it is rotational -------------------
+
+_LOOP = {"kind": "loop", "size_bytes": 8 << 30, "backing_fs": "ext4", "direct_io": True}
+
+
+@pytest.mark.parametrize(("rotational", "word"), [(True, "rotational"), (False, "non-rotational")])
+def test_the_target_line_names_the_backing_device_and_rotational(
+    rotational: bool, word: str
+) -> None:
+    line = target_summary({**_LOOP, "backing_device": "/dev/sdb2", "rotational": rotational})
+    assert line == f"loop image 8.0 GiB on ext4 (/dev/sdb2, {word}), direct I/O on"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="README says the report states whether the backing device is rotational; "
+    "target_summary says non-rotational when it is unknown (rotational None)",
+)
+def test_an_unknown_backing_device_is_not_called_non_rotational() -> None:
+    line = target_summary({**_LOOP, "backing_device": None, "rotational": None})
+    assert "non-rotational" not in line
 
 
 # -- Plans: flags override the plan -------------------------------------------------------
