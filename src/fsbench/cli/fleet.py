@@ -26,7 +26,12 @@ from fsbench.cli.report import emit
 from fsbench.cli.run import EXIT_FAILED, exit_status, resumable, sigterm_interrupts
 from fsbench.errors import FsbenchError
 from fsbench.fleet import inventory as inv
-from fsbench.fleet.executor import DEFAULT_POLL, FleetExecutor, HostRun
+from fsbench.fleet.executor import (
+    DEFAULT_POLL,
+    DEFAULT_UNREACHABLE_TIMEOUT,
+    FleetExecutor,
+    HostRun,
+)
 from fsbench.store import Store
 
 app = typer.Typer(help="Many machines: one plan on a fleet through Ansible, one store.")
@@ -39,6 +44,14 @@ LimitOpt = Annotated[
 ]
 PollOpt = Annotated[
     float, typer.Option("--poll", help="Seconds between looks at the hosts' progress.")
+]
+UnreachableOpt = Annotated[
+    float,
+    typer.Option(
+        "--unreachable-timeout",
+        help="Seconds a started host may stay unreachable (since it last answered) before it "
+        "fails alone; its run may go on there, and --resume finishes what is missing.",
+    ),
 ]
 ForksOpt = Annotated[int, typer.Option("--forks", help="Hosts Ansible talks to at once.")]
 ControllerDirOpt = Annotated[
@@ -96,6 +109,7 @@ def fleet_run(
     warmup: pf.WarmupOpt = None,
     image_size: pf.ImageSizeOpt = None,
     poll: PollOpt = DEFAULT_POLL,
+    unreachable_timeout: UnreachableOpt = DEFAULT_UNREACHABLE_TIMEOUT,
     forks: ForksOpt = 20,
     controller_dir: ControllerDirOpt = Path("/var/tmp/fsbench-fleet-controller"),
     resume: Annotated[
@@ -142,6 +156,7 @@ def fleet_run(
         uid=uid,
         workdir=controller_dir,
         poll=poll,
+        unreachable_timeout=unreachable_timeout,
         forks=forks,
         on_progress=display,
     )

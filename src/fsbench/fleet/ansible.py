@@ -2,8 +2,9 @@
 
 Results come back through fsbench's callback plugin (callbacks/fsbench_events.py: one JSON
 line per host and task); Ansible's own output goes to a log file in the controller's fleet
-directory. Every variable travels in a vars file (mode 0600, deleted after the call), never
-on a command line; the database password only ever in the task marked no_log.
+directory, and how long each call took to `calls.jsonl` beside it (what a poll of N hosts
+costs the controller). Every variable travels in a vars file (mode 0600, deleted after the
+call), never on a command line; the database password only ever in the task marked no_log.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,6 +25,7 @@ from fsbench import proc
 from fsbench.errors import FsbenchError
 
 PLAYBOOKS = ("start", "status", "stop", "collect")
+CALLS = "calls.jsonl"  # one line per ansible-playbook call: playbook, hosts, start, seconds
 
 
 def binary(name: str) -> str | None:
@@ -124,6 +127,7 @@ class Ansible:
             with open(self.workdir / "ansible.log", "a") as log:
                 log.write(f"\n=== {name} {' '.join(limit or ['all'])}\n")
                 log.flush()
+                began, t0 = time.time(), time.monotonic()
                 try:
                     subprocess.run(
                         argv,
@@ -139,6 +143,8 @@ class Ansible:
                         f"ansible-playbook {name} did not end within {self.timeout:.0f} s "
                         f"(see {self.workdir / 'ansible.log'})"
                     ) from None
+                finally:
+                    _record_call(self.workdir / CALLS, name, limit, began, time.monotonic() - t0)
             return read_events(events)
         finally:
             Path(vars_path).unlink(missing_ok=True)
@@ -157,6 +163,24 @@ class Ansible:
             )
         subprocess.run(["rm", "-rf", str(self._control)], check=False)
         self._control = None
+
+
+def _record_call(
+    path: Path, name: str, limit: Sequence[str] | None, began: float, seconds: float
+) -> None:
+    hosts = len(limit) if limit is not None else None
+    line = {"playbook": name, "hosts": hosts, "started": began, "seconds": round(seconds, 3)}
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
+
+
+def read_calls(path: Path) -> list[dict[str, Any]]:
+    """The calls `Ansible.run` recorded in `path` (calls.jsonl), in order."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def read_events(path: Path) -> list[Event]:

@@ -9,10 +9,12 @@ groups and hostname with it); reports of the fleet run read them all, the host a
 dimension.
 
 The controller polls: status.yml every `poll` seconds reads each host's async job and the
-progress file its fsbench writes. A host that cannot be reached, or whose run fails, fails
-alone: the others go on, and what it finished is kept. Ctrl-C on the controller ends each
-host's run like Ctrl-C (stop.yml), collects what they stored, and `fsbench fleet run
---resume RUN` finishes what is missing, on the hosts that miss it.
+progress file its fsbench writes. A host whose run fails, or that cannot be reached for
+longer than `unreachable_timeout` since it last answered, fails alone: the others go on,
+and what it finished is kept. Ctrl-C on the controller ends each host's run like Ctrl-C
+(stop.yml), collects what they stored, and `fsbench fleet run --resume RUN` finishes what
+is missing, on the hosts that miss it (a host whose earlier fsbench still runs there is
+refused by start.yml rather than given a second one).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ from fsbench.store import Store
 # some trials failed. Anything else is the host failing.
 RAN = {0: "ok", 3: "ok (some cells unsupported)", 4: "some trials failed"}
 DEFAULT_POLL = 10.0
+# A host that stops answering may come back (an SSH drop, a reboot of the network): its
+# async job goes on meanwhile. Past this many seconds since it last answered it fails.
+DEFAULT_UNREACHABLE_TIMEOUT = 900.0
 # An async job Ansible lets run at most this long (the plan's own limits end it sooner).
 ASYNC_LIMIT = 7 * 24 * 3600
 
@@ -55,7 +60,8 @@ class HostRun:
     progress: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
     finished: float = 0.0
-    launched: bool = False  # started by this controller invocation
+    seen: float = 0.0  # when the host last answered (its start, a poll)
+    launched: bool = False  # started (or tried) by this controller invocation
 
     @property
     def done(self) -> int:
@@ -103,8 +109,11 @@ class FleetExecutor(Executor):
         uid: str,
         workdir: Path,
         poll: float = DEFAULT_POLL,
+        unreachable_timeout: float = DEFAULT_UNREACHABLE_TIMEOUT,
         forks: int = 20,
         on_progress: OnProgress = _quiet,
+        ansible: Ansible | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(plan, cells)
         if not hosts:
@@ -122,8 +131,10 @@ class FleetExecutor(Executor):
         self.uid = uid
         self.dir = workdir / f"fleet-{uid}"
         self.poll = poll
+        self.unreachable_timeout = unreachable_timeout
         self.on_progress = on_progress
-        self.ansible = Ansible(inventory, self.dir, forks=max(1, min(forks, len(hosts))))
+        self.clock = clock
+        self.ansible = ansible or Ansible(inventory, self.dir, forks=max(1, min(forks, len(hosts))))
         self._opened = False
 
     # -- the contract -----------------------------------------------------------------
@@ -226,11 +237,12 @@ class FleetExecutor(Executor):
     def _start(self, hosts: list[HostRun]) -> None:
         if not hosts:
             return
-        now = time.monotonic()
+        now = self.clock()
         for h in hosts:
             h.state, h.error, h.rc, h.started, h.launched = "running", "", None, now, True
         events = self.ansible.run("start", self._vars(), [h.host.name for h in hosts])
         by_host = _by_host(events)
+        answered = self.clock()
         for h in hosts:
             mine = by_host.get(h.host.name, [])
             bad = next((e for e in mine if e.status in ("failed", "unreachable")), None)
@@ -240,30 +252,43 @@ class FleetExecutor(Executor):
             elif job is None or not job.data.get("ansible_job_id"):
                 h.state, h.error = "failed", "the run did not start (see ansible.log)"
             else:
-                h.jid = str(job.data["ansible_job_id"])
+                h.jid, h.seen = str(job.data["ansible_job_id"]), answered
         self.on_progress(self.hosts)
 
     def _wait(self, grace: float | None = None) -> None:
         """Poll until no host runs (or `grace` seconds passed)."""
-        t0 = time.monotonic()
+        t0 = self.clock()
         while any(h.state == "running" for h in self.hosts):
-            if grace is not None and time.monotonic() - t0 > grace:
+            if grace is not None and self.clock() - t0 > grace:
                 break
             time.sleep(self.poll)
             running = [h for h in self.hosts if h.state == "running"]
             events = _by_host(
                 self.ansible.run("status", self._vars(), [h.host.name for h in running])
             )
+            now = self.clock()
             for h in running:
-                self._update(h, events.get(h.host.name, []))
+                self._update(h, events.get(h.host.name, []), now)
             self.on_progress(self.hosts)
 
-    def _update(self, h: HostRun, events: list[Event]) -> None:
-        for event in events:
-            if event.status == "unreachable":
-                # An SSH drop does not end the host's run: it goes on and is polled again.
-                h.error = f"unreachable: {event.reason}"
-                continue
+    def _update(self, h: HostRun, events: list[Event], now: float) -> None:
+        answers = [e for e in events if e.status != "unreachable"]
+        if not answers:
+            # Not reached (or Ansible said nothing of it): its run may well go on there,
+            # so it is polled again, up to the bound.
+            away = now - h.seen
+            why = events[0].reason if events else "no answer"
+            if away > self.unreachable_timeout:
+                h.state = "failed"
+                h.error = (
+                    f"unreachable for {away:.0f} s (--unreachable-timeout "
+                    f"{self.unreachable_timeout:g}): {why}"
+                )
+            else:
+                h.error = f"unreachable for {away:.0f} s: {why}"
+            return
+        h.seen, h.error = now, ""
+        for event in answers:
             if event.task == "progress" and event.data.get("content"):
                 try:
                     h.progress = json.loads(base64.b64decode(event.data["content"]))
@@ -271,7 +296,7 @@ class FleetExecutor(Executor):
                     pass
             if event.task == "job" and event.data.get("finished"):
                 h.rc = _rc(event.data.get("rc"))
-                h.finished = time.monotonic()
+                h.finished = now
                 if h.rc in RAN:
                     h.state, h.error = "done", ""
                 else:
@@ -279,10 +304,12 @@ class FleetExecutor(Executor):
                     h.error = _last_line(event.data) or f"fsbench exited with {h.rc}"
 
     def _collect(self) -> None:
-        """Fetch the stores of hosts that kept their own, merge them into the shared one."""
+        """Fetch the stores of hosts that kept their own, merge them into the shared one;
+        on every host this controller started or tried to start (one that failed before
+        its job began may hold the password file too), forget the password and the job."""
         from fsbench.merge import merge_store
 
-        names = [h.host.name for h in self.hosts if h.jid or h.state == "done"]
+        names = [h.host.name for h in self.hosts if h.launched or h.jid or h.state == "done"]
         if not names:
             return
         stores = self.dir / "stores"

@@ -294,11 +294,23 @@ def run_header(run: RunRecord) -> list[str]:
     """Who/what/where lines above every human-readable report."""
     h, t = run.host, run.target
     mem = h.get("memory_bytes")
+    machine = (
+        f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
+        f"{human_bytes(mem) if mem else '?'} RAM"
+    )
+    if run.kind == "fleet":
+        # The trials ran on the fleet's hosts, each its own machine, not on the controller
+        # whose facts `host` holds.
+        names = list(t.get("hosts") or {})
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        machine = (
+            f"hosts: a fleet of {len(names)} host{'s' if len(names) != 1 else ''} ({shown}), "
+            "each its own machine (compare --by host says what differs)"
+        )
     lines = [
         f"fsbench run {run.id} ({run.name}, {run.status}) {run.created_at[:19].replace('T', ' ')}"
         f" UTC, fsbench {run.fsbench_version}",
-        f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
-        f"{human_bytes(mem) if mem else '?'} RAM",
+        machine,
     ]
     lines.append(f"target: {t.get('summary') or t.get('kind', '?')}")
     lines += [f"note: {note}" for note in t.get("notes") or []]
