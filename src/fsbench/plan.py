@@ -79,6 +79,9 @@ class WorkloadSpec(BaseModel):
     # Scalars or lists; a list is a sweep: one cell per value. In a chain, a parameter
     # applies to every step that has it.
     params: dict[str, Any] = Field(default_factory=dict)
+    # Parameters for one scale only, over `params` (`[workload.params_at.quick]`): a preset
+    # sized for its own scale still shrinks to the workload's tiny defaults at --scale tiny.
+    params_at: dict[Scale, dict[str, Any]] = Field(default_factory=dict)
     # Run only at these scales (kernel-build: full); empty = every scale.
     scales: tuple[Scale, ...] = ()
     # Knobs for this workload only (added to the plan's): {"vm.dirty_ratio": [1, 20]}.
@@ -460,10 +463,14 @@ def with_overrides(plan: Plan, overrides: dict[str, list[str]]) -> Plan:
         for step in spec.steps:
             fields |= set(workloads.get(step).params_model.model_fields)
         params = dict(spec.params)
-        for name, values in overrides.items():
-            if name in fields:
-                params[name] = values[0] if len(values) == 1 else list(values)
-        specs.append(spec.model_copy(update={"params": params}))
+        given = {n: v for n, v in overrides.items() if n in fields}
+        for name, values in given.items():
+            params[name] = values[0] if len(values) == 1 else list(values)
+        # --set beats a preset's per-scale values too.
+        params_at = {
+            s: {k: v for k, v in p.items() if k not in given} for s, p in spec.params_at.items()
+        }
+        specs.append(spec.model_copy(update={"params": params, "params_at": params_at}))
     return plan.model_copy(update={"workloads": specs})
 
 
@@ -505,13 +512,16 @@ def expand(
             fields.update(dict.fromkeys(wl.params_model.model_fields))
             for k, v in wl.defaults(plan.scale).items():
                 values.setdefault(k, v)
-        unknown_params = sorted(set(spec.params) - set(fields))
+        given = {**spec.params, **spec.params_at.get(plan.scale, {})}
+        unknown_params = sorted(
+            {k for p in (spec.params, *spec.params_at.values()) for k in p} - set(fields)
+        )
         if unknown_params:
             raise FsbenchError(
                 f"workload {spec.name}: unknown parameter {unknown_params[0]!r} "
                 f"(known: {', '.join(fields)})"
             )
-        values.update(spec.params)
+        values.update(given)
         values.update({k: v for k, v in overrides.items() if k in fields})
         dims = {k: (v if isinstance(v, list) else [v]) for k, v in values.items()}
         for pname, vals in dims.items():

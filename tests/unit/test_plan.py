@@ -231,3 +231,25 @@ def test_each_target_kind_takes_its_own_flags() -> None:
 def test_a_target_flag_of_another_kind_is_one_line(flags: dict[str, object], message: str) -> None:
     with pytest.raises(FsbenchError, match=message):
         _target_of(**flags)
+
+
+def test_params_at_a_scale_apply_at_that_scale_only() -> None:
+    """The quick preset is sized for quick scale; at tiny it shrinks to the workloads'
+    tiny defaults (a preset runs at every scale), and --set beats both."""
+
+    def size_of(plan: Plan, overrides: dict[str, list[str]] | None = None) -> str:
+        return str(
+            next(c for c in planning.expand(plan, overrides) if c.workload == "fio").params["size"]
+        )
+
+    quick = planning.load_preset("quick")
+    assert size_of(quick) == "6G"
+    assert size_of(quick.model_copy(update={"scale": Scale.TINY})) == "64M"
+    assert size_of(quick, {"size": ["1G"]}) == "1G"
+    assert size_of(planning.with_overrides(quick, {"size": ["1G"]})) == "1G"
+    bad = Plan(
+        fs=[FsConfig(type="ext4")],
+        workload=[WorkloadSpec(name="fio", params_at={Scale.QUICK: {"nope": 1}})],
+    )
+    with pytest.raises(FsbenchError, match="unknown parameter 'nope'"):
+        planning.expand(bad)

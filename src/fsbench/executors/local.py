@@ -60,7 +60,8 @@ def make_target(t: LoopTargetSpec) -> Target:
 
 def target_summary(desc: dict[str, Any]) -> str:
     """One line for reports: what the filesystems were made on."""
-    rotational = "rotational" if desc.get("rotational") else "non-rotational"
+    known = desc.get("rotational")
+    rotational = "rotational?" if known is None else "rotational" if known else "non-rotational"
     if desc.get("kind") == "loop":
         model = f", {desc['backing_model']}" if desc.get("backing_model") else ""
         return (
