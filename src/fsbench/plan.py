@@ -105,8 +105,10 @@ class WorkloadSpec(BaseModel):
 class _TargetBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # The command-line flags (`--kernel`) a target of this kind takes, each with the field it
-    # sets; any other target flag is refused. What a target kind is, it says here.
+    # What a target kind is, it says here: the executor that runs its trials ("module:Class",
+    # imported only when a run asks for it), and the command-line flags (`--kernel`) it takes,
+    # each with the field it sets (any other target flag is refused).
+    executor: ClassVar[str]
     flags: ClassVar[dict[str, str]] = {"image-size": "image_size", "workdir": "workdir"}
 
     # The loop image, or the VM's scratch disk.
@@ -124,6 +126,7 @@ class LoopTargetSpec(_TargetBase):
     """This host: a sparse loop image, or a real disk (`device` + `destroy_data`)."""
 
     kind: Literal["loop"] = "loop"
+    executor: ClassVar[str] = "fsbench.executors.local:LocalExecutor"
     flags: ClassVar[dict[str, str]] = {
         **_TargetBase.flags,
         "device": "device",
@@ -139,6 +142,7 @@ class VmTargetSpec(_TargetBase):
     """A QEMU guest with its own kernel: filesystems the host lacks, other kernels."""
 
     kind: Literal["vm"] = "vm"
+    executor: ClassVar[str] = "fsbench.executors.vm:VmExecutor"
     flags: ClassVar[dict[str, str]] = {
         **_TargetBase.flags,
         "kernel": "kernel",

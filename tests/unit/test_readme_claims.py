@@ -313,7 +313,7 @@ def test_every_documented_key_is_in_every_json_row(tmp_path: Path) -> None:
 FEATURE_ITEMS = {
     "inode allocation": ("inodes: files until full", "inodes: allocated as needed"),
     "metadata overhead": ("space lost when empty",),
-    "allocation unit range": ("largest allocation unit",),
+    "the largest allocation unit": ("largest allocation unit",),
     "grow/shrink online and offline": (
         "online grow",
         "online shrink",

@@ -167,3 +167,19 @@ def test_fsck_exit_codes(argv0: str, code: int, checked: bool, failed: bool) -> 
         assert "some words of its own" in error.message + error.detail
         if code == 124:
             assert "timed out" in error.message
+
+
+def test_the_readme_parameter_table_is_the_workloads_own() -> None:
+    """The README's table of parameters is what `fsbench list workloads --format md`
+    prints from the workloads' models: regenerate it when a parameter changes."""
+    from pathlib import Path
+
+    from fsbench.workloads import describe
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    begin = readme.index(describe.README_BEGIN) + len(describe.README_BEGIN) + 1
+    end = readme.index(describe.README_END)
+    assert readme[begin:end] == describe.markdown()
+    for item in describe.describe_all():
+        for param in item["descriptions"]:
+            assert f"| `{param}` |" in readme[begin:end], (item["name"], param)

@@ -12,9 +12,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fsbench import filesystems, plan, workloads
+from fsbench import filesystems, plan
 from fsbench.cli.common import DbOption, JsonOption
+from fsbench.reports import formats
 from fsbench.store import Store
+from fsbench.workloads import describe
+
+LIST = (formats.TABLE, formats.JSON)
+LIST_WORKLOADS = (*LIST, formats.MARKDOWN)
 
 
 class What(StrEnum):
@@ -27,9 +32,22 @@ class What(StrEnum):
 def list_(
     what: Annotated[What, typer.Argument(help="filesystems, workloads, presets or runs")],
     json_out: JsonOption = False,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table or json; workloads also md: the parameter table of the README.",
+        ),
+    ] = formats.TABLE,
     db: DbOption = None,
 ) -> None:
     """List the catalogue, the workloads and their parameters, the presets, or stored runs."""
+    formats.check(fmt, LIST_WORKLOADS if what == What.workloads else LIST)
+    json_out = json_out or fmt == formats.JSON
+    if fmt == formats.MARKDOWN:
+        typer.echo(describe.markdown(), nl=False)
+        return
     items: list[dict[str, Any]]
     where = ""  # runs say which store they are in (shown without its password)
     if what == What.filesystems:
@@ -44,25 +62,7 @@ def list_(
             for f in filesystems.CATALOGUE.values()
         ]
     elif what == What.workloads:
-        items = []
-        for name, wl in workloads.all_workloads().items():
-            items.append(
-                {
-                    "name": name,
-                    "summary": wl.summary,
-                    "params": {
-                        name: None if field.is_required() else field.default
-                        for name, field in wl.params_model.model_fields.items()
-                    },
-                    "descriptions": {
-                        name: field.description or ""
-                        for name, field in wl.params_model.model_fields.items()
-                    },
-                    "defaults": {s.value: wl.defaults(s) for s in wl.scale_defaults},
-                    "cache": str(wl.cache),
-                    "tools": [t.command for t in wl.tools],
-                }
-            )
+        items = describe.describe_all()
     elif what == What.presets:
         items = [
             {"name": n, "description": plan.preset_description(n)} for n in plan.preset_names()
@@ -116,15 +116,9 @@ def _print_workloads(items: list[dict[str, Any]]) -> None:
     table.add_column("what it measures; each parameter: meaning [tiny | quick | full value]")
     for item in items:
         lines = [item["summary"]]
-        defaults: dict[str, dict[str, Any]] = item["defaults"]
         for param, meaning in item["descriptions"].items():
-            per_scale = [_cell(defaults.get(scale, {}).get(param, "·")) for scale in defaults]
-            if len(set(per_scale)) > 1:
-                shown = " | ".join(per_scale)
-            elif per_scale and per_scale[0] != "·":
-                shown = per_scale[0]  # the same at every scale
-            else:
-                shown = _cell(item["params"][param])
+            values = describe.per_scale(item, param)
+            shown = " | ".join(values) if len(set(values)) > 1 else values[0]
             lines.append(f"  {param}: {meaning} [{shown}]")
         extra = f"cache {item['cache']}" + (
             f", needs {', '.join(item['tools'])}" if item["tools"] else ""
