@@ -5,7 +5,6 @@ run` or `fsbench doctor` stops what a run killed with -9 left (targets/stale.py)
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -37,16 +36,6 @@ def _start_time(pid: int) -> str | None:
         return None
     fields = stat.rpartition(")")[2].split()
     return fields[19] if len(fields) > 19 else None
-
-
-def _die_with_parent() -> None:
-    """In stress-ng: SIGTERM when fsbench dies, however it dies (stress-ng then stops its
-    stressors itself)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def stop_load(path: Path, why: str) -> list[str]:
@@ -115,7 +104,8 @@ def contention(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=_die_with_parent,
+        # SIGTERM: stress-ng then stops its stressors itself.
+        preexec_fn=proc.die_with_parent(signal.SIGTERM),
     )
     try:
         _write_load(load_file, child.pid)

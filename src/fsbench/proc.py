@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -162,3 +163,17 @@ def read_through_cat(
     if sink.returncode != 0 and rc == 0:
         rc = sink.returncode
     return Result(args, rc, "", stderr)
+
+
+def die_with_parent(sig: int) -> Callable[[], None]:
+    """A `preexec_fn` that gives the child `sig` when this process dies, however it dies
+    (PR_SET_PDEATHSIG): a killed fsbench leaves no QEMU or stress-ng behind."""
+
+    def arm() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, sig)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    return arm

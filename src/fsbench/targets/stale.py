@@ -21,6 +21,9 @@ from fsbench import contention, knobs, proc
 from fsbench.targets import devinfo
 from fsbench.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
 
+# The files, named by their owner's pid, in which a run writes down what to undo.
+NOTES = {"knobs": knobs.JOURNAL_RE, "load": contention.LOAD_RE}
+
 
 @dataclass(frozen=True)
 class StaleResource:
@@ -119,17 +122,13 @@ def find_stale(workdir: str | Path) -> list[StaleResource]:
         ]
         found.append(StaleResource("loop", backing, pid, device, tuple(on_it)))
     for entry in sorted(top.iterdir()):
-        m = knobs.JOURNAL_RE.match(entry.name)
-        if m and not entry.is_symlink() and entry.is_file():
+        # What a run wrote down to undo: its knobs' original values, its load's group.
+        noted = next(((k, m) for k, rx in NOTES.items() if (m := rx.match(entry.name))), None)
+        if noted is not None:
+            kind, m = noted
             pid = int(m.group(1))
-            if not pid_alive(pid):
-                found.append(StaleResource("knobs", entry, pid))
-            continue
-        m = contention.LOAD_RE.match(entry.name)
-        if m and not entry.is_symlink() and entry.is_file():
-            pid = int(m.group(1))
-            if not pid_alive(pid):
-                found.append(StaleResource("load", entry, pid))
+            if entry.is_file() and not entry.is_symlink() and not pid_alive(pid):
+                found.append(StaleResource(kind, entry, pid))
             continue
         m = IMAGE_RE.match(entry.name)
         if m and entry.name not in attached and not entry.is_symlink() and entry.is_file():

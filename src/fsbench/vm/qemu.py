@@ -3,7 +3,6 @@ one way a guest is launched and watched: an outer limit, and killed on every pat
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import signal
@@ -300,7 +299,7 @@ def launch(argv: list[str], stderr_path: Path, watch: Watch, poll: float = 0.5) 
             stdout=subprocess.DEVNULL,
             stderr=err,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=proc.die_with_parent(signal.SIGKILL),
         )
         try:
             while True:
@@ -318,15 +317,6 @@ def launch(argv: list[str], stderr_path: Path, watch: Watch, poll: float = 0.5) 
                 kill(child)
     stderr = stderr_path.read_text(errors="replace")
     return Outcome(child.returncode, stopped, time.monotonic() - t0, stderr)
-
-
-def _die_with_parent() -> None:
-    """In the child: die with the parent (a killed fsbench leaves no QEMU behind)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def kill(child: subprocess.Popen[bytes]) -> None:
