@@ -1,29 +1,71 @@
 """A real OpenSSH server on loopback addresses for the fleet tests: Debian's sshd with a
 throwaway host key and a throwaway root key pair in a temporary directory, its own port,
-listening on 127.0.0.x only; stopped and removed on every path."""
+listening on 127.0.0.x only; stopped and removed on every path. A test can take it away
+mid-run (`drop`: the server and every session it serves end, as when a host falls off the
+network) and bring it back (`start`)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SSHD = Path("/usr/sbin/sshd")
 
 
-@dataclass(frozen=True)
+@dataclass
 class SshServer:
     addresses: tuple[str, ...]
     port: int
     key: Path  # the client's private key (root's, for this server only)
     dir: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        with open(self.dir / "sshd.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(SSHD), "-D", "-e", "-f", str(self.dir / "sshd_config")],
+                stdout=log,
+                stderr=log,
+            )
+        deadline = time.monotonic() + 20
+        while not all(_listening(a, self.port) for a in self.addresses):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "sshd did not start: " + (self.dir / "sshd.log").read_text(errors="replace")
+                )
+            time.sleep(0.1)
+
+    def drop(self) -> None:
+        """End the server and every session it serves (each its own sshd process below
+        it): clients then find nothing there, as when the host falls off the network.
+        What those sessions left running detached (an async job) goes on."""
+        if self.proc is None:
+            return
+        for pid in _descendants(self.proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.stop()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
 
     def host_vars(self, address: str) -> dict[str, str]:
         """Inventory variables that reach `address` as root with the throwaway key."""
@@ -57,7 +99,7 @@ def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3")) -> Iterator[SshS
         if not address.startswith("127."):
             raise ValueError(f"the test sshd listens on loopback addresses only, not {address}")
     base = Path(tempfile.mkdtemp(prefix="fsbench-sshd-"))
-    proc: subprocess.Popen[bytes] | None = None
+    server: SshServer | None = None
     try:
         os.chmod(base, 0o700)
         key = base / "id_ed25519"
@@ -91,27 +133,34 @@ def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3")) -> Iterator[SshS
             )
         )
         Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
-        with open(base / "sshd.log", "wb") as log:
-            proc = subprocess.Popen(
-                [str(SSHD), "-D", "-e", "-f", str(config)], stdout=log, stderr=log
-            )
-        deadline = time.monotonic() + 20
-        while not all(_listening(a, port) for a in addresses):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    "sshd did not start: " + (base / "sshd.log").read_text(errors="replace")
-                )
-            time.sleep(0.1)
-        yield SshServer(tuple(addresses), port, key, base)
+        server = SshServer(tuple(addresses), port, key, base)
+        server.start()
+        yield server
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if server is not None:
+            server.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`, children first."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rpartition(")")[2].split()[1])
+        parents.setdefault(ppid, []).append(int(entry.name))
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        out += children
+        todo += children
+    return out
 
 
 def write_inventory(

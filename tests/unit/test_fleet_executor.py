@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import tarfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -358,3 +359,17 @@ def test_the_report_header_of_a_fleet_run_names_its_hosts_not_the_controller(
     assert run_header(many)[1].startswith(
         "hosts: a fleet of 12 hosts (n0, n1, n2, n3, n4, n5, n6, n7, n8, n9 and 2 more),"
     )
+
+
+def test_the_source_hosts_install_from_is_the_whole_package_without_build_output(
+    tmp_path: Path,
+) -> None:
+    executor, _, _ = _executor(tmp_path, {"a": [finished("a", 0)]})
+    executor.hosts[0] = HostRun(FleetHost("a"))  # no fsbench_path: it installs
+    with executor, tarfile.open(executor._vars()["fsbench_source_tar"]) as tar:
+        names = tar.getnames()
+    assert {"src/Makefile", "src/pyproject.toml", "src/README.md"} <= set(names)
+    assert "src/src/fsbench/targets/loop.py" in names  # not taken for cargo's target/
+    assert "src/src/fsbench/fleet/playbooks/start.yml" in names
+    assert "src/engine/Cargo.toml" in names
+    assert not [n for n in names if n.startswith("src/engine/target") or "__pycache__" in n]

@@ -228,9 +228,7 @@ class FleetExecutor(Executor):
                 tar.add(
                     root / name,
                     arcname=f"src/{name}",
-                    filter=lambda info: (
-                        None if "/target" in info.name or "__pycache__" in info.name else info
-                    ),
+                    filter=_source_only,
                 )
         return path
 
@@ -324,6 +322,15 @@ class FleetExecutor(Executor):
                 merge_store(src, self.store)
             finally:
                 src.close()
+
+
+def _source_only(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """The source tree without what builds make: the engine's cargo output (its target
+    directory, not src/fsbench/targets) and Python's byte code."""
+    parts = info.name.split("/")
+    if parts[1:3] == ["engine", "target"] or "__pycache__" in parts:
+        return None
+    return info
 
 
 def _by_host(events: list[Event]) -> dict[str, list[Event]]:

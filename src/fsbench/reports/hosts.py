@@ -23,13 +23,17 @@ class HostFacts:
 def facts_of(member: RunRecord) -> dict[str, str]:
     h, t = member.host, member.target
     mem = h.get("memory_bytes")
+    model = t.get("backing_model") or t.get("model")  # a loop image's disk, or the device
+    disk = t.get("backing_disk") or t.get("disk")
+    rotational = t.get("rotational")
     out = {
         "hostname": str(h.get("hostname") or "?"),
         "kernel": str(h.get("kernel") or "?"),
         "cpu": f"{h.get('cpus', '?')} x {h.get('cpu', '?')}",
         "memory": human_bytes(mem) if mem else "?",
-        "device model": str(t.get("backing_model") or t.get("model") or "?"),
-        "rotational": "yes" if t.get("rotational") else "no",
+        # A virtio disk has no model in sysfs: its name at least tells the disks apart.
+        "device model": str(model or (f"{disk} (no model in sysfs)" if disk else "?")),
+        "rotational": "?" if rotational is None else ("yes" if rotational else "no"),
         "target": str(t.get("summary") or t.get("kind") or "?"),
         "fsbench": f"{h.get('fsbench_version', '?')} ({h.get('fsbench_commit') or 'no commit'})",
         "python": str(h.get("python") or "?"),
