@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -39,6 +40,7 @@ ALLOC = [
     "--reps",
     "2",
 ]
+ALLOC_EXT4 = ["--fs", "ext4", *ALLOC[2:]]
 
 
 @pytest.fixture(scope="module")
@@ -222,59 +224,130 @@ def _check_no_password(workdir: Path, db: str, password: str, outputs: list[str]
         engine.dispose()
 
 
-def test_an_unreachable_host_fails_alone(workdir: Path, ssh: SshServer, tmp_path: Path) -> None:
-    inventory = _inventory(workdir, ssh, {"gone": {"ansible_host": "127.0.0.4"}})
-    db = workdir / "fleet.db"
-    res = _fleet(workdir, inventory, str(db), *ALLOC)
-    assert res.returncode == 4, res.stdout + res.stderr
-    gone = [ln for ln in res.stderr.splitlines() if ln.startswith("host gone failed")]
-    assert len(gone) == 1 and "unreachable" in gone[0]
-    store = Store(db)
-    run_id = store.latest_run_id() or 0
-    report = json.loads(fsbench("report", str(run_id), "--db", str(db), "--format", "json").stdout)
-    hosts = {r["host"] for r in report["rows"]}
-    assert hosts == {"h2", "h3"}  # every trial of the others, fetched and merged
-    seconds = [r for r in report["rows"] if r["metric"] == "seconds"]
-    assert all(r["n"] == 2 for r in seconds)
+def _controller(workdir: Path, inventory: Path, db: str, *args: str) -> subprocess.Popen[str]:
+    """`fsbench fleet run` in the background, for a test that acts on a host meanwhile."""
+    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
+    argv = [sys.executable, "-m", "fsbench", "fleet", "run", "--inventory", str(inventory)]
+    argv += ["--db", db, "--poll", "1", "--controller-dir", str(workdir / "controller"), *args]
+    return subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _progress(hostdir: Path, done: int, timeout: float = 300) -> dict[str, int]:
+    """The host's progress file once it counts `done` trials."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in hostdir.glob("progress-*.json"):
+            data = json.loads(path.read_text() or "{}")
+            if data.get("done", 0) >= done:
+                return dict(data)
+        time.sleep(0.2)
+    raise AssertionError(f"{hostdir.name} never got to {done} trials")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _failed_lines(stderr: str) -> dict[str, str]:
+    out = {}
+    for line in stderr.splitlines():
+        if line.startswith("host ") and " failed: " in line:
+            name, _, error = line.removeprefix("host ").partition(" failed: ")
+            out[name] = error
+    return out
+
+
+def _report(db: Path, run_id: int) -> list[dict[str, object]]:
+    res = fsbench("report", str(run_id), "--db", str(db), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    return [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
+
+
+def test_hosts_unreachable_at_start_or_later_fail_alone_and_resume_finishes(
+    workdir: Path, ssh: SshServer
+) -> None:
+    """gone never answers; lost answers, starts, then drops off the network (its sshd and
+    every session end) while its fsbench goes on there (stopped, to keep it running): it
+    fails alone past --unreachable-timeout. Back on the network with that fsbench still
+    running, a resume refuses to start a second one on it; once it ended, a resume finishes
+    the run."""
+    with sshd(("127.0.0.5",)) as away:
+        lost = dict(away.host_vars("127.0.0.5"))
+        db = workdir / "fleet.db"
+        inventory = _inventory(
+            workdir, ssh, {"gone": {"ansible_host": "127.0.0.4"}, "lost": {**lost}}
+        )
+        controller = _controller(workdir, inventory, str(db), *ALLOC, "--unreachable-timeout", "4")
+        pid = 0
+        try:
+            pid = int(_progress(workdir / "hosts" / "lost", done=1)["pid"])
+            os.kill(pid, signal.SIGSTOP)
+            away.drop()
+            out, err = controller.communicate(timeout=600)
+            assert controller.returncode == 4, out + err
+            failed = _failed_lines(err)
+            assert set(failed) == {"gone", "lost"}, err
+            assert failed["gone"].startswith("unreachable at workdir: "), failed
+            assert re.fullmatch(
+                r"unreachable for \d+ s \(--unreachable-timeout 4\): .+", failed["lost"]
+            )
+            assert _alive(pid)  # the controller gave up on lost, not lost on its run
+            run_id = Store(db).latest_run_id() or 0
+            assert Store(db).get_run(run_id).status == "incomplete"
+            rows = _report(db, run_id)
+            assert {(r["host"], r["n"]) for r in rows} >= {("h2", 2), ("h3", 2)}
+
+            # lost is back, gone is dropped from the inventory; lost's fsbench still runs.
+            away.start()
+            inventory = _inventory(workdir, ssh, {"lost": {**lost}})
+            res = _fleet(workdir, inventory, str(db), "--resume", str(run_id))
+            assert res.returncode == 4, res.stdout + res.stderr
+            failed = _failed_lines(res.stderr)
+            assert list(failed) == ["lost"], res.stderr
+            assert failed["lost"].startswith(
+                f"failed at one fsbench per host: fsbench pid {pid} of an earlier start still "
+                "runs this host's part in "
+            ), failed
+            assert _alive(pid)
+            started = list((workdir / "hosts" / "lost").glob("progress-*.json"))
+            assert [json.loads(p.read_text())["pid"] for p in started] == [pid]  # no second
+
+            os.kill(pid, signal.SIGCONT)
+            deadline = time.monotonic() + 300
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            res = _fleet(workdir, inventory, str(db), "--resume", str(run_id), "--json")
+            assert res.returncode == 0, res.stdout + res.stderr
+            rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
+            assert {r["host"] for r in rows} == {"h2", "h3", "lost"}
+            assert all(r["n"] == 2 for r in rows), [(r["host"], r["config"], r["n"]) for r in rows]
+        finally:
+            if controller.poll() is None:
+                controller.kill()
+                controller.wait()
+            if pid and _alive(pid):
+                os.kill(pid, signal.SIGCONT)
 
 
 def test_a_killed_host_is_resumed_alone(workdir: Path, ssh: SshServer) -> None:
     inventory = _inventory(workdir, ssh)
     db = workdir / "fleet.db"
-    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
-    controller = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fsbench",
-            "fleet",
-            "run",
-            "--inventory",
-            str(inventory),
-            "--db",
-            str(db),
-            "--poll",
-            "1",
-            "--controller-dir",
-            str(workdir / "controller"),
-            *ALLOC[:-1],
-            "4",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    controller = _controller(workdir, inventory, str(db), *ALLOC[:-1], "4")
     try:
-        progress = None
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and progress is None:
-            for path in (workdir / "hosts" / "h3").glob("progress-*.json"):
-                data = json.loads(path.read_text() or "{}")
-                if data.get("done", 0) >= 3:
-                    progress = data
-            time.sleep(0.2)
-        assert progress is not None, "h3 never got going"
+        progress = _progress(workdir / "hosts" / "h3", done=3)
         os.kill(int(progress["pid"]), signal.SIGKILL)  # kill -9 of h3's fsbench
         out, err = controller.communicate(timeout=600)
     finally:
@@ -282,7 +355,7 @@ def test_a_killed_host_is_resumed_alone(workdir: Path, ssh: SshServer) -> None:
             controller.kill()
             controller.wait()
     assert controller.returncode == 4, out + err
-    assert any(ln.startswith("host h3 failed") for ln in err.splitlines()), err
+    assert list(_failed_lines(err)) == ["h3"], err
     store = Store(db)
     run_id = store.latest_run_id() or 0
     res = _fleet(workdir, inventory, str(db), "--resume", str(run_id), "--json")
@@ -290,3 +363,59 @@ def test_a_killed_host_is_resumed_alone(workdir: Path, ssh: SshServer) -> None:
     rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
     assert {r["host"] for r in rows} == {"h2", "h3"}
     assert all(r["n"] == 4 for r in rows), [(r["host"], r["config"], r["n"]) for r in rows]
+
+
+def _loop_device(workdir: Path, name: str) -> str:
+    """A 1 GiB loop device of the test's own (released with the workdir)."""
+    image = workdir / f"{name}.img"
+    with image.open("wb") as f:
+        f.truncate(1 << 30)
+    return subprocess.run(
+        ["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _blkid(device: str) -> str:
+    res = subprocess.run(
+        ["blkid", "-p", "-o", "export", device], capture_output=True, text=True, check=False
+    )
+    return res.stdout
+
+
+def test_limit_and_each_hosts_own_device_with_its_safety_checks(
+    workdir: Path, ssh: SshServer
+) -> None:
+    """--limit disks runs the three hosts of group disks only. Each names its own real disk
+    (a loop device here): without fsbench_destroy_data it is refused; with it, it is used;
+    one that carries a filesystem fsbench did not make is refused all the same."""
+    blank, used, foreign = (_loop_device(workdir, n) for n in ("blank", "used", "foreign"))
+    subprocess.run(["mkfs.ext4", "-q", "-L", "data", foreign], check=True)
+    disks = {
+        "refused": {"ansible_host": "127.0.0.2", "fsbench_device": blank},
+        "used": {"ansible_host": "127.0.0.3", "fsbench_device": used},
+        "foreign": {"ansible_host": "127.0.0.2", "fsbench_device": foreign},
+    }
+    for name in ("used", "foreign"):
+        disks[name]["fsbench_destroy_data"] = "true"
+    groups = {"baseline": ["h2"], "dev": ["h3"], "disks": list(disks)}
+    inventory = _inventory(workdir, ssh, dict(disks), groups)
+    db = workdir / "fleet.db"
+    res = _fleet(workdir, inventory, str(db), *ALLOC_EXT4, "--limit", "disks")
+    assert res.returncode == 4, res.stdout + res.stderr
+    failed = _failed_lines(res.stderr)
+    assert set(failed) == {"refused", "foreign"}, res.stderr
+    assert failed["refused"] == f"--device needs --destroy-data: every byte on {blank} is lost"
+    assert failed["foreign"].startswith(
+        f"{foreign} carries a signature (ext4 labelled 'data'); fsbench only overwrites"
+    ), failed
+    store = Store(db)
+    run_id = store.latest_run_id() or 0
+    assert set(store.get_run(run_id).target["hosts"]) == set(disks)  # --limit: no h2, h3
+    members = store.fleet_members(store.get_run(run_id).uid)
+    assert [m.fleet_host for m in members] == ["used"]
+    assert members[0].target["kind"] == "device"
+    assert members[0].target["path"] == os.path.realpath(used)
+    assert {(r["host"], r["n"]) for r in _report(db, run_id)} == {("used", 2)}
+    assert not (workdir / "hosts" / "h2").exists() and not (workdir / "hosts" / "h3").exists()
+    assert _blkid(blank) == ""  # refused devices are as they were
+    assert "LABEL=data" in _blkid(foreign) and "TYPE=ext4" in _blkid(foreign)

@@ -180,7 +180,14 @@ def fleet_run(
         )
     failed = [h for h in executor.hosts if h.state != "done"]
     for h in failed:
-        err.print(f"host {h.host.name} failed: {h.error}", style="red", markup=False)
+        # One line each, however long: scripts and people grep for "host NAME failed".
+        err.print(
+            f"host {h.host.name} failed: {h.error}",
+            style="red",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     emit(store, outcome.run_id, "json" if json_out else "table", None, False)
     if outcome.interrupted:
         err.print(
