@@ -2,15 +2,17 @@
 
 Results come back through fsbench's callback plugin (callbacks/fsbench_events.py: one JSON
 line per host and task); Ansible's own output goes to a log file in the controller's fleet
-directory, and how long each call took to `calls.jsonl` beside it (what a poll of N hosts
-costs the controller). Every variable travels in a vars file (mode 0600, deleted after the
-call), never on a command line; the database password only ever in the task marked no_log.
+directory, and each call's seconds and controller CPU to `calls.jsonl` beside it (what a
+poll of N hosts costs the controller). Every variable travels in a vars file (mode 0600,
+deleted after the call), never on a command line; the database password only ever in the
+task marked no_log.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -25,7 +27,8 @@ from fsbench import proc
 from fsbench.errors import FsbenchError
 
 PLAYBOOKS = ("start", "status", "stop", "collect")
-CALLS = "calls.jsonl"  # one line per ansible-playbook call: playbook, hosts, start, seconds
+# One line per ansible-playbook call: playbook, hosts, start, seconds, controller CPU seconds.
+CALLS = "calls.jsonl"
 
 
 def binary(name: str) -> str | None:
@@ -127,7 +130,7 @@ class Ansible:
             with open(self.workdir / "ansible.log", "a") as log:
                 log.write(f"\n=== {name} {' '.join(limit or ['all'])}\n")
                 log.flush()
-                began, t0 = time.time(), time.monotonic()
+                began, t0, cpu0 = time.time(), time.monotonic(), _children_cpu()
                 try:
                     subprocess.run(
                         argv,
@@ -144,7 +147,8 @@ class Ansible:
                         f"(see {self.workdir / 'ansible.log'})"
                     ) from None
                 finally:
-                    _record_call(self.workdir / CALLS, name, limit, began, time.monotonic() - t0)
+                    seconds, cpu = time.monotonic() - t0, _children_cpu() - cpu0
+                    _record_call(self.workdir / CALLS, name, limit, began, seconds, cpu)
             return read_events(events)
         finally:
             Path(vars_path).unlink(missing_ok=True)
@@ -165,11 +169,27 @@ class Ansible:
         self._control = None
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's ended children (ansible-playbook and its forks)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def _record_call(
-    path: Path, name: str, limit: Sequence[str] | None, began: float, seconds: float
+    path: Path,
+    name: str,
+    limit: Sequence[str] | None,
+    began: float,
+    seconds: float,
+    cpu: float,
 ) -> None:
-    hosts = len(limit) if limit is not None else None
-    line = {"playbook": name, "hosts": hosts, "started": began, "seconds": round(seconds, 3)}
+    line = {
+        "playbook": name,
+        "hosts": len(limit) if limit is not None else None,
+        "started": began,
+        "seconds": round(seconds, 3),
+        "cpu_s": round(cpu, 3),
+    }
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(line) + "\n")
 
