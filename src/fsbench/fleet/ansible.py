@@ -98,6 +98,10 @@ class Ansible:
                 "FSBENCH_EVENTS": str(events),
             }
         )
+        # One SSH round trip per task instead of three (bench/fleet_scale.py: a status poll
+        # of 16 hosts took half the time). A sudo that requires a tty refuses it: such a
+        # host sets ansible_pipelining=false, or the controller's environment turns it off.
+        env.setdefault("ANSIBLE_PIPELINING", "True")
         return env
 
     def run(
