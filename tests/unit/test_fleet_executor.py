@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import tarfile
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,9 +18,10 @@ import pytest
 
 from fsbench import matrix
 from fsbench import plan as planning
+from fsbench.errors import FsbenchError
 from fsbench.fleet.ansible import Ansible, Event
 from fsbench.fleet.executor import FleetExecutor, HostRun
-from fsbench.fleet.inventory import FleetHost
+from fsbench.fleet.inventory import FleetHost, hosts_of
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
 from fsbench.reports.tables import run_header
 from fsbench.store import Store
@@ -373,3 +375,33 @@ def test_the_source_hosts_install_from_is_the_whole_package_without_build_output
     assert "src/src/fsbench/fleet/playbooks/start.yml" in names
     assert "src/engine/Cargo.toml" in names
     assert not [n for n in names if n.startswith("src/engine/target") or "__pycache__" in n]
+
+
+@pytest.mark.parametrize(
+    ("variables", "error"),
+    [
+        ({"fsbench_store": "both"}, "host a: fsbench_store is direct or fetch, not 'both'"),
+        ({"fsbench_store": "direct"}, "host a: fsbench_store=direct writes into a PostgreSQL"),
+    ],
+)
+def test_a_hosts_store_mode_is_checked_before_anything_runs(
+    tmp_path: Path, variables: dict[str, str], error: str
+) -> None:
+    executor, ansible, _ = _executor(tmp_path, {"a": [finished("a", 0)]})
+    executor.hosts[0] = HostRun(FleetHost("a", (), {"fsbench_path": "/opt/f", **variables}))
+    with pytest.raises(FsbenchError, match=re.escape(error)):
+        executor.preflight()
+    assert ansible.calls == []
+
+
+def test_an_unknown_fsbench_host_variable_is_refused() -> None:
+    """A misspelt fsbench_device would otherwise run on a loop image in silence."""
+    listed = {
+        "_meta": {"hostvars": {"a": {"fsbench_dev": "/dev/sdb", "ansible_host": "10.0.0.1"}}},
+        "all": {"children": ["ungrouped"]},
+        "ungrouped": {"hosts": ["a"]},
+    }
+    with pytest.raises(FsbenchError, match=r"^host a: unknown host variable fsbench_dev \("):
+        hosts_of(listed)
+    listed["_meta"]["hostvars"]["a"] = {"fsbench_device": "/dev/sdb", "ansible_user": "root"}
+    assert hosts_of(listed) == [FleetHost("a", (), {"fsbench_device": "/dev/sdb"})]

@@ -149,6 +149,17 @@ class FleetExecutor(Executor):
                 "a fleet's real disks are per host: fsbench_device and fsbench_destroy_data "
                 "in the inventory, not --device"
             )
+        for h in self.hosts:
+            store = h.host.vars.get("fsbench_store")
+            if store is not None and store not in ("direct", "fetch"):
+                raise FsbenchError(
+                    f"host {h.host.name}: fsbench_store is direct or fetch, not {store!r}"
+                )
+            if store == "direct" and not self.store.postgresql:
+                raise FsbenchError(
+                    f"host {h.host.name}: fsbench_store=direct writes into a PostgreSQL --db, "
+                    f"not {self.store}"
+                )
         check_workloads(self.plan, vm=False)
         check_fits(self.cells, self.plan.target.image_size)
         return []

@@ -103,11 +103,16 @@ def hosts_of(data: dict[str, Any]) -> list[FleetHost]:
         for name in members(group):
             if name in groups_of and group not in groups_of[name]:
                 groups_of[name].append(group)
-    return [
-        FleetHost(
-            name,
-            tuple(groups_of[name]),
-            {k: v for k, v in hostvars.get(name, {}).items() if k.startswith("fsbench_")},
-        )
-        for name in order
-    ]
+    out = []
+    for name in order:
+        mine = {k: v for k, v in hostvars.get(name, {}).items() if k.startswith("fsbench_")}
+        # A misspelt variable would be ignored in silence (fsbench_dev: a loop image, not
+        # the disk meant).
+        unknown = sorted(set(mine) - set(HOST_VARS))
+        if unknown:
+            raise FsbenchError(
+                f"host {name}: unknown host variable {unknown[0]} (fsbench reads "
+                f"{', '.join(HOST_VARS)})"
+            )
+        out.append(FleetHost(name, tuple(groups_of[name]), mine))
+    return out
