@@ -2,6 +2,7 @@
 
 use std::io::Read;
 
+use crate::churn;
 use crate::dist::mix64;
 use crate::error::{Error, Result};
 use crate::personalities::{self, Options, Scale};
@@ -14,13 +15,17 @@ usage: fsbench-engine run SPEC.json|-        prepare, run, print results JSON
        fsbench-engine personality NAME [--scale tiny|quick|full] [--dir DIR]
                       [--threads N] [--duration S] [--warmup S] [--seed N]
                                              print the spec JSON of a built-in personality
-       fsbench-engine list                   personalities and scales, as JSON
+       fsbench-engine churn SPEC.json|-      age the filesystem of the spec's dir: create
+                                             and delete files to a target fullness, having
+                                             written a volume; continues an earlier churn
+       fsbench-engine list                   personalities, scales and churn profiles, as JSON
        fsbench-engine --version | --help
 personalities: fileserver, varmail, webserver (filebench's defaults)
+churn profiles: default, small, large
 ";
 
-fn read_spec(path: &str) -> Result<Spec> {
-    let text = if path == "-" {
+fn read_text(path: &str) -> Result<String> {
+    Ok(if path == "-" {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
@@ -28,8 +33,11 @@ fn read_spec(path: &str) -> Result<Spec> {
         s
     } else {
         std::fs::read_to_string(path).map_err(|e| Error::input(format!("read spec {path}: {e}")))?
-    };
-    let mut spec = spec::parse(&text)?;
+    })
+}
+
+fn read_spec(path: &str) -> Result<Spec> {
+    let mut spec = spec::parse(&read_text(path)?)?;
     spec.normalize(clock_seed());
     Ok(spec)
 }
@@ -137,12 +145,17 @@ pub fn main(args: &[String]) -> Result<String> {
             let spec = read_spec(one_arg(cmd, rest)?)?;
             to_json(&runner::prepare_only(&spec)?)
         }
+        "churn" => {
+            let spec = churn::parse(&read_text(one_arg(cmd, rest)?)?)?;
+            to_json(&churn::run(&spec)?)
+        }
         "personality" => personality(rest),
         "list" => to_json(&serde_json::json!({
             "schema": spec::SCHEMA,
             "engine": stats::ENGINE,
             "personalities": personalities::NAMES,
             "scales": ["tiny", "quick", "full"],
+            "churn_profiles": churn::spec::PROFILE_NAMES,
         })),
         "--version" | "-V" | "version" => Ok(format!(
             "{} {}\n",
@@ -194,6 +207,11 @@ mod tests {
             (vec!["frob"], "unknown command"),
             (vec!["run"], "needs a spec file"),
             (vec!["run", "a", "b"], "takes one spec file"),
+            (vec!["churn"], "needs a spec file"),
+            (
+                vec!["churn", "/nonexistent/churn.json"],
+                "read spec /nonexistent/churn.json",
+            ),
             (
                 vec!["run", "/nonexistent/spec.json"],
                 "read spec /nonexistent/spec.json",

@@ -6,7 +6,7 @@
 
 use rand::Rng;
 pub use rand::SeedableRng;
-use rand_distr::{Distribution, Gamma};
+use rand_distr::{Distribution, Gamma, LogNormal, Poisson};
 
 use crate::error::{Error, Result};
 use crate::spec::SizeDist;
@@ -45,11 +45,26 @@ pub enum Sampler {
     Fixed(u64),
     Uniform { min: u64, span: u64 },
     Gamma { g: Gamma<f64>, mean: f64 },
+    Lognormal { d: LogNormal<f64>, mean: f64 },
+    Poisson { d: Poisson<f64>, mean: f64 },
+}
+
+/// A real sample rounded to the nearest integer, within [0, MAX_SAMPLE].
+#[inline]
+fn round_clamp(x: f64) -> u64 {
+    let x = x.round();
+    if x >= MAX_SAMPLE as f64 {
+        MAX_SAMPLE
+    } else if x > 0.0 {
+        x as u64
+    } else {
+        0
+    }
 }
 
 impl Sampler {
-    pub fn new(d: &SizeDist) -> Result<Self> {
-        Ok(match *d {
+    pub fn new(dist: &SizeDist) -> Result<Self> {
+        Ok(match *dist {
             SizeDist::Fixed { size } => Sampler::Fixed(size.min(MAX_SAMPLE)),
             SizeDist::Uniform { min, max } => {
                 let max = max.min(MAX_SAMPLE);
@@ -67,6 +82,23 @@ impl Sampler {
                 })?;
                 Sampler::Gamma { g, mean }
             }
+            SizeDist::Lognormal { mu, sigma } => {
+                let d = LogNormal::new(mu, sigma).map_err(|e| {
+                    Error::input(format!(
+                        "spec: lognormal(mu {mu}, sigma {sigma}) is not valid: {e}"
+                    ))
+                })?;
+                Sampler::Lognormal {
+                    d,
+                    mean: dist.mean(),
+                }
+            }
+            SizeDist::Poisson { mean } => {
+                let d = Poisson::new(mean).map_err(|e| {
+                    Error::input(format!("spec: poisson(mean {mean}) is not valid: {e}"))
+                })?;
+                Sampler::Poisson { d, mean }
+            }
         })
     }
 
@@ -83,16 +115,9 @@ impl Sampler {
         match self {
             Sampler::Fixed(n) => *n,
             Sampler::Uniform { min, span } => min + below(rng, *span),
-            Sampler::Gamma { g, .. } => {
-                let x = g.sample(rng).round();
-                if x >= MAX_SAMPLE as f64 {
-                    MAX_SAMPLE
-                } else if x > 0.0 {
-                    x as u64
-                } else {
-                    0
-                }
-            }
+            Sampler::Gamma { g, .. } => round_clamp(g.sample(rng)),
+            Sampler::Lognormal { d, .. } => round_clamp(d.sample(rng)),
+            Sampler::Poisson { d, .. } => round_clamp(d.sample(rng)),
         }
     }
 
@@ -101,7 +126,9 @@ impl Sampler {
         match self {
             Sampler::Fixed(n) => *n as f64,
             Sampler::Uniform { min, span } => *min as f64 + (*span as f64 - 1.0) / 2.0,
-            Sampler::Gamma { mean, .. } => *mean,
+            Sampler::Gamma { mean, .. }
+            | Sampler::Lognormal { mean, .. }
+            | Sampler::Poisson { mean, .. } => *mean,
         }
     }
 }
@@ -189,6 +216,32 @@ mod tests {
         assert_ne!(draw(42), draw(43));
         assert_ne!(derive_seed(1, 2, 3), derive_seed(1, 2, 4));
         assert_ne!(derive_seed(1, 2, 3), derive_seed(1, 3, 3));
+    }
+
+    #[test]
+    fn lognormal_median_and_mean() {
+        // median e^mu, mean e^(mu + sigma^2 / 2)
+        let (mu, sigma) = (10.0f64, 0.5f64);
+        let s = Sampler::new(&SizeDist::Lognormal { mu, sigma }).expect("lognormal");
+        let want_mean = (mu + sigma * sigma / 2.0).exp();
+        assert!((s.mean() / want_mean - 1.0).abs() < 1e-12);
+        let mut r = FastRng::seed_from_u64(11);
+        let mut xs: Vec<u64> = (0..100_000).map(|_| s.sample(&mut r)).collect();
+        xs.sort_unstable();
+        let median = xs[xs.len() / 2] as f64;
+        assert!((median / mu.exp() - 1.0).abs() < 0.02, "median {median}");
+        let (m, _, _, _) = stats(&s, 100_000, 12);
+        assert!((m / want_mean - 1.0).abs() < 0.02, "mean {m}");
+    }
+
+    #[test]
+    fn poisson_mean_and_variance() {
+        let s = Sampler::new(&SizeDist::Poisson { mean: 4.0 }).expect("poisson");
+        let (m, v, min, max) = stats(&s, 100_000, 13);
+        assert!((m - 4.0).abs() < 0.05, "mean {m}");
+        assert!((v - 4.0).abs() < 0.15, "variance {v}");
+        assert_eq!(min, 0);
+        assert!((10..30).contains(&max), "max {max}");
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! A JSON spec (`"schema": 1`) describes filesets and thread groups running flowop
 //! chains; the engine prepares the filesets (untimed), runs the chains for a duration or
 //! an operation count, and reports per-flowop ops/s, MB/s and HDR latency percentiles as
-//! JSON. See README.md beside Cargo.toml for the CLI and both schemas.
+//! JSON. The `churn` command ages a filesystem (after Geriatrix) by creating and deleting
+//! files to a target fullness. See README.md beside Cargo.toml for the CLI and the schemas.
 
+pub mod churn;
 pub mod cli;
 pub mod dist;
 pub mod error;

@@ -178,11 +178,7 @@ fn webserver() -> (Vec<FilesetSpec>, GroupSpec) {
 }
 
 fn mean_size(d: &SizeDist) -> f64 {
-    match *d {
-        SizeDist::Fixed { size } => size as f64,
-        SizeDist::Gamma { mean, .. } => mean,
-        SizeDist::Uniform { min, max } => (min as f64 + max as f64) / 2.0,
-    }
+    d.mean()
 }
 
 /// The spec of personality `name` at the given options.

@@ -101,6 +101,28 @@ pub enum SizeDist {
         min: u64,
         max: u64,
     },
+    /// Lognormal: ln(size) is normal with mean `mu` and standard deviation `sigma`
+    /// (median e^mu, mean e^(mu + sigma^2/2)); the shape of file-size studies.
+    Lognormal {
+        mu: f64,
+        sigma: f64,
+    },
+    /// Poisson with this mean (for small counts, e.g. a directory depth).
+    Poisson {
+        mean: f64,
+    },
+}
+
+impl SizeDist {
+    /// The distribution's mean (before the 1 TiB cap of a sample).
+    pub fn mean(&self) -> f64 {
+        match *self {
+            SizeDist::Fixed { size } => size as f64,
+            SizeDist::Gamma { mean, .. } | SizeDist::Poisson { mean } => mean,
+            SizeDist::Uniform { min, max } => (min as f64 + max as f64) / 2.0,
+            SizeDist::Lognormal { mu, sigma } => (mu + sigma * sigma / 2.0).exp(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -304,6 +326,26 @@ pub fn validate_size(d: &SizeDist, what: &str) -> Result<()> {
             if min > max || max > 1 << 40 {
                 return Err(Error::input(format!(
                     "spec: {what}: uniform needs min <= max <= 1 TiB, got [{min}, {max}]"
+                )));
+            }
+        }
+        SizeDist::Lognormal { mu, sigma } => {
+            // e^27.7 is 1 TiB: a median beyond it is nonsense
+            if !(mu.is_finite() && (-10.0..=27.7).contains(&mu)) {
+                return Err(Error::input(format!(
+                    "spec: {what}: lognormal mu (ln of the median) must be between -10 and 27.7, got {mu}"
+                )));
+            }
+            if !(sigma.is_finite() && sigma > 0.0 && sigma <= 10.0) {
+                return Err(Error::input(format!(
+                    "spec: {what}: lognormal sigma must be > 0 and at most 10, got {sigma}"
+                )));
+            }
+        }
+        SizeDist::Poisson { mean } => {
+            if !(mean.is_finite() && mean > 0.0 && mean <= 1e12) {
+                return Err(Error::input(format!(
+                    "spec: {what}: poisson mean must be > 0 and at most 1e12, got {mean}"
                 )));
             }
         }
@@ -661,6 +703,19 @@ mod tests {
                         serde_json::json!({"type": "uniform", "min": 5, "max": 1})
                 }),
                 "uniform needs",
+            ),
+            (
+                Box::new(|v| {
+                    v["filesets"][0]["size"] =
+                        serde_json::json!({"type": "lognormal", "mu": 40, "sigma": 1})
+                }),
+                "lognormal mu",
+            ),
+            (
+                Box::new(|v| {
+                    v["filesets"][0]["size"] = serde_json::json!({"type": "poisson", "mean": -1})
+                }),
+                "poisson mean",
             ),
             (
                 Box::new(|v| {

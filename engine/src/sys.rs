@@ -161,6 +161,75 @@ pub fn fstatat_size(dir: RawFd, path: &CPath) -> io::Result<u64> {
     Ok(st.st_size as u64)
 }
 
+/// Size and allocated bytes (`st_blocks` * 512) of the file at `path`, not following a
+/// symlink.
+pub fn fstatat_alloc(dir: RawFd, path: &CPath) -> io::Result<(u64, u64)> {
+    let p = path.c_str()?;
+    let mut st = zeroed_stat();
+    // SAFETY: valid path, st is a valid out-pointer.
+    cvt(unsafe { libc::fstatat(dir, p.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
+    Ok((st.st_size as u64, st.st_blocks as u64 * 512))
+}
+
+/// Allocated bytes (`st_blocks` * 512) of an open file.
+pub fn fstat_alloc(fd: RawFd) -> io::Result<u64> {
+    let mut st = zeroed_stat();
+    // SAFETY: st is a valid out-pointer.
+    cvt(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok(st.st_blocks as u64 * 512)
+}
+
+/// What statvfs says about a filesystem, in bytes (counts of `f_frsize` blocks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FsStat {
+    /// The fundamental block size (`f_frsize`).
+    pub block_size: u64,
+    /// `f_blocks` * block size.
+    pub total_bytes: u64,
+    /// `f_bfree` * block size (free for root).
+    pub free_bytes: u64,
+    /// `f_bavail` * block size (free for everyone else).
+    pub avail_bytes: u64,
+    /// total - free: what fullness counts.
+    pub used_bytes: u64,
+    pub inodes: u64,
+    pub inodes_free: u64,
+}
+
+impl FsStat {
+    /// (f_blocks - f_bfree) / f_blocks.
+    pub fn fullness(&self) -> f64 {
+        if self.total_bytes == 0 {
+            0.0
+        } else {
+            self.used_bytes as f64 / self.total_bytes as f64
+        }
+    }
+}
+
+pub fn fstatvfs(fd: RawFd) -> io::Result<FsStat> {
+    // SAFETY: libc::statvfs is plain old data; all-zero is a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: st is a valid out-pointer.
+    cvt(unsafe { libc::fstatvfs(fd, &mut st) })?;
+    let bs = if st.f_frsize > 0 {
+        st.f_frsize as u64
+    } else {
+        st.f_bsize as u64
+    };
+    let blocks = st.f_blocks as u64;
+    let bfree = (st.f_bfree as u64).min(blocks);
+    Ok(FsStat {
+        block_size: bs,
+        total_bytes: blocks * bs,
+        free_bytes: bfree * bs,
+        avail_bytes: st.f_bavail as u64 * bs,
+        used_bytes: (blocks - bfree) * bs,
+        inodes: st.f_files as u64,
+        inodes_free: st.f_ffree as u64,
+    })
+}
+
 pub fn fstat_size(fd: RawFd) -> io::Result<u64> {
     let mut st = zeroed_stat();
     // SAFETY: st is a valid out-pointer.
@@ -356,6 +425,15 @@ mod tests {
         assert_eq!(b.as_slice().as_ptr() as usize % BUF_ALIGN, 0);
         b.as_mut_slice()[4095] = 1;
         assert_eq!(b.as_slice()[4095], 1);
+    }
+
+    #[test]
+    fn statvfs_of_var_tmp() {
+        let f = std::fs::File::open("/var/tmp").expect("open /var/tmp");
+        let st = fstatvfs(std::os::fd::AsRawFd::as_raw_fd(&f)).expect("statvfs");
+        assert!(st.block_size >= 512 && st.total_bytes > 0);
+        assert_eq!(st.used_bytes + st.free_bytes, st.total_bytes);
+        assert!((0.0..=1.0).contains(&st.fullness()));
     }
 
     #[test]

@@ -491,3 +491,366 @@ fn direct_whole_file_ops() {
     }
     assert!(ops[4]["bytes_read"].as_u64() > Some(0));
 }
+
+// ---- churn ----
+
+const MIB: u64 = 1 << 20;
+
+fn churn(spec: &Value) -> Output {
+    engine(&["churn", "-"], Some(&spec.to_string()))
+}
+
+fn churn_spec(dir: &Path, seed: u64, write_bytes: u64) -> Value {
+    json!({
+        "schema": 1,
+        "dir": dir.to_str().expect("utf-8"),
+        "seed": seed,
+        "profile": "default",
+        "fullness": 0.8,
+        "write_bytes": write_bytes,
+        "capacity_bytes": 16 * MIB
+    })
+}
+
+/// The churn's files (not its state file), sorted.
+fn churn_files(dir: &Path) -> Vec<(String, u64)> {
+    listing(dir)
+        .into_iter()
+        .filter(|(n, _)| !n.starts_with(".churn-state"))
+        .collect()
+}
+
+/// What a call says about the files must be what is on disk; fullness within the band.
+fn check_churn(r: &Value, dir: &Path) {
+    assert_eq!(r["schema"], 1);
+    assert_eq!(r["engine"]["name"], "fsbench-engine");
+    let files = churn_files(dir);
+    assert_eq!(r["files"].as_u64(), Some(files.len() as u64), "live files");
+    assert_eq!(
+        r["live_bytes"].as_u64(),
+        Some(files.iter().map(|(_, s)| s).sum::<u64>())
+    );
+    let by_depth: u64 = r["files_by_depth"]
+        .as_array()
+        .expect("files_by_depth")
+        .iter()
+        .map(|v| v.as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(r["files"].as_u64(), Some(by_depth));
+    assert!(files.iter().all(|(n, _)| {
+        let name = n.rsplit('/').next().unwrap_or("");
+        name.starts_with('f') && name[1..].parse::<u64>().is_ok()
+    }));
+    let (full, target, band) = (
+        r["fullness"].as_f64().expect("fullness"),
+        r["target_fullness"].as_f64().expect("target"),
+        r["band"].as_f64().expect("band"),
+    );
+    if r["reached"] == true {
+        assert!((full - target).abs() <= band, "fullness {full}");
+        assert_eq!(r["stopped_by"], "reached");
+        assert!(r["written_bytes"].as_u64() >= r["spec"]["write_bytes"].as_u64());
+    }
+    for k in [
+        "block_size",
+        "total_bytes",
+        "free_bytes",
+        "avail_bytes",
+        "used_bytes",
+    ] {
+        assert!(r["fs"][k].is_u64(), "fs.{k}");
+    }
+    assert!(r["seconds"].as_f64().is_some_and(|s| s >= 0.0));
+}
+
+#[test]
+fn churn_bad_specs_are_one_line_exit_2() {
+    let d = TempDir::new("churn-bad");
+    let dir = d.path().join("aged");
+    let good = churn_spec(&dir, 1, MIB);
+    type Mutation = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(Mutation, &str)> = vec![
+        (Box::new(|v| v["frob"] = json!(1)), "unknown field `frob`"),
+        (
+            Box::new(|v| {
+                v.as_object_mut().map(|o| o.remove("seed"));
+            }),
+            "missing field `seed`",
+        ),
+        (Box::new(|v| v["fullness"] = json!(80)), "fullness must be"),
+        (
+            Box::new(|v| v["profile"] = json!("tiny")),
+            "unknown profile",
+        ),
+        (
+            Box::new(|v| v["profile"] = json!({"size": {"type": "gamma", "mean": 0, "shape": 1}})),
+            "profile: missing field `depth`",
+        ),
+        (Box::new(|v| v["write_bytes"] = json!(-5)), "expected u64"),
+        (Box::new(|v| v["schema"] = json!(3)), "schema 3"),
+    ];
+    for (mutate, want) in cases {
+        let mut spec = good.clone();
+        mutate(&mut spec);
+        let (code, err) = failure(&churn(&spec));
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(want), "wanted {want:?} in {err}");
+    }
+    let (code, err) = failure(&engine(&["churn", "-"], Some("{\"schema\": 1")));
+    assert_eq!(code, 2);
+    assert!(err.contains("spec: "), "{err}");
+    let (code, _) = failure(&engine(&["churn"], None));
+    assert_eq!(code, 2);
+    assert!(!dir.exists(), "a bad spec touches nothing");
+    let l = ok_json(&engine(&["list"], None));
+    assert_eq!(l["churn_profiles"], json!(["default", "small", "large"]));
+}
+
+#[test]
+fn churn_same_seed_same_files() {
+    let (a, b, c) = (
+        TempDir::new("churn-a"),
+        TempDir::new("churn-b"),
+        TempDir::new("churn-c"),
+    );
+    let age = |d: &TempDir, seed: u64| {
+        let dir = d.path().join("aged");
+        for w in [8 * MIB, 24 * MIB] {
+            let r = ok_json(&churn(&churn_spec(&dir, seed, w)));
+            check_churn(&r, &dir);
+            assert_eq!(r["reached"], true);
+        }
+        let state = std::fs::read_to_string(dir.join(".churn-state.json")).expect("state");
+        (churn_files(&dir), state)
+    };
+    let (la, sa) = age(&a, 42);
+    let (lb, sb) = age(&b, 42);
+    assert!(la.len() > 50, "{} files", la.len());
+    assert!(
+        la.iter().any(|(n, _)| n.matches('/').count() >= 3),
+        "deep files"
+    );
+    assert_eq!(la, lb, "same seed and calls, same names and sizes");
+    assert_eq!(sa, sb, "and the same state");
+    let (lc, _) = age(&c, 43);
+    assert_ne!(la, lc, "another seed, other files");
+}
+
+#[test]
+fn churn_continues_over_calls() {
+    let d = TempDir::new("churn-steps");
+    let dir = d.path().join("aged");
+    let state_path = dir.join(".churn-state.json");
+    let mut prev: Option<Value> = None;
+    for k in 1..=3u64 {
+        let r = ok_json(&churn(&churn_spec(&dir, 5, k * 16 * MIB)));
+        check_churn(&r, &dir);
+        assert_eq!(r["reached"], true);
+        assert_eq!(r["calls"], k);
+        assert_eq!(r["measured_by"], "capacity_bytes");
+        assert_eq!(r["capacity_bytes"], 16 * MIB);
+        assert_eq!(r["spec"]["profile"]["name"], "default");
+        assert_eq!(r["max_file_size"], MIB, "1/16 of the capacity");
+        let w = r["written_bytes"].as_u64().expect("written");
+        assert!(
+            w >= k * 16 * MIB && w < k * 16 * MIB + 8 * MIB,
+            "written {w}"
+        );
+        for key in ["written_bytes", "created", "deleted", "enospc_events"] {
+            let was = prev.as_ref().map_or(0, |p| p[key].as_u64().unwrap_or(0));
+            assert_eq!(
+                r[key].as_u64(),
+                r[format!("{key}_call")].as_u64().map(|c| c + was),
+                "{key} is cumulative"
+            );
+        }
+        if k > 1 {
+            assert!(r["deleted_call"].as_u64() > Some(100), "it churned");
+        }
+        let st: Value = serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state"))
+            .expect("state JSON");
+        assert_eq!(st["calls"], k);
+        assert_eq!(st["in_progress"], false);
+        assert_eq!(st["written_bytes"], r["written_bytes"]);
+        assert_eq!(
+            st["files"].as_array().map(|f| f.len() as u64),
+            r["files"].as_u64()
+        );
+        prev = Some(r);
+    }
+    let prev = prev.expect("three calls");
+
+    // the volume is reached and the fullness in the band: nothing to do
+    let r = ok_json(&churn(&churn_spec(&dir, 5, 48 * MIB)));
+    assert_eq!(r["reached"], true);
+    assert_eq!(
+        (r["written_bytes_call"].as_u64(), r["created_call"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(r["deleted_call"], 0);
+    assert_eq!(r["written_bytes"], prev["written_bytes"]);
+    assert_eq!(r["calls"], 4);
+
+    // another seed, or another profile, is another churn
+    let (code, err) = failure(&churn(&churn_spec(&dir, 6, 64 * MIB)));
+    assert_eq!(code, 2);
+    assert!(err.contains("seed 6 differs from the seed 5"), "{err}");
+    let mut spec = churn_spec(&dir, 5, 64 * MIB);
+    spec["profile"] = json!("small");
+    let (code, err) = failure(&churn(&spec));
+    assert_eq!(code, 2);
+    assert!(err.contains("profile"), "{err}");
+
+    // max_seconds stops a long call (not reached), keeping the state consistent
+    let mut spec = churn_spec(&dir, 5, 1 << 40);
+    spec["max_seconds"] = json!(0.1);
+    let r = ok_json(&churn(&spec));
+    check_churn(&r, &dir);
+    assert_eq!(r["reached"], false);
+    assert_eq!(r["stopped_by"], "max_seconds");
+    assert!(r["seconds"].as_f64() < Some(5.0));
+    assert!(r["written_bytes_call"].as_u64() > Some(0));
+
+    // a call that did not finish leaves a state the next call refuses
+    let text = std::fs::read_to_string(&state_path).expect("state");
+    std::fs::write(
+        &state_path,
+        text.replace("\"in_progress\":false", "\"in_progress\":true"),
+    )
+    .expect("write");
+    let (code, err) = failure(&churn(&churn_spec(&dir, 5, 1 << 40)));
+    assert_eq!(code, 1);
+    assert!(err.contains("did not finish"), "{err}");
+
+    // a directory with files but no state is not the churn's
+    let other = d.path().join("someone");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(other.join("precious"), "x").expect("write");
+    let (code, err) = failure(&churn(&churn_spec(&other, 5, MIB)));
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("is not empty and has no .churn-state.json"),
+        "{err}"
+    );
+    assert!(other.join("precious").exists());
+}
+
+/// A tmpfs mounted on a fresh directory, unmounted (and the directory removed) on drop,
+/// also when the test fails.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(tag: &str, size: &str) -> Self {
+        let d = TempDir::new(tag);
+        let p = d.0.clone();
+        std::mem::forget(d); // Tmpfs removes it, after unmounting
+        let t = Tmpfs(p);
+        let out = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size}"),
+                "fsbench-churn",
+            ])
+            .arg(&t.0)
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "mount tmpfs: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// (f_blocks - f_bfree) / f_blocks of `p`, from stat(1).
+fn statfs_fullness(p: &Path) -> f64 {
+    let out = Command::new("stat")
+        .args(["-f", "-c", "%b %f"])
+        .arg(p)
+        .output()
+        .expect("run stat -f");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Vec<f64> = text
+        .split_whitespace()
+        .map(|x| x.parse().expect("number"))
+        .collect();
+    (v[0] - v[1]) / v[0]
+}
+
+#[test]
+#[ignore = "needs root: mounts a tmpfs"]
+fn churn_ages_a_tmpfs_to_fullness() {
+    let uid = Command::new("id").arg("-u").output().expect("run id -u");
+    assert_eq!(
+        String::from_utf8_lossy(&uid.stdout).trim(),
+        "0",
+        "mounting a tmpfs needs root: run this test as root"
+    );
+    let size = 64 * MIB;
+    let mounts = [
+        Tmpfs::mount("churn-fs-a", "64m"),
+        Tmpfs::mount("churn-fs-b", "64m"),
+    ];
+    let mut listings = Vec::new();
+    for m in &mounts {
+        let dir = m.0.join("aged");
+        let mut spec = json!({"schema": 1, "dir": dir.to_str().expect("utf-8"),
+                              "seed": 7, "fullness": 0.8});
+        for k in 1..=3u64 {
+            spec["write_bytes"] = json!(k * size);
+            let r = ok_json(&churn(&spec));
+            check_churn(&r, &dir);
+            assert_eq!(r["reached"], true, "call {k}: {r}");
+            assert_eq!(r["measured_by"], "statfs");
+            assert_eq!(r["fs"]["total_bytes"], size);
+            assert_eq!(r["capacity_bytes"], size);
+            assert_eq!(r["calls"], k);
+            let full = statfs_fullness(&m.0);
+            assert!((full - 0.8).abs() <= 0.01, "call {k}: statfs says {full}");
+            assert!((r["fullness"].as_f64().expect("fullness") - full).abs() < 0.001);
+            let w = r["written_bytes"].as_u64().expect("written");
+            assert!(
+                w >= k * size && w < k * size + size / 4,
+                "call {k}: wrote {w}"
+            );
+        }
+        listings.push(churn_files(&dir));
+    }
+    assert!(listings[0].len() > 100);
+    assert_eq!(
+        listings[0], listings[1],
+        "the same churn on two tmpfs: the same files"
+    );
+
+    // out of inodes long before the target: a runtime error in the OS's words
+    let few = Tmpfs::mount("churn-fs-inodes", "64m,nr_inodes=40");
+    let dir = few.0.join("aged");
+    let spec = json!({"schema": 1, "dir": dir.to_str().expect("utf-8"), "seed": 7,
+                      "fullness": 0.8, "profile": "small", "write_bytes": size});
+    let (code, err) = failure(&churn(&spec));
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("No space left on device below the target"),
+        "{err}"
+    );
+    assert!(
+        err.contains("0 inodes free") && err.contains(dir.to_str().expect("utf-8")),
+        "{err}"
+    );
+}
