@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fsbench import aging
 from fsbench.errors import FsbenchError, TrialFailed, Unsupported
 from fsbench.monitors.diskstats import device_name
 
@@ -56,9 +57,11 @@ def validate(name: str, value: Any) -> str:
         if not text or "\n" in text:
             raise FsbenchError("knob kernel: empty value")
         return text
+    if name == aging.KNOB:  # the filesystem's age: made by the runner after mkfs
+        return aging.normalize(text)
     if not _SYSCTL_NAME.match(name):
         raise FsbenchError(
-            f"unknown knob {name!r}: a sysctl (vm.dirty_ratio), scheduler or contention"
+            f"unknown knob {name!r}: a sysctl (vm.dirty_ratio), scheduler, contention or age"
         )
     if not sysctl_path(name).exists():
         raise FsbenchError(f"knob {name}: no such sysctl ({sysctl_path(name)})")
@@ -245,7 +248,7 @@ def applied(knobs: dict[str, str], device: str, journal: Path) -> Iterator[Appli
     result = Applied()
     try:
         for name, value in knobs.items():
-            if name in ("contention", KERNEL):
+            if name in ("contention", KERNEL, aging.KNOB):
                 continue
             if name == "scheduler":
                 path = Path("/sys/block") / device_name(device) / "queue" / "scheduler"

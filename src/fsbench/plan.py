@@ -13,9 +13,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from fsbench import filesystems, knobs, workloads
+from fsbench import aging, filesystems, knobs, workloads
 from fsbench.errors import FsbenchError
 from fsbench.workloads.base import Bytes, Scale
 
@@ -100,6 +107,28 @@ class WorkloadSpec(BaseModel):
     @property
     def steps(self) -> list[str]:
         return self.name.split(CHAIN_SEP)
+
+
+class AgeSpec(BaseModel):
+    """`[[age]] recipe = "git-pulls"  pulls = 500`: a recipe and its parameters."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    recipe: str
+
+    @property
+    def text(self) -> str:
+        """As the age knob writes it: 'git-pulls:pulls=500'."""
+        params = self.model_extra or {}
+        return ":".join([self.recipe, *(f"{k}={v}" for k, v in sorted(params.items()))])
+
+    @model_validator(mode="after")
+    def _known(self) -> AgeSpec:
+        try:
+            aging.parse(self.text)
+        except FsbenchError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
 
 class _TargetBase(BaseModel):
@@ -263,6 +292,9 @@ class Plan(BaseModel):
     # System knobs, each a dimension when a list: {"vm.dirty_ratio": [1, 20],
     # "scheduler": ["none", "bfq"], "contention": ["idle", "busy"]}.
     knobs: dict[str, Any] = Field(default_factory=dict)
+    # The filesystem's age, a dimension like a knob (`[[age]]` tables; --age): fresh
+    # (`recipe = "none"`) or aged by a recipe with its parameters.
+    age: list[AgeSpec] = Field(default_factory=list)
 
     @field_validator("target", mode="before")
     @classmethod
@@ -434,6 +466,7 @@ def knob_combinations(
     """Every combination of the plan's knobs, the workload's own and --knob, validated."""
     values: dict[str, Any] = {
         **plan.knobs,
+        **({aging.KNOB: [a.text for a in plan.age]} if plan.age else {}),
         **(spec.knobs if spec else {}),
         **(knob_overrides or {}),
     }

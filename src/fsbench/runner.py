@@ -23,7 +23,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from fsbench import contention, filesystems, fsops, knobs, system, validity, workloads
+from fsbench import aging, contention, filesystems, fsops, knobs, system, validity, workloads
+from fsbench.aging import apply
 from fsbench.errors import TrialFailed, TrialTimeout, Unsupported
 from fsbench.monitors.sampler import Sampler, Totals
 from fsbench.plan import Cell
@@ -176,6 +177,7 @@ class Runner:
                     shared["knobs"] = in_force.in_force
                 with deadline(self.timeout):
                     self._make_filesystem(fs, cell, ctx, shared)
+                    self._age(cell, ctx, shared)
                     for record in records:
                         self._run_step(ctx, record, shared)
         except Unsupported as exc:
@@ -265,6 +267,17 @@ class Runner:
         shared["mount"] = {"argv": mounted.argv, "effective": effective, "kernel": mounted.kernel}
         shared["geometry"] = geometry
         shared["option_notes"] = [n.as_dict() for n in notes]
+
+    def _age(self, cell: Cell, ctx: Context, shared: dict[str, Any]) -> None:
+        """Age the new filesystem as the cell's `age` says (untimed), before any step."""
+        text = cell.knobs.get(aging.KNOB, aging.NONE)
+        if text == aging.NONE or ctx.fs.pseudo:
+            return
+        if any(workloads.get(name).ages_itself for name, _ in cell.steps):
+            return  # the workload ages it in stages itself (the `aging` workload)
+        aged = apply.age(ctx, text, self.scale)
+        if aged is not None:
+            shared["age"] = aged.as_dict()
 
     def _step(self, ctx: Context, record: TrialRecord) -> tuple[list[Metric], tuple[str, ...]]:
         """The trial's metrics, and its headline metrics."""

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ValidationError
 
+from fsbench import aging, workloads
 from fsbench import plan as planning
-from fsbench import workloads
 from fsbench.errors import FsbenchError
 from fsbench.plan import FsConfig, LoopTargetSpec, Plan, VmTargetSpec, WorkloadSpec
 from fsbench.units import format_size, parse_size
@@ -65,6 +65,15 @@ KnobOpt = Annotated[
         help="System knob NAME=VALUE[,VALUE...], a dimension of the matrix, set before "
         "and restored after every trial: a sysctl (vm.dirty_ratio=1,20), "
         "scheduler=none,mq-deadline,bfq,kyber, contention=idle,busy.",
+    ),
+]
+AgeOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--age",
+        help="The filesystem's age, a dimension like a knob: none (fresh), or a recipe "
+        "with its parameters: git-pulls[:pulls=N][:repo=PATH], churn[:fullness=F]"
+        "[:written=X]; a comma list makes one cell per age (--age none,git-pulls).",
     ),
 ]
 RepsOpt = Annotated[str | None, typer.Option("--reps", help=field_help(Plan, "reps"))]
@@ -125,6 +134,7 @@ class PlanFlags:
     workload: list[str] = field(default_factory=list)
     set_: list[str] = field(default_factory=list)
     knob: list[str] = field(default_factory=list)
+    age: list[str] = field(default_factory=list)
     reps: str | None = None
     max_reps: int | None = None
     ci_target: float | None = None
@@ -163,6 +173,9 @@ def build(flags: PlanFlags) -> Built:
         plan = plan.model_copy(
             update={"knobs": {**plan.knobs, **planning.parse_set(flags.knob, flag="--knob")}}
         )
+    if flags.age:  # the plan's ages, as given: each is checked when the matrix expands
+        ages = [a.strip() for given in flags.age for a in given.split(",") if a.strip()]
+        plan = plan.model_copy(update={"age": [], "knobs": {**plan.knobs, aging.KNOB: ages}})
     return Built(plan, overrides, planning.expand(plan, overrides))
 
 

@@ -51,6 +51,7 @@ def run(
     workload: pf.WorkloadOpt = [],  # noqa: B006
     set_: pf.SetOpt = [],  # noqa: B006
     knob: pf.KnobOpt = [],  # noqa: B006
+    age: pf.AgeOpt = [],  # noqa: B006
     reps: pf.RepsOpt = None,
     max_reps: pf.MaxRepsOpt = None,
     ci_target: pf.CiTargetOpt = None,

@@ -4,8 +4,8 @@ or more `Workload` classes decorated with `@register`.
 Adding a workload is adding its module (or package) here and naming it in `MODULES`;
 nothing else in this package is loaded as a workload, whatever its name. The contract is
 `base`; what several workloads share lives beside them (`_tools`: running a tool with our
-clock and its failures; `_trees`: the source trees; `_engine`: fsbench-engine; `fio/`:
-fio's profiles, parser and job files).
+clock and its failures; `_trees`: the source trees; `fio/`: fio's profiles, parser and job
+files); fsbench-engine is driven through `fsbench.engine`.
 """
 
 from __future__ import annotations

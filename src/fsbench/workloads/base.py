@@ -118,6 +118,10 @@ class Workload(ABC, Generic[P]):
     vm_only: ClassVar[bool] = False
     # Repetitions of an ad-hoc run (`--workload NAME` without --reps); None: the plan's.
     default_reps: ClassVar[int | None] = None
+    # Ages the filesystem itself, in stages, by the cell's `age` (the runner does not age
+    # it first); the age of an ad-hoc run when none is given.
+    ages_itself: ClassVar[bool] = False
+    default_age: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

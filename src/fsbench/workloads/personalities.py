@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import Field
 
-from fsbench.workloads import _engine, register
+from fsbench import engine as _engine
+from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, bucket_width
 

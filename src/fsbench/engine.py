@@ -21,7 +21,7 @@ def find_engine() -> Path | None:
     override = os.environ.get("FSBENCH_ENGINE")
     if override:
         return Path(override) if Path(override).is_file() else None
-    built = Path(__file__).resolve().parents[3] / "engine" / "target" / "release" / ENGINE
+    built = Path(__file__).resolve().parents[2] / "engine" / "target" / "release" / ENGINE
     if built.is_file():
         return built
     found = proc.which(ENGINE)
@@ -81,3 +81,8 @@ def prepare(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
 
 def run(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     return _call(["run", "-"], spec, timeout)
+
+
+def churn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Create and delete files toward a fullness, having written a volume (aging)."""
+    return _call(["churn", "-"], spec, timeout)
