@@ -133,8 +133,14 @@ class FleetExecutor(Executor):
         self.poll = poll
         self.unreachable_timeout = unreachable_timeout
         self.on_progress = on_progress
+        # `ansible` and `clock` are given by the tests of the controller's logic (a scripted
+        # Ansible, a simulated clock).
         self.clock = clock
-        self.ansible = ansible or Ansible(inventory, self.dir, forks=max(1, min(forks, len(hosts))))
+        self.ansible = (
+            ansible
+            if ansible is not None
+            else Ansible(inventory, self.dir, forks=max(1, min(forks, len(hosts))))
+        )
         self._opened = False
 
     # -- the contract -----------------------------------------------------------------
