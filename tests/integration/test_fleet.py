@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.store import Store
-from tests.helpers import TEST_DATA_HOME, fsbench
+from tests.helpers import TEST_DATA_HOME, default_sigint, fsbench
 from tests.sshd import SshServer, sshd, write_inventory
 
 pytestmark = pytest.mark.integration
@@ -230,7 +230,12 @@ def _controller(workdir: Path, inventory: Path, db: str, *args: str) -> subproce
     argv = [sys.executable, "-m", "fsbench", "fleet", "run", "--inventory", str(inventory)]
     argv += ["--db", db, "--poll", "1", "--controller-dir", str(workdir / "controller"), *args]
     return subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,  # a test may Ctrl-C it
     )
 
 
@@ -363,6 +368,35 @@ def test_a_killed_host_is_resumed_alone(workdir: Path, ssh: SshServer) -> None:
     rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
     assert {r["host"] for r in rows} == {"h2", "h3"}
     assert all(r["n"] == 4 for r in rows), [(r["host"], r["config"], r["n"]) for r in rows]
+
+
+def test_ctrl_c_on_the_controller_ends_every_hosts_run_and_keeps_their_trials(
+    workdir: Path, ssh: SshServer
+) -> None:
+    """Ctrl-C: stop.yml ends each host's fsbench like Ctrl-C (SIGTERM to the pid its
+    progress file names), the controller collects what they stored and exits 130."""
+    inventory = _inventory(workdir, ssh)
+    db = workdir / "fleet.db"
+    # 50 reps: a tiny trial lasts ~0.2 s here, the hosts must still run when stop.yml comes.
+    controller = _controller(workdir, inventory, str(db), *ALLOC[:-1], "50")
+    try:
+        pids = [int(_progress(workdir / "hosts" / h, done=2)["pid"]) for h in ("h2", "h3")]
+        controller.send_signal(signal.SIGINT)
+        out, err = controller.communicate(timeout=300)
+    finally:
+        if controller.poll() is None:
+            controller.kill()
+            controller.wait()
+    assert controller.returncode == 130, out + err
+    assert "fsbench fleet run --resume" in err
+    assert not [pid for pid in pids if _alive(pid)]  # ended, not left running
+    store = Store(db)
+    run_id = store.latest_run_id() or 0
+    assert store.get_run(run_id).status == "interrupted"
+    members = store.fleet_members(store.get_run(run_id).uid)
+    assert {m.fleet_host for m in members} == {"h2", "h3"}
+    assert all(m.status == "interrupted" for m in members), [m.status for m in members]
+    assert all(2 <= len(store.get_trials(m.id)) < len(m.schedule) for m in members)
 
 
 def _loop_device(workdir: Path, name: str) -> str:
