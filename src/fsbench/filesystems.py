@@ -35,6 +35,9 @@ class FsType:
     frag_report_regex: str = ""
     geometry: tuple[str, ...] = ()  # argv prefix; device appended
     geometry_format: str = ""  # colon | xfs | btrfs
+    # Free-space fragmentation, where the tools report it (aging/measure.py parses it).
+    freefrag: tuple[str, ...] = ()  # argv prefix; device appended
+    freefrag_format: str = ""  # e2freefrag | xfs_db
     version: tuple[str, ...] = ()
     # The name in /proc/filesystems, the kernel module, the `mount -t` type: the type's own
     # name unless said otherwise.
@@ -71,6 +74,8 @@ def _ext(name: str, summary: str) -> FsType:
         fsck_frag_regex=r"\(([\d.]+)% non-contiguous\)",
         geometry=("dumpe2fs", "-h"),
         geometry_format="colon",
+        freefrag=("e2freefrag",),
+        freefrag_format="e2freefrag",
         version=("mke2fs", "-V"),
         module="ext4" if name != "ext2" else "ext2",
     )
@@ -94,6 +99,8 @@ CATALOGUE: dict[str, FsType] = {
             frag_report_regex=r"fragmentation factor ([\d.]+)%",
             geometry=("xfs_info",),
             geometry_format="xfs",
+            freefrag=("xfs_db", "-r", "-c", "freesp -s"),
+            freefrag_format="xfs_db",
             version=("mkfs.xfs", "-V"),
         ),
         FsType(

@@ -470,6 +470,11 @@ def knob_combinations(
         **(spec.knobs if spec else {}),
         **(knob_overrides or {}),
     }
+    if spec is not None and aging.KNOB not in values:
+        # A workload that ages the filesystem itself needs an age: its own default.
+        own = [workloads.get(s).default_age for s in spec.steps]
+        if any(own):
+            values[aging.KNOB] = [next(a for a in own if a)]
     if knobs.KERNEL in values:
         raise FsbenchError(
             "knob kernel: the kernel is chosen by the VM target: --target vm --kernel A,B"

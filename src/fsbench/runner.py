@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,10 +57,22 @@ class Context:
     notes: list[str] = field(default_factory=list)
     mounted: bool = False
     kernel: list[str] = field(default_factory=list)
+    age: str = aging.NONE  # the cell's age (`none`, or a recipe and its parameters)
+    # What a workload records of its trial beside its metrics (the age it measured at).
+    facts: dict[str, Any] = field(default_factory=dict)
+    # Makes a fresh filesystem of this config on a second device (Runner.twin).
+    twin_factory: Callable[[], Context] | None = None
 
     @property
     def fs_type(self) -> str:
         return self.fs.name
+
+    def fresh_twin(self) -> Context:
+        """A fresh mkfs of this config on a second device like the target, mounted: where
+        a workload puts a clean copy of what it aged."""
+        if self.twin_factory is None:
+            raise Unsupported("no second device for a clean copy here")
+        return self.twin_factory()
 
     def sync(self) -> None:
         system.syncfs(self.mountpoint)
@@ -140,16 +152,64 @@ class Runner:
         # changed is restored by the next run or `fsbench doctor` (targets/stale.py).
         self.knob_journal = knobs.journal_path(mount_root.parent)
         self.load_file = contention.load_path(mount_root.parent)
+        # The second device of the aged-vs-clean comparison, opened when first asked for.
+        self._twin: Target | None = None
+        self._twin_ctx: Context | None = None
+        self._instances: dict[str, Workload[Any]] = {}
+
+    def close(self) -> None:
+        """Release the second device, if a trial asked for one. Idempotent."""
+        try:
+            self._umount_twin()
+        finally:
+            if self._twin is not None:
+                self._twin.close()
+                self._twin = None
+
+    def _umount_twin(self) -> None:
+        if self._twin_ctx is not None and (
+            self._twin_ctx.mounted or fsops.is_mounted(self._twin_ctx.mountpoint)
+        ):
+            self._twin_ctx.umount()
+
+    def twin(self, fs: filesystems.FsType, cell: Cell) -> Context:
+        """A fresh filesystem of the cell's config on the target's twin (a second device of
+        the same size on the same medium), mounted beside the trial's own."""
+        self._umount_twin()
+        if self._twin is None:
+            made = self.target.twin()
+            if made is None:
+                raise Unsupported(
+                    "the clean copy needs a second device like the target: a loop image (or "
+                    "the VM's second scratch disk); a real --device has none"
+                )
+            made.open()
+            self._twin = made
+        self._twin.reset()
+        fsops.mkfs(fs, list(cell.config.mkfs), self._twin.device)
+        ctx = Context(
+            fs,
+            self._twin.device,
+            self.mountpoint.with_name(f"{self.mountpoint.name}-twin"),
+            cell.config.mount,
+            self.cache_dir,
+            self.scale,
+        )
+        ctx.mount()
+        self._twin_ctx = ctx
+        return ctx
 
     def run_cell(self, seq: int, rep: int, cell: Cell) -> list[TrialRecord]:
         """One record per step, in order. A refused mkfs/mount makes every step
         `unsupported`; a failed step makes the steps after it `failed` (not run)."""
+        steps = self._stages(cell)
+        self._instances = {}  # one per workload per cell
         records = [
             TrialRecord(
                 seq=seq,
                 rep=rep,
                 step=i,
-                chain=cell.workload if cell.is_chain else "",
+                chain=cell.workload if cell.is_chain or len(steps) > 1 else "",
                 cell_key=cell.key,
                 config=cell.config.display,
                 fs=cell.config.type,
@@ -161,11 +221,18 @@ class Runner:
                 status="pending",
                 started_at=now(),
             )
-            for i, (name, params) in enumerate(cell.steps)
+            for i, (name, params) in enumerate(steps)
         ]
         fs = filesystems.get(cell.config.type)
         ctx = Context(
-            fs, self.target.device, self.mountpoint, cell.config.mount, self.cache_dir, self.scale
+            fs,
+            self.target.device,
+            self.mountpoint,
+            cell.config.mount,
+            self.cache_dir,
+            self.scale,
+            age=cell.knobs.get(aging.KNOB, aging.NONE),
+            twin_factory=lambda: self.twin(fs, cell),
         )
         shared: dict[str, Any] = {}
         in_force = knobs.Applied()
@@ -195,18 +262,42 @@ class Runner:
                     ctx.umount()
                 except Exception as exc:  # reported; the target's close() retries
                     ctx.notes.append(f"umount failed: {exc}")
+            try:
+                self._umount_twin()
+            except Exception as exc:
+                ctx.notes.append(f"umount of the clean copy failed: {exc}")
         if in_force.not_restored:
             _knob_restore_failed(records, in_force.not_restored)
         return records
 
+    def _workload(self, cls: type[Workload[Any]]) -> Workload[Any]:
+        """The cell's instance of a workload: a workload measured in stages keeps what it
+        did in one stage for the next."""
+        if cls.name not in self._instances:
+            self._instances[cls.name] = cls()
+        return self._instances[cls.name]
+
+    def _stages(self, cell: Cell) -> list[tuple[str, dict[str, Any]]]:
+        """The cell's steps; a workload that measures in stages is one step per stage, its
+        parameters with the stage's own (the `aging` workload: how far aged, which copy)."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        for name, params in cell.steps:
+            wl = workloads.get(name)
+            model = wl.params_model.model_validate(params)
+            age = cell.knobs.get(aging.KNOB, aging.NONE)
+            out += [(name, {**params, **stage}) for stage in wl().stages(model, age, self.scale)]
+        return out
+
     def _run_step(self, ctx: Context, record: TrialRecord, shared: dict[str, Any]) -> None:
         ctx.flags = {}
+        ctx.facts = {}
         record.started_at = now()
         metrics, headline = self._step(ctx, record)
         record.metrics = [_metric(m) for m in metrics]
         record.status = "ok"
         record.provenance = {
             **shared,
+            **ctx.facts,
             "flags": ctx.flags,
             "notes": list(ctx.notes),
             # What this trial's parameters make headline (reports and --reps auto read it).
@@ -282,25 +373,29 @@ class Runner:
     def _step(self, ctx: Context, record: TrialRecord) -> tuple[list[Metric], tuple[str, ...]]:
         """The trial's metrics, and its headline metrics."""
         wl_cls = workloads.get(record.workload)
-        workload: Workload[Any] = wl_cls()
+        workload: Workload[Any] = self._workload(wl_cls)
         params = wl_cls.params_model.model_validate(record.params)
         raw = ctx.fs.pseudo
         if not ctx.mounted and not raw:
             ctx.mount()
         workload.prepare(ctx, params)
+        # The filesystem the timed phase runs on: this trial's, or a clean copy's.
+        on = workload.run_context(ctx, params)
+        if not isinstance(on, Context):
+            raise TypeError(f"{wl_cls.name}.run_context must return a runner Context")
 
         # Settle: everything prepare wrote is on disk; caches as the workload states.
         if raw:
             system.drop_caches()
         else:
-            ctx.sync()
+            on.sync()
         if raw:
             pass
         elif not wl_cls.needs_mount:
-            ctx.umount()
+            on.umount()
             system.drop_caches()
         elif wl_cls.cache == CacheState.COLD_REMOUNT:
-            ctx.remount()
+            on.remount()
         elif wl_cls.cache == CacheState.COLD:
             system.drop_caches()
 
@@ -312,15 +407,15 @@ class Runner:
                 self.load_file,
                 self.timeout,
             ),
-            Sampler(ctx.device) as sampler,
+            Sampler(on.device) as sampler,
         ):
             t0 = time.monotonic()
-            metrics = list(workload.run(ctx, params))
+            metrics = list(workload.run(on, params))
             t_run = time.monotonic()
-            if wl_cls.flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and ctx.mounted:
-                ctx.sync()
+            if wl_cls.flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and on.mounted:
+                on.sync()
                 if wl_cls.flush == Flush.SYNC_UMOUNT:
-                    ctx.umount()
+                    on.umount()
             t_end = time.monotonic()
         record.samples = [s.as_dict() for s in sampler.samples]
 
@@ -345,12 +440,12 @@ class Runner:
             ctx.flag(name, detail)
 
         if wl_cls.has_inspect() and not raw:
-            if ctx.mounted:
-                ctx.remount()
+            if on.mounted:
+                on.remount()
             else:
-                ctx.mount()
+                on.mount()
                 system.drop_caches()
-            metrics += workload.inspect(ctx, params)
+            metrics += workload.inspect(on, params)
         return metrics, wl_cls.headline_for(params, [m.name for m in metrics])
 
 

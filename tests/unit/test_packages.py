@@ -47,7 +47,8 @@ def test_the_makefile_asks_fsbench_for_the_list() -> None:
     assert bootstrap and set(bootstrap) <= set(packages.host_packages())
     # No other package name of the list is spelled in the Makefile.
     spelled = set(re.findall(r"[a-z0-9][a-z0-9.+-]+", text))
-    stated = set(packages.host_packages()) - set(bootstrap) - {"make", "tar", "mount"}
+    # Commands the Makefile runs that share their package's name.
+    stated = set(packages.host_packages()) - set(bootstrap) - {"make", "tar", "mount", "grep"}
     assert spelled & stated == set()
 
 

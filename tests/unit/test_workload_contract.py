@@ -171,7 +171,8 @@ def test_fsck_exit_codes(argv0: str, code: int, checked: bool, failed: bool) -> 
 
 def test_the_readme_parameter_table_is_the_workloads_own() -> None:
     """The README's table of parameters is what `fsbench list workloads --format md`
-    prints from the workloads' models: regenerate it when a parameter changes."""
+    prints from the workloads' models: regenerate it when a parameter changes
+    (`python -m fsbench.workloads.describe README.md`)."""
     from pathlib import Path
 
     from fsbench.workloads import describe

@@ -127,6 +127,8 @@ class LocalExecutor(Executor):
 
     def close(self) -> None:
         try:
+            if self._slots is not None:
+                self._slots.runner.close()  # a second device some trials asked for
             sourcetree.unpin_all()  # the archives kept warm between trials
             if self._mnt.exists() and not os.path.ismount(self._mnt):
                 self._mnt.rmdir()

@@ -40,6 +40,12 @@ class Target(Opened, ABC):
     def close(self) -> None:
         """Release what open() made. Idempotent; never raises for an already released thing."""
 
+    def twin(self) -> Target | None:
+        """A second device like this one (same size, same medium), not opened: where a
+        workload makes a clean copy of what it aged (the aged-vs-clean comparison). None
+        where there is no such device (a real disk)."""
+        return None
+
     @abstractmethod
     def reset(self) -> str:
         """Before each mkfs: return the device to the same state (discard), so trials

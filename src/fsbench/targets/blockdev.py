@@ -337,9 +337,12 @@ def check_device(path: str, destroy_data: bool) -> DeviceFacts:
 class BlockDevice(Target):
     kind = "device"
 
-    def __init__(self, path: str, destroy_data: bool) -> None:
+    def __init__(self, path: str, destroy_data: bool, twin_path: str | None = None) -> None:
         self.path = str(path)
         self.destroy_data = bool(destroy_data)
+        # A second device like this one, given by whoever knows there is one (the VM guest's
+        # second scratch disk); it passes the same safety checks when opened.
+        self.twin_path = twin_path
         self._real: str | None = None
         self._size: int | None = None
         self._discard = "not tried"
@@ -381,6 +384,9 @@ class BlockDevice(Target):
         except (OSError, ValueError):
             pass
         raise FsbenchError(f"cannot read the size of {real}: {res.output or 'no size in sysfs'}")
+
+    def twin(self) -> BlockDevice | None:
+        return BlockDevice(self.twin_path, self.destroy_data) if self.twin_path else None
 
     def close(self) -> None:
         self._real = None  # nothing attached, nothing to release

@@ -105,6 +105,10 @@ class LoopImage(Target):
     def direct_io(self) -> bool | None:
         return self._direct_io
 
+    def twin(self) -> LoopImage:
+        """Another sparse image of the same size beside this one (its own loop device)."""
+        return LoopImage(self.workdir, self._size, self.owner_pid)
+
     def mount_dir(self, tag: str = "") -> Path:
         """Where this run should mount: WORKDIR/mnt-<pid>[-tag] (not created here)."""
         suffix = f"-{tag}" if tag else ""

@@ -22,6 +22,7 @@ from fsbench import filesystems, proc
 from fsbench.vm.protocol import DONE, FAILED, RECORDS, STARTED, VmJob
 
 SCRATCH = "/dev/vdb"
+SCRATCH_TWIN = "/dev/vdc"  # when the job has clean copies to make (the aging workload)
 MOUNT_ROOT = Path("/run/fsbench/mnt")
 CACHE_DIR = Path("/var/tmp/fsbench/cache")
 
@@ -86,7 +87,8 @@ def run_job(job: VmJob, share: Path) -> None:
     _say("modules imported")
     facts = guest_facts()
     _say(f"kernel {facts['kernel']}")
-    target = BlockDevice(SCRATCH, destroy_data=True)
+    twin = SCRATCH_TWIN if Path(SCRATCH_TWIN).exists() else None
+    target = BlockDevice(SCRATCH, destroy_data=True, twin_path=twin)
     with target:
         facts["target"] = target.describe()
         _write(share / STARTED, json.dumps(facts, indent=1, default=str))
@@ -106,7 +108,10 @@ def run_job(job: VmJob, share: Path) -> None:
                 for r in records:
                     _say(f"  {r.workload}: {r.status} {r.message}")
 
-            SlotRunner(runner).run(slots, set(job.refused), started, finished)
+            try:
+                SlotRunner(runner).run(slots, set(job.refused), started, finished)
+            finally:
+                runner.close()
 
 
 NEW_ROOT = Path("/run/fsbench/newroot")

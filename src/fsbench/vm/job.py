@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__
+from fsbench import __version__, workloads
 from fsbench.errors import FsbenchError
 from fsbench.plan import DEFAULT_WORKDIR
 from fsbench.records import TrialRecord
@@ -147,12 +147,17 @@ def run_in_vm(
         qemu.make_overlay(img.root, rd.overlay)
         scratch = spec.scratch_path or rd.path / "scratch.img"
         qemu.make_scratch(scratch, spec.scratch_bytes)
+        twin = None
+        if any(workloads.get(s).ages_itself for c in job.cells for s, _ in c.cell().steps):
+            twin = rd.path / "twin.img"  # the clean copies' disk (the aging workload)
+            qemu.make_scratch(twin, spec.scratch_bytes)
         guest = machine(
             spec,
             img,
             rd,
             accel,
             scratch=scratch,
+            twin=twin,
             throttle=throttle,
             cmdline_extra=tuple(spec.cmdline_extra),
             init=GUEST_INIT if spec.init == "script" else None,

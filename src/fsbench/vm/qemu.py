@@ -176,6 +176,8 @@ class Machine:
     # a boot, so every boot reads its root from the disk, not from the host's page cache.
     root_cache: str = "unsafe"
     pidfile: Path | None = None  # QEMU writes its pid there (a stale run is released by it)
+    # A second scratch disk like the first (/dev/vdc): the clean copies of aged filesystems.
+    twin: Path | None = None
 
     def cmdline(self) -> str:
         base = [
@@ -204,13 +206,13 @@ class Machine:
             "-drive",
             f"file={self.root_overlay},format=qcow2,if=virtio,cache={self.root_cache}",
         ]
-        if self.scratch is not None:
-            scratch = (
-                f"file={self.scratch},format=raw,if=virtio,cache=none,aio=threads,discard=unmap"
-            )
+        for disk in (self.scratch, self.twin):
+            if disk is None:
+                continue
+            drive = f"file={disk},format=raw,if=virtio,cache=none,aio=threads,discard=unmap"
             for key, value in sorted(self.throttle.items()):
-                scratch += f",throttling.{key}={int(value)}"
-            drives += ["-drive", scratch]
+                drive += f",throttling.{key}={int(value)}"
+            drives += ["-drive", drive]
         return [
             binary,
             *accel,

@@ -17,6 +17,7 @@ from fsbench.workloads.base import Workload
 
 # The workload modules, by module name under fsbench.workloads.
 MODULES: tuple[str, ...] = (
+    "aging",
     "alloc",
     "boot",
     "dbench",

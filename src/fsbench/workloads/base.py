@@ -93,8 +93,23 @@ class TrialContext(Protocol):
     def remount(self) -> None:
         """umount + mount with the same options: nothing of the filesystem stays cached."""
 
+    def umount(self) -> None: ...
+
+    def mount(self) -> object: ...
+
     def flag(self, name: str, detail: str) -> None:
         """Mark the trial with a validity flag (e.g. `not-cold`): kept with the result."""
+
+    @property
+    def age(self) -> str:
+        """The cell's age knob: `none`, or a recipe and its parameters."""
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """What the trial records beside its metrics (provenance), this step's."""
+
+    def fresh_twin(self) -> TrialContext:
+        """A fresh mkfs of this config on a second device like the target, mounted."""
 
 
 class Workload(ABC, Generic[P]):
@@ -129,6 +144,17 @@ class Workload(ABC, Generic[P]):
             for arg in get_args(base):
                 if isinstance(arg, type) and issubclass(arg, Params):
                     cls.params_model = arg
+
+    def stages(self, params: P, age: str, scale: Scale) -> list[dict[str, Any]]:
+        """A workload that measures in stages on one filesystem (the `aging` workload) is
+        stored as one step per stage: each stage's own parameters, over `params`. `age` is
+        the cell's age knob."""
+        return [{}]
+
+    def run_context(self, ctx: TrialContext, params: P) -> TrialContext:
+        """The filesystem this step's timed phase runs on: the trial's own (`ctx`), or one
+        the workload made in `prepare` (a clean copy: `ctx.fresh_twin()`)."""
+        return ctx
 
     def required_bytes(self, params: P) -> int:
         """Space the workload needs on the filesystem; checked before a run starts."""

@@ -5,6 +5,7 @@ markdown (a test keeps them equal)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fsbench import workloads
@@ -73,3 +74,20 @@ def markdown() -> str:
 
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def update_readme(path: Path) -> bool:
+    """Write the parameter table into the README between its markers; True if it changed."""
+    text = path.read_text()
+    begin = text.index(README_BEGIN) + len(README_BEGIN) + 1
+    end = text.index(README_END)
+    new = text[:begin] + markdown() + text[end:]
+    if new != text:
+        path.write_text(new)
+    return new != text
+
+
+if __name__ == "__main__":  # python -m fsbench.workloads.describe README.md
+    import sys
+
+    print("updated" if update_readme(Path(sys.argv[1])) else "up to date")

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
-from fsbench import engine as _engine
+from fsbench import engine
 from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, bucket_width
@@ -56,8 +56,8 @@ class _Personality(Workload[PersonalityParams]):
 
     @classmethod
     def missing(cls) -> str | None:
-        if _engine.find_engine() is None:
-            return f"{_engine.ENGINE} not built: `make install` builds it (Rust >= 1.88, rustup)"
+        if engine.find_engine() is None:
+            return f"{engine.ENGINE} not built: `make install` builds it (Rust >= 1.88, rustup)"
         return None
 
     def __init__(self) -> None:
@@ -73,7 +73,7 @@ class _Personality(Workload[PersonalityParams]):
         return sum(int(g.get("threads") or 1) for g in groups) or params.threads or 1
 
     def prepare(self, ctx: TrialContext, params: PersonalityParams) -> None:
-        spec = _engine.personality(
+        spec = engine.personality(
             self.name,
             str(ctx.scale),
             ctx.mountpoint / DIR,
@@ -83,7 +83,7 @@ class _Personality(Workload[PersonalityParams]):
             seed=params.seed,
         )
         spec["drop_caches"] = False  # the runner settles caches as `cache` says
-        self._prepared = _engine.prepare(spec, timeout=7200)
+        self._prepared = engine.prepare(spec, timeout=7200)
         for fileset in spec["filesets"]:
             fileset["reuse"] = True  # run measures on what prepare laid out
         self._spec = spec
@@ -92,7 +92,7 @@ class _Personality(Workload[PersonalityParams]):
         seconds = float(self._spec["stop"].get("duration_s") or 0) + float(
             self._spec.get("warmup_s") or 0
         )
-        result = _engine.run(self._spec, timeout=max(600.0, seconds * 4))
+        result = engine.run(self._spec, timeout=max(600.0, seconds * 4))
         total = result["total"]
         lat = total["latency_us"]
         metrics = [
