@@ -20,6 +20,7 @@ from fsbench.workloads.base import Scale
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PRESETS = (
+    "aging",
     "alloc",
     "boot",
     "classic-suite",
@@ -183,3 +184,10 @@ def test_every_preset_runs_at_every_scale_through_the_cli_flags(name: str) -> No
     for scale in Scale:
         built = planflags.build(planflags.PlanFlags(preset=name, scale=scale))
         assert built.plan.scale == scale and built.cells
+
+
+def test_aging_ages_ext4_xfs_and_btrfs_by_git_pulls_with_three_reps() -> None:
+    p = planning.load_preset("aging")
+    assert _types(p) == ["ext4", "xfs", "btrfs"] and p.reps == 3
+    assert _names(p) == ["aging"] and [a.text for a in p.age] == ["git-pulls"]
+    assert {c.knobs.get("age") for c in _cells("aging")} == {"git-pulls"}

@@ -501,3 +501,12 @@ def test_every_command_shown_exists_and_takes_the_flags_shown() -> None:
         # Every run shown builds its plan (nothing is run).
         built = planflags.build(planflags.flags_of(ctx.params))
         assert built.cells, argv
+
+
+def test_every_host_variable_fsbench_reads_is_in_the_readme() -> None:
+    from fsbench.fleet.inventory import HOST_VARS
+
+    text = README.read_text()
+    section = text.split("### Many machines", 1)[1].split("\n### ", 1)[0]
+    listed = set(re.findall(r"^- `(fsbench_[a-z_]+)`", section, flags=re.MULTILINE))
+    assert listed == set(HOST_VARS)

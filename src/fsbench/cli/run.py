@@ -93,6 +93,7 @@ def run(
         if not host:
             raise FsbenchError("--fleet needs --host NAME")
         part = matrix.FleetPart(fleet, host, tuple(g for g in groups.split(",") if g))
+    store: Store | None = None
     if part is not None and not resume:
         store = Store(db)
         member = store.fleet_member(part.uid, part.host)
@@ -104,7 +105,7 @@ def run(
         if member is not None:
             resume, plan_file = True, Path(str(member.id))
     if resume:
-        store = Store(db)
+        store = store or Store(db)
         run_id, plan, overrides = resumable(store, plan_file)
         cells = planning.expand(plan, overrides)
         done = len({t.seq for t in store.get_trials(run_id)})
@@ -114,7 +115,7 @@ def run(
         outcome = execute(plan, cells, store, overrides, resume_run=run_id, progress=progress)
     else:
         built = pf.build(flags)
-        store = Store(db)
+        store = store or Store(db)
         outcome = execute(
             built.plan, built.cells, store, built.overrides, part=part, progress=progress
         )

@@ -290,27 +290,36 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
     return tables
 
 
-def run_header(run: RunRecord) -> list[str]:
-    """Who/what/where lines above every human-readable report."""
-    h, t = run.host, run.target
-    mem = h.get("memory_bytes")
-    machine = (
-        f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
-        f"{human_bytes(mem) if mem else '?'} RAM"
-    )
-    if run.kind == "fleet":
-        # The trials ran on the fleet's hosts, each its own machine, not on the controller
-        # whose facts `host` holds.
-        names = list(t.get("hosts") or {})
+def fleet_hosts(run: RunRecord) -> list[str] | None:
+    """A fleet run's hosts (its trials ran there, not on the controller whose facts the
+    run's `host` holds); None for a run on one machine."""
+    return list(run.target.get("hosts") or {}) if run.kind == "fleet" else None
+
+
+def machine_line(run: RunRecord) -> str:
+    """Where the trials ran, in one line."""
+    names = fleet_hosts(run)
+    if names is not None:
         shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-        machine = (
+        return (
             f"hosts: a fleet of {len(names)} host{'s' if len(names) != 1 else ''} ({shown}), "
             "each its own machine (compare --by host says what differs)"
         )
+    h = run.host
+    mem = h.get("memory_bytes")
+    return (
+        f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
+        f"{human_bytes(mem) if mem else '?'} RAM"
+    )
+
+
+def run_header(run: RunRecord) -> list[str]:
+    """Who/what/where lines above every human-readable report."""
+    t = run.target
     lines = [
         f"fsbench run {run.id} ({run.name}, {run.status}) {run.created_at[:19].replace('T', ' ')}"
         f" UTC, fsbench {run.fsbench_version}",
-        machine,
+        machine_line(run),
     ]
     lines.append(f"target: {t.get('summary') or t.get('kind', '?')}")
     lines += [f"note: {note}" for note in t.get("notes") or []]

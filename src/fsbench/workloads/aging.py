@@ -75,7 +75,7 @@ class Aging(Workload[AgingParams]):
     )
     scale_defaults = {
         Scale.TINY: {"steps": 2},
-        Scale.QUICK: {"steps": 3},
+        Scale.QUICK: {"steps": 2},
         Scale.FULL: {"steps": 10},
     }
     tools = (Tool("git", "git"), Tool("grep", "grep"), Tool("tar", "tar"), Tool("cp", "coreutils"))

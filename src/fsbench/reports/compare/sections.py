@@ -11,7 +11,7 @@ from fsbench.records import RunRecord
 from fsbench.reports.compare.cells import CellComparison, CellKey, Comparison
 from fsbench.reports.ranking import NO_CLEAR, p_value
 from fsbench.reports.rows import Row
-from fsbench.reports.tables import fmt_value
+from fsbench.reports.tables import fleet_hosts, fmt_value
 
 NUMERIC = {"A", "B", "B/A", "p (Holm)"}  # right-aligned columns
 GEOMEAN_HEADER = ["workload", "metric", "cells", "geomean B/A", "verdicts"]
@@ -88,7 +88,7 @@ def sections(cmp: Comparison) -> list[Section]:
 def header_lines(a: RunRecord, b: RunRecord, cmp: Comparison) -> list[str]:
     lines = [
         f"{side}: run {r.id} ({r.name}, {r.status}) {r.created_at[:19].replace('T', ' ')} UTC, "
-        f"host Linux {r.host.get('kernel')}, fsbench {r.fsbench_version}"
+        f"{_where(r)}, fsbench {r.fsbench_version}"
         for side, r in (("A", a), ("B", b))
     ]
     for d in cmp.differences:
@@ -139,3 +139,10 @@ def unmatched(cmp: Comparison) -> list[tuple[str, list[str]]]:
         for side, keys in (("A", cmp.only_a), ("B", cmp.only_b))
         if keys
     ]
+
+
+def _where(run: RunRecord) -> str:
+    names = fleet_hosts(run)
+    if names is not None:
+        return f"a fleet of {len(names)} hosts"
+    return f"host Linux {run.host.get('kernel')}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from fsbench.records import RunRecord, TrialRecord
 from fsbench.reports.html.markup import details, e, facts, head, plain, pre, table, tag
-from fsbench.reports.tables import run_header
+from fsbench.reports.tables import fleet_hosts, run_header
 from fsbench.units import human_bytes
 
 # Host facts shown under their own names (the rest are listed as stored).
@@ -54,6 +54,14 @@ def target_items(t: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def host_items(run: RunRecord) -> list[tuple[str, Any]]:
+    names = fleet_hosts(run)
+    if names is not None:  # the controller's facts are not where the trials ran
+        hosts = run.target.get("hosts") or {}
+        return [
+            ("hosts", f"a fleet of {len(names)}: compare --by host says what differs"),
+            *((n, ", ".join(hosts[n].get("groups") or []) or "no group") for n in names),
+            ("fsbench", run.fsbench_version),
+        ]
     h = run.host
     mem = h.get("memory_bytes")
     commit = h.get("fsbench_commit")
