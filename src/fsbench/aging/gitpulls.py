@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
@@ -23,34 +23,27 @@ from fsbench import proc, sourcetree
 from fsbench.aging import history
 from fsbench.aging.base import Recipe
 from fsbench.errors import TrialFailed, Unsupported
-from fsbench.workloads.base import Params, Scale, TrialContext
+from fsbench.workloads._trees import TreeParams
+from fsbench.workloads.base import Scale, TrialContext
 
 AGING_DIR = "aging"
 REPO = "repo"
 GIT_TIMEOUT = 3600
 
 
-class GitPullsParams(Params):
+class GitPullsParams(TreeParams):
+    """The history's first tree is the kernel-tree workloads' source (`source`, `files`)."""
+
     pulls: int = Field(default=300, ge=1, le=100_000, description="git pulls, one commit each")
     repo: str | None = Field(
         default=None,
         description="a local git repository to replay (first-parent history); none: a "
-        "history synthesized from the kernel-tree workloads' source tree",
+        "history synthesized from the source tree (source, files)",
     )
     start: str | None = Field(
         default=None,
         description="with repo: the commit to start from (default: the first commit of its "
         "first-parent history)",
-    )
-    source: Literal["auto", "linux-source", "synthetic"] = Field(
-        default="auto",
-        description="without repo: the tree of the first commit (as the kernel-tree "
-        "workloads' source)",
-    )
-    files: int = Field(
-        default=sourcetree.KERNEL_LIKE_FILES,
-        ge=1,
-        description="without repo: files of a synthetic first tree",
     )
     seed: int = Field(default=1, ge=0, description="seed of the synthesized history")
 
