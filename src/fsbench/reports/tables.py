@@ -228,12 +228,23 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                 notes = _Notes()
                 mrows = [r for r in wrows if r.metric == metric or r.metric is None]
                 sample = next((r for r in mrows if r.metric == metric), None)
+                # Columns where this metric was measured (or refused): a step that never
+                # reports it (the aging workload's second read) is no column of its table.
+                here = [
+                    c
+                    for c in combos
+                    if any(
+                        _params_label(_dims(r), varying) == c
+                        and (r.metric is None or r.values or r.status != "ok")
+                        for r in mrows
+                    )
+                ] or combos
                 body = []
-                ranked: list[list[tuple[str, Row | None]]] = [[] for _ in combos]
+                ranked: list[list[tuple[str, Row | None]]] = [[] for _ in here]
                 for config in configs:
                     crows = [r for r in mrows if label_of(r) == config]
                     cells = []
-                    for j, combo in enumerate(combos):
+                    for j, combo in enumerate(here):
                         match = next(
                             (r for r in crows if _params_label(_dims(r), varying) == combo), None
                         )
@@ -247,7 +258,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                     title,
                     caption,
                     f"{row_header} \\ {header}",
-                    combos,
+                    here,
                     body,
                     notes.items,
                     workload=wname,
