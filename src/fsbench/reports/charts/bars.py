@@ -65,7 +65,11 @@ def bars_for(rows: list[Row], metric: str) -> tuple[Bars, list[str], list[str]]:
             index[(group, r.config)] = r
         elif r.metric is None:
             index.setdefault((group, r.config), r)
-    groups = list(dict.fromkeys(g for g, _ in index)) if varying else [""]
+    # A group where no trial reported the metric (a stage that does not measure it) is no
+    # group of this chart; one where a trial was refused or failed says why.
+    measured = {g for (g, _), r in index.items() if r.values or r.status != "ok"}
+    every = list(dict.fromkeys(g for g, _ in index))
+    groups = ([g for g in every if g in measured] or every) if varying else [""]
     return Bars(groups, configs, lambda g, c: index.get((g, c))), varying, constant
 
 
