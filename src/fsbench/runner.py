@@ -23,7 +23,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from fsbench import aging, contention, filesystems, fsops, knobs, system, validity, workloads
+from fsbench import (
+    aging,
+    contention,
+    filesystems,
+    fsops,
+    knobs,
+    steady,
+    system,
+    validity,
+    workloads,
+)
 from fsbench.aging import apply
 from fsbench.errors import TrialFailed, TrialTimeout, Unsupported
 from fsbench.monitors.sampler import Sampler, Totals
@@ -34,6 +44,8 @@ from fsbench.units import human_bytes
 from fsbench.validity import COLD_READ_FRACTION
 from fsbench.workloads.base import Better, CacheState, Flush, Metric, Scale, Workload
 
+# The steady-state window (steady.py) per scale: a tiny run lasts seconds.
+STEADY_WINDOW = {Scale.TINY: 3, Scale.QUICK: steady.WINDOW_S, Scale.FULL: steady.WINDOW_S}
 # Below this a timed phase is dominated by timer resolution and noise (DESIGN: traps).
 MIN_TIMED_SECONDS = 2.0
 # `cpu-bound`: fsbench and its tools used at least this fraction of the CPUs their threads
@@ -66,6 +78,12 @@ class Context:
     @property
     def fs_type(self) -> str:
         return self.fs.name
+
+    def series(self, name: str, unit: str, better: str, t: list[float], v: list[float]) -> None:
+        """A per-second series of the timed phase (throughput, a latency percentile): kept
+        with the trial (`series` in its provenance) and drawn over time by the report."""
+        found: dict[str, Any] = self.facts.setdefault("series", {})
+        found[name] = {"unit": unit, "better": better, "t": list(t), "v": list(v)}
 
     def fresh_twin(self) -> Context:
         """A fresh mkfs of this config on a second device like the target, mounted: where
@@ -359,6 +377,23 @@ class Runner:
         shared["geometry"] = geometry
         shared["option_notes"] = [n.as_dict() for n in notes]
 
+    def _steady(
+        self, wl_cls: type[Workload[Any]], ctx: Context, flags: dict[str, str]
+    ) -> list[Metric]:
+        """Where the workload's throughput series held steady (fio's ss= rule): recorded,
+        with the mean from there on as `steady_<series>`; flagged when it never did."""
+        name = wl_cls.steady_series
+        found = (ctx.facts.get("series") or {}).get(name) if name else None
+        if not name or not found:
+            return []
+        window = STEADY_WINDOW[self.scale]
+        result = steady.steady_state(found["t"], found["v"], window=window)
+        ctx.facts["steady"] = {"series": name, **result.as_dict()}
+        if not result.reached or result.mean is None:
+            flags["not-steady"] = f"{name}: no {window} s window held steady ({result.rule})"
+            return []
+        return [Metric(f"steady_{name}", result.mean, found["unit"], Better(found["better"]))]
+
     def _age(self, cell: Cell, ctx: Context, shared: dict[str, Any]) -> None:
         """Age the new filesystem as the cell's `age` says (untimed), before any step."""
         text = cell.knobs.get(aging.KNOB, aging.NONE)
@@ -418,6 +453,8 @@ class Runner:
                     on.umount()
             t_end = time.monotonic()
         record.samples = [s.as_dict() for s in sampler.samples]
+        if on is not ctx:  # what the workload recorded on the filesystem it ran on
+            ctx.facts.update(on.facts)
 
         elapsed = t_end - t0
         if not any(m.name == "seconds" for m in metrics):
@@ -436,6 +473,7 @@ class Runner:
             device_read=values.get("device_read_bytes"),
         )
         flags.update(workload.check(params, values))
+        metrics += self._steady(wl_cls, ctx, flags)
         for name, detail in flags.items():
             ctx.flag(name, detail)
 

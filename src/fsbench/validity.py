@@ -66,6 +66,13 @@ FLAGS: dict[str, Flag] = {
             detailed=True,
         ),
         Flag(
+            "not-steady",
+            "the per-second throughput never held steady over a window (fio's ss= rule): "
+            "the mean mixes ramp-up and steady state",
+            timing=True,
+            detailed=True,
+        ),
+        Flag(
             "fsck-problems",
             "the read-only check found problems on the filesystem the workload left (its "
             "words are in the detail)",

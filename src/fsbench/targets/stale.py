@@ -2,27 +2,35 @@
 
 A run owned by process <pid> makes `WORKDIR/fsbench-<pid>[-<n>].img` (attached to a
 loop device), mounts under `WORKDIR/mnt-<pid>*`, and writes down the system knobs it
-changes in `WORKDIR/knobs-<pid>.json` (knobs.py) and the stress-ng process group it runs in
-`WORKDIR/contention-<pid>.json` (contention.py). When <pid> is no longer alive (or is a
-zombie), those are stale: `release_stale` restores the knobs, stops the load, unmounts,
-detaches, deletes. Nothing else in WORKDIR, and nothing outside it except mounts of a stale
-loop device, the sysctls and schedulers a journal names and the stress-ng group a load file
-names (checked by its start time), is ever touched.
+changes in `WORKDIR/knobs-<pid>.json` (knobs.py), the stress-ng process group it runs in
+`WORKDIR/contention-<pid>.json` (contention.py) and the database servers it starts in
+`WORKDIR/server-<pid>.json` (servers.py). When <pid> is no longer alive (or is a zombie),
+those are stale: `release_stale` restores the knobs, stops the load and the servers,
+unmounts, detaches, deletes. Nothing else in WORKDIR, and nothing outside it except mounts
+of a stale loop device, the sysctls and schedulers a journal names, the stress-ng group a
+load file names (checked by its start time) and the server a note names, is ever touched.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import contention, knobs, proc
+from fsbench import contention, knobs, proc, servers
 from fsbench.targets import devinfo
 from fsbench.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
 
-# The files, named by their owner's pid, in which a run writes down what to undo.
-NOTES = {"knobs": knobs.JOURNAL_RE, "load": contention.LOAD_RE}
+# The files, named by their owner's pid, in which a run writes down what to undo, and how
+# to undo it; in this order, before any mount is released (a server holds its mount).
+NOTES: dict[str, tuple[re.Pattern[str], Callable[[Path, str], list[str]]]] = {
+    "knobs": (knobs.JOURNAL_RE, knobs.restore_journal),
+    "load": (contention.LOAD_RE, contention.stop_load),
+    "server": (servers.NOTE_RE, servers.stop_noted),
+}
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,7 @@ def find_stale(workdir: str | Path) -> list[StaleResource]:
         found.append(StaleResource("loop", backing, pid, device, tuple(on_it)))
     for entry in sorted(top.iterdir()):
         # What a run wrote down to undo: its knobs' original values, its load's group.
-        noted = next(((k, m) for k, rx in NOTES.items() if (m := rx.match(entry.name))), None)
+        noted = next(((k, m) for k, (rx, _) in NOTES.items() if (m := rx.match(entry.name))), None)
         if noted is not None:
             kind, m = noted
             pid = int(m.group(1))
@@ -174,10 +182,9 @@ def release_stale(workdir: str | Path) -> list[str]:
     lines: list[str] = []
     stale = find_stale(workdir)
     # Knobs first: a scheduler belongs to a loop device that is still there.
-    for res in (r for r in stale if r.kind == "knobs"):
-        lines += knobs.restore_journal(res.path, f"pid {res.pid} gone")
-    for res in (r for r in stale if r.kind == "load"):
-        lines += contention.stop_load(res.path, f"pid {res.pid} gone")
+    for kind, (_, undo) in NOTES.items():
+        for res in (r for r in stale if r.kind == kind):
+            lines += undo(res.path, f"pid {res.pid} gone")
     for res in (r for r in stale if r.kind == "loop"):
         device = res.loop_device
         if device is None:

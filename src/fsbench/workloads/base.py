@@ -111,6 +111,9 @@ class TrialContext(Protocol):
     def fresh_twin(self) -> TrialContext:
         """A fresh mkfs of this config on a second device like the target, mounted."""
 
+    def series(self, name: str, unit: str, better: str, t: list[float], v: list[float]) -> None:
+        """Keep a per-second series of the timed phase with the trial (drawn over time)."""
+
 
 class Workload(ABC, Generic[P]):
     name: ClassVar[str]
@@ -137,6 +140,9 @@ class Workload(ABC, Generic[P]):
     # it first); the age of an ad-hoc run when none is given.
     ages_itself: ClassVar[bool] = False
     default_age: ClassVar[str | None] = None
+    # The per-second throughput series (recorded with ctx.series) whose steady state
+    # decides where measuring starts (steady.py: fio's ss= rule); None: not time-based.
+    steady_series: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
