@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fsbench import proc
+from fsbench import memcap, proc
 from fsbench.errors import Unsupported
 
 LOAD_RE = re.compile(r"^contention-(\d+)\.json$")
@@ -36,6 +36,16 @@ def _start_time(pid: int) -> str | None:
         return None
     fields = stat.rpartition(")")[2].split()
     return fields[19] if len(fields) > 19 else None
+
+
+_die = proc.die_with_parent(signal.SIGTERM)  # SIGTERM: stress-ng stops its stressors itself
+
+
+def _outside_the_workload() -> None:
+    """In stress-ng before it runs: dies with fsbench, and is no part of a `mem` cap (the
+    busy machine beside the workload does not eat the workload's memory)."""
+    _die()
+    memcap.leave()
 
 
 def stop_load(path: Path, why: str) -> list[str]:
@@ -104,8 +114,7 @@ def contention(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
-        # SIGTERM: stress-ng then stops its stressors itself.
-        preexec_fn=proc.die_with_parent(signal.SIGTERM),
+        preexec_fn=_outside_the_workload,
     )
     try:
         _write_load(load_file, child.pid)

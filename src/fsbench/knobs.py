@@ -21,6 +21,7 @@ from typing import Any
 from fsbench import aging
 from fsbench.errors import FsbenchError, TrialFailed, Unsupported
 from fsbench.monitors.diskstats import device_name
+from fsbench.units import format_size, parse_size
 
 SYSCTL_ROOT = Path("/proc/sys")
 SCHEDULERS = ("none", "mq-deadline", "bfq", "kyber")
@@ -28,6 +29,9 @@ CONTENTION = ("idle", "busy")
 # The VM target's kernel, a dimension when a run has several: in force by construction (the
 # guest booted it), so never set or restored here.
 KERNEL = "kernel"
+# The memory (page cache included) a workload may use: `none`, or a size (memcap.py).
+MEM = "mem"
+MEM_MIN = 64 << 20
 # Writing one of a ratio/bytes pair zeroes the other: snapshot and restore both.
 _PAIRS = {
     "vm.dirty_ratio": "vm.dirty_bytes",
@@ -59,9 +63,19 @@ def validate(name: str, value: Any) -> str:
         return text
     if name == aging.KNOB:  # the filesystem's age: made by the runner after mkfs
         return aging.normalize(text)
+    if name == MEM:  # a memory cgroup around each step (memcap.py), set by the runner
+        if text == "none":
+            return text
+        try:
+            size = parse_size(text)
+        except ValueError as exc:
+            raise FsbenchError(f"knob mem={text}: {exc}") from None
+        if size < MEM_MIN:
+            raise FsbenchError(f"knob mem={text}: at least {format_size(MEM_MIN)}")
+        return format_size(size)
     if not _SYSCTL_NAME.match(name):
         raise FsbenchError(
-            f"unknown knob {name!r}: a sysctl (vm.dirty_ratio), scheduler, contention or age"
+            f"unknown knob {name!r}: a sysctl (vm.dirty_ratio), scheduler, contention, mem or age"
         )
     if not sysctl_path(name).exists():
         raise FsbenchError(f"knob {name}: no such sysctl ({sysctl_path(name)})")
@@ -248,7 +262,7 @@ def applied(knobs: dict[str, str], device: str, journal: Path) -> Iterator[Appli
     result = Applied()
     try:
         for name, value in knobs.items():
-            if name in ("contention", KERNEL, aging.KNOB):
+            if name in ("contention", KERNEL, aging.KNOB, MEM):
                 continue
             if name == "scheduler":
                 path = Path("/sys/block") / device_name(device) / "queue" / "scheduler"

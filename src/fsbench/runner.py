@@ -29,6 +29,7 @@ from fsbench import (
     filesystems,
     fsops,
     knobs,
+    memcap,
     steady,
     system,
     validity,
@@ -40,7 +41,7 @@ from fsbench.monitors.sampler import Sampler, Totals
 from fsbench.plan import Cell
 from fsbench.records import MetricRecord, TrialRecord, now
 from fsbench.targets.base import Target
-from fsbench.units import human_bytes
+from fsbench.units import human_bytes, parse_size
 from fsbench.validity import COLD_READ_FRACTION
 from fsbench.workloads.base import Better, CacheState, Flush, Metric, Scale, Workload
 
@@ -70,6 +71,7 @@ class Context:
     mounted: bool = False
     kernel: list[str] = field(default_factory=list)
     age: str = aging.NONE  # the cell's age (`none`, or a recipe and its parameters)
+    mem_cap: str = "none"  # the cell's mem knob
     # What a workload records of its trial beside its metrics (the age it measured at).
     facts: dict[str, Any] = field(default_factory=dict)
     # Makes a fresh filesystem of this config on a second device (Runner.twin).
@@ -78,6 +80,11 @@ class Context:
     @property
     def fs_type(self) -> str:
         return self.fs.name
+
+    @property
+    def mem_bytes(self) -> int:
+        """The memory the workload may use: the mem knob's cap, else the machine's."""
+        return parse_size(self.mem_cap) if self.mem_cap != "none" else system.mem_total()
 
     def series(self, name: str, unit: str, better: str, t: list[float], v: list[float]) -> None:
         """A per-second series of the timed phase (throughput, a latency percentile): kept
@@ -250,6 +257,7 @@ class Runner:
             self.cache_dir,
             self.scale,
             age=cell.knobs.get(aging.KNOB, aging.NONE),
+            mem_cap=cell.knobs.get(knobs.MEM, "none"),
             twin_factory=lambda: self.twin(fs, cell),
         )
         shared: dict[str, Any] = {}
@@ -310,7 +318,13 @@ class Runner:
         ctx.flags = {}
         ctx.facts = {}
         record.started_at = now()
-        metrics, headline = self._step(ctx, record)
+        cap = record.knobs.get(knobs.MEM, "none")
+        if cap == "none":
+            metrics, headline = self._step(ctx, record)
+        else:  # the step, prepare to inspect, in a memory cgroup of the knob's size
+            with memcap.capped(parse_size(cap)) as in_force:
+                ctx.facts["mem"] = in_force
+                metrics, headline = self._step(ctx, record)
         record.metrics = [_metric(m) for m in metrics]
         record.status = "ok"
         record.provenance = {

@@ -1,4 +1,4 @@
-"""Cache control: flush a filesystem, drop the page cache."""
+"""Cache control and memory: flush a filesystem, drop the page cache, the machine's memory."""
 
 from __future__ import annotations
 
@@ -24,3 +24,12 @@ def drop_caches() -> None:
     """sync, then drop page cache, dentries and inodes (needs root)."""
     os.sync()
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def mem_total(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """The machine's memory (MemTotal), in bytes."""
+    with open(meminfo) as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    return 0

@@ -8,7 +8,8 @@ changes in `WORKDIR/knobs-<pid>.json` (knobs.py), the stress-ng process group it
 those are stale: `release_stale` restores the knobs, stops the load and the servers,
 unmounts, detaches, deletes. Nothing else in WORKDIR, and nothing outside it except mounts
 of a stale loop device, the sysctls and schedulers a journal names, the stress-ng group a
-load file names (checked by its start time) and the server a note names, is ever touched.
+load file names (checked by its start time), the server a note names and memory cgroups
+named `fsbench-<pid>` (memcap.py), is ever touched.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import contention, knobs, proc, servers
+from fsbench import contention, knobs, memcap, proc, servers
 from fsbench.targets import devinfo
 from fsbench.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
 
@@ -185,6 +186,12 @@ def release_stale(workdir: str | Path) -> list[str]:
     for kind, (_, undo) in NOTES.items():
         for res in (r for r in stale if r.kind == kind):
             lines += undo(res.path, f"pid {res.pid} gone")
+    for group, pid in memcap.stale_groups():  # empty once its processes are gone
+        try:
+            group.rmdir()
+            lines.append(f"removed memory cgroup {group} (pid {pid} gone)")
+        except OSError as exc:
+            lines.append(f"could not remove memory cgroup {group}: {exc.strerror}")
     for res in (r for r in stale if r.kind == "loop"):
         device = res.loop_device
         if device is None:

@@ -114,6 +114,11 @@ class TrialContext(Protocol):
     def series(self, name: str, unit: str, better: str, t: list[float], v: list[float]) -> None:
         """Keep a per-second series of the timed phase with the trial (drawn over time)."""
 
+    @property
+    def mem_bytes(self) -> int:
+        """The memory the workload may use (the `mem` knob's cap, else the machine's): what
+        `scale_to_mem` sizes a working set against."""
+
 
 class Workload(ABC, Generic[P]):
     name: ClassVar[str]

@@ -1,0 +1,96 @@
+"""The `mem` knob on this machine's real memory cgroup: a step runs capped (what it starts
+too), fsbench leaves the group and removes it on every path, the contention load stays
+outside the cap, a killed run's group is removed by the next run's cleanup."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsbench import knobs, memcap
+from fsbench.errors import FsbenchError
+from fsbench.targets import stale
+from tests.helpers import fsbench
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def needs_memory_cgroup() -> None:
+    if os.geteuid() != 0 or memcap.hierarchy() is None:
+        pytest.skip("needs root and a memory cgroup")
+
+
+def _group_of(pid: int) -> str:
+    h = memcap.hierarchy()
+    assert h is not None
+    return str(memcap.own_group(h, Path(f"/proc/{pid}/cgroup").read_text()))
+
+
+def test_a_step_and_what_it_starts_run_capped_then_everything_goes_back() -> None:
+    home = _group_of(os.getpid())
+    h = memcap.hierarchy()
+    assert h is not None
+    with memcap.capped(256 << 20) as info:
+        group = info["cgroup"].split(":", 1)[1]
+        assert _group_of(os.getpid()) == group
+        limit = int((Path(group) / h.limit_file).read_text())
+        assert limit == info["limit"] == (256 << 20) + info["fsbench_rss"]
+        child = subprocess.run(["cat", "/proc/self/cgroup"], capture_output=True, text=True)
+        assert group.removeprefix(str(h.mount)) in child.stdout  # children are capped too
+        outside = subprocess.run(
+            [sys.executable, "-c", "print(open('/proc/self/cgroup').read())"],
+            preexec_fn=memcap.leave,
+            capture_output=True,
+            text=True,
+        )
+        assert group.removeprefix(str(h.mount)) not in outside.stdout
+    assert _group_of(os.getpid()) == home and not Path(group).exists()
+    with pytest.raises(RuntimeError), memcap.capped(256 << 20) as info:
+        raise RuntimeError("a failing step")
+    assert _group_of(os.getpid()) == home and not Path(info["cgroup"].split(":", 1)[1]).exists()
+
+
+def test_knob_values() -> None:
+    assert knobs.validate("mem", "2048M") == "2G"
+    with pytest.raises(FsbenchError, match="at least 64M"):
+        knobs.validate("mem", "1M")
+
+
+def test_a_killed_runs_group_is_removed(workdir: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    h = memcap.hierarchy()
+    assert h is not None
+    group = memcap.parent_for(h) / f"fsbench-{dead.pid}"
+    group.mkdir()
+    try:
+        assert (group, dead.pid) in memcap.stale_groups()
+        lines = stale.release_stale(workdir)
+        assert f"removed memory cgroup {group} (pid {dead.pid} gone)" in lines
+        assert not group.exists()
+    finally:
+        if group.exists():
+            group.rmdir()
+
+
+def test_fio_under_each_cap_reads_from_the_device(workdir: Path) -> None:
+    """The issue's check: a row per memory cap, the capped reads measured on the device."""
+    res = fsbench(
+        "run", "--fs", "ext4", "--workload", "fio", "--set", "profile=seq-read",
+        "--knob", "mem=256M,2G", "--scale", "tiny", "--reps", "1", "--warmup", "0",
+        "--image-size", "1G", "--workdir", str(workdir / "work"), "--db", str(workdir / "r.db"),
+        "--json", timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["rows"]
+    caps = {r["knobs"]["mem"] for r in rows if r["metric"] == "read_mib_s"}
+    assert caps == {"256M", "2G"}
+    reads = [r for r in rows if r["metric"] == "device_read_bytes"]
+    assert len(reads) == 2 and all(r["mean"] > 32 << 20 for r in reads)
+    assert memcap.stale_groups() == []
