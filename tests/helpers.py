@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import filesystems, fsops, runner
+from fsbench import filesystems, fsops
+from fsbench.context import Context
 from fsbench.workloads.base import Scale
 
 TEST_DATA_HOME = Path("/var/tmp/fsbench-tests/xdg-data")
@@ -71,12 +72,10 @@ def ours(workdir: Path) -> tuple[list[str], list[str]]:
     return loops, mounts
 
 
-def context(
-    fs_name: str, device: str, mountpoint: Path, cache_dir: Path | None = None
-) -> runner.Context:
+def context(fs_name: str, device: str, mountpoint: Path, cache_dir: Path | None = None) -> Context:
     """The runner's own TrialContext for a workload test: the filesystem is already mounted
     at mountpoint (by the make_fs fixture), except for `raw`."""
-    ctx = runner.Context(
+    ctx = Context(
         fs=filesystems.get(fs_name),
         device=device,
         mountpoint=mountpoint,

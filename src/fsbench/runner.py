@@ -4,8 +4,8 @@ a chain such as untar+tree-read+fsck+tree-rm sharing the filesystem): prepare (u
 (untimed, after a remount).
 
 The runner owns the clock and every mount it makes: whatever happens, the filesystem is
-unmounted before `run_cell` returns or raises. It also owns the checks every trial gets
-(`trial_flags`): a timed phase too short to trust, CPU-bound tools, a cold read that the
+unmounted before `run_cell` returns or raises. It also runs the checks every trial gets
+(checks.py): a timed phase too short to trust, CPU-bound tools, a cold read that the
 device did not serve, each fed by what the workload declares.
 """
 
@@ -16,15 +16,15 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from fsbench import (
     aging,
+    checks,
     contention,
     filesystems,
     fsops,
@@ -32,100 +32,20 @@ from fsbench import (
     memcap,
     steady,
     system,
-    validity,
     workloads,
 )
 from fsbench.aging import apply
+from fsbench.context import Context
 from fsbench.errors import TrialFailed, TrialTimeout, Unsupported
-from fsbench.monitors.sampler import Sampler, Totals
+from fsbench.monitors.sampler import Sampler
 from fsbench.plan import Cell
 from fsbench.records import MetricRecord, TrialRecord, now
 from fsbench.targets.base import Target
-from fsbench.units import human_bytes, parse_size
-from fsbench.validity import COLD_READ_FRACTION
+from fsbench.units import parse_size
 from fsbench.workloads.base import Better, CacheState, Flush, Metric, Scale, Workload
 
 # The steady-state window (steady.py) per scale: a tiny run lasts seconds.
 STEADY_WINDOW = {Scale.TINY: 3, Scale.QUICK: steady.WINDOW_S, Scale.FULL: steady.WINDOW_S}
-# Below this a timed phase is dominated by timer resolution and noise (DESIGN: traps).
-MIN_TIMED_SECONDS = 2.0
-# `cpu-bound`: fsbench and its tools used at least this fraction of the CPUs their threads
-# could keep busy (min(threads, CPUs)) over the timed phase, which lasted at least
-# CPU_BOUND_MIN_SECONDS (shorter phases say too little).
-CPU_BOUND_FRACTION = 0.9
-CPU_BOUND_MIN_SECONDS = 0.5
-
-
-@dataclass
-class Context:
-    """The TrialContext a workload sees."""
-
-    fs: filesystems.FsType
-    device: str
-    mountpoint: Path
-    mount_options: str
-    cache_dir: Path
-    scale: Scale
-    flags: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    mounted: bool = False
-    kernel: list[str] = field(default_factory=list)
-    age: str = aging.NONE  # the cell's age (`none`, or a recipe and its parameters)
-    mem_cap: str = "none"  # the cell's mem knob
-    # What a workload records of its trial beside its metrics (the age it measured at).
-    facts: dict[str, Any] = field(default_factory=dict)
-    # Makes a fresh filesystem of this config on a second device (Runner.twin).
-    twin_factory: Callable[[], Context] | None = None
-
-    @property
-    def fs_type(self) -> str:
-        return self.fs.name
-
-    @property
-    def mem_bytes(self) -> int:
-        """The memory the workload may use: the mem knob's cap, else the machine's."""
-        return parse_size(self.mem_cap) if self.mem_cap != "none" else system.mem_total()
-
-    def series(self, name: str, unit: str, better: str, t: list[float], v: list[float]) -> None:
-        """A per-second series of the timed phase (throughput, a latency percentile): kept
-        with the trial (`series` in its provenance) and drawn over time by the report."""
-        found: dict[str, Any] = self.facts.setdefault("series", {})
-        found[name] = {"unit": unit, "better": better, "t": list(t), "v": list(v)}
-
-    def fresh_twin(self) -> Context:
-        """A fresh mkfs of this config on a second device like the target, mounted: where
-        a workload puts a clean copy of what it aged."""
-        if self.twin_factory is None:
-            raise Unsupported("no second device for a clean copy here")
-        return self.twin_factory()
-
-    def sync(self) -> None:
-        system.syncfs(self.mountpoint)
-
-    def drop_caches(self) -> None:
-        system.drop_caches()
-
-    def mount(self) -> fsops.Made:
-        made = fsops.mount(self.fs, self.device, self.mountpoint, self.mount_options)
-        self.mounted = True
-        return made
-
-    def umount(self) -> None:
-        warning = fsops.umount(self.mountpoint)
-        self.mounted = False
-        if warning:
-            self.notes.append(warning)
-
-    def remount(self) -> None:
-        if self.mounted:
-            self.umount()
-        self.mount()
-        system.drop_caches()
-
-    def flag(self, name: str, detail: str) -> None:
-        if name not in validity.FLAGS:  # every report explains a flag from the registry
-            raise ValueError(f"unregistered validity flag {name!r}: add it to validity.FLAGS")
-        self.flags[name] = detail
 
 
 @contextmanager
@@ -420,10 +340,24 @@ class Runner:
             shared["age"] = aged.as_dict()
 
     def _step(self, ctx: Context, record: TrialRecord) -> tuple[list[Metric], tuple[str, ...]]:
-        """The trial's metrics, and its headline metrics."""
+        """The trial's metrics, and its headline metrics; what the workload started for the
+        step is released on every path."""
         wl_cls = workloads.get(record.workload)
         workload: Workload[Any] = self._workload(wl_cls)
         params = wl_cls.params_model.model_validate(record.params)
+        try:
+            return self._measure(ctx, record, wl_cls, workload, params)
+        finally:
+            workload.release(ctx, params)
+
+    def _measure(
+        self,
+        ctx: Context,
+        record: TrialRecord,
+        wl_cls: type[Workload[Any]],
+        workload: Workload[Any],
+        params: Any,
+    ) -> tuple[list[Metric], tuple[str, ...]]:
         raw = ctx.fs.pseudo
         if not ctx.mounted and not raw:
             ctx.mount()
@@ -475,10 +409,10 @@ class Runner:
             metrics.append(Metric("seconds", elapsed, "s", Better.LOWER))
         if wl_cls.flush != Flush.NONE:
             metrics.append(Metric("flush_seconds", t_end - t_run, "s", Better.LOWER))
-        metrics += _monitor_metrics(sampler, metrics)
+        metrics += checks.monitor_metrics(sampler, metrics)
         metrics += workload.derive(params, {m.name: m.value for m in metrics})
         values = {m.name: m.value for m in metrics}
-        flags = trial_flags(
+        flags = checks.trial_flags(
             sampler.totals,
             elapsed,
             checks_duration=self.scale != Scale.TINY,
@@ -508,81 +442,6 @@ def _knob_restore_failed(records: list[TrialRecord], failures: list[str]) -> Non
         record.provenance["knob_restore"] = list(failures)
         flags = record.provenance.setdefault("flags", {})
         flags["knob-restore-failed"] = detail
-
-
-def _monitor_metrics(sampler: Sampler, metrics: list[Metric]) -> list[Metric]:
-    """What the device and the CPUs did during the timed phase."""
-    totals = sampler.totals
-    if totals is None:
-        return []
-    out = []
-    elapsed = max(totals.seconds, 1e-9)
-    if totals.disk is not None:
-        d = totals.disk
-        out += [
-            Metric("device_write_bytes", d.write_bytes, "B", Better.LOWER),
-            Metric("device_read_bytes", d.read_bytes, "B", Better.LOWER),
-            Metric(
-                "device_util_pct", min(100.0, 100.0 * d.busy_ms / 1000 / elapsed), "%", Better.LOWER
-            ),
-        ]
-        written = next((m.value for m in metrics if m.name == "bytes_written"), None)
-        if written:
-            # Device bytes per byte the workload wrote: journal, metadata, COW, parity.
-            out.append(Metric("write_amplification", d.write_bytes / written, "x", Better.LOWER))
-    # CPU of fsbench and the tools it ran (the kernel's own writeback threads are not in
-    # it); the machine-wide split is in the timeline.
-    out += [
-        Metric("cpu_user_s", totals.own_user, "s", Better.LOWER),
-        Metric("cpu_sys_s", totals.own_system, "s", Better.LOWER),
-    ]
-    return out
-
-
-def trial_flags(
-    totals: Totals | None,
-    elapsed: float,
-    *,
-    checks_duration: bool,
-    threads: int,
-    expected_read: float | None,
-    device_read: float | None,
-) -> dict[str, str]:
-    """The runner's validity checks of one timed phase (meanings: validity.FLAGS)."""
-    flags: dict[str, str] = {}
-    if totals is not None:
-        own = totals.own_user + totals.own_system
-        cpus = min(max(threads, 1), os.cpu_count() or 1)
-        if cpu_bound(own, totals.seconds, threads):
-            flags["cpu-bound"] = (
-                f"{own:.1f} s of CPU in {totals.seconds:.1f} s on {cpus} CPU(s) its "
-                f"{threads} thread(s) could use: the CPU, not the filesystem, may set the pace"
-            )
-    if checks_duration and elapsed < MIN_TIMED_SECONDS:
-        flags["short"] = f"timed phase {elapsed:.2f} s < {MIN_TIMED_SECONDS:.0f} s"
-    not_cold = cold_read_shortfall(expected_read, device_read)
-    if not_cold:
-        flags["not-cold"] = not_cold
-    return flags
-
-
-def cpu_bound(own_cpu: float, elapsed: float, threads: int, cpus: int | None = None) -> bool:
-    """fsbench and its tools kept the CPUs their threads can use busy: own CPU time of at
-    least CPU_BOUND_FRACTION x elapsed x min(threads, CPUs). A 4-thread workload on 2 CPUs
-    is CPU bound at 1.8 CPU-seconds a second, a 1-thread one at 0.9."""
-    usable = min(max(threads, 1), cpus or os.cpu_count() or 1)
-    return elapsed >= CPU_BOUND_MIN_SECONDS and own_cpu >= CPU_BOUND_FRACTION * elapsed * usable
-
-
-def cold_read_shortfall(expected: float | None, device_read: float | None) -> str | None:
-    """The `not-cold` detail when the device read less than COLD_READ_FRACTION of what a
-    cold read had to fetch from it; None when it did (or there is nothing to check)."""
-    if not expected or device_read is None or device_read >= COLD_READ_FRACTION * expected:
-        return None
-    return (
-        f"the device read {human_bytes(device_read)} of the {human_bytes(expected)} a cold "
-        "read had to fetch: part of it came from a cache"
-    )
 
 
 def mount_root(workdir: Path, pid: int | None = None) -> Path:

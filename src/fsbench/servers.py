@@ -18,6 +18,7 @@ import pwd
 import re
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -122,26 +123,58 @@ def _stop(noted: Noted) -> str:
 
 @contextmanager
 def running(
-    noted: Noted, note: Path, start: Sequence[str], ready: Path, timeout: float = 300
+    noted: Noted,
+    note: Path,
+    start: Sequence[str],
+    ready: Path,
+    *,
+    log: Path | None = None,
+    timeout: float = 300,
 ) -> Iterator[None]:
-    """Start a server (`start`, run as its user, returning once it is up or daemonized),
-    wait until its socket `ready` exists, yield; stop it on every path out."""
+    """Start a server as its user and wait until its socket `ready` exists; yield; stop
+    it on every path out. `start` either returns once the server runs on its own
+    (`pg_ctl start`), or, with a `log` file for its output, is the server itself, left
+    running in the background (`mariadbd`)."""
     _write_note(note, noted)
+    child: subprocess.Popen[bytes] | None = None
     try:
-        res = proc.run(as_user(noted.user, start), timeout=timeout)
-        if not res.ok:
-            raise TrialFailed(
-                f"{noted.name} did not start: {(res.output.splitlines() or ['?'])[-1]}",
-                res.output[-4000:],
-            )
+        if log is None:
+            res = proc.run(as_user(noted.user, start), timeout=timeout)
+            if not res.ok:
+                raise TrialFailed(
+                    f"{noted.name} did not start: {(res.output.splitlines() or ['?'])[-1]}",
+                    res.output[-4000:],
+                )
+        else:
+            with open(log, "ab") as out:
+                child = subprocess.Popen(
+                    as_user(noted.user, start),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         deadline = time.monotonic() + timeout
         while not ready.exists():
+            if child is not None and child.poll() is not None:
+                said = log.read_text(errors="replace") if log else ""
+                raise TrialFailed(
+                    f"{noted.name} exited before it was ready: "
+                    f"{(said.strip().splitlines() or ['?'])[-1]}",
+                    said[-4000:],
+                )
             if time.monotonic() > deadline:
                 raise TrialFailed(f"{noted.name} started but its socket {ready} never came")
             time.sleep(0.1)
         yield
     finally:
         _stop(noted)
+        if child is not None:
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
         note.unlink(missing_ok=True)
 
 

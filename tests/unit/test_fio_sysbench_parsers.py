@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from fsbench import proc
+from fsbench.checks import cold_read_shortfall
 from fsbench.errors import TrialFailed, Unsupported
-from fsbench.runner import cold_read_shortfall
 from fsbench.workloads import get
 from fsbench.workloads.base import Better, Scale
 from fsbench.workloads.fio import Fio

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from fsbench import proc
+from fsbench.checks import cold_read_shortfall
 from fsbench.errors import TrialFailed
-from fsbench.runner import cold_read_shortfall
 from fsbench.workloads import _tools, get
 from fsbench.workloads import dbench as db
 from fsbench.workloads import fs_mark as fm

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import proc, runner, workloads
+from fsbench import checks, proc, workloads
 from fsbench.monitors.sampler import CpuTimes, Totals
 from fsbench.validity import COLD_READ_FRACTION, FLAGS
 from fsbench.workloads import fsck
@@ -92,13 +92,13 @@ def totals(seconds: float, own: float) -> Totals:
 
 def test_cpu_bound_counts_the_threads_cpus() -> None:
     """One thread is CPU bound at 0.9 CPU-s a second; four threads on two CPUs at 1.8."""
-    assert runner.cpu_bound(0.95, 1.0, threads=1, cpus=2)
-    assert not runner.cpu_bound(0.95, 1.0, threads=4, cpus=2)
-    assert not runner.cpu_bound(1.7, 1.0, threads=4, cpus=2)
-    assert runner.cpu_bound(1.85, 1.0, threads=4, cpus=2)
-    assert runner.cpu_bound(1.85, 1.0, threads=2, cpus=8)
-    assert not runner.cpu_bound(0.4, 0.4, threads=1, cpus=2)  # too short to say
-    flags = runner.trial_flags(
+    assert checks.cpu_bound(0.95, 1.0, threads=1, cpus=2)
+    assert not checks.cpu_bound(0.95, 1.0, threads=4, cpus=2)
+    assert not checks.cpu_bound(1.7, 1.0, threads=4, cpus=2)
+    assert checks.cpu_bound(1.85, 1.0, threads=4, cpus=2)
+    assert checks.cpu_bound(1.85, 1.0, threads=2, cpus=8)
+    assert not checks.cpu_bound(0.4, 0.4, threads=1, cpus=2)  # too short to say
+    flags = checks.trial_flags(
         totals(10.0, 9.5),
         10.0,
         checks_duration=True,
@@ -112,7 +112,7 @@ def test_cpu_bound_counts_the_threads_cpus() -> None:
 def test_short_and_not_cold_flags() -> None:
     def flags(elapsed: float, *, tiny: bool = False, expected: float | None = None) -> set[str]:
         return set(
-            runner.trial_flags(
+            checks.trial_flags(
                 totals(elapsed, 0.0),
                 elapsed,
                 checks_duration=not tiny,

@@ -115,6 +115,10 @@ class TrialContext(Protocol):
         """Keep a per-second series of the timed phase with the trial (drawn over time)."""
 
     @property
+    def run_dir(self) -> Path:
+        """The run's own directory outside the target: a server's socket, crash notes."""
+
+    @property
     def mem_bytes(self) -> int:
         """The memory the workload may use (the `mem` knob's cap, else the machine's): what
         `scale_to_mem` sizes a working set against."""
@@ -166,6 +170,10 @@ class Workload(ABC, Generic[P]):
         """The filesystem this step's timed phase runs on: the trial's own (`ctx`), or one
         the workload made in `prepare` (a clean copy: `ctx.fresh_twin()`)."""
         return ctx
+
+    def release(self, ctx: TrialContext, params: P) -> None:  # noqa: B027 - optional hook
+        """After the step, on every path (success, failure, timeout, Ctrl-C): stop what
+        `prepare` started (a database server)."""
 
     def required_bytes(self, params: P) -> int:
         """Space the workload needs on the filesystem; checked before a run starts."""
