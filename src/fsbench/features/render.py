@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from html import escape
+from importlib import resources
 
 from rich import box
 from rich.console import Console
@@ -121,24 +122,8 @@ def markdown(table: FeatureTable, evidence: bool = False) -> str:
 
 # --- html ---------------------------------------------------------------------------------
 
-FEATURES_CSS = """
-table.fsb-features { border-collapse: collapse; font: 13px/1.4 system-ui, sans-serif; }
-table.fsb-features th, table.fsb-features td {
-  border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
-table.fsb-features thead th { background: #f4f4f4; }
-table.fsb-features .feat-yes .mark { color: #1a7f37; }
-table.fsb-features .feat-no .mark { color: #cf222e; }
-table.fsb-features .feat-na, table.fsb-features .feat-unsupported { color: #888; }
-table.fsb-features .feat-error { color: #9a6700; }
-table.fsb-features td.feat-diff { background: #fff8c5; font-weight: 600; }
-table.fsb-features details summary { cursor: pointer; list-style: none; }
-table.fsb-features details[open] { min-width: 28em; }
-table.fsb-features .feat-note { font-weight: normal; margin: 4px 0; }
-.fsb-features-legend, .fsb-features-unavailable { font: 12px/1.4 system-ui, sans-serif;
-  color: #555; }
-table.fsb-features pre { font-size: 11px; white-space: pre-wrap; margin: 4px 0;
-  font-weight: normal; color: #333; }
-"""
+# The feature table's stylesheet, a package resource beside this module.
+FEATURES_CSS = resources.files(__package__).joinpath("features.css").read_text(encoding="utf-8")
 
 _CLASS = {
     "yes": "feat-yes",
