@@ -61,11 +61,11 @@ def main() -> int:
             f"({'ok' if gap <= GAP_LIMIT else f'over {GAP_LIMIT:.0%}'})"
         )
         failed |= gap > GAP_LIMIT
-    winners = [ln for ln in verdicts.splitlines() if "_verdict_" in ln and "no clear" not in ln]
-    for line in winners:
-        if "vs" in line:
-            print(f"winner named: {line}")
-            failed = True
+    for line in (ln for ln in verdicts.splitlines() if "_verdict_" in ln):
+        for cell in (c.strip(" _") for c in line.split("|")[2:]):
+            if cell and "no clear difference" not in cell:
+                print(f"winner named: {cell}")
+                failed = True
     print("A/A: PASS" if not failed else "A/A: FAIL")
     return 1 if failed else 0
 
