@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from fsbench import filesystems, knobs, proc, workloads
+from fsbench import aging, filesystems, knobs, memcap, proc, workloads
 from fsbench.plan import DEFAULT_IMAGE_SIZE
 from fsbench.store import Store
 from fsbench.targets import stale
@@ -97,6 +97,26 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
         )
     )
     checks.append(_knob_check(workdir, released))
+    h = memcap.hierarchy()
+    checks.append(
+        Check(
+            name="memory cgroup",
+            ok=h is not None,
+            detail=(
+                f"cgroup v{h.version} at {h.mount}: the mem knob caps a workload's memory"
+                if h is not None
+                else "none: the mem knob is unsupported here"
+            ),
+        )
+    )
+    recipes = {name: r().missing() for name, r in aging.RECIPES.items()}
+    checks.append(
+        Check(
+            name="aging recipes",
+            ok=not any(recipes.values()),
+            detail="; ".join(f"{n}: {why or 'ok'}" for n, why in recipes.items()),
+        )
+    )
     try:
         store = Store(db)
         integrity = store.integrity()

@@ -291,6 +291,11 @@ def test_doctor_json(workdir: Path) -> None:
     assert wl["alloc"]["available"] is True and wl["alloc"]["reason"] == "ok"
     checks = {c["name"]: c for c in doc["checks"]}
     assert checks["root"]["ok"] and checks["loop devices"]["ok"]
+    assert (
+        checks["memory cgroup"]["ok"] and "the mem knob caps" in checks["memory cgroup"]["detail"]
+    )
+    assert checks["aging recipes"]["detail"] == "git-pulls: ok; churn: ok"
+    assert wl["aging"]["available"] is True
 
 
 def test_list_commands() -> None:
