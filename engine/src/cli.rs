@@ -14,6 +14,7 @@ usage: fsbench-engine run SPEC.json|-        prepare, run, print results JSON
        fsbench-engine prepare SPEC.json|-    only make the filesets, print the prepare JSON
        fsbench-engine personality NAME [--scale tiny|quick|full] [--dir DIR]
                       [--threads N] [--duration S] [--warmup S] [--seed N]
+                      [--fileset-bytes N]
                                              print the spec JSON of a built-in personality
        fsbench-engine churn SPEC.json|-      age the filesystem of the spec's dir: create
                                              and delete files to a target fullness, having
@@ -117,6 +118,13 @@ fn personality(rest: &[String]) -> Result<String> {
             "--duration" => opts.duration_s = Some(parse_num(flag, &value)?),
             "--warmup" => opts.warmup_s = Some(parse_num(flag, &value)?),
             "--seed" => opts.seed = Some(parse_num(flag, &value)?),
+            "--fileset-bytes" => {
+                let b: u64 = parse_num(flag, &value)?;
+                if b == 0 {
+                    return Err(Error::input("--fileset-bytes must be at least 1"));
+                }
+                opts.fileset_bytes = Some(b);
+            }
             _ => return Err(Error::input(format!("unknown option {flag}; see --help"))),
         }
         i += 1;
@@ -191,9 +199,11 @@ mod tests {
             "5",
             "--duration",
             "1.5",
+            "--fileset-bytes=1638400",
         ]))
         .expect("ok");
         let s = spec::parse(&out).expect("prints a valid spec");
+        assert_eq!(s.filesets[0].count, 100, "1600 KiB of 16 KiB files");
         assert_eq!(s.dir, "/mnt/t");
         assert_eq!(s.groups[0].threads, 3);
         assert_eq!(s.seed, Some(5));
@@ -234,6 +244,10 @@ mod tests {
             (
                 vec!["personality", "varmail", "--duration", "-3"],
                 "duration_s",
+            ),
+            (
+                vec!["personality", "varmail", "--fileset-bytes", "0"],
+                "--fileset-bytes must be",
             ),
         ] {
             let e = main(&args(&a)).expect_err("should fail");

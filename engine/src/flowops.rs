@@ -10,8 +10,9 @@
 //! the thread's files are closed and the chain starts over.
 //!
 //! The hot path (an I/O flowop on an open fd) makes one system call, reads the clock
-//! twice and records into a thread-local histogram: no allocation, no lock, no atomic
-//! unless the run stops after a number of operations.
+//! twice and records into thread-local histograms (the flowop's, and the current
+//! second's): no allocation, no lock, no atomic unless the run stops after a number of
+//! operations. Once a second a thread adds its second's histogram to the shared ones.
 
 use std::os::fd::RawFd;
 use std::sync::Mutex;
@@ -22,7 +23,7 @@ use crate::dist::{FastRng, Sampler, below};
 use crate::error::{Error, Result};
 use crate::fileset::{Fileset, Pick};
 use crate::spec::{DIRECT_ALIGN, FlowopSpec, GroupSpec, MAX_FD, OpKind, Spec};
-use crate::stats::OpStats;
+use crate::stats::{self, OpStats, SecondHists, Tally};
 use crate::sys::{self, AlignedBuf, CPath};
 
 /// With only an op count to stop at, a thread whose chain keeps finding no file gives up
@@ -86,6 +87,8 @@ pub struct Shared<'a> {
     pub ops_done: AtomicU64,
     pub ops_limit: Option<u64>,
     pub failure: Mutex<Option<String>>,
+    /// The latencies of each second of the measured phase, all threads'.
+    pub seconds: SecondHists,
 }
 
 impl Shared<'_> {
@@ -110,7 +113,8 @@ pub struct Timing {
 /// What a worker hands back.
 pub struct ThreadOutput {
     pub stats: Vec<OpStats>,
-    pub series: Vec<u64>,
+    /// What ended in each second of the measured phase.
+    pub series: Vec<Tally>,
     pub last_end: Option<Instant>,
 }
 
@@ -169,9 +173,12 @@ impl<'a> Worker<'a> {
     pub fn run(mut self, timing: Timing) -> ThreadOutput {
         self.deadline = timing.deadline;
         let mut stats: Vec<OpStats> = self.ops.iter().map(|_| OpStats::new()).collect();
-        let mut series: Vec<u64> = vec![0; timing.buckets.unwrap_or(0)];
+        let mut series: Vec<Tally> = vec![Tally::default(); timing.buckets.unwrap_or(0)];
         let max_bucket = timing.buckets.map(|b| b.saturating_sub(1));
         let mut bucket = 0usize;
+        // The latencies of the second `bucket` is in, added to shared.seconds when over.
+        let mut second = stats::histogram();
+        let mut second_of = 0usize;
         let mut next_tick = timing.warmup_end + Duration::from_secs(1);
         let mut recording = false;
         let mut last_end = None;
@@ -203,7 +210,8 @@ impl<'a> Worker<'a> {
                                     shared.stop.store(true, Ordering::Relaxed);
                                 }
                             }
-                            st.record(t1.duration_since(t0), read, written);
+                            let latency = t1.duration_since(t0);
+                            st.record(latency, read, written);
                             while t1 >= next_tick {
                                 next_tick += Duration::from_secs(1);
                                 if max_bucket.is_none_or(|m| bucket < m) {
@@ -211,9 +219,16 @@ impl<'a> Worker<'a> {
                                 }
                             }
                             if bucket >= series.len() {
-                                series.resize(bucket + 1, 0);
+                                series.resize(bucket + 1, Tally::default());
                             }
-                            series[bucket] += 1;
+                            series[bucket].ops += 1;
+                            series[bucket].bytes += read + written;
+                            if bucket != second_of {
+                                shared.seconds.add(second_of, &second);
+                                second.reset();
+                                second_of = bucket;
+                            }
+                            stats::record_latency(&mut second, latency);
                             last_end = Some(t1);
                         }
                     }
@@ -258,6 +273,7 @@ impl<'a> Worker<'a> {
             }
         }
         self.close_all();
+        shared.seconds.add(second_of, &second);
         ThreadOutput {
             stats,
             series,

@@ -47,6 +47,9 @@ pub struct Options {
     pub seed: Option<u64>,
     /// Memory size used by `full` (default: MemTotal from /proc/meminfo).
     pub mem_bytes: Option<u64>,
+    /// The main fileset's size in bytes, at any scale: its file count becomes
+    /// ceil(bytes / mean file size) (filebench's `$nfiles` x `$meanfilesize`).
+    pub fileset_bytes: Option<u64>,
 }
 
 impl Default for Options {
@@ -59,6 +62,7 @@ impl Default for Options {
             warmup_s: None,
             seed: None,
             mem_bytes: None,
+            fileset_bytes: None,
         }
     }
 }
@@ -217,6 +221,11 @@ pub fn build(name: &str, opts: &Options) -> Result<Spec> {
             (60.0, 5.0)
         }
     };
+    if let Some(bytes) = opts.fileset_bytes {
+        for f in filesets.iter_mut().filter(|f| f.name == BIG) {
+            f.count = ((bytes as f64 / mean_size(&f.size)).ceil() as u64).max(1);
+        }
+    }
     if let Some(t) = opts.threads {
         group.threads = t;
     }
@@ -335,6 +344,34 @@ mod tests {
         .expect("full web");
         assert_eq!(web.filesets[0].count, 131_072);
         assert_eq!(web.filesets[1].count, 1, "the log stays one file");
+    }
+
+    #[test]
+    fn fileset_bytes_sizes_the_main_fileset_at_any_scale() {
+        for scale in [Scale::Tiny, Scale::Quick, Scale::Full] {
+            let f = build(
+                "fileserver",
+                &Options {
+                    scale,
+                    mem_bytes: Some(1 << 30),
+                    fileset_bytes: Some(512 << 20),
+                    ..Options::default()
+                },
+            )
+            .expect("builds");
+            // 512 MiB / 128 KiB
+            assert_eq!(f.filesets[0].count, 4096, "{scale:?}");
+        }
+        let w = build(
+            "webserver",
+            &Options {
+                fileset_bytes: Some(100_000),
+                ..Options::default()
+            },
+        )
+        .expect("web");
+        assert_eq!(w.filesets[0].count, 7, "ceil(100000 / 16 KiB)");
+        assert_eq!(w.filesets[1].count, 1, "the log stays one file");
     }
 
     #[test]

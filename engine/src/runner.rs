@@ -17,7 +17,7 @@ use crate::flowops::{Op, Shared, ThreadOutput, Timing, Worker, compile_group};
 use crate::spec::Spec;
 use crate::stats::{
     ENGINE, FlowopResult, GroupResult, Measured, OpStats, PrepareReport, PrepareResult, RunResult,
-    TimeSeries,
+    SecondHists, Tally, TimeSeries,
 };
 use crate::sys::{self, AlignedBuf, CPath};
 
@@ -191,6 +191,7 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
         ops_done: AtomicU64::new(0),
         ops_limit: spec.stop.ops,
         failure: Mutex::new(None),
+        seconds: SecondHists::default(),
     };
     let gate = Gate::new();
     let warmup = Duration::from_secs_f64(spec.warmup_s);
@@ -277,7 +278,7 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
         .iter()
         .map(|ops| ops.iter().map(|_| OpStats::new()).collect())
         .collect();
-    let mut series: Vec<u64> = Vec::new();
+    let mut series: Vec<Tally> = Vec::new();
     let mut last_end: Option<Instant> = None;
     for (gi, out) in outputs.iter() {
         let Some(out) = out else { continue };
@@ -285,10 +286,11 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
             acc.merge(st);
         }
         if out.series.len() > series.len() {
-            series.resize(out.series.len(), 0);
+            series.resize(out.series.len(), Tally::default());
         }
         for (acc, c) in series.iter_mut().zip(&out.series) {
-            *acc += c;
+            acc.ops += c.ops;
+            acc.bytes += c.bytes;
         }
         last_end = last_end.max(out.last_end);
     }
@@ -337,6 +339,6 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
         },
         total: total.summary(measured_s),
         groups,
-        timeseries: TimeSeries::from_counts(&series, measured_s),
+        timeseries: TimeSeries::from_seconds(&series, &shared.seconds.take(), measured_s),
     })
 }

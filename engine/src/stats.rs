@@ -1,5 +1,6 @@
 //! Per-flowop statistics (HDR latency histograms, counts, bytes) and the results JSON.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -28,14 +29,28 @@ impl Default for OpStats {
     }
 }
 
+/// An empty, auto-resizing latency histogram (nanoseconds) of [`SIGFIG`] figures.
+pub fn histogram() -> Histogram<u64> {
+    match Histogram::new(SIGFIG) {
+        Ok(h) => h,
+        Err(e) => panic!("histogram with {SIGFIG} significant figures: {e:?}"),
+    }
+}
+
+/// Record one latency (at least 1 ns) into `h`.
+#[inline]
+pub fn record_latency(h: &mut Histogram<u64>, latency: Duration) {
+    let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
+    // auto-resizing: grows to the value (fails only past u64 index math)
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
+    }
+}
+
 impl OpStats {
     pub fn new() -> Self {
-        let hist = match Histogram::new(SIGFIG) {
-            Ok(h) => h,
-            Err(e) => panic!("histogram with {SIGFIG} significant figures: {e:?}"),
-        };
         OpStats {
-            hist,
+            hist: histogram(),
             skipped: 0,
             bytes_read: 0,
             bytes_written: 0,
@@ -44,11 +59,7 @@ impl OpStats {
 
     #[inline]
     pub fn record(&mut self, latency: Duration, read: u64, written: u64) {
-        let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
-        // auto-resizing: grows to the value (fails only past u64 index math)
-        if self.hist.record(ns).is_err() {
-            self.hist.saturating_record(ns);
-        }
+        record_latency(&mut self.hist, latency);
         self.bytes_read += read;
         self.bytes_written += written;
     }
@@ -186,32 +197,87 @@ pub struct Measured {
     pub threads: u64,
 }
 
+/// Operations and bytes (read + written) that ended in one second of the measured phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub ops: u64,
+    pub bytes: u64,
+}
+
+/// The latency histogram of each second of the measured phase, every thread's merged. A
+/// worker records the second it is in into a histogram of its own and adds it here when
+/// the second is over (one lock per thread and second): memory is one histogram per
+/// second, not one per thread and second.
+#[derive(Debug, Default)]
+pub struct SecondHists(Mutex<Vec<Histogram<u64>>>);
+
+impl SecondHists {
+    pub fn add(&self, second: usize, h: &Histogram<u64>) {
+        if h.is_empty() {
+            return;
+        }
+        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if v.len() <= second {
+            v.resize_with(second + 1, histogram);
+        }
+        // auto-resizing histograms of equal precision always add
+        let _ = v[second].add(h);
+    }
+
+    pub fn take(&self) -> Vec<Histogram<u64>> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Latency percentiles of the operations that ended in each second, in microseconds;
+/// `None` (null) for a second in which none did.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeriesLatency {
+    pub p50: Vec<Option<f64>>,
+    pub p99: Vec<Option<f64>>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct TimeSeries {
     pub interval_s: f64,
     /// Total ops/s of each interval after the warm-up (the last may be partial: its
     /// rate is over its own length).
     pub ops_per_s: Vec<f64>,
+    /// (bytes read + bytes written) / 10^6 per second of each interval, likewise.
+    pub mb_per_s: Vec<f64>,
+    pub latency_us: SeriesLatency,
 }
 
 impl TimeSeries {
-    pub fn from_counts(counts: &[u64], duration_s: f64) -> Self {
-        let n = counts.len();
-        let ops_per_s = counts
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| {
-                let len = if i + 1 == n {
-                    (duration_s - i as f64).clamp(0.001, 1.0)
-                } else {
-                    1.0
-                };
-                round3(c as f64 / len)
-            })
-            .collect();
+    /// The series of `tallies` (one a second) and of `hists`, the latencies of each
+    /// second (as many or fewer: a second without operations may have none).
+    pub fn from_seconds(tallies: &[Tally], hists: &[Histogram<u64>], duration_s: f64) -> Self {
+        let n = tallies.len();
+        let len = |i: usize| {
+            if i + 1 == n {
+                (duration_s - i as f64).clamp(0.001, 1.0)
+            } else {
+                1.0
+            }
+        };
+        let quantile = |i: usize, q: f64| {
+            hists
+                .get(i)
+                .filter(|h| !h.is_empty())
+                .map(|h| round3(h.value_at_quantile(q) as f64 / 1000.0))
+        };
         TimeSeries {
             interval_s: 1.0,
-            ops_per_s,
+            ops_per_s: (0..n)
+                .map(|i| round3(tallies[i].ops as f64 / len(i)))
+                .collect(),
+            mb_per_s: (0..n)
+                .map(|i| round3(tallies[i].bytes as f64 / len(i) / 1e6))
+                .collect(),
+            latency_us: SeriesLatency {
+                p50: (0..n).map(|i| quantile(i, 0.50)).collect(),
+                p99: (0..n).map(|i| quantile(i, 0.99)).collect(),
+            },
         }
     }
 }
@@ -276,9 +342,50 @@ mod tests {
         assert_eq!(s.latency_us.max, 0.0);
     }
 
+    fn tally(ops: u64, bytes: u64) -> Tally {
+        Tally { ops, bytes }
+    }
+
     #[test]
     fn series_rates() {
-        let t = TimeSeries::from_counts(&[100, 100, 50], 2.5);
+        let t = TimeSeries::from_seconds(
+            &[tally(100, 2_000_000), tally(100, 0), tally(50, 500_000)],
+            &[],
+            2.5,
+        );
         assert_eq!(t.ops_per_s, vec![100.0, 100.0, 100.0]);
+        // the last, half second: its rate is over its own length
+        assert_eq!(t.mb_per_s, vec![2.0, 0.0, 1.0]);
+        assert_eq!(t.latency_us.p99, vec![None, None, None]);
+    }
+
+    #[test]
+    fn per_second_percentiles_merge_threads() {
+        let seconds = SecondHists::default();
+        // second 0: one thread at 100 us, another at 1 ms (1 op in 100)
+        let mut a = histogram();
+        for _ in 0..99 {
+            record_latency(&mut a, Duration::from_micros(100));
+        }
+        let mut b = histogram();
+        record_latency(&mut b, Duration::from_millis(1));
+        record_latency(&mut b, Duration::from_millis(1));
+        seconds.add(0, &a);
+        seconds.add(0, &b);
+        // second 1: nothing ended; second 2: 10 ms
+        let mut c = histogram();
+        record_latency(&mut c, Duration::from_millis(10));
+        seconds.add(2, &c);
+        seconds.add(1, &histogram()); // an empty one adds nothing
+        let hists = seconds.take();
+        assert_eq!(hists.len(), 3);
+        let t =
+            TimeSeries::from_seconds(&[tally(101, 0), tally(0, 0), tally(1, 4096)], &hists, 3.0);
+        let near = |x: Option<f64>, want: f64| x.is_some_and(|v| (v / want - 1.0).abs() < 0.01);
+        assert!(near(t.latency_us.p50[0], 100.0), "{:?}", t.latency_us);
+        assert!(near(t.latency_us.p99[0], 1000.0), "{:?}", t.latency_us);
+        assert_eq!(t.latency_us.p50[1], None);
+        assert!(near(t.latency_us.p99[2], 10_000.0), "{:?}", t.latency_us);
+        assert!(seconds.take().is_empty(), "taken once");
     }
 }

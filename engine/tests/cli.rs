@@ -172,6 +172,62 @@ fn check_result(r: &Value, name: &str, flowops: usize) {
     );
     assert!(ts.iter().all(|x| x.as_f64().is_some_and(|v| v > 0.0)));
     assert_eq!(r["timeseries"]["interval_s"], 1.0);
+    check_series(r, name, ts.len());
+}
+
+/// MB/s and latency percentiles a second, as many as ops/s, adding up to the totals.
+fn check_series(r: &Value, name: &str, n: usize) {
+    let s = &r["timeseries"];
+    let nums = |v: &Value| -> Vec<Option<f64>> {
+        v.as_array()
+            .expect("a series")
+            .iter()
+            .map(|x| x.as_f64())
+            .collect()
+    };
+    let ops = nums(&s["ops_per_s"]);
+    let mb = nums(&s["mb_per_s"]);
+    let p50 = nums(&s["latency_us"]["p50"]);
+    let p99 = nums(&s["latency_us"]["p99"]);
+    assert_eq!((mb.len(), p50.len(), p99.len()), (n, n, n), "{name}: {s}");
+    assert!(
+        mb.iter().all(|x| x.is_some_and(|v| v >= 0.0)),
+        "{name}: {s}"
+    );
+    for i in 0..n {
+        // every second had operations here: each has its percentiles, ordered
+        let (lo, hi) = (p50[i].expect("p50"), p99[i].expect("p99"));
+        assert!(lo > 0.0 && lo <= hi, "{name}: second {i}: {s}");
+    }
+    // the seconds' MB add up to the total (the last second's rate is over its length)
+    let dur = r["measured"]["duration_s"].as_f64().expect("duration");
+    let last_len = |i: usize| {
+        if i + 1 == n {
+            (dur - i as f64).clamp(0.001, 1.0)
+        } else {
+            1.0
+        }
+    };
+    let mb_sum: f64 = mb
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v.unwrap_or(0.0) * last_len(i))
+        .sum();
+    let total = r["total"]["mb_per_s"].as_f64().expect("total") * dur;
+    assert!(
+        (mb_sum - total).abs() <= 0.01 * total.max(1.0),
+        "{name}: {mb_sum} MB by second, {total} in all"
+    );
+    let ops_sum: f64 = ops
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v.unwrap_or(0.0) * last_len(i))
+        .sum();
+    let total_ops = r["total"]["ops"].as_f64().expect("ops");
+    assert!(
+        (ops_sum - total_ops).abs() <= 0.01 * total_ops + 1.0,
+        "{name}: {ops_sum} ops by second, {total_ops} in all"
+    );
 }
 
 #[test]
