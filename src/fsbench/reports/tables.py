@@ -41,6 +41,16 @@ class Table:
         return f"verdict: {RULE}, else no clear difference"
 
 
+def fmt_share(x: float) -> str:
+    """A relative difference as a percentage with the digits that say something: 0.03%,
+    1.5%, 12%."""
+    if x >= 0.095:
+        return f"{x:.0%}"
+    if x >= 0.0095:
+        return f"{x:.1%}"
+    return f"{x:.2g}" if x == 0 else f"{100 * x:.1g}%"
+
+
 def power_note(rows: list[Row]) -> str:
     """What the noise lets this table see: the smallest difference its rows can detect,
     and the repetitions per config a 5% difference would take (the noisiest row decides)."""
@@ -51,7 +61,7 @@ def power_note(rows: list[Row]) -> str:
     n = min(r.n for r in usable)
     text = (
         f"power: with n={n} per config these rows detect differences of about "
-        f"±{worst.min_detectable:.0%} or more (95% confidence, 80% power); "
+        f"±{fmt_share(worst.min_detectable or 0.0)} or more (95% confidence, 80% power); "
     )
     # A row whose dispersion is known but whose reps for 5% are not needs more than any
     # sane number (stats.reps_needed's limit): the noisiest row decides.

@@ -12,7 +12,7 @@ from fsbench import validity
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.html.markup import badge, details, e, head, named, table, tag, varying
 from fsbench.reports.rows import TARGET_DIFFERENCE, Row
-from fsbench.reports.tables import dims_of, label_of
+from fsbench.reports.tables import dims_of, fmt_share, label_of
 from fsbench.units import human_bytes
 
 OUTLIER = "outlier by modified z-score: shown and counted, never dropped"
@@ -54,7 +54,7 @@ def detect_text(row: Row) -> str:
     """'±12%': the min_detectable of the row, or why there is none."""
     if row.min_detectable is None:
         return "n < 2" if row.n < 2 else "-"
-    return f"±{row.min_detectable:.0%}"
+    return f"±{fmt_share(row.min_detectable)}"
 
 
 def reps_text(row: Row) -> str:
