@@ -18,6 +18,7 @@ from fsbench import plan as planning
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import html, render, source
 from fsbench.reports.rows import Row
+from fsbench.reports.tables import fmt_share
 from fsbench.store import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Measure, Ran
@@ -98,14 +99,14 @@ def test_html_shows_n_outliers_warmups_and_what_the_noise_detects(tmp_path: Path
     assert f"{xfs.warmup_values[0]:.4g}" in row
     assert "warm-up (not counted)" in page
     # What n and the noise let this row see, and what 5% would take.
-    assert f"±{xfs.min_detectable:.0%}" in row and "could detect" in page
+    assert f"±{fmt_share(xfs.min_detectable)}" in row and "could detect" in page
     assert "beyond reach" in row
     # Every flag with its meaning from the registry.
     assert ">outliers</span>" in row and escape(validity.meaning("outliers")) in row
     assert "repetition" in row  # the detail: which one, with its value
     ext4_row = _reps_row(page, "ext4")
     assert "<mark" not in ext4_row
-    assert f"±{ext4.min_detectable:.0%}" in ext4_row and f"n={ext4.reps_for_5pct}" in ext4_row
+    assert f"±{fmt_share(ext4.min_detectable)}" in ext4_row and f"n={ext4.reps_for_5pct}" in ext4_row
     # The raw values mark the warm-up trials.
     assert '<tr class="warmup">' in page
 
