@@ -106,7 +106,9 @@ def test_html_shows_n_outliers_warmups_and_what_the_noise_detects(tmp_path: Path
     assert "repetition" in row  # the detail: which one, with its value
     ext4_row = _reps_row(page, "ext4")
     assert "<mark" not in ext4_row
-    assert f"±{fmt_share(ext4.min_detectable)}" in ext4_row and f"n={ext4.reps_for_5pct}" in ext4_row
+    assert (
+        f"±{fmt_share(ext4.min_detectable)}" in ext4_row and f"n={ext4.reps_for_5pct}" in ext4_row
+    )
     # The raw values mark the warm-up trials.
     assert '<tr class="warmup">' in page
 
