@@ -27,6 +27,7 @@ MODULES: tuple[str, ...] = (
     "gzip",
     "kernel_build",
     "personalities",
+    "pgbench",
     "postmark",
     "sqlite",
     "sysbench_fileio",
