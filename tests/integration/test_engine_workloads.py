@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.workloads import _engine
+from fsbench import engine as _engine
 from tests.helpers import fsbench, ours
 
 pytestmark = [
