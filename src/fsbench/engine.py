@@ -64,8 +64,11 @@ def personality(
     duration: float | None,
     warmup: float | None,
     seed: int,
+    fileset_bytes: int | None = None,
 ) -> dict[str, Any]:
     argv = ["personality", name, "--scale", scale, "--dir", str(directory), "--seed", str(seed)]
+    if fileset_bytes is not None:
+        argv += ["--fileset-bytes", str(fileset_bytes)]
     if threads is not None:
         argv += ["--threads", str(threads)]
     if duration is not None:

@@ -315,7 +315,8 @@ class Runner:
         self, wl_cls: type[Workload[Any]], ctx: Context, flags: dict[str, str]
     ) -> list[Metric]:
         """Where the workload's throughput series held steady (fio's ss= rule): recorded,
-        with the mean from there on as `steady_<series>`; flagged when it never did."""
+        with the mean from there on as `steady_<series>`; flagged when it never did. A
+        series shorter than the window is recorded as not judged, without a flag."""
         name = wl_cls.steady_series
         found = (ctx.facts.get("series") or {}).get(name) if name else None
         if not name or not found:
@@ -324,7 +325,8 @@ class Runner:
         result = steady.steady_state(found["t"], found["v"], window=window)
         ctx.facts["steady"] = {"series": name, **result.as_dict()}
         if not result.reached or result.mean is None:
-            flags["not-steady"] = f"{name}: no {window} s window held steady ({result.rule})"
+            if result.judged:
+                flags["not-steady"] = f"{name}: no {window} s window held steady ({result.rule})"
             return []
         return [Metric(f"steady_{name}", result.mean, found["unit"], Better(found["better"]))]
 
@@ -344,7 +346,7 @@ class Runner:
         step is released on every path."""
         wl_cls = workloads.get(record.workload)
         workload: Workload[Any] = self._workload(wl_cls)
-        params = wl_cls.params_model.model_validate(record.params)
+        params = _for_memory(ctx, workload, wl_cls.params_model.model_validate(record.params))
         try:
             return self._measure(ctx, record, wl_cls, workload, params)
         finally:
@@ -433,6 +435,19 @@ class Runner:
                 system.drop_caches()
             metrics += workload.inspect(on, params)
         return metrics, wl_cls.headline_for(params, [m.name for m in metrics])
+
+
+def _for_memory(ctx: Context, workload: Workload[Any], params: Any) -> Any:
+    """The step's parameters sized to the memory it may use (`scale_to_mem`); what that
+    changed is recorded with the trial (`scaled_to_mem`)."""
+    sized = workload.for_memory(params, ctx.mem_bytes)
+    if sized != params:
+        before, after = params.model_dump(mode="json"), sized.model_dump(mode="json")
+        ctx.facts["scaled_to_mem"] = {
+            "mem_bytes": ctx.mem_bytes,
+            "params": {k: v for k, v in after.items() if before.get(k) != v},
+        }
+    return sized
 
 
 def _knob_restore_failed(records: list[TrialRecord], failures: list[str]) -> None:

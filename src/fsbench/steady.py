@@ -2,7 +2,9 @@
 `window` seconds in which the throughput's spread (the largest deviation of a second from
 the window's mean) or its slope (least squares, per second) stays within a fraction of
 the window's mean. Measuring starts where the first such window starts; before it is
-ramp-up (a cache filling, a database checkpointing its way in). Pure functions."""
+ramp-up (a cache filling, a database checkpointing its way in). A series shorter than
+the window cannot be judged (a size-based write that lasted a few seconds): that is said
+(`judged`), not taken for a failure to settle. Pure functions."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ class Steady:
     window_s: int
     mean: float | None  # over the series from start_s on (None: not reached)
     rule: str
+    judged: bool = True  # False: fewer samples than the window, the rule does not apply
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,6 +51,8 @@ def steady_state(
     slope is within its limit, relative to the window's mean."""
     rule = f"{window} s window: spread <= {spread:.0%} or slope <= {slope:.1%} of the mean per s"
     n = min(len(t), len(v))
+    if n < window:
+        return Steady(False, None, window, None, rule, judged=False)
     for i in range(0, n - window + 1):
         ys = v[i : i + window]
         mean = sum(ys) / window

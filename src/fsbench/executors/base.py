@@ -12,13 +12,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from fsbench import workloads
+from fsbench import knobs, workloads
 from fsbench.errors import FsbenchError
 from fsbench.opened import Opened
 from fsbench.plan import Cell, Plan
 from fsbench.records import TrialRecord
 from fsbench.schedule import Slot
-from fsbench.units import human_bytes
+from fsbench.units import human_bytes, parse_size
 
 OnStart = Callable[[Slot], None]
 OnRecords = Callable[[Slot, list[TrialRecord]], None]
@@ -88,14 +88,24 @@ class Executor(Opened, ABC):
         return ""
 
 
-def check_fits(cells: Sequence[Cell], target_size: int) -> None:
-    """Refuse, before anything runs, a cell whose workload cannot fit on the target."""
+def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None) -> None:
+    """Refuse, before anything runs, a cell whose workload cannot fit on the target. A
+    working set sized to memory (`scale_to_mem`) is sized as its trials will size it: to
+    the cell's mem knob, else to `machine_mem`, the RAM of the machine the trials run on
+    (None where that is not known here, on a fleet's controller: each host checks again
+    before it runs)."""
     usable = target_size - max(FS_OVERHEAD_MIN, int(target_size * FS_OVERHEAD_FRACTION))
     for cell in cells:
+        cap = cell.knobs.get(knobs.MEM, "none")
+        mem = parse_size(cap) if cap != "none" else machine_mem
         need = 0
         for name, params in cell.steps:
             wl = workloads.get(name)
-            need = max(need, wl().required_bytes(wl.params_model.model_validate(params)))
+            instance = wl()
+            model = wl.params_model.model_validate(params)
+            if mem is not None:
+                model = instance.for_memory(model, mem)
+            need = max(need, instance.required_bytes(model))
         if need > usable:
             shown = " ".join(f"{k}={v}" for k, v in cell.params.items())
             raise FsbenchError(

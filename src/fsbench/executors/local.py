@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fsbench import filesystems, sourcetree, workloads
+from fsbench import filesystems, sourcetree, system, workloads
 from fsbench.errors import FsbenchError
 from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
 from fsbench.plan import Cell, LoopTargetSpec, Plan
@@ -104,7 +104,7 @@ class LocalExecutor(Executor):
                 if missing:
                     raise FsbenchError(f"workload {step}: {missing}")
         if self.spec.device is None:  # a loop image's size is known before it exists
-            check_fits(self.cells, self.spec.image_size)
+            check_fits(self.cells, self.spec.image_size, system.mem_total())
         return warnings
 
     def release_stale(self) -> list[str]:
@@ -116,7 +116,7 @@ class LocalExecutor(Executor):
         self.target.open()
         try:
             if self.spec.device is not None:
-                check_fits(self.cells, self.target.size_bytes)
+                check_fits(self.cells, self.target.size_bytes, system.mem_total())
         except BaseException:
             self.target.close()
             raise

@@ -83,7 +83,7 @@ class VmExecutor(Executor):
         missing = qemu_missing()
         if missing:
             raise FsbenchError(missing)
-        check_fits(self.cells, self.spec.image_size)
+        check_fits(self.cells, self.spec.image_size, self.spec.guest_ram_mb << 20)
         return []
 
     def release_stale(self) -> list[str]:

@@ -167,7 +167,7 @@ class FleetExecutor(Executor):
                     f"not {self.store}"
                 )
         check_workloads(self.plan, vm=False)
-        check_fits(self.cells, self.plan.target.image_size)
+        check_fits(self.cells, self.plan.target.image_size, None)
         return []
 
     def open(self) -> None:

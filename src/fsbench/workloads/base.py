@@ -175,8 +175,16 @@ class Workload(ABC, Generic[P]):
         """After the step, on every path (success, failure, timeout, Ctrl-C): stop what
         `prepare` started (a database server)."""
 
+    def for_memory(self, params: P, mem_bytes: int) -> P:
+        """The parameters as they run where the workload may use `mem_bytes` of memory (the
+        `mem` knob's cap, else the machine's RAM): a `scale_to_mem` resolved into the size
+        of the working set. Every hook of a step gets what this returns (the runner records
+        what it changed), and so does `required_bytes` before a run starts."""
+        return params
+
     def required_bytes(self, params: P) -> int:
-        """Space the workload needs on the filesystem; checked before a run starts."""
+        """Space the workload needs on the filesystem; checked before a run starts, with
+        the parameters `for_memory` gives."""
         return 0
 
     def prepare(self, ctx: TrialContext, params: P) -> None:  # noqa: B027 - optional hook

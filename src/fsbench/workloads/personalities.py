@@ -4,6 +4,14 @@ filebench's defaults and flowop sequences (filebench itself is unmaintained).
 prepare (untimed) lays out the fileset with `fsbench-engine prepare`; the runner then
 syncs and drops caches; run is `fsbench-engine run` on the same fileset (reused), whose
 measured phase excludes the warm-up. Threads sweep 1..64 as in the ext4-vs-xfs comparison.
+
+Per-second series of the measured phase, from the engine's results (`timeseries`):
+`ops_per_s` (whose steady state the runner judges), `mb_per_s`, and the latency p50 and
+p99 of the operations that ended in each second (`lat_p50_us`, `lat_p99_us`).
+
+The main fileset's size is the engine's per scale, or `size` (its nominal size: files x
+mean file size, filebench's `$nfiles` x `$meanfilesize`), or `scale_to_mem` times the
+memory the workload may use (the `mem` knob's cap, else the machine's RAM).
 """
 
 from __future__ import annotations
@@ -13,11 +21,13 @@ from typing import Any
 from pydantic import Field
 
 from fsbench import engine
+from fsbench.units import Bytes
 from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, bucket_width
 
 DIR = "engine"
+_MARGIN = 64 << 20  # journal and metadata overhead that matters on small filesystems
 # The engine's latency histograms (HDR, 2 significant figures: engine/src/stats.rs SIGFIG)
 # have 2^7 buckets per power of two of nanoseconds.
 HDR_BITS = 7
@@ -39,6 +49,19 @@ class PersonalityParams(Params):
         default=None, ge=0, description="seconds run before measuring; none: the engine's"
     )
     seed: int = Field(default=1, ge=0, description="seed of the file sizes and choices")
+    size: Bytes | None = Field(
+        default=None,
+        gt=0,
+        description="the main fileset's nominal size (files x mean file size); none: the "
+        "engine's for the scale",
+    )
+    scale_to_mem: float | None = Field(
+        default=None,
+        gt=0,
+        le=1024,
+        description="the main fileset as a multiple of the memory the workload may use (the "
+        "mem knob's cap, else the machine's RAM), in place of size",
+    )
 
 
 def _defaults(threads: dict[Scale, Any]) -> dict[Scale, dict[str, Any]]:
@@ -53,6 +76,7 @@ class _Personality(Workload[PersonalityParams]):
     # written on disk so the device's bytes (write amplification) count all of it.
     flush = Flush.SYNC
     headline = ("ops_per_s", "mb_per_s", "lat_p99_us")
+    steady_series = "ops_per_s"
 
     @classmethod
     def missing(cls) -> str | None:
@@ -64,8 +88,17 @@ class _Personality(Workload[PersonalityParams]):
         self._spec: dict[str, Any] = {}
         self._prepared: dict[str, Any] = {}
 
+    def for_memory(self, params: PersonalityParams, mem_bytes: int) -> PersonalityParams:
+        if params.scale_to_mem is None:
+            return params
+        size = max(1, int(params.scale_to_mem * mem_bytes))
+        return PersonalityParams.model_validate({**params.model_dump(), "size": size})
+
     def required_bytes(self, params: PersonalityParams) -> int:
-        return 0  # sized by the engine per scale; full scale grows with RAM
+        if params.size is None:
+            return 0  # sized by the engine per scale; full scale grows with RAM
+        # Every file of the set present at once, grown by appends: a generous estimate.
+        return params.size + params.size // 4 + _MARGIN
 
     def threads(self, params: PersonalityParams) -> int:
         # The spec prepare made says how many (the personality's own unless given).
@@ -81,9 +114,11 @@ class _Personality(Workload[PersonalityParams]):
             duration=params.duration,
             warmup=params.warmup,
             seed=params.seed,
+            fileset_bytes=params.size,
         )
         spec["drop_caches"] = False  # the runner settles caches as `cache` says
-        self._prepared = engine.prepare(spec, timeout=7200)
+        # What prepare made: {"files", "bytes", "seconds", ...} (the engine's "prepare").
+        self._prepared = engine.prepare(spec, timeout=7200).get("prepare") or {}
         for fileset in spec["filesets"]:
             fileset["reuse"] = True  # run measures on what prepare laid out
         self._spec = spec
@@ -116,7 +151,23 @@ class _Personality(Workload[PersonalityParams]):
                 metrics.append(
                     Metric(f"{name}_p95_us", op["latency_us"]["p95"], "us", Better.LOWER)
                 )
+        _record_series(ctx, result.get("timeseries") or {})
         return metrics
+
+
+def _record_series(ctx: TrialContext, ts: dict[str, Any]) -> None:
+    """The engine's per-second series: second i is [i, i+1) s after the warm-up."""
+    step = float(ts.get("interval_s") or 1.0)
+    for name, unit, values in (
+        ("ops_per_s", "ops/s", ts.get("ops_per_s") or []),
+        ("mb_per_s", "MB/s", ts.get("mb_per_s") or []),
+    ):
+        if values:
+            ctx.series(name, unit, "higher", [i * step for i in range(len(values))], values)
+    for q, values in (ts.get("latency_us") or {}).items():
+        points = [(i * step, v) for i, v in enumerate(values) if v is not None]
+        if points:
+            ctx.series(f"lat_{q}_us", "us", "lower", [t for t, _ in points], [v for _, v in points])
 
 
 @register

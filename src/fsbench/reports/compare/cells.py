@@ -1,6 +1,8 @@
 """The comparison itself, pure: the rows of two sides in, every matched cell judged out.
 
-Cells are matched by (host, config label, chain, workload, params, knobs, metric). For
+Cells are matched by (host, config label, chain, workload, params, knobs, metric); a
+parameter left at None (unset: the tool's own default) matches one a run made before it
+existed, as the cell was the same. For
 every matched cell: both means with n, the ratio B/A with its 95% CI (delta method), and
 a verdict that is called only when Welch's t-test gives p < 0.05 after Holm's correction
 over every cell compared, and the means differ by more than the metric's resolution;
@@ -60,7 +62,9 @@ def cell_key(row: Row) -> CellKey:
         row.config,
         row.chain,
         row.workload,
-        json.dumps(row.params, sort_keys=True, default=str),
+        json.dumps(
+            {k: v for k, v in row.params.items() if v is not None}, sort_keys=True, default=str
+        ),
         json.dumps(row.knobs, sort_keys=True, default=str),
         row.metric or "",
     )

@@ -15,10 +15,24 @@ Profiles (the `profile` parameter; `profiles.py` holds their fio options):
   filesystem under test (its `directory=` lines are replaced) and lays the files out in
   `prepare` with `--create_only=1`, untimed.
 
-Every fio run uses `--output-format=json` (`parse.py`); bandwidth (MiB/s), IOPS, mean
+Every fio run uses `--output-format=json+` (`parse.py`); bandwidth (MiB/s), IOPS, mean
 latency and completion-latency percentiles (p50, p95, p99, p99.9, in µs) are reported per
 direction. The headline metrics follow the profile: MiB/s and IOPS are one number at the
 1 MiB blocks of seq-*, so only MiB/s is shown there.
+
+Per-second series (`logs.py`: fio's bandwidth log and per-second latency histograms):
+a profile of one fio run (seq-write, seq-read, rand-rw) records `mib_s`, every direction
+together, whose steady state the runner judges (fio's own ss= rule, on fio's `bw`), and
+per direction the completion-latency p50 and p99 of each second (`write_clat_p99_us`);
+threaded-io records each phase's own (`rand_read_mib_s`, `rand_read_clat_p99_us`...),
+with no steady state across four runs. A size-based run shorter than the steady window
+is drawn but not judged. Job files record no series (their jobs may run one after
+another, on clocks of their own).
+
+`scale_to_mem` sizes the data set (the file of seq-*/rand-rw, the threads' files of
+threaded-io) to a multiple of the memory the workload may use (`ctx.mem_bytes`: the `mem`
+knob's cap, else the machine's RAM), so `--knob mem=256M --set scale_to_mem=0.5,2,4`
+sweeps the working set across the page cache.
 
 On the `raw` pseudo-filesystem (the bare device) the same profile runs on the device
 itself with O_DIRECT, so every filesystem can be shown as a percentage of the device.
@@ -27,13 +41,15 @@ itself with O_DIRECT, so every filesystem can be shown as a percentage of the de
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Collection, Mapping
+from pathlib import Path
 
 from fsbench.errors import TrialFailed
 from fsbench.units import parse_size
 from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Scale, Tool, TrialContext, Workload
-from fsbench.workloads.fio import jobfile, tool
+from fsbench.workloads.fio import jobfile, logs, tool
 from fsbench.workloads.fio.parse import job_metrics, written_bytes
 from fsbench.workloads.fio.profiles import (
     BLOCK_SIZE,
@@ -71,6 +87,8 @@ class Fio(Workload[FioParams]):
     # leaves dirty, inside `seconds` (fio's own MiB/s follow the job's own policy).
     flush = Flush.SYNC
     needs_filesystem = False  # `raw`: the same profile on the bare device
+    # Every direction's MiB/s a second, of the profiles that are one fio run.
+    steady_series = "mib_s"
     # Every headline metric of every profile; `headline_for` picks a trial's own.
     headline = (
         "write_mib_s",
@@ -101,6 +119,9 @@ class Fio(Workload[FioParams]):
             if not (one_mib and name.endswith("_iops"))
             and not (params.profile in TIME_BASED and name == "seconds")
         )
+
+    def for_memory(self, params: FioParams, mem_bytes: int) -> FioParams:
+        return params.for_memory(mem_bytes)
 
     def required_bytes(self, params: FioParams) -> int:
         if params.job_file is not None:
@@ -134,12 +155,19 @@ class Fio(Workload[FioParams]):
             return job_metrics(results) + _written(written_bytes(results))
         metrics: list[Metric] = []
         written = 0
-        for phase in run_phases(params.profile, params, where):
+        phases = run_phases(params.profile, params, where)
+        for phase in phases:
             if phase.drop_caches_before:
                 ctx.drop_caches()
             direct = where.raw or ("direct", "1") in phase.options
-            options = tool.argv_options(phase.options)
-            results = tool.run_fio(options, timeout=phase.timeout, direct=direct)
+            # The per-second logs go beside the mount point, not onto the filesystem.
+            with tempfile.TemporaryDirectory(dir=ctx.run_dir, prefix="fsbench-fio-logs-") as d:
+                options = tool.argv_options((*phase.options, *logs.log_options(Path(d))))
+                results = tool.run_fio(options, timeout=phase.timeout, direct=direct)
+                seconds = logs.read_dir(Path(d))
+            if len(results) == 1:  # a profile's jobs report as one group
+                seconds.add_tail(results[0].directions)
+            _record_series(ctx, seconds, phase.prefix, total=len(phases) == 1)
             metrics += job_metrics(results, phase.prefix)
             written += written_bytes(results)
         return metrics + _written(written)
@@ -148,6 +176,29 @@ class Fio(Workload[FioParams]):
         # seq-read reads its whole laid-out file cold (the other profiles' reads are
         # O_DIRECT, or follow writes of the same trial).
         return params.size if params.profile == SEQ_READ else None
+
+
+def _record_series(ctx: TrialContext, seconds: logs.PerSecond, prefix: str, total: bool) -> None:
+    """One fio run's per-second series: `mib_s` of every direction together where the
+    profile is that one run (`total`: the steady series), else each direction's
+    `{prefix}{ddir}_mib_s`; each direction's latency percentiles."""
+    if total:
+        t, v = seconds.total_mib_s()
+        if t:
+            ctx.series("mib_s", "MiB/s", "higher", t, v)
+    else:
+        for ddir, per in seconds.mib_s.items():
+            ordered = sorted(per)
+            if ordered:
+                name = f"{prefix}{ddir}_mib_s"
+                ctx.series(
+                    name, "MiB/s", "higher", [float(s) for s in ordered], [per[s] for s in ordered]
+                )
+    for ddir in seconds.hist:
+        for pct, suffix in logs.SERIES_PERCENTILES:
+            t, v = seconds.percentile_series(ddir, pct)
+            if t:
+                ctx.series(f"{prefix}{ddir}_clat_{suffix}_us", "us", "lower", t, v)
 
 
 def _written(total: int) -> list[Metric]:

@@ -1,6 +1,6 @@
-"""fio's JSON output (`--output-format=json`): the jobs or reporting groups, and the
-metrics fsbench reports of them (MiB/s, IOPS, mean latency, completion-latency
-percentiles, per direction)."""
+"""fio's JSON output (`--output-format=json+`: json with the latency histograms' bins):
+the jobs or reporting groups, and the metrics fsbench reports of them (MiB/s, IOPS, mean
+latency, completion-latency percentiles, per direction)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ class Direction:
     lat_mean_us: float | None
     clat_percentiles_us: dict[str, float]  # metric suffix ("p99") -> µs
     total_ios: int
+    runtime_ms: int = 0  # of the direction (a group's: its longest job's)
+    # The whole run's completion-latency histogram (`json+` output): ns -> I/Os.
+    clat_bins: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ def _direction(d: dict[str, Any]) -> Direction:
         for key, suffix in PERCENTILES:
             if key in table:
                 pct[suffix] = float(table[key]) / 1000
+    bins = clat.get("bins") if isinstance(clat, dict) else None
     return Direction(
         io_bytes=int(d.get("io_bytes", 0)),
         bw_mib_s=bw,
@@ -102,6 +106,8 @@ def _direction(d: dict[str, Any]) -> Direction:
         lat_mean_us=lat_mean,
         clat_percentiles_us=pct,
         total_ios=int(d.get("total_ios", 0)),
+        runtime_ms=int(d.get("runtime", 0)),
+        clat_bins={int(k): int(v) for k, v in bins.items()} if isinstance(bins, dict) else {},
     )
 
 

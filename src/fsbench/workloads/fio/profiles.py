@@ -70,6 +70,14 @@ class FioParams(Params):
     threads: Annotated[
         int, Field(ge=1, le=1024, description="fio jobs (threads) running at once")
     ] = 1
+    scale_to_mem: float | None = Field(
+        default=None,
+        gt=0,
+        le=1024,
+        description="the data set as a multiple of the memory the workload may use (the mem "
+        "knob's cap, else the machine's RAM), in place of size: 0.5 fits in the page cache, "
+        "2 and 4 do not",
+    )
 
     @field_validator("profile")
     @classmethod
@@ -84,12 +92,23 @@ class FioParams(Params):
 
     @model_validator(mode="after")
     def _enough_per_thread(self) -> FioParams:
+        if self.scale_to_mem is not None and self.job_file is not None:
+            raise ValueError(
+                "scale_to_mem sizes a built-in profile's data set: a job file sizes its own"
+            )
         if self.profile in (SEQ_WRITE, SEQ_READ, THREADED):
             if self.size // self.threads < MIN_PER_THREAD:
                 raise ValueError(
                     f"size {self.size} shared by {self.threads} threads leaves under 1 MiB each"
                 )
         return self
+
+    def for_memory(self, mem_bytes: int) -> FioParams:
+        """`size` as scale_to_mem x mem_bytes (whole MiB) when scale_to_mem is set."""
+        if self.scale_to_mem is None:
+            return self
+        size = max(MIB, int(self.scale_to_mem * mem_bytes) // MIB * MIB)
+        return type(self).model_validate({**self.model_dump(), "size": size})
 
     @property
     def job_file(self) -> Path | None:

@@ -57,7 +57,9 @@ def run_fio(args: Sequence[str], *, timeout: float, direct: bool) -> list[JobRes
     O_DIRECT is Unsupported; anything else is TrialFailed with fio's messages."""
     with tempfile.TemporaryDirectory(prefix="fsbench-fio-") as tmp:
         out_path = Path(tmp) / "fio.json"
-        argv = ["fio", "--output-format=json", f"--output={out_path}", "--eta=never", *args]
+        # json+: json with each latency histogram's bins (logs.py completes the per-second
+        # series with what fio's totals hold beyond its last logged second).
+        argv = ["fio", "--output-format=json+", f"--output={out_path}", "--eta=never", *args]
         res = proc.run(argv, timeout=timeout)
         text = out_path.read_text(errors="replace") if out_path.exists() else ""
     return check_fio(res, text, direct=direct)
