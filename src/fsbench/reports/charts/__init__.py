@@ -5,6 +5,8 @@ one module per family.
 - `lines`: a numeric sweep (clients, threads...): the metric against the parameter.
 - `layout`: time and on-disk layout side by side (alloc).
 - `timelines`: a bootchart of one trial per config (device, CPU over the timed phase).
+- `series`: the per-second series workloads record (throughput with where steady state
+  began, latency percentiles on a log axis), every counted repetition, per cell.
 - `style` and `figure`: the look, the files and the titles they share.
 
 Every function takes its data and an output directory and returns what it wrote.
@@ -20,6 +22,12 @@ from fsbench.reports.charts.bars import bar_chart_set, bar_charts
 from fsbench.reports.charts.figure import Chart, slug
 from fsbench.reports.charts.layout import layout_chart_set, layout_charts
 from fsbench.reports.charts.lines import line_chart_set, line_charts, numeric_sweep
+from fsbench.reports.charts.series import (
+    TrialSeries,
+    series_chart_set,
+    series_charts,
+    trial_series,
+)
 from fsbench.reports.charts.style import config_colors
 from fsbench.reports.charts.timelines import (
     Timeline,
@@ -33,6 +41,7 @@ from fsbench.reports.rows import Row
 __all__ = [
     "Chart",
     "Timeline",
+    "TrialSeries",
     "all_charts",
     "bar_chart_set",
     "bar_charts",
@@ -42,9 +51,12 @@ __all__ = [
     "line_chart_set",
     "line_charts",
     "numeric_sweep",
+    "series_chart_set",
+    "series_charts",
     "slug",
     "timeline_chart_set",
     "timeline_charts",
+    "trial_series",
 ]
 
 
@@ -53,6 +65,7 @@ def all_charts(
     timelines: Sequence[Timeline],
     out_dir: Path,
     formats: Sequence[str] = IMAGES,
+    series: Sequence[TrialSeries] = (),
 ) -> list[Chart]:
     """Every chart of a report, configs in the same colours throughout."""
     colors = config_colors([r.config for r in rows])
@@ -61,4 +74,5 @@ def all_charts(
         *bar_chart_set(rows, out_dir, formats, colors),
         *line_chart_set(rows, out_dir, formats, colors),
         *timeline_chart_set(timelines, out_dir, formats),
+        *series_chart_set(series, out_dir, formats, colors),
     ]

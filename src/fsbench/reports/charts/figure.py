@@ -24,7 +24,7 @@ from fsbench.reports.tables import dims_of
 class Chart:
     """One figure written in every requested format."""
 
-    kind: str  # bar | line | layout | timeline
+    kind: str  # bar | line | layout | timeline | series
     title: str
     workload: str
     chain: str

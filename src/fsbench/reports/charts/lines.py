@@ -1,6 +1,10 @@
 """Sweep lines: for a sweep of a numeric parameter (clients, threads, copies...), the
 metric against the parameter, one line per config with its 95% CI band; other swept
-dimensions (a knob...) make small multiples with one y axis."""
+dimensions (a knob...) make small multiples with one y axis.
+
+A sweep of `scale_to_mem` (the working set as a multiple of the memory the workload may
+use) is the x axis whenever it varies, read as "working set / memory" with a mark at 1:
+where each filesystem falls off the page cache (Tarasov et al., HotOS'11)."""
 
 from __future__ import annotations
 
@@ -16,15 +20,23 @@ from fsbench.reports.headline import headline_metrics
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, split_dims
 
+# Parameters whose sweep is the x axis before any other, and how the axis reads them.
+AXES = {"scale_to_mem": "working set / memory"}
+
+
+def axis_name(param: str) -> str:
+    return AXES.get(param, param)
+
 
 def _numeric(values: Sequence[Any]) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
 def numeric_sweep(rows: Sequence[Row]) -> str | None:
-    """The first swept parameter whose values are all numbers, if any."""
+    """The first swept parameter whose values are all numbers, if any (one of AXES
+    first)."""
     varying, _ = split_dims(list(rows))
-    for name in varying:
+    for name in sorted(varying, key=lambda n: n not in AXES):
         values = [dims_of(r).get(name) for r in rows]
         if _numeric(values) and len(set(values)) >= 2:
             return name
@@ -69,7 +81,9 @@ def line_chart(d: Drawing, metric: str, param: str) -> Chart | None:
         ax.xaxis.set_major_locator(ticker.FixedLocator(xs_all))
         ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _p: f"{x:g}"))
         ax.xaxis.set_minor_locator(ticker.NullLocator())
-        ax.set_xlabel(param)
+        if param in AXES and xs_all and xs_all[0] < 1 < xs_all[-1]:
+            ax.axvline(1.0, color=style.MUTED, linewidth=1, linestyle=":", zorder=0)
+        ax.set_xlabel(axis_name(param))
         if panel:
             ax.set_title(panel, loc="left", fontsize=10.5, color=style.INK)
     axes[0].set_ylabel(style.axis_label(metric, unit))
@@ -90,7 +104,7 @@ def line_chart(d: Drawing, metric: str, param: str) -> Chart | None:
     title = figure.heading(
         fig,
         d,
-        f"{metric} by {param}",
+        f"{metric} by {axis_name(param)}",
         style.better_text(sample.better),
         "mean, band = 95% CI",
         figure.n_text(mrows),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fsbench import __version__, calibration
 from fsbench.reports import source
-from fsbench.reports.charts import Chart, all_charts, first_rep_timelines
+from fsbench.reports.charts import Chart, all_charts, first_rep_timelines, trial_series
 from fsbench.reports.html.calibration import calibration_html, warning_html
 from fsbench.reports.html.features import SECTION_ID as FEATURES_ID
 from fsbench.reports.html.features import features_section
@@ -166,10 +166,11 @@ def html_report(store: Store, run_id: int, chart_dir: Path | None = None) -> str
     when given, else to a temporary directory (SVG only) that is removed."""
     report = source.load(store, run_id)
     timelines = first_rep_timelines(report.trials, store.get_samples)
+    series = trial_series(report.trials)
     if chart_dir is not None:
-        return render_html(report, all_charts(report.rows, timelines, chart_dir))
+        return render_html(report, all_charts(report.rows, timelines, chart_dir, series=series))
     with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
-        charts = all_charts(report.rows, timelines, Path(tmp), formats=("svg",))
+        charts = all_charts(report.rows, timelines, Path(tmp), formats=("svg",), series=series)
         return render_html(report, charts)
 
 
@@ -177,7 +178,8 @@ def write_run_report(store: Store, run_id: int, out_dir: Path) -> list[Path]:
     """report.html plus every chart as PNG and SVG in out_dir; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     report = source.load(store, run_id)
-    charts = all_charts(report.rows, first_rep_timelines(report.trials, store.get_samples), out_dir)
+    timelines = first_rep_timelines(report.trials, store.get_samples)
+    charts = all_charts(report.rows, timelines, out_dir, series=trial_series(report.trials))
     page = out_dir / REPORT_NAME
     page.write_text(render_html(report, charts), encoding="utf-8")
     return [page, *(p for c in charts for p in c.paths)]

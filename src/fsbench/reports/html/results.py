@@ -3,14 +3,15 @@ footnotes, its charts and timelines, and every repetition behind the numbers."""
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from fsbench.records import RunRecord
 from fsbench.reports.charts import Chart
+from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import details, e, facts, slug, tag
+from fsbench.reports.html.overtime import over_time_html
 from fsbench.reports.html.repetitions import repetitions_html
 from fsbench.reports.ranking import RULE
 from fsbench.reports.rows import Row
@@ -83,24 +84,6 @@ def table_html(t: Table, table_id: str) -> str:
     )
 
 
-def img(chart: Chart) -> str:
-    """A chart embedded as a data: URL (SVG when written, else PNG), never wider than
-    drawn (96 px per inch): fonts keep their size on wide screens."""
-    path = chart.path("svg") or chart.path("png")
-    if path is None:
-        return ""
-    mime = "image/svg+xml" if path.suffix == ".svg" else "image/png"
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    width, height = chart.size
-    wide = width > 7.5  # two narrow charts side by side stay legible; wider ones span
-    px_w, px_h = round(width * 96), round(height * 96)
-    image = (
-        f'<img src="data:{mime};base64,{data}" alt="{e(chart.title)}" '
-        f'width="{px_w}" height="{px_h}" style="max-width:{px_w}px">'
-    )
-    return tag("figure", image, class_="chart wide" if wide else "chart")
-
-
 def _params_html(facts_of: dict[str, Any], rows: Sequence[Row]) -> str:
     """The workload's parameters with what each means (as the run stored it)."""
     meanings: dict[str, str] = facts_of.get("params") or {}
@@ -132,11 +115,12 @@ def workload_section(
         parts.append(tag("p", e(stored["summary"]), class_="about"))
     parts.append(_params_html(stored, rows))
     parts += [table_html(t, f"{sid}-t{i}") for i, t in enumerate(tables)]
-    main = [c for c in charts if c.kind != "timeline"]
+    main = [c for c in charts if c.kind not in ("timeline", "series")]
     timelines = [c for c in charts if c.kind == "timeline"]
     if main:
         parts.append(tag("h3", "Charts"))
         parts.append(tag("div", "".join(img(c) for c in main), class_="charts"))
+    parts.append(over_time_html([c for c in charts if c.kind == "series"]))
     if timelines:
         parts.append(
             details(
