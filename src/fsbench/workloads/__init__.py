@@ -31,6 +31,7 @@ MODULES: tuple[str, ...] = (
     "postmark",
     "sqlite",
     "sysbench_fileio",
+    "sysbench_oltp",
     "tree_copy",
     "tree_read",
     "tree_rm",
