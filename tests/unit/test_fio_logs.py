@@ -179,3 +179,23 @@ def test_a_run_under_a_second_is_one_point() -> None:
     # its I/Os join the last logged second: every I/O is still in some second
     assert sorted(got.hist["write"]) == [0, 1, 2]
     assert sum(sum(c) for c in got.hist["write"].values()) == group.directions["write"].total_ios
+
+
+def test_what_fio_holds_of_histograms_stays_bounded() -> None:
+    """fio keeps a 15 KB copy per logged window, job and direction until it ends: a long
+    many-job run logs its histograms over wider windows."""
+    quick = [("numjobs", "1"), ("rw", "randrw"), ("time_based", "1"), ("runtime", "10s")]
+    assert logs.hist_interval_s(quick) == 1
+    seq = [("numjobs", "4"), ("rw", "write"), ("size", str(2 << 30))]  # 8 GiB: ~82 s guessed
+    assert logs.hist_interval_s(seq) == 1
+    big = [("numjobs", "64"), ("rw", "randrw"), ("time_based", "1"), ("runtime", "600s")]
+    k = logs.hist_interval_s(big)
+    assert k == 17 and 64 * 2 * (600 / k) * logs.HIST_ENTRY_BYTES <= logs.HIST_BUDGET
+    assert dict(logs.log_options(Path("/x"), k))["log_hist_msec"] == "17000"
+    # windows of 2 s: lines closing at ~2 s and ~4 s are windows 0 and 1, at t = 0 and 2
+    bins = [0] * logs.PLAT_NR
+    bins[300] = 5
+    line = ", ".join(map(str, bins))
+    got = logs.read_logs([], [f"2004, 0, 4096, {line}\n4010, 0, 4096, {line}\n"], hist_s=2)
+    assert sorted(got.hist["read"]) == [0, 1]
+    assert got.percentile_series("read", 50.0)[0] == [0.0, 2.0]

@@ -161,10 +161,12 @@ class Fio(Workload[FioParams]):
                 ctx.drop_caches()
             direct = where.raw or ("direct", "1") in phase.options
             # The per-second logs go beside the mount point, not onto the filesystem.
+            hist_s = logs.hist_interval_s(phase.options)
             with tempfile.TemporaryDirectory(dir=ctx.run_dir, prefix="fsbench-fio-logs-") as d:
-                options = tool.argv_options((*phase.options, *logs.log_options(Path(d))))
+                logged = logs.log_options(Path(d), hist_s)
+                options = tool.argv_options((*phase.options, *logged))
                 results = tool.run_fio(options, timeout=phase.timeout, direct=direct)
-                seconds = logs.read_dir(Path(d))
+                seconds = logs.read_dir(Path(d), hist_s)
             if len(results) == 1:  # a profile's jobs report as one group
                 seconds.add_tail(results[0].directions)
             _record_series(ctx, seconds, phase.prefix, total=len(phases) == 1)

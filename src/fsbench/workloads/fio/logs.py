@@ -30,8 +30,12 @@ when at least MIN_TAIL_S is left (else the bytes are dropped and the I/Os join t
 logged second). Every second's histogram together is then the whole run's, whose
 percentiles are fio's own.
 
-fio keeps each job's per-second histograms in memory until it ends (15 KB each, per
-direction): about 1 MB per job and direction for a minute's run.
+fio copies a job's whole histogram (15 KB) for every logged window and direction and
+holds the copies until it ends: about 1 MB per job and direction for a minute's run, in
+fio's memory (under a `mem` cap, charged to it). Where that would pass HIST_BUDGET (many
+jobs for long: 64 jobs of randrw for 10 minutes would hold 1.1 GB) the histogram window
+widens to whole seconds that keep it under (`hist_interval_s`), and the latency series
+has a point every so many seconds; the bandwidth log costs a few bytes a second.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fsbench.units import parse_size
 from fsbench.workloads.fio.parse import DIRECTIONS, Direction
 
 INTERVAL_MS = 1000
@@ -56,22 +61,42 @@ MIN_TAIL_S = 0.2
 MIB = 1 << 20
 # The percentiles recorded per second (fio's JSON keys as our suffixes: parse.PERCENTILES).
 SERIES_PERCENTILES: tuple[tuple[float, str], ...] = ((50.0, "p50"), (99.0, "p99"))
+# What fio may hold of logged histograms in one run (HIST_ENTRY_BYTES each), and how long a
+# size-based run is guessed to last (long: a slow disk) to tell.
+HIST_ENTRY_BYTES = PLAT_NR * 8
+HIST_BUDGET = 64 * MIB
+_SLOW_BYTES_PER_S = 100 * MIB
 
 
-def log_options(directory: Path) -> tuple[tuple[str, str], ...]:
-    """fio options that log each job's bandwidth and latency histogram every second."""
+def hist_interval_s(options: Sequence[tuple[str, str]]) -> int:
+    """Seconds per logged latency histogram for a fio run of these options: 1, or as many
+    as keep what fio holds of them under HIST_BUDGET."""
+    opts = dict(options)
+    jobs = int(opts.get("numjobs", "1"))
+    directions = 2 if opts.get("rw") in ("randrw", "rw", "readwrite") else 1
+    if opts.get("time_based") == "1":
+        seconds = float(opts.get("runtime", "0").removesuffix("s"))
+    else:
+        seconds = jobs * parse_size(opts.get("size", "0")) / _SLOW_BYTES_PER_S
+    held = jobs * directions * seconds * HIST_ENTRY_BYTES
+    return max(1, math.ceil(held / HIST_BUDGET))
+
+
+def log_options(directory: Path, hist_s: int = 1) -> tuple[tuple[str, str], ...]:
+    """fio options that log each job's bandwidth every second and its latency histogram
+    every `hist_s` seconds."""
     prefix = str(directory / PREFIX)
     return (
         ("write_bw_log", prefix),
         ("log_avg_msec", str(INTERVAL_MS)),
         ("write_hist_log", prefix),
-        ("log_hist_msec", str(INTERVAL_MS)),
+        ("log_hist_msec", str(INTERVAL_MS * hist_s)),
     )
 
 
-def second_of(time_ms: float) -> int:
-    """The second a log line stamped `time_ms` closes."""
-    return max(0, math.floor(time_ms / INTERVAL_MS + _EARLY) - 1)
+def second_of(time_ms: float, interval_s: int = 1) -> int:
+    """The window (of `interval_s` seconds) a log line stamped `time_ms` closes."""
+    return max(0, math.floor(time_ms / (INTERVAL_MS * interval_s) + _EARLY) - 1)
 
 
 def plat_idx_to_val(idx: int) -> float:
@@ -159,9 +184,10 @@ class PerSecond:
 
     # direction -> second -> MiB/s
     mib_s: dict[str, dict[int, float]] = field(default_factory=dict)
-    # direction -> second -> merged latency histogram (counts per bin)
+    # direction -> window -> merged latency histogram (counts per bin)
     hist: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     bin_values: list[float] = field(default_factory=list)  # ns of each bin
+    hist_s: int = 1  # seconds per histogram window
 
     def total_mib_s(self) -> tuple[list[float], list[float]]:
         """(t, MiB/s) of every direction together, for each second any job logged."""
@@ -205,19 +231,20 @@ class PerSecond:
         if any(c < 0 for c in rest) or not any(rest):
             return
         second = max(logged) + 1 if logged else 0
-        if logged and run_s - second < MIN_TAIL_S:
+        if logged and run_s - second * self.hist_s < MIN_TAIL_S:
             second -= 1
             rest = [a + b for a, b in zip(logged[second], rest, strict=True)]
         self.hist.setdefault(ddir, {})[second] = rest
 
     def percentile_series(self, ddir: str, pct: float) -> tuple[list[float], list[float]]:
-        """(t, µs): a direction's latency percentile in each second any of its I/O ended."""
+        """(t, µs): a direction's latency percentile in each window (a second, unless
+        `hist_s` says more) any of its I/O ended in; t is the window's start."""
         ts: list[float] = []
         vs: list[float] = []
         for s, counts in sorted(self.hist.get(ddir, {}).items()):
             value = percentile(self.bin_values, counts, pct)
             if value is not None:
-                ts.append(float(s))
+                ts.append(float(s * self.hist_s))
                 vs.append(value / 1000.0)
         return ts, vs
 
@@ -226,9 +253,10 @@ def _direction(ddir: int) -> str | None:
     return DIRECTIONS[ddir] if 0 <= ddir < len(DIRECTIONS) else None
 
 
-def read_logs(bw_texts: Iterable[str], hist_texts: Iterable[str]) -> PerSecond:
-    """Every job's logs of one run (one text per job and kind) as seconds."""
-    out = PerSecond()
+def read_logs(bw_texts: Iterable[str], hist_texts: Iterable[str], hist_s: int = 1) -> PerSecond:
+    """Every job's logs of one run (one text per job and kind) as seconds (histograms:
+    windows of `hist_s` seconds)."""
+    out = PerSecond(hist_s=hist_s)
     for text in bw_texts:
         # A job's lines of one second and direction (two if a window closed early) are
         # averaged; the jobs are summed.
@@ -250,7 +278,7 @@ def read_logs(bw_texts: Iterable[str], hist_texts: Iterable[str]) -> PerSecond:
             if len(line.counts) != len(out.bin_values):
                 continue  # another coarseness: not mergeable (fio writes one per run)
             acc = out.hist.setdefault(name, {}).setdefault(
-                second_of(line.time_ms), [0] * len(line.counts)
+                second_of(line.time_ms, hist_s), [0] * len(line.counts)
             )
             for i, c in enumerate(line.counts):
                 if c:
@@ -258,10 +286,12 @@ def read_logs(bw_texts: Iterable[str], hist_texts: Iterable[str]) -> PerSecond:
     return out
 
 
-def read_dir(directory: Path) -> PerSecond:
-    """The logs `log_options(directory)` made fio write, every job's."""
+def read_dir(directory: Path, hist_s: int = 1) -> PerSecond:
+    """The logs `log_options(directory, hist_s)` made fio write, every job's."""
     bw = sorted(directory.glob(f"{PREFIX}_bw.*.log"))
     hist = sorted(directory.glob(f"{PREFIX}_clat_hist.*.log"))
     return read_logs(
-        (p.read_text(errors="replace") for p in bw), (p.read_text(errors="replace") for p in hist)
+        (p.read_text(errors="replace") for p in bw),
+        (p.read_text(errors="replace") for p in hist),
+        hist_s,
     )
