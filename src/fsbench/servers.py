@@ -3,7 +3,7 @@ pgbench, MariaDB for sysbench-oltp).
 
 A server runs as its own Unix user (both refuse root), keeps its data on the filesystem
 under test, and listens only on a Unix socket in a directory of the run's own
-(`WORKDIR/sockets-<pid>/<name>`), never on TCP. Before it starts it is written down in
+(`WORKDIR/scratch-<pid>/<name>`), never on TCP. Before it starts it is written down in
 `WORKDIR/server-<pid>.json` (how to stop it, where its pid file is), so that a run killed
 with -9 leaves something the next `fsbench run` or `fsbench doctor` stops before it
 releases the mount the server holds (targets/stale.py). It is stopped on every path out:
@@ -16,7 +16,6 @@ import json
 import os
 import pwd
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -36,14 +35,38 @@ def note_path(workdir: Path, pid: int | None = None) -> Path:
     return Path(workdir) / f"server-{os.getpid() if pid is None else pid}.json"
 
 
+SCRATCH_RE = re.compile(r"^scratch-(\d+)$")
+
+
+def scratch_dir(workdir: Path, pid: int | None = None) -> Path:
+    """This run's own directory beside the target (sockets, logs of tools): removed when the
+    run ends, and by the next run's stale cleanup when it was killed."""
+    return Path(workdir) / f"scratch-{os.getpid() if pid is None else pid}"
+
+
 def socket_dir(workdir: Path, name: str, pid: int | None = None) -> Path:
     """Where a server's socket goes: a directory of this run's own, outside the target."""
-    return Path(workdir) / f"sockets-{os.getpid() if pid is None else pid}" / name
+    return scratch_dir(workdir, pid) / name
 
 
 def as_user(user: str, argv: Sequence[str]) -> list[str]:
-    """argv run as `user` (when fsbench runs as root, as it does to mkfs and mount)."""
-    return ["runuser", "-u", user, "--", *argv] if os.geteuid() == 0 else list(argv)
+    """argv run as `user` (when fsbench runs as root, as it does to mkfs and mount):
+    setpriv, not runuser or su, so that no PAM session moves it out of fsbench's cgroup
+    (the `mem` cap) or gives it a login's limits."""
+    if os.geteuid() != 0:
+        return list(argv)
+    # The program by fsbench's PATH: the user's reset one may lack /usr/sbin (mariadbd).
+    program = proc.which(argv[0]) or argv[0]
+    return [
+        "setpriv",
+        f"--reuid={user}",
+        f"--regid={user}",
+        "--init-groups",
+        "--reset-env",
+        "--",
+        program,
+        *argv[1:],
+    ]
 
 
 def user_ids(user: str) -> tuple[int, int]:
@@ -190,7 +213,4 @@ def stop_noted(note: Path, why: str) -> list[str]:
     if pid is not None and _alive(pid):
         lines.append(f"{_stop(noted)} ({why})")
     note.unlink(missing_ok=True)
-    sockets = note.parent / f"sockets-{noted.owner}"
-    if sockets.is_dir():
-        shutil.rmtree(sockets, ignore_errors=True)
     return lines

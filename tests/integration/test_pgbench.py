@@ -75,7 +75,7 @@ def assert_ok(record: TrialRecord) -> None:
 def assert_left_nothing(workdir: Path) -> None:
     assert postgres_under(workdir) == []
     assert list(workdir.glob("server-*.json")) == []  # the note goes with the server
-    assert list(workdir.glob("sockets-*")) == []
+    assert list(workdir.glob("scratch-*")) == []
 
 
 @pytest.mark.parametrize(("fs_name", "full_page_writes"), [(fs, fs != "ext4") for fs in FS], ids=FS)

@@ -108,7 +108,7 @@ def test_params_and_argv() -> None:
     with pytest.raises(ValidationError):
         model(scale=1, clients=2, duration=5, mode="write-only")  # type: ignore[arg-type]
     params = model(scale=1, clients=4, threads=2, duration=7, rate=250, mode="read-only")
-    paths = pg.Paths(Path("/m/pgdata"), Path("/w/sockets-1/postgresql"), Path("/w/log"))
+    paths = pg.Paths(Path("/m/pgdata"), Path("/w/scratch-1/postgresql"), Path("/w/log"))
     argv = pg.run_argv(Path("/usr/lib/postgresql/15/bin"), paths, params)
     assert argv[:5] == [
         "/usr/lib/postgresql/15/bin/pgbench",

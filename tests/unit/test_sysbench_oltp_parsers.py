@@ -165,7 +165,7 @@ def test_sysbench_failure_says_its_fatal_line() -> None:
 def test_server_is_fsbenchs_own() -> None:
     """No option file, no TCP, every path of the server's ours; InnoDB's settings the same
     at initialization and at every start."""
-    where = Where(Path("/mnt/x/mariadb"), Path("/work/sockets-1/mariadb"))
+    where = Where(Path("/mnt/x/mariadb"), Path("/work/scratch-1/mariadb"))
     p = params(doublewrite=False, page_size="4k")
     server = server_argv(p, where)
     install = install_argv(p, where)
@@ -173,8 +173,8 @@ def test_server_is_fsbenchs_own() -> None:
     assert install[:2] == ["mariadb-install-db", "--no-defaults"]
     assert "--skip-networking" in server and not any("port" in a for a in server)
     assert "--datadir=/mnt/x/mariadb" in server and "--datadir=/mnt/x/mariadb" in install
-    assert "--socket=/work/sockets-1/mariadb/mariadbd.sock" in server
-    assert "--pid-file=/work/sockets-1/mariadb/mariadbd.pid" in server
+    assert "--socket=/work/scratch-1/mariadb/mariadbd.sock" in server
+    assert "--pid-file=/work/scratch-1/mariadb/mariadbd.pid" in server
     innodb = [a for a in server if a.startswith("--innodb")]
     assert innodb == [a for a in install if a.startswith("--innodb")]
     assert "--innodb-doublewrite=OFF" in innodb and "--innodb-page-size=4096" in innodb

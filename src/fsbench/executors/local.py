@@ -9,11 +9,12 @@ asked again, and each record stamped with where it ran in its round and what ran
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fsbench import filesystems, sourcetree, system, workloads
+from fsbench import filesystems, servers, sourcetree, system, workloads
 from fsbench.errors import FsbenchError
 from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
 from fsbench.plan import Cell, LoopTargetSpec, Plan
@@ -130,6 +131,7 @@ class LocalExecutor(Executor):
             if self._slots is not None:
                 self._slots.runner.close()  # a second device some trials asked for
             sourcetree.unpin_all()  # the archives kept warm between trials
+            shutil.rmtree(servers.scratch_dir(self.workdir), ignore_errors=True)
             if self._mnt.exists() and not os.path.ismount(self._mnt):
                 self._mnt.rmdir()
         finally:

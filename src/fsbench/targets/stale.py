@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,6 +187,12 @@ def release_stale(workdir: str | Path) -> list[str]:
     for kind, (_, undo) in NOTES.items():
         for res in (r for r in stale if r.kind == kind):
             lines += undo(res.path, f"pid {res.pid} gone")
+    # A dead run's scratch directory (sockets, tools' logs), once its servers are stopped.
+    for entry in sorted(Path(os.path.realpath(workdir)).glob("scratch-*")):
+        m = servers.SCRATCH_RE.match(entry.name)
+        if m and entry.is_dir() and not entry.is_symlink() and not pid_alive(int(m.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)
+            lines.append(f"removed {entry} (pid {m.group(1)} gone)")
     for group, pid in memcap.stale_groups():  # empty once its processes are gone
         try:
             group.rmdir()

@@ -393,7 +393,7 @@ class Pgbench(Workload[PgbenchParams]):
             servers.user_ids(USER)
         except Unsupported as exc:
             return exc.message
-        utils = ("setpriv", "runuser") if os.geteuid() == 0 else ("setpriv",)
+        utils = ("setpriv",)
         absent = [u for u in utils if proc.which(u) is None]
         if absent:
             return f"missing {', '.join(absent)} (apt-get install util-linux)"
@@ -426,7 +426,7 @@ class Pgbench(Workload[PgbenchParams]):
         # Last out: the run's directories of this step, once the server is stopped.
         stack.callback(_remove_dirs, paths)
         servers.owned_dir(paths.pgdata, USER)
-        # sockets-<pid>, root's, searchable whatever the umask: the server reaches its own.
+        # scratch-<pid>, root's, searchable whatever the umask: the server reaches its own.
         paths.sockets.parent.mkdir(parents=True, exist_ok=True)
         paths.sockets.parent.chmod(0o755)
         servers.owned_dir(paths.sockets, USER)
@@ -635,4 +635,4 @@ def _remove_dirs(paths: Paths) -> None:
     for d in (paths.txlog, paths.sockets):
         shutil.rmtree(d, ignore_errors=True)
     with contextlib.suppress(OSError):
-        paths.sockets.parent.rmdir()  # sockets-<pid>, when no other server's is left
+        paths.sockets.parent.rmdir()  # scratch-<pid>, when no other server's is left

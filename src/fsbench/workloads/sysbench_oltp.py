@@ -508,7 +508,6 @@ class SysbenchOltp(Workload[SysbenchOltpParams]):
         Tool("mariadb-install-db", "mariadb-server"),
         Tool("mariadb", "mariadb-client"),
         Tool("mariadb-admin", "mariadb-client"),
-        Tool("runuser", "util-linux"),
         Tool("setpriv", "util-linux"),
     )
     # Page cache dropped and the buffer pool empty (the server restarted in prepare);
@@ -625,7 +624,7 @@ class SysbenchOltp(Workload[SysbenchOltpParams]):
     def release(self, ctx: TrialContext, params: SysbenchOltpParams) -> None:
         self._stop()
         # Stopped: its socket directory goes (its log's warnings are in the facts), and
-        # sockets-<pid> when no other server's is left.
+        # scratch-<pid> when no other server's is left.
         rundir = self._where(ctx).rundir
         shutil.rmtree(rundir, ignore_errors=True)
         with contextlib.suppress(OSError):

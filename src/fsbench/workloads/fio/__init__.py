@@ -45,6 +45,7 @@ import tempfile
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from fsbench import servers
 from fsbench.errors import TrialFailed
 from fsbench.units import parse_size
 from fsbench.workloads import register
@@ -162,7 +163,9 @@ class Fio(Workload[FioParams]):
             direct = where.raw or ("direct", "1") in phase.options
             # The per-second logs go beside the mount point, not onto the filesystem.
             hist_s = logs.hist_interval_s(phase.options)
-            with tempfile.TemporaryDirectory(dir=ctx.run_dir, prefix="fsbench-fio-logs-") as d:
+            scratch = servers.scratch_dir(ctx.run_dir)
+            scratch.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=scratch, prefix="fio-logs-") as d:
                 logged = logs.log_options(Path(d), hist_s)
                 options = tool.argv_options((*phase.options, *logged))
                 results = tool.run_fio(options, timeout=phase.timeout, direct=direct)
