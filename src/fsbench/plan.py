@@ -89,6 +89,8 @@ class WorkloadSpec(BaseModel):
     # Parameters for one scale only, over `params` (`[workload.params_at.quick]`): a preset
     # sized for its own scale still shrinks to the workload's tiny defaults at --scale tiny.
     params_at: dict[Scale, dict[str, Any]] = Field(default_factory=dict)
+    # Run only on these configs (by label: `ext4`, `btrfs zstd`); empty = every config.
+    configs: tuple[str, ...] = ()
     # Run only at these scales (kernel-build: full); empty = every scale.
     scales: tuple[Scale, ...] = ()
     # Knobs for this workload only (added to the plan's): {"vm.dirty_ratio": [1, 20]}.
@@ -547,6 +549,8 @@ def expand(
         if spec.scales and plan.scale not in spec.scales:
             continue
         knob_sets = knob_combinations(plan, knob_overrides, spec)
+        if unknown := sorted(set(spec.configs) - set(labels)):
+            raise FsbenchError(f"workload {spec.name}: no config labelled {unknown[0]!r}")
         steps = [workloads.get(step) for step in spec.steps]
         fields: dict[str, None] = {}
         values: dict[str, Any] = {}
@@ -581,7 +585,8 @@ def expand(
                     raise FsbenchError(f"workload {wl.name}: {one_line(exc)}") from None
             for knob_set in knob_sets:
                 for config in plan.fs:
-                    cells.append(Cell(config, spec.name, dumped, knob_set))
+                    if not spec.configs or config.display in spec.configs:
+                        cells.append(Cell(config, spec.name, dumped, knob_set))
     if not cells:
         raise FsbenchError(
             f"nothing to run at scale {plan.scale}: every workload is limited to other scales"

@@ -15,6 +15,7 @@ from fsbench import plan as planning
 from fsbench import workloads
 from fsbench.cli import planflags
 from fsbench.cli.app import app
+from fsbench.errors import FsbenchError
 from fsbench.plan import Cell, Plan
 from fsbench.workloads.base import Scale
 
@@ -24,6 +25,7 @@ PRESETS = (
     "alloc",
     "boot",
     "classic-suite",
+    "databases",
     "ext4-vs-xfs",
     "kernel-tree",
     "kernels",
@@ -191,3 +193,28 @@ def test_aging_ages_ext4_xfs_and_btrfs_by_git_pulls_with_three_reps() -> None:
     assert _types(p) == ["ext4", "xfs", "btrfs"] and p.reps == 3
     assert _names(p) == ["aging"] and [a.text for a in p.age] == ["git-pulls"]
     assert {c.knobs.get("age") for c in _cells("aging")} == {"git-pulls"}
+
+
+def test_databases_compares_databases_in_and_out_of_memory() -> None:
+    p = planning.load_preset("databases")
+    assert [c.display for c in p.fs] == ["ext4", "xfs", "xfs 16k", "btrfs", "btrfs zstd"]
+    cells = _cells("databases")
+    pg = [c for c in cells if c.workload == "pgbench"]
+    assert {c.knobs.get("mem") for c in pg} == {"512M"}
+    assert {c.params["scale_to_mem"] for c in pg} == {0.5, 2.0}
+    fpw_off = {c.config.display for c in pg if c.params["full_page_writes"] is False}
+    assert fpw_off == {"btrfs", "btrfs zstd"}  # safe only where pages never tear
+    oltp = [c for c in cells if c.workload == "sysbench-oltp"]
+    assert {(c.config.display, c.params["doublewrite"]) for c in oltp} == {
+        (fs, dw) for fs in ("ext4", "xfs") for dw in (True, False)
+    }
+
+
+def test_a_workload_limited_to_some_configs() -> None:
+    with pytest.raises(FsbenchError, match="no config labelled 'zfs'"):
+        planning.expand(
+            planning.load_toml(
+                '[[fs]]\ntype = "ext4"\n[[workload]]\nname = "alloc"\nconfigs = ["zfs"]\n',
+                "plan",
+            )
+        )
