@@ -21,7 +21,10 @@ from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, split_dims
 
 # Parameters whose sweep is the x axis before any other, and how the axis reads them.
-AXES = {"scale_to_mem": "working set / memory"}
+AXES = {
+    "scale_to_mem": "working set / memory",
+    "at": "aged to (pulls done, or share of the volume written)",  # the aging workload
+}
 
 
 def axis_name(param: str) -> str:
