@@ -170,6 +170,11 @@ def test_cli_run_gives_tps_and_latency_per_config(workdir: Path) -> None:
             assert row["status"] == "ok" and row["n"] == 2 and row["mean"] > 0, row
     assert postgres_under(workdir) == []
     assert ours(workdir) == ([], [])
+    # The HTML report of the run draws the per-second TPS and the latency over time.
+    page = fsbench("report", "--db", str(workdir / "r.db"), "--format", "html")
+    assert page.returncode == 0, page.stderr
+    assert "Over time: throughput and latency percentiles per second" in page.stdout
+    assert 'alt="pgbench: per second' in page.stdout
 
 
 def test_too_small_an_image_is_refused_in_one_line(workdir: Path) -> None:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from fsbench.workloads import get
 from fsbench.workloads import pgbench as pg
 from fsbench.workloads.base import Scale
+from fsbench.workloads.pgbench import cluster, txlog
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -45,21 +46,21 @@ def write_log(tmp_path: Path, *texts: str) -> list[Path]:
 
 def test_percentile_is_the_nearest_rank() -> None:
     hundred = Counter(range(1, 101))
-    assert [pg.percentile(hundred, p) for p in (50, 95, 99, 100)] == [50, 95, 99, 100]
-    assert pg.percentile(Counter({7: 1}), 99) == 7
+    assert [txlog.percentile(hundred, p) for p in (50, 95, 99, 100)] == [50, 95, 99, 100]
+    assert txlog.percentile(Counter({7: 1}), 99) == 7
     # Counts weigh: 98 fast and 2 slow; p99 is a slow one (rank 99 of 100).
-    assert pg.percentile({1: 98, 500: 2}, 99) == 500
-    assert pg.percentile({1: 98, 500: 2}, 98) == 1
+    assert txlog.percentile({1: 98, 500: 2}, 99) == 500
+    assert txlog.percentile({1: 98, 500: 2}, 98) == 1
     with pytest.raises(ValueError):
-        pg.percentile({}, 50)
+        txlog.percentile({}, 50)
 
 
 def test_log_percentiles_failures_and_seconds(tmp_path: Path) -> None:
-    log = pg.read_log(write_log(tmp_path, THREAD_0, THREAD_1))
+    log = txlog.read_log(write_log(tmp_path, THREAD_0, THREAD_1))
     # Successful latencies, sorted: 1000 1500 2000 3000 4000 5000 10000 (µs).
     assert log.ok == 7 and log.failed == 1 and log.skipped == 1
-    assert pg.percentile(log.latencies, 50) == 3000  # rank ceil(3.5) = 4
-    assert pg.percentile(log.latencies, 95) == 10000  # rank ceil(6.65) = 7
+    assert txlog.percentile(log.latencies, 50) == 3000  # rank ceil(3.5) = 4
+    assert txlog.percentile(log.latencies, 95) == 10000  # rank ceil(6.65) = 7
     assert log.mean_us() == pytest.approx(26500 / 7)
     assert log.lag_n == 0
     # The run starts with the first transaction's start, 100.000000 - 1000 µs = 99.999;
@@ -71,23 +72,23 @@ def test_log_percentiles_failures_and_seconds(tmp_path: Path) -> None:
 
 def test_log_of_a_rate_limited_run_has_the_schedule_lag(tmp_path: Path) -> None:
     text = "0 1 2206 0 1795573190 212651 72\n1 1 870 0 1795573190 212671 92\n"
-    log = pg.read_log(write_log(tmp_path, text))
+    log = txlog.read_log(write_log(tmp_path, text))
     assert log.lag_n == 2 and log.lag_us_sum == 164
     assert log.seconds == []  # well under a second: no whole second to show
-    assert pg.parse_line("0 1 2206 0 1795573190 212651 72") == pg.Tx(
+    assert txlog.parse_line("0 1 2206 0 1795573190 212651 72") == txlog.Tx(
         1795573190_212651, 2206, False, 72
     )
-    assert pg.parse_line("0 1 2206 0 17955") is None  # a line cut short
+    assert txlog.parse_line("0 1 2206 0 17955") is None  # a line cut short
 
 
 def test_summary_of_a_read_write_run() -> None:
-    got = pg.parse_summary((DATA / "pgbench_read_write.txt").read_text())
-    assert got == pg.Summary(tps=676.828565, transactions=2025, failed=0)
+    got = txlog.parse_summary((DATA / "pgbench_read_write.txt").read_text())
+    assert got == txlog.Summary(tps=676.828565, transactions=2025, failed=0)
 
 
 def test_summary_of_a_rate_limited_read_only_run() -> None:
-    got = pg.parse_summary((DATA / "pgbench_read_only_rate.txt").read_text())
-    assert got == pg.Summary(tps=216.111606, transactions=645, failed=0)
+    got = txlog.parse_summary((DATA / "pgbench_read_only_rate.txt").read_text())
+    assert got == txlog.Summary(tps=216.111606, transactions=645, failed=0)
 
 
 def test_summary_of_an_older_pgbench_and_of_an_aborted_run() -> None:
@@ -97,8 +98,8 @@ def test_summary_of_an_older_pgbench_and_of_an_aborted_run() -> None:
         "tps = 50.5 (including connections establishing)\n"
         "tps = 51.25 (excluding connections establishing)\n"
     )
-    assert pg.parse_summary(old) == pg.Summary(51.25, 100, None)
-    assert pg.parse_summary("pgbench: error: connection to server failed\n") is None
+    assert txlog.parse_summary(old) == txlog.Summary(51.25, 100, None)
+    assert txlog.parse_summary("pgbench: error: connection to server failed\n") is None
 
 
 def test_params_and_argv() -> None:
@@ -108,7 +109,7 @@ def test_params_and_argv() -> None:
     with pytest.raises(ValidationError):
         model(scale=1, clients=2, duration=5, mode="write-only")  # type: ignore[arg-type]
     params = model(scale=1, clients=4, threads=2, duration=7, rate=250, mode="read-only")
-    paths = pg.Paths(Path("/m/pgdata"), Path("/w/scratch-1/postgresql"), Path("/w/log"))
+    paths = cluster.Paths(Path("/m/pgdata"), Path("/w/scratch-1/postgresql"), Path("/w/log"))
     argv = pg.run_argv(Path("/usr/lib/postgresql/15/bin"), paths, params)
     assert argv[:5] == [
         "/usr/lib/postgresql/15/bin/pgbench",
@@ -157,11 +158,11 @@ def test_why_a_server_did_not_start() -> None:
         '2026-11-25 02:29:28.942 UTC [8640] FATAL:  configuration file "/m/pgdata/'
         'postgresql.conf" contains errors\n'
     )
-    assert pg.server_said(log) == (
+    assert cluster.server_said(log) == (
         'LOG: 300010 is outside the valid range for parameter "max_connections" (1 .. 262143); '
         'FATAL: configuration file "/m/pgdata/postgresql.conf" contains errors'
     )
-    assert pg.server_said("2026-11-25 02:29:28.942 UTC [1] LOG:  received fast shutdown\n") == (
-        "LOG: received fast shutdown"
-    )
-    assert pg.server_said("") == ""
+    assert cluster.server_said(
+        "2026-11-25 02:29:28.942 UTC [1] LOG:  received fast shutdown\n"
+    ) == ("LOG: received fast shutdown")
+    assert cluster.server_said("") == ""

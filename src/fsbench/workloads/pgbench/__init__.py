@@ -22,16 +22,10 @@ never remounted in between (the server holds the mount).
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import re
 import shutil
 import stat
 import time
-from array import array
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -42,10 +36,9 @@ from fsbench.errors import TrialFailed, Unsupported
 from fsbench.workloads import _tools, register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
+from fsbench.workloads.pgbench import cluster, txlog
 
-USER = "postgres"
 DATABASE = "postgres"
-PG_ROOT = Path("/usr/lib/postgresql")  # Debian's binaries, one directory per major version
 BUILTIN = {"read-write": "tpcb-like", "read-only": "select-only"}
 # pgbench's database per scale unit: 100,000 pgbench_accounts rows with their index, 10
 # tellers, 1 branch. Measured here (PostgreSQL 15, ext4), pg_database_size after
@@ -66,7 +59,6 @@ _INIT_TIMEOUT_BASE = 600.0
 _INIT_TIMEOUT_PER_SCALE = 2.0
 _RUN_TIMEOUT_SLACK = 600.0
 _START_TIMEOUT = 300
-SOCKET_NAME = ".s.PGSQL.5432"
 SOCKET_PATH_MAX = 107  # sun_path less its terminating NUL; PostgreSQL refuses longer
 # What the trial records as in force, read back from the running server.
 SETTINGS = (
@@ -122,213 +114,6 @@ class PgbenchParams(Params):
         return self
 
 
-# -- what pgbench prints, and its per-transaction log --------------------------------------
-
-
-@dataclass(frozen=True)
-class Summary:
-    tps: float  # without the initial connection time
-    transactions: int
-    failed: int | None  # PostgreSQL 15 on; None where pgbench does not print it
-
-
-_TPS = re.compile(
-    r"^tps = ([\d.]+) \((?:without initial connection time|excluding connections establishing)\)",
-    re.M,
-)
-_PROCESSED = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
-_FAILED = re.compile(r"^number of failed transactions: (\d+)", re.M)
-
-
-def parse_summary(text: str) -> Summary | None:
-    """The figures of pgbench's final report; None without its tps line."""
-    tps, processed = _TPS.search(text), _PROCESSED.search(text)
-    if tps is None or processed is None:
-        return None
-    failed = _FAILED.search(text)
-    return Summary(
-        float(tps.group(1)),
-        int(processed.group(1)),
-        int(failed.group(1)) if failed is not None else None,
-    )
-
-
-@dataclass(frozen=True)
-class Tx:
-    """One line of the per-transaction log: `client_id transaction_no time script_no
-    time_epoch time_us [schedule_lag [retries]]`, `time` being the latency in µs or, for a
-    transaction that did not succeed, `failed` (`serialization`, `deadlock` with
-    --failures-detailed) or `skipped`."""
-
-    end_us: int  # when it completed, µs since the epoch
-    latency_us: int | None  # None: it did not succeed
-    skipped: bool
-    lag_us: int | None  # schedule lag, under a rate limit (-R)
-
-
-def parse_line(line: str) -> Tx | None:
-    """One log line; None for a line that is none (blank, cut short)."""
-    fields = line.split()
-    if len(fields) < 6:
-        return None
-    try:
-        end_us = int(fields[4]) * 1_000_000 + int(fields[5])
-        lag = int(fields[6]) if len(fields) > 6 else None
-    except ValueError:
-        return None
-    time_field = fields[2]
-    if time_field.isdigit():
-        return Tx(end_us, int(time_field), False, lag)
-    return Tx(end_us, None, time_field == "skipped", lag)
-
-
-def percentile(counts: Mapping[int, int], p: float) -> int:
-    """The nearest-rank p-th percentile of the values counted in `counts` (value -> how
-    many): the smallest value that at least p% of them do not exceed."""
-    n = sum(counts.values())
-    if n == 0:
-        raise ValueError("no values")
-    rank = max(1, math.ceil(p / 100 * n))
-    seen = 0
-    for value in sorted(counts):
-        seen += counts[value]
-        if seen >= rank:
-            return value
-    raise AssertionError("unreachable")
-
-
-@dataclass(frozen=True)
-class TxLog:
-    latencies: Counter[int]  # µs -> successful transactions that took it
-    failed: int
-    skipped: int
-    lag_us_sum: int
-    lag_n: int
-    # Whole seconds from the run's start (the first transaction's start): successful
-    # transactions ending in each, and the p99 latency (µs) of those (None: none ended).
-    seconds: list[float]
-    per_second: list[int]
-    p99_per_second: list[int | None]
-
-    @property
-    def ok(self) -> int:
-        return sum(self.latencies.values())
-
-    def mean_us(self) -> float:
-        return sum(v * c for v, c in self.latencies.items()) / self.ok
-
-
-def _lines(paths: Iterable[Path]) -> Iterable[Tx]:
-    for path in paths:
-        with open(path) as f:
-            for line in f:
-                tx = parse_line(line)
-                if tx is not None:
-                    yield tx
-
-
-def read_log(paths: Sequence[Path]) -> TxLog:
-    """The per-transaction log (one file per pgbench thread) summed up. Read twice: first
-    for where the run starts and ends, then into per-second buckets from that start; only
-    whole seconds are kept (the last, cut short by -T, is not). Memory: one count per
-    distinct latency, and 4 bytes per transaction for the per-second percentiles."""
-    start: int | None = None
-    end = 0
-    for tx in _lines(paths):
-        if tx.latency_us is not None:
-            begun = tx.end_us - tx.latency_us
-            start = begun if start is None else min(start, begun)
-            end = max(end, tx.end_us)
-    latencies: Counter[int] = Counter()
-    failed = skipped = lag_sum = lag_n = 0
-    whole = (end - start) // 1_000_000 if start is not None else 0
-    buckets: dict[int, array[int]] = {}
-    for tx in _lines(paths):
-        if tx.lag_us is not None:
-            lag_sum += tx.lag_us
-            lag_n += 1
-        if tx.latency_us is None:
-            skipped += tx.skipped
-            failed += not tx.skipped
-            continue
-        latencies[tx.latency_us] += 1
-        assert start is not None  # a successful transaction set it
-        second = (tx.end_us - start) // 1_000_000
-        if second < whole:
-            buckets.setdefault(second, array("i")).append(tx.latency_us)
-    seconds = [float(i) for i in range(whole)]
-    per_second = [len(buckets.get(i, ())) for i in range(whole)]
-    p99 = [percentile(Counter(buckets[i]), 99) if buckets.get(i) else None for i in range(whole)]
-    return TxLog(latencies, failed, skipped, lag_sum, lag_n, seconds, per_second, p99)
-
-
-# -- the server -------------------------------------------------------------------------------
-
-
-def pg_bin() -> Path | None:
-    """The newest Debian PostgreSQL with the server, initdb, pg_ctl, pgbench and psql."""
-    found = []
-    for bindir in PG_ROOT.glob("*/bin"):
-        version = bindir.parent.name
-        needed = ("postgres", "initdb", "pg_ctl", "pgbench", "psql")
-        if version.isdigit() and all((bindir / tool).is_file() for tool in needed):
-            found.append((int(version), bindir))
-    return max(found)[1] if found else None
-
-
-def _unreachable(path: Path, user: str) -> Path | None:
-    """The first directory above `path` that `user` may not pass through (no search
-    permission for it), or None: the server must reach its data and socket."""
-    uid, gid = servers.user_ids(user)
-    for parent in reversed(path.parents):
-        st = parent.stat()
-        if st.st_uid == uid:
-            bit = stat.S_IXUSR
-        elif st.st_gid == gid:
-            bit = stat.S_IXGRP
-        else:
-            bit = stat.S_IXOTH
-        if not st.st_mode & bit:
-            return parent
-    return None
-
-
-def _conf_value(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-# The client dies with fsbench (PR_SET_PDEATHSIG, set by util-linux's setpriv before it
-# execs pgbench): a killed run leaves no client behind; the server, another user's, is
-# stopped from the run's note.
-DIE_WITH_FSBENCH = ("setpriv", "--pdeathsig", "KILL")
-
-
-@dataclass(frozen=True)
-class Paths:
-    """Where one step's server and client keep things: the data directory on the
-    filesystem under test, the rest in the run's own directory (gone with it)."""
-
-    pgdata: Path
-    sockets: Path  # the server's socket directory, with its log
-    txlog: Path  # pgbench's per-transaction log
-
-    @classmethod
-    def of(cls, ctx: TrialContext) -> Paths:
-        return cls(
-            ctx.mountpoint / "pgdata",
-            servers.socket_dir(ctx.run_dir, "postgresql"),
-            servers.socket_dir(ctx.run_dir, "pgbench-log"),
-        )
-
-    @property
-    def server_log(self) -> Path:
-        return self.sockets / "server.log"
-
-    @property
-    def socket(self) -> Path:
-        return self.sockets / SOCKET_NAME
-
-
 def scale_for(params: PgbenchParams, mem_bytes: int) -> int:
     """The scale factor: `scale`, or the one whose database is `scale_to_mem` times
     `mem_bytes` (at least 1)."""
@@ -346,8 +131,8 @@ def threads_of(params: PgbenchParams) -> int:
     return params.threads or min(params.clients, os.cpu_count() or 1)
 
 
-def run_argv(bindir: Path, paths: Paths, params: PgbenchParams) -> list[str]:
-    argv = [str(bindir / "pgbench"), "-h", str(paths.sockets), "-U", USER]
+def run_argv(bindir: Path, paths: cluster.Paths, params: PgbenchParams) -> list[str]:
+    argv = [str(bindir / "pgbench"), "-h", str(paths.sockets), "-U", cluster.USER]
     # -n: no vacuum first (prepare's `pgbench -i` vacuumed); the log outside the target.
     argv += ["-n", "-b", BUILTIN[params.mode], "-c", str(params.clients)]
     argv += ["-j", str(threads_of(params)), "-T", str(params.duration)]
@@ -387,10 +172,11 @@ class Pgbench(Workload[PgbenchParams]):
     @classmethod
     def missing(cls) -> str | None:
         # Debian's initdb and pg_ctl are not on PATH: they live in the versioned directory.
-        if pg_bin() is None:
-            return f"missing PostgreSQL in {PG_ROOT}/<version>/bin (apt-get install postgresql)"
+        if cluster.pg_bin() is None:
+            where = f"{cluster.PG_ROOT}/<version>/bin"
+            return f"missing PostgreSQL in {where} (apt-get install postgresql)"
         try:
-            servers.user_ids(USER)
+            servers.user_ids(cluster.USER)
         except Unsupported as exc:
             return exc.message
         utils = ("setpriv",)
@@ -415,21 +201,21 @@ class Pgbench(Workload[PgbenchParams]):
         return params.clients + threads_of(params)  # a server backend per client, the client
 
     def prepare(self, ctx: TrialContext, params: PgbenchParams) -> None:
-        bindir = pg_bin()
+        bindir = cluster.pg_bin()
         if bindir is None:
             raise Unsupported(self.missing() or "no PostgreSQL")
         self._bin = bindir
-        paths = Paths.of(ctx)
+        paths = cluster.Paths.of(ctx)
         scale = self.for_memory(params, ctx.mem_bytes).scale
         self._check_room(ctx, paths, scale)
         stack = self._stack = contextlib.ExitStack()
         # Last out: the run's directories of this step, once the server is stopped.
-        stack.callback(_remove_dirs, paths)
-        servers.owned_dir(paths.pgdata, USER)
+        stack.callback(cluster.remove_dirs, paths)
+        servers.owned_dir(paths.pgdata, cluster.USER)
         # scratch-<pid>, root's, searchable whatever the umask: the server reaches its own.
         paths.sockets.parent.mkdir(parents=True, exist_ok=True)
         paths.sockets.parent.chmod(0o755)
-        servers.owned_dir(paths.sockets, USER)
+        servers.owned_dir(paths.sockets, cluster.USER)
         t0 = time.monotonic()
         self._as_postgres(
             "initdb",
@@ -455,7 +241,7 @@ class Pgbench(Workload[PgbenchParams]):
         }
         with open(paths.pgdata / "postgresql.conf", "a") as conf:
             conf.write("\n# fsbench\n")
-            conf.writelines(f"{k} = {_conf_value(v)}\n" for k, v in settings.items())
+            conf.writelines(f"{k} = {cluster.conf_value(v)}\n" for k, v in settings.items())
         self._start(ctx, bindir, paths, stack)
         t_started = time.monotonic()
         init = proc.run(
@@ -494,17 +280,19 @@ class Pgbench(Workload[PgbenchParams]):
 
     def run(self, ctx: TrialContext, params: PgbenchParams) -> list[Metric]:
         assert self._bin is not None, "run before prepare"
-        paths = Paths.of(ctx)
+        paths = cluster.Paths.of(ctx)
         shutil.rmtree(paths.txlog, ignore_errors=True)
         paths.txlog.mkdir(parents=True)
         argv = run_argv(self._bin, paths, params)
         t0 = time.monotonic()
-        res = proc.run([*DIE_WITH_FSBENCH, *argv], timeout=params.duration + _RUN_TIMEOUT_SLACK)
+        res = proc.run(
+            [*cluster.DIE_WITH_FSBENCH, *argv], timeout=params.duration + _RUN_TIMEOUT_SLACK
+        )
         seconds = time.monotonic() - t0
-        summary = parse_summary(res.stdout)
+        summary = txlog.parse_summary(res.stdout)
         if not res.ok or summary is None:
             raise _tools.tool_failed("pgbench", res)
-        log = read_log(sorted(paths.txlog.iterdir()))
+        log = txlog.read_log(sorted(paths.txlog.iterdir()))
         shutil.rmtree(paths.txlog, ignore_errors=True)  # can be large; counted already
         if log.ok == 0:
             raise TrialFailed("pgbench: no transaction succeeded", _tools.tail(res.stdout))
@@ -517,7 +305,9 @@ class Pgbench(Workload[PgbenchParams]):
             Metric("lat_mean_ms", log.mean_us() / ms, "ms", Better.LOWER),
         ]
         metrics += [
-            Metric(f"lat_p{p}_ms", percentile(log.latencies, p) / ms, "ms", Better.LOWER, 0.001)
+            Metric(
+                f"lat_p{p}_ms", txlog.percentile(log.latencies, p) / ms, "ms", Better.LOWER, 0.001
+            )
             for p in (50, 95, 99)
         ]
         failed = summary.failed if summary.failed is not None else log.failed
@@ -540,7 +330,7 @@ class Pgbench(Workload[PgbenchParams]):
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _check_room(self, ctx: TrialContext, paths: Paths, scale: int) -> None:
+    def _check_room(self, ctx: TrialContext, paths: cluster.Paths, scale: int) -> None:
         """One line, before anything is made, for what would fail later in the server's
         own words: too little room, a socket path too long, a directory it cannot reach."""
         st = os.statvfs(ctx.mountpoint)
@@ -556,24 +346,24 @@ class Pgbench(Workload[PgbenchParams]):
                 "bytes: use a shorter --workdir"
             )
         for where in (ctx.mountpoint, ctx.run_dir):
-            blocked = _unreachable(where / "x", USER)
+            blocked = cluster.unreachable(where / "x", cluster.USER)
             if blocked is not None:
                 raise TrialFailed(
-                    f"the {USER} user cannot pass through {blocked} "
+                    f"the {cluster.USER} user cannot pass through {blocked} "
                     f"(mode {stat.S_IMODE(blocked.stat().st_mode):o}): use a --workdir it can"
                 )
 
     def _as_postgres(self, what: str, argv: list[str], timeout: float = 300) -> proc.Result:
-        res = proc.run(servers.as_user(USER, argv), timeout=timeout)
+        res = proc.run(servers.as_user(cluster.USER, argv), timeout=timeout)
         if not res.ok:
             raise _tools.tool_failed(what, res)
         return res
 
-    def _client(self, tool: str, paths: Paths) -> list[str]:
+    def _client(self, tool: str, paths: cluster.Paths) -> list[str]:
         assert self._bin is not None
-        return [str(self._bin / tool), "-h", str(paths.sockets), "-U", USER]
+        return [str(self._bin / tool), "-h", str(paths.sockets), "-U", cluster.USER]
 
-    def _sql(self, paths: Paths, sql: str, timeout: float = 60) -> str:
+    def _sql(self, paths: cluster.Paths, sql: str, timeout: float = 60) -> str:
         argv = [*self._client("psql", paths), "-X", "-d", DATABASE, "-v", "ON_ERROR_STOP=1"]
         res = proc.run([*argv, "-tA", "-F", "\x1f", "-c", sql], timeout=timeout)
         if not res.ok:
@@ -581,13 +371,13 @@ class Pgbench(Workload[PgbenchParams]):
         return res.stdout.strip()
 
     def _start(
-        self, ctx: TrialContext, bindir: Path, paths: Paths, stack: contextlib.ExitStack
+        self, ctx: TrialContext, bindir: Path, paths: cluster.Paths, stack: contextlib.ExitStack
     ) -> None:
         """The server, written down first (servers.running), stopped when `stack` closes."""
         pg_ctl = [str(bindir / "pg_ctl"), "-D", str(paths.pgdata)]
         noted = servers.Noted(
             name="postgresql",
-            user=USER,
+            user=cluster.USER,
             stop=[*pg_ctl, "-m", "fast", "-w", "-t", "60", "stop"],
             pidfile=str(paths.pgdata / "postmaster.pid"),
             owner=os.getpid(),
@@ -604,35 +394,7 @@ class Pgbench(Workload[PgbenchParams]):
                 )
             )
         except TrialFailed as exc:  # pg_ctl says "could not start server": the log says why
-            said = _read(paths.server_log)
-            why = server_said(said)
+            said = cluster.read_text_of(paths.server_log)
+            why = cluster.server_said(said)
             message = f"{noted.name} did not start: {why}" if why else exc.message
             raise TrialFailed(message, said[-4000:] or exc.detail) from None
-
-
-_PREFIX = re.compile(r"^.*?\[\d+\]\s+")  # log_line_prefix '%m [%p] ': time, pid
-
-
-def server_said(log: str) -> str:
-    """Why a server did not start, from its log: its first FATAL (or PANIC) line, after
-    the line before it (a refused setting is logged at LOG level, then the FATAL
-    `configuration file ... contains errors`); else its last line."""
-    lines = [_PREFIX.sub("", line) for line in log.splitlines() if line.strip()]
-    for i, line in enumerate(lines):
-        if line.startswith(("FATAL:", "PANIC:")):
-            return "; ".join(" ".join(x.split()) for x in lines[max(0, i - 1) : i + 1])
-    return " ".join(lines[-1].split()) if lines else ""
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def _remove_dirs(paths: Paths) -> None:
-    for d in (paths.txlog, paths.sockets):
-        shutil.rmtree(d, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        paths.sockets.parent.rmdir()  # scratch-<pid>, when no other server's is left
