@@ -14,13 +14,17 @@ from fsbench import proc
 from fsbench.errors import TrialFailed, Unsupported
 from fsbench.workloads import get
 from fsbench.workloads.base import Better, Scale
-from fsbench.workloads.sysbench_oltp import (
-    HIST_STEP,
-    SysbenchOltp,
-    SysbenchOltpParams,
+from fsbench.workloads.sysbench_oltp import SysbenchOltp
+from fsbench.workloads.sysbench_oltp.mariadb import (
     Where,
-    counter_metrics,
     install_argv,
+    server_argv,
+    stop_argv,
+    sysbench_argv,
+)
+from fsbench.workloads.sysbench_oltp.output import (
+    HIST_STEP,
+    counter_metrics,
     parse_histogram,
     parse_intervals,
     parse_pairs,
@@ -28,11 +32,9 @@ from fsbench.workloads.sysbench_oltp import (
     percentile,
     refusal,
     report_metrics,
-    server_argv,
-    stop_argv,
-    sysbench_argv,
     sysbench_failed,
 )
+from fsbench.workloads.sysbench_oltp.params import SysbenchOltpParams
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
