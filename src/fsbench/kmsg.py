@@ -5,25 +5,25 @@ from __future__ import annotations
 import errno
 import os
 import re
-from types import TracebackType
+
+from fsbench.opened import Opened
 
 _RECORD = re.compile(r"^\d+,\d+,\d+,[^;]*;(.*)$")
 
 
-class KmsgWindow:
+class KmsgWindow(Opened):
     """`with KmsgWindow() as k: mount(...)` then `k.lines` holds what the kernel said."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self._fd: int | None = None
 
-    def __enter__(self) -> KmsgWindow:
+    def open(self) -> None:
         try:
             self._fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
             os.lseek(self._fd, 0, os.SEEK_END)
         except OSError:
             self._fd = None  # no /dev/kmsg (container): no messages, not an error
-        return self
 
     def read(self) -> list[str]:
         if self._fd is None:
@@ -43,12 +43,8 @@ class KmsgWindow:
                 self.lines.append(m.group(1))
         return self.lines
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """What came since open() is read; the window is closed."""
         self.read()
         if self._fd is not None:
             os.close(self._fd)

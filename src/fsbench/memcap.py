@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fsbench import system
 from fsbench.errors import Unsupported
 
 ROOT = Path("/sys/fs/cgroup")
@@ -68,11 +69,7 @@ def parent_for(h: Hierarchy) -> Path:
 
 
 def _rss() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return system.kib_field(Path("/proc/self/status"), "VmRSS")
 
 
 def _move(group: Path, pid: int) -> None:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fsbench import proc
+from fsbench import proc, system
 from fsbench.errors import TrialFailed, Unsupported
 
 KERNEL_TARBALLS = Path("/usr/src")
@@ -288,8 +288,4 @@ def pinned() -> list[Path]:
 
 
 def _mem_available() -> int:
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return system.kib_field(Path("/proc/meminfo"), "MemAvailable")

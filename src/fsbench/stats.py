@@ -6,6 +6,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,11 @@ class Summary:
     @property
     def half_width(self) -> float | None:
         return None if self.ci95 is None else (self.ci95[1] - self.ci95[0]) / 2
+
+    def row_fields(self) -> dict[str, Any]:
+        """What a report row states of these values: n, mean, sd, the CI (a list), CV."""
+        ci95 = list(self.ci95) if self.ci95 else None
+        return {"n": self.n, "mean": self.mean, "sd": self.sd, "ci95": ci95, "cv": self.cv}
 
 
 def t_quantile(df: float, confidence: float = 0.95) -> float:

@@ -26,10 +26,15 @@ def drop_caches() -> None:
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
-def mem_total(meminfo: Path = Path("/proc/meminfo")) -> int:
-    """The machine's memory (MemTotal), in bytes."""
-    with open(meminfo) as f:
+def kib_field(path: Path, key: str) -> int:
+    """A `Key:  N kB` line of /proc/meminfo or /proc/<pid>/status, in bytes (0: none)."""
+    with open(path) as f:
         for line in f:
-            if line.startswith("MemTotal:"):
+            if line.startswith(f"{key}:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def mem_total(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """The machine's memory (MemTotal), in bytes."""
+    return kib_field(meminfo, "MemTotal")

@@ -167,15 +167,22 @@ def _unmount_all(mountpoints: tuple[str, ...], why: str, lines: list[str]) -> bo
     return ok
 
 
-def _delete(path: Path, lines: list[str]) -> None:
+def _delete(
+    path: Path,
+    lines: list[str],
+    remove: Callable[[Path], None] = Path.unlink,
+    verb: str = "delete",
+    done: str = "deleted",
+) -> None:
+    """Remove one thing a dead run left, saying what happened (nothing when it is gone)."""
     try:
-        path.unlink()
+        remove(path)
     except FileNotFoundError:
         return
     except OSError as exc:
-        lines.append(f"could not delete {path}: {exc.strerror}")
+        lines.append(f"could not {verb} {path}: {exc.strerror}")
         return
-    lines.append(f"deleted {path}")
+    lines.append(f"{done} {path}")
 
 
 def release_stale(workdir: str | Path) -> list[str]:
@@ -220,12 +227,6 @@ def release_stale(workdir: str | Path) -> list[str]:
         still = tuple(e.mountpoint for e in devinfo.mounts_under(res.path))
         if not _unmount_all(still, f"pid {res.pid} gone", lines):
             continue
-        try:
-            res.path.rmdir()  # only if empty: never delete files
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            lines.append(f"could not remove {res.path}: {exc.strerror}")
-            continue
-        lines.append(f"removed empty mount point {res.path}")
+        # rmdir: only if empty, never a file.
+        _delete(res.path, lines, Path.rmdir, "remove", "removed empty mount point")
     return lines

@@ -212,3 +212,19 @@ def chart_files(charts: ChartSet) -> ChartFiles:
 
 def paths_of(charts: Iterable[Chart]) -> list[Path]:
     return [p for c in charts for p in c.paths]
+
+
+@dataclass(frozen=True)
+class TrialOf:
+    """What a counted trial was, as a chart of one trial names it: its config, step,
+    parameters, knobs and repetition."""
+
+    config: str
+    chain: str
+    workload: str
+    params: dict[str, Any]
+    knobs: dict[str, str]
+    rep: int
+
+    def dims(self) -> dict[str, Any]:
+        return {**self.params, **self.knobs}

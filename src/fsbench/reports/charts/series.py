@@ -34,6 +34,7 @@ from matplotlib.lines import Line2D
 from fsbench.reports.charts.figure import (
     Chart,
     Namer,
+    TrialOf,
     new_figure,
     paths_of,
     save,
@@ -54,22 +55,13 @@ _FAINT = 0.28
 
 
 @dataclass(frozen=True)
-class TrialSeries:
+class TrialSeries(TrialOf):
     """The per-second series of one counted trial, with what it was."""
 
-    config: str
-    chain: str
-    workload: str
-    params: dict[str, Any]
-    knobs: dict[str, str]
-    rep: int
     series: dict[str, dict[str, Any]]  # name -> {unit, better, t, v}
     steady: dict[str, Any] | None = None  # the runner's verdict (provenance "steady")
     trial_id: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def dims(self) -> dict[str, Any]:
-        return {**self.params, **self.knobs}
 
     def points(self, name: str) -> tuple[list[float], list[float]]:
         s = self.series.get(name) or {}

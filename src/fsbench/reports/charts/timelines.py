@@ -13,17 +13,8 @@ from matplotlib import rc_context, ticker
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 
-from fsbench.reports.charts.figure import (
-    Chart,
-    Namer,
-    new_figure,
-    paths_of,
-    save,
-    size,
-    subtitle,
-    titles,
-    wl_title,
-)
+from fsbench.reports.charts import figure
+from fsbench.reports.charts.figure import Chart, TrialOf
 from fsbench.reports.charts.style import INK, MUTED, STYLE, tick
 from fsbench.reports.formats import IMAGES
 
@@ -37,20 +28,11 @@ MIN_SAMPLES = 3  # a timed phase under ~0.3 s has no timeline worth drawing
 
 
 @dataclass(frozen=True)
-class Timeline:
+class Timeline(TrialOf):
     """The monitors' samples of one trial (SAMPLE_FIELDS each), with what it was."""
 
-    config: str
-    chain: str
-    workload: str
-    params: dict[str, Any]
-    knobs: dict[str, str]
-    rep: int
     samples: list[dict[str, float]] = field(default_factory=list)
     trial_id: int | None = None
-
-    def dims(self) -> dict[str, Any]:
-        return {**self.params, **self.knobs}
 
     def series(self, key: str) -> list[float]:
         """One sampled value over time, from t = 0 (held at its first sample)."""
@@ -123,7 +105,7 @@ def timeline_figure(
     group: list[Timeline], label: str, out_dir: Path, stem: str, formats: Sequence[str]
 ) -> Chart:
     n = len(group)
-    fig = new_figure(11.0, 1.3 + 2.9 * n)
+    fig = figure.new_figure(11.0, 1.3 + 2.9 * n)
     axes = fig.subplots(2 * n, 1, sharex=True, height_ratios=[1.0, 1.25] * n)
     t_end = max((s["t"] for tl in group for s in tl.samples), default=1.0)
     mb_top = max(
@@ -150,13 +132,12 @@ def timeline_figure(
     )
     reps = {tl.rep for tl in group}
     which = f"rep {reps.pop()} of each config" if len(reps) == 1 else "first rep of each config"
-    title = (
-        f"{wl_title(wl, group[0].chain)}{f', {label}' if label else ''}: device and CPU over time"
-    )
-    titles(
+    where = figure.wl_title(wl, group[0].chain) + (f", {label}" if label else "")
+    title = f"{where}: device and CPU over time"
+    figure.titles(
         fig,
         title,
-        subtitle(
+        figure.subtitle(
             which,
             "10 Hz samples" + (" up to the boot marker" if booted else ""),
             "CPU of the host running QEMU" if booted else "CPU of the whole machine",
@@ -165,15 +146,15 @@ def timeline_figure(
             else "device = the test target",
         ),
     )
-    paths = save(fig, out_dir, stem, formats)
-    return Chart("timeline", title, wl, group[0].chain, paths, None, size(fig))
+    paths = figure.save(fig, out_dir, stem, formats)
+    return Chart("timeline", title, wl, group[0].chain, paths, None, figure.size(fig))
 
 
 def timeline_chart_set(
     timelines: Sequence[Timeline], out_dir: Path, formats: Sequence[str] = IMAGES
 ) -> list[Chart]:
     """One figure per cell (workload x params x knobs), one panel pair per config."""
-    name = Namer()
+    name = figure.Namer()
     groups: dict[tuple[str, str, str], list[Timeline]] = {}
     for tl in timelines:
         if tl.samples:
@@ -198,7 +179,7 @@ def timeline_charts(
     timelines: Sequence[Timeline], out_dir: Path, formats: Sequence[str] = IMAGES
 ) -> list[Path]:
     """A bootchart per cell: device MB/s and utilisation, CPU user/sys/iowait."""
-    return paths_of(timeline_chart_set(timelines, out_dir, formats))
+    return figure.paths_of(timeline_chart_set(timelines, out_dir, formats))
 
 
 def _cell(t: Any) -> tuple[str, str, str, str]:

@@ -49,11 +49,7 @@ def pool(rows: Sequence[Row]) -> list[Row]:
             replace(
                 same[0],
                 values=values,
-                n=s.n,
-                mean=s.mean,
-                sd=s.sd,
-                ci95=list(s.ci95) if s.ci95 else None,
-                cv=s.cv,
+                **s.row_fields(),
                 outliers=[],
                 positions=[p for r in same for p in r.positions],
                 warmup_values=[v for r in same for v in r.warmup_values],
