@@ -109,13 +109,7 @@ def contention(
     ]
     timeout = f"{int(limit_s) + 60}s" if limit_s else "0"
     argv = ["stress-ng", *load, "--temp-path", str(scratch_dir), "--timeout", timeout, "--quiet"]
-    child = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=_outside_the_workload,
-    )
+    child = proc.spawn(argv, preexec_fn=_outside_the_workload)
     try:
         _write_load(load_file, child.pid)
         yield {"contention": kind, "load": " ".join(load)}

@@ -84,6 +84,25 @@ def run(
     return result
 
 
+def spawn(
+    argv: Sequence[str],
+    *,
+    stdout: Any = subprocess.DEVNULL,
+    stderr: Any = subprocess.DEVNULL,
+    preexec_fn: Callable[[], None] | None = None,
+) -> subprocess.Popen[bytes]:
+    """A long-lived child (a server, QEMU, a load) in a session of its own, so that it and
+    everything it forks are stopped as a group (kill_group); no standard input."""
+    return subprocess.Popen(
+        [str(a) for a in argv],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
+
+
 def kill_group(child: subprocess.Popen[Any]) -> None:
     """SIGKILL a child started with start_new_session=True and everything it forked."""
     try:

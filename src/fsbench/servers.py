@@ -170,13 +170,7 @@ def running(
                 )
         else:
             with open(log, "ab") as out:
-                child = subprocess.Popen(
-                    as_user(noted.user, start),
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+                child = proc.spawn(as_user(noted.user, start), stdout=out, stderr=out)
         deadline = time.monotonic() + timeout
         while not ready.exists():
             if child is not None and child.poll() is not None:

@@ -167,7 +167,7 @@ def test_sysbench_failure_says_its_fatal_line() -> None:
 def test_server_is_fsbenchs_own() -> None:
     """No option file, no TCP, every path of the server's ours; InnoDB's settings the same
     at initialization and at every start."""
-    where = Where(Path("/mnt/x/mariadb"), Path("/work/scratch-1/mariadb"))
+    where = Where.of(Path("/mnt/x/mariadb"), Path("/work/scratch-1/mariadb"))
     p = params(doublewrite=False, page_size="4k")
     server = server_argv(p, where)
     install = install_argv(p, where)

@@ -295,14 +295,7 @@ def launch(argv: list[str], stderr_path: Path, watch: Watch, poll: float = 0.5) 
     t0 = time.monotonic()
     stopped = False
     with open(stderr_path, "wb") as err:
-        child = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            start_new_session=True,
-            preexec_fn=proc.die_with_parent(signal.SIGKILL),
-        )
+        child = proc.spawn(argv, stderr=err, preexec_fn=proc.die_with_parent(signal.SIGKILL))
         try:
             while True:
                 try:

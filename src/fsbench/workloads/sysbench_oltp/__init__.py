@@ -131,7 +131,7 @@ class SysbenchOltp(Workload[SysbenchOltpParams]):
         return params.threads
 
     def _where(self, ctx: TrialContext) -> Where:
-        return Where(ctx.mountpoint / NAME, servers.socket_dir(ctx.run_dir, NAME))
+        return Where.of(ctx.mountpoint / NAME, servers.socket_dir(ctx.run_dir, NAME))
 
     def _start(self, params: SysbenchOltpParams, where: Where, run_dir: Path) -> None:
         """mariadbd in the background until `_stop` (or `release`)."""

@@ -27,18 +27,15 @@ class Where:
 
     datadir: Path
     rundir: Path  # servers.socket_dir(run_dir, NAME): socket, pid file, log
+    socket: Path
+    pidfile: Path
+    log: Path
 
-    @property
-    def socket(self) -> Path:
-        return self.rundir / "mariadbd.sock"
-
-    @property
-    def pidfile(self) -> Path:
-        return self.rundir / "mariadbd.pid"
-
-    @property
-    def log(self) -> Path:
-        return self.rundir / "mariadbd.log"
+    @classmethod
+    def of(cls, datadir: Path, rundir: Path) -> Where:
+        """The data directory, and the server's files in its run directory."""
+        files = (rundir / f"mariadbd.{ext}" for ext in ("sock", "pid", "log"))
+        return cls(datadir, rundir, *files)
 
 
 def innodb_args(params: SysbenchOltpParams) -> list[str]:
