@@ -16,7 +16,7 @@ import pytest
 
 from fsbench import workloads
 from fsbench.store import Store
-from fsbench.workloads import _engine
+from fsbench import engine as _engine
 from fsbench.workloads.fio.profiles import PROFILES
 from fsbench.workloads.sysbench_fileio import MODES
 from tests.helpers import fsbench, ours
