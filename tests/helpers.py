@@ -8,7 +8,9 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +87,14 @@ def context(fs_name: str, device: str, mountpoint: Path, cache_dir: Path | None 
     )
     ctx.mounted = fs_name != "raw" and fsops.is_mounted(mountpoint)
     return ctx
+
+
+def assert_every_slot_once(trials: Sequence[Any], planned: int, restarts: int = 1) -> None:
+    """A resumed run kept every planned slot exactly once; beyond them, only the warm-ups
+    a restart adds (one per restart at most: the first trial after it is not counted)."""
+    from fsbench.schedule import WARMUP_REP
+
+    assert sorted(t.seq for t in trials if t.seq < planned) == list(range(planned))
+    extra = [t for t in trials if t.seq >= planned]
+    assert all(t.rep == WARMUP_REP for t in extra), [(t.seq, t.rep) for t in extra]
+    assert len(extra) <= restarts

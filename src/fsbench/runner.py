@@ -30,6 +30,7 @@ from fsbench import (
     fsops,
     knobs,
     memcap,
+    sourcetree,
     steady,
     system,
     workloads,
@@ -103,10 +104,12 @@ class Runner:
         self._instances: dict[str, Workload[Any]] = {}
 
     def close(self) -> None:
-        """Release the second device, if a trial asked for one. Idempotent."""
+        """Release the second device, if a trial asked for one, and the archives kept warm
+        between trials. Idempotent."""
         try:
             self._umount_twin()
         finally:
+            sourcetree.unpin_all()
             if self._twin is not None:
                 self._twin.close()
                 self._twin = None

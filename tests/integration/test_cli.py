@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.store import Store
-from tests.helpers import default_sigint, fsbench, ours
+from tests.helpers import assert_every_slot_once, default_sigint, fsbench, ours
 from tests.safety import root_disk
 
 pytestmark = pytest.mark.integration
@@ -433,7 +433,7 @@ def test_killed_run_resumes_and_keeps_every_trial_once(common: list[str], workdi
     assert res.returncode == 0, res.stderr
     assert "resuming run" in res.stderr
     after = store.get_trials(run_id)
-    assert sorted(t.seq for t in after) == list(range(16))  # every slot exactly once
+    assert_every_slot_once(after, 16)
     assert {(t.seq, t.started_at) for t in before} <= {(t.seq, t.started_at) for t in after}
     assert store.get_run(run_id).status == "finished"
     rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]

@@ -27,7 +27,7 @@ from fsbench.errors import FsbenchError
 from fsbench.merge import merge_store, source
 from fsbench.records import MetricRecord, TrialRecord
 from fsbench.store import Store
-from tests.helpers import TEST_DATA_HOME, fsbench, ours
+from tests.helpers import TEST_DATA_HOME, assert_every_slot_once, fsbench, ours
 from tests.pgcluster import Cluster, cluster
 from tests.unit.test_store_migration import assert_v5_rows
 
@@ -173,7 +173,7 @@ def test_a_killed_run_resumes_in_postgresql_and_keeps_every_trial_once(
     assert res.returncode == 0, res.stderr
     assert pg_password not in res.stdout + res.stderr
     after = store.get_trials(run_id)
-    assert sorted(t.seq for t in after) == list(range(16))  # every slot exactly once
+    assert_every_slot_once(after, 16)
     assert {(t.uid, t.started_at) for t in before} <= {(t.uid, t.started_at) for t in after}
     assert store.get_run(run_id).status == "finished"
     assert all(r["n"] == 3 for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds")

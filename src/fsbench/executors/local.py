@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fsbench import filesystems, servers, sourcetree, system, workloads
+from fsbench import filesystems, servers, system, workloads
 from fsbench.errors import FsbenchError
 from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
 from fsbench.plan import Cell, LoopTargetSpec, Plan
@@ -129,8 +129,7 @@ class LocalExecutor(Executor):
     def close(self) -> None:
         try:
             if self._slots is not None:
-                self._slots.runner.close()  # a second device some trials asked for
-            sourcetree.unpin_all()  # the archives kept warm between trials
+                self._slots.runner.close()  # a second device, the archives kept warm
             shutil.rmtree(servers.scratch_dir(self.workdir), ignore_errors=True)
             if self._mnt.exists() and not os.path.ismount(self._mnt):
                 self._mnt.rmdir()
