@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fsbench import __version__, provenance, runfacts, schedule
+from fsbench import __version__, provenance, runfacts, schedule, workloads
 from fsbench.convergence import convergence, group_needs_more
 from fsbench.executors import Executor, for_plan
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan
@@ -66,7 +66,13 @@ def with_seed(plan: Plan) -> Plan:
 def slots_of(plan: Plan, cells: Sequence[Cell]) -> list[Slot]:
     if plan.seed is None:
         raise ValueError("slots_of needs a plan with its seed (with_seed)")
-    return schedule.build(cells, plan.planned_reps, plan.seed, plan.warmup)
+    return schedule.build(
+        cells,
+        plan.planned_reps,
+        plan.seed,
+        plan.warmup,
+        lambda cell: all(workloads.get(name).warms for name, _ in cell.steps),
+    )
 
 
 def run(

@@ -9,7 +9,6 @@ import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -72,6 +71,18 @@ class FsConfig(BaseModel):
         if self.mount:
             parts.append(self.mount)
         return " ".join(parts)
+
+    @property
+    def spec(self) -> str:
+        """The `--fs` value that gives this config back (parse_fs_spec's inverse)."""
+        parts = [self.type]
+        if self.mkfs:
+            parts.append("mkfs=" + shlex.join(self.mkfs))
+        if self.mount:
+            parts.append("mount=" + self.mount)
+        if self.label:
+            parts.append("label=" + self.label)
+        return ":".join(parts)
 
 
 CHAIN_SEP = "+"
@@ -437,27 +448,6 @@ def load_plan_file(path: Path) -> Plan:
         except ValidationError as exc:
             raise FsbenchError(f"{path}: {one_line(exc)}") from None
     return load_toml(text, str(path))
-
-
-# What a bare `fsbench run` runs (and `make run`): the quick comparison.
-DEFAULT_PRESET = "quick"
-
-
-def preset_names() -> list[str]:
-    root = resources.files("fsbench.presets")
-    return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
-
-
-def load_preset(name: str) -> Plan:
-    root = resources.files("fsbench.presets")
-    res = root.joinpath(f"{name}.toml")
-    if not res.is_file():
-        raise FsbenchError(f"unknown preset {name!r} (known: {', '.join(preset_names())})")
-    return load_toml(res.read_text(), f"preset {name}")
-
-
-def preset_description(name: str) -> str:
-    return load_preset(name).description
 
 
 def knob_combinations(

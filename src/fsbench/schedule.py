@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fsbench import knobs
@@ -89,9 +89,16 @@ def williams(k: int) -> list[list[int]]:
     return rows
 
 
-def build(cells: Sequence[Cell], reps: int, seed: int, warmup: int = 1) -> list[Slot]:
-    """The full planned schedule: per group, `warmup` shuffled warm-up rounds, then `reps`
-    counted rounds in Williams order, cells shuffled into the design by `seed`."""
+def build(
+    cells: Sequence[Cell],
+    reps: int,
+    seed: int,
+    warmup: int = 1,
+    warms: Callable[[Cell], bool] = lambda cell: True,
+) -> list[Slot]:
+    """The full planned schedule: per group, `warmup` shuffled warm-up rounds (for groups
+    whose cells `warms`: a crash series has nothing to warm), then `reps` counted rounds in
+    Williams order, cells shuffled into the design by `seed`."""
     slots: list[Slot] = []
     for g, members in enumerate(groups(cells)):
         rng = random.Random(f"fsbench-order:{seed}:{g}")
@@ -99,7 +106,7 @@ def build(cells: Sequence[Cell], reps: int, seed: int, warmup: int = 1) -> list[
         cast = list(range(k))
         rng.shuffle(cast)  # design symbol -> member
         rounds: list[tuple[int, list[int]]] = []
-        for _ in range(warmup):
+        for _ in range(warmup if warms(members[0]) else 0):
             order = list(range(k))
             rng.shuffle(order)
             rounds.append((WARMUP_REP, order))

@@ -214,6 +214,22 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Welch | None:
     return Welch(t, df, p)
 
 
+def fisher_exact(a_hits: int, a_n: int, b_hits: int, b_n: int) -> float:
+    """Two-sided Fisher exact test of hits/n against hits/n (e.g. damaged crashes out of
+    crashes): the probability, with the margins fixed, of a table no likelier than this
+    one. 1.0 when either side is empty."""
+    if a_n <= 0 or b_n <= 0:
+        return 1.0
+    hits, total = a_hits + b_hits, a_n + b_n
+
+    def prob(k: int) -> float:
+        return math.comb(a_n, k) * math.comb(b_n, hits - k) / math.comb(total, hits)
+
+    seen = prob(a_hits)
+    ks = range(max(0, hits - b_n), min(hits, a_n) + 1)
+    return min(1.0, sum(p for k in ks if (p := prob(k)) <= seen * (1 + 1e-9)))
+
+
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     """Holm-Bonferroni adjusted p-values (step-down, monotone), None kept in place."""
     indexed = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fsbench import filesystems, plan
+from fsbench import filesystems, presets
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.reports import formats
 from fsbench.store import Store
@@ -65,7 +65,8 @@ def list_(
         items = describe.describe_all()
     elif what == What.presets:
         items = [
-            {"name": n, "description": plan.preset_description(n)} for n in plan.preset_names()
+            {"name": n, "description": presets.preset_description(n)}
+            for n in presets.preset_names()
         ]
     else:
         store = Store(db)

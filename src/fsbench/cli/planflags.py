@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ValidationError
 
-from fsbench import aging, workloads
+from fsbench import aging, presets, workloads
 from fsbench import plan as planning
 from fsbench.errors import FsbenchError
 from fsbench.plan import FsConfig, LoopTargetSpec, Plan, VmTargetSpec, WorkloadSpec
@@ -46,7 +46,7 @@ PresetOpt = Annotated[
     typer.Option(
         "--preset",
         "-p",
-        help=f"A shipped plan: see `fsbench list presets`. \\[default: {planning.DEFAULT_PRESET}]",
+        help=f"A shipped plan: see `fsbench list presets`. \\[default: {presets.DEFAULT_PRESET}]",
     ),
 ]
 FsOpt = Annotated[list[str], typer.Option("--fs", help=FS_HELP)]
@@ -186,7 +186,7 @@ def build_plan(flags: PlanFlags) -> Plan:
     if flags.plan_file:
         base = planning.load_plan_file(flags.plan_file)
     else:
-        base = planning.load_preset(flags.preset or planning.DEFAULT_PRESET)
+        base = presets.load_preset(flags.preset or presets.DEFAULT_PRESET)
     data = base.model_dump(by_alias=True)
     if flags.fs:
         data["fs"] = [c for spec in flags.fs for c in planning.parse_fs_spec(spec)]

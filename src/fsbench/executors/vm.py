@@ -6,6 +6,7 @@ of trials; a boot trial is a guest of its own."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -121,17 +122,17 @@ class VmExecutor(Executor):
         kernel_of = {c.key: self._kernel(c) for c in self.cells}
         for chunk in chunks(slots, kernel_of):
             kernel = kernel_of[chunk[0].cell.key]
-            # In the schedule's order: a boot is a whole guest of its own, run from here;
-            # the other slots share one guest.
+            # In the schedule's order: a boot or a crash series is measured from here
+            # (guests of its own); the other slots share one guest.
             for boots, segment in groupby(chunk, lambda s: workloads.get(s.cell.workload).vm_only):
                 todo = [s for s in segment if s.cell.key not in refused]
                 if boots:
                     for slot in todo:
-                        self._boot(slot, kernel, refused, on_start, on_records)
+                        self._on_host(slot, kernel, refused, on_start, on_records)
                 elif todo:
                     self._guest(todo, kernel, refused, on_start, on_records)
 
-    def _boot(
+    def _on_host(
         self,
         slot: Slot,
         kernel: str | None,
@@ -139,12 +140,12 @@ class VmExecutor(Executor):
         on_start: OnStart,
         on_records: OnRecords,
     ) -> None:
-        from fsbench.vm.boot import run_boot_cell
-
         if slot.cell.key in refused:
             return
         on_start(slot)
-        records = run_boot_cell(self._vm_cell(slot), self._spec(kernel))
+        module, _, function = workloads.get(slot.cell.workload).vm_host.partition(":")
+        measure = getattr(importlib.import_module(module), function)
+        records = measure(self._vm_cell(slot), self._spec(kernel))
         for record in records:  # a guest of its own: nothing ran before it there
             record.position, record.previous_cell = slot.position, ""
         if any(r.status == "unsupported" for r in records):

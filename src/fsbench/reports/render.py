@@ -16,6 +16,7 @@ from fsbench.records import RunRecord
 from fsbench.reports import calibrated
 from fsbench.reports.formats import CSV, JSON, MARKDOWN, TABLE, md_escape, rich_escape
 from fsbench.reports.rows import Row, report_document
+from fsbench.reports.safety import baseline, safety_lines
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import Table, build_tables, run_header
 
@@ -125,7 +126,21 @@ def render_markdown(
         lines += [f"{i}. {md_escape(n)}" for i, n in enumerate(t.footnotes, 1)]
         if t.footnotes:
             lines.append("")
+    safety = safety_lines(rows)
+    if safety:
+        lines += ["### Safety beside speed", "", f"_{md_escape(safety_caption(rows))}_", ""]
+        for s in safety:
+            said = "; ".join([*s.speed, *s.crash])
+            lines.append(f"- **{md_escape(s.config)}**: {md_escape(said)}")
+        lines.append("")
     return "\n".join(lines)
+
+
+def safety_caption(rows: list[Row]) -> str:
+    return (
+        f"speed against {baseline(rows)}, the run's first config; crash results are counts "
+        "over the N power cuts of each config"
+    )
 
 
 def print_tables(
@@ -144,6 +159,16 @@ def print_tables(
             console.print(f"  [{i}] {note}", style="dim", highlight=False, markup=False)
         if t.legend:
             console.print(f"  {t.legend}", style="dim", highlight=False, markup=False)
+    safety = safety_lines(rows)
+    if safety:
+        console.print()
+        console.print("Safety beside speed", style="bold", highlight=False, markup=False)
+        console.print(f"  {safety_caption(rows)}", style="dim", highlight=False, markup=False)
+        for s in safety:
+            style = "yellow" if s.damaged else None
+            console.print(f"  {s.config}", style="bold", highlight=False, markup=False)
+            for text in [*s.speed, *s.crash]:
+                console.print(f"    {text}", style=style, highlight=False, markup=False)
 
 
 def _rich_table(t: Table) -> RichTable:

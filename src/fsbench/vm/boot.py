@@ -27,6 +27,7 @@ from fsbench.vm.cache import LogFn, quiet
 from fsbench.vm.images import GuestImage, ensure_image
 from fsbench.vm.job import POWEROFF_GRACE, VmSpec, machine, machine_facts
 from fsbench.vm.protocol import VmCell
+from fsbench.vm.records import new_record
 from fsbench.vm.rundir import RunDir, run_dir
 from fsbench.workloads.base import Better, Metric
 
@@ -235,22 +236,7 @@ def run_boot_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRec
     filesystem cannot be made, failed with the console's tail when the boot does not
     reach the marker)."""
     cell = vc.cell()
-    record = TrialRecord(
-        seq=vc.seq,
-        rep=vc.rep,
-        step=0,
-        chain="",
-        cell_key=cell.key,
-        config=cell.config.display,
-        fs=cell.config.type,
-        mkfs_options=list(cell.config.mkfs),
-        mount_options=cell.config.mount,
-        workload=cell.workload,
-        params=dict(cell.params),
-        knobs=dict(cell.knobs),
-        status="pending",
-        started_at=now(),
-    )
+    record = new_record(vc)
     prov: dict[str, Any] = {}
     try:
         img = ensure_image(spec.kernel, spec.cache_dir, log)

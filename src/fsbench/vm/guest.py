@@ -153,6 +153,11 @@ def main(argv: list[str]) -> int:
         job = VmJob.from_json(job_path.read_text())
         if job.make_root is not None:
             make_root(job.make_root, share)
+        elif job.crash is not None:
+            from fsbench.crash.guest import crash_boot
+
+            _write(share / STARTED, json.dumps(guest_facts(), indent=1, default=str))
+            crash_boot(job.crash, SCRATCH, share)
         else:
             run_job(job, share)
     except BaseException:

@@ -70,6 +70,9 @@ class VmJob:
     make_root: dict[str, Any] | None = None
     # Cell keys the kernel refused before this job: skipped, as on the host.
     refused: list[str] = field(default_factory=list)
+    # Instead of cells: one boot of a crash cell (fsbench.crash.guest: check the disk the
+    # last power cut left, then run the pattern until the power goes).
+    crash: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -85,6 +88,7 @@ class VmJob:
             data.get("plan"),
             data.get("make_root"),
             list(data.get("refused") or []),
+            data.get("crash"),
         )
 
 

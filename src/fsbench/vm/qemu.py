@@ -178,6 +178,9 @@ class Machine:
     pidfile: Path | None = None  # QEMU writes its pid there (a stale run is released by it)
     # A second scratch disk like the first (/dev/vdc): the clean copies of aged filesystems.
     twin: Path | None = None
+    # virtio serial ports, by name, each written by the guest into a host file as it
+    # comes (the crash workload's acknowledgements).
+    ports: tuple[tuple[str, Path], ...] = ()
 
     def cmdline(self) -> str:
         base = [
@@ -213,6 +216,10 @@ class Machine:
             for key, value in sorted(self.throttle.items()):
                 drive += f",throttling.{key}={int(value)}"
             drives += ["-drive", drive]
+        ports = ["-device", "virtio-serial-pci,id=vser0"] if self.ports else []
+        for n, (name, path) in enumerate(self.ports):
+            ports += ["-chardev", f"file,id=port{n},path={path}"]
+            ports += ["-device", f"virtserialport,bus=vser0.0,chardev=port{n},name={name}"]
         return [
             binary,
             *accel,
@@ -236,6 +243,7 @@ class Machine:
             "-append",
             self.cmdline(),
             *drives,
+            *ports,
             "-virtfs",
             f"local,path={self.share},mount_tag={SHARE_TAG},security_model=none,id={SHARE_TAG}",
             "-device",

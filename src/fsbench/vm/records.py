@@ -10,6 +10,7 @@ from fsbench.records import MetricRecord, TrialRecord, now
 
 if TYPE_CHECKING:
     from fsbench.vm.job import VmResult
+    from fsbench.vm.protocol import VmCell
 
 
 def to_record(data: dict[str, Any], vm_prov: dict[str, Any]) -> TrialRecord:
@@ -19,6 +20,27 @@ def to_record(data: dict[str, Any], vm_prov: dict[str, Any]) -> TrialRecord:
     fields["id"] = None
     fields["provenance"] = {**(fields.get("provenance") or {}), "vm": vm_prov}
     return TrialRecord(**fields)
+
+
+def new_record(vc: VmCell) -> TrialRecord:
+    """The pending record of a cell the host measures itself (a boot, a crash series)."""
+    cell = vc.cell()
+    return TrialRecord(
+        seq=vc.seq,
+        rep=vc.rep,
+        step=0,
+        chain="",
+        cell_key=cell.key,
+        config=cell.config.display,
+        fs=cell.config.type,
+        mkfs_options=list(cell.config.mkfs),
+        mount_options=cell.config.mount,
+        workload=cell.workload,
+        params=dict(cell.params),
+        knobs=dict(cell.knobs),
+        status="pending",
+        started_at=now(),
+    )
 
 
 def import_records(

@@ -20,6 +20,7 @@ MODULES: tuple[str, ...] = (
     "aging",
     "alloc",
     "boot",
+    "crash",
     "dbench",
     "fio",
     "fs_mark",

@@ -29,6 +29,7 @@ class BootWorkload(Workload[BootParams]):
     # kernel_s includes the initramfs (initramfs-tools: no systemd in it to time it apart).
     headline = ("seconds", "kernel_s", "userspace_s")
     vm_only = True
+    vm_host = "fsbench.vm.boot:run_boot_cell"
     # Boot-time differences between root filesystems are smaller than the noise of fewer.
     default_reps = 10
 

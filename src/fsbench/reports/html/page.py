@@ -23,6 +23,9 @@ from fsbench.reports.html.problems import ignored_html, problems_html
 from fsbench.reports.html.provenance import provenance_html
 from fsbench.reports.html.raw import raw_html
 from fsbench.reports.html.results import section_id, workload_section
+from fsbench.reports.html.safety import SECTION_ID as SAFETY_ID
+from fsbench.reports.html.safety import TITLE as SAFETY_TITLE
+from fsbench.reports.html.safety import safety_section
 from fsbench.reports.html.summary import summary_html
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import build_tables
@@ -59,6 +62,10 @@ def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
                 "winner, and their spread is this machine's noise.",
             )
         )
+    safety = safety_section(rows, trials)
+    if safety:
+        toc.append((SAFETY_ID, SAFETY_TITLE))
+        sections.append(_section(SAFETY_ID, SAFETY_TITLE, safety))
     toc.append(("provenance", "Machine, target and plan"))
     sections.append(
         _section("provenance", "Machine, target and plan", provenance_html(run, trials))

@@ -1,0 +1,122 @@
+"""Inside the guest: one boot of a crash cell (fsbench.vm.guest hands a job with `crash`
+here). A boot first checks the disk the last power cut left (when there is one), then
+makes a fresh filesystem and runs the pattern until the host cuts the power:
+
+    check  read-only fsck; mount (timed: journal recovery); the pattern's check against
+           the acknowledgements the host received; umount; read-only fsck again.
+           Written to the share as check.json.
+    run    mkfs + mount the config on the scratch disk; the pattern acknowledges each
+           operation on the virtio serial port `fsbench.acks`, line by line, as it goes.
+
+The disk is /dev/vdb, as for every guest job; its content survives from boot to boot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from fsbench import filesystems, fsops, proc
+from fsbench.crash.patterns import PATTERNS, read_acks
+from fsbench.errors import Unsupported
+from fsbench.plan import FsConfig
+
+ACK_PORT = "fsbench.acks"  # the virtio serial port's name (QEMU's virtserialport name=)
+CHECK_FILE = "check.json"
+REFUSED_FILE = "refused.json"
+ACKS_IN = "acks.jsonl"  # the last run's acknowledgements, as the host received them
+MOUNT = Path("/run/fsbench/crash")
+FSCK_TIMEOUT = 600
+# What a read-only check prints when the journal or log is waiting for the mount to
+# replay it: its complaints may be what the replay repairs, so the check after counts.
+RECOVERY_PENDING = (
+    "skipping journal recovery",  # e2fsck -n
+    "needs_recovery",
+    "valuable metadata changes in a log",  # xfs_repair -n
+    "log tree",  # btrfs check: a log tree to replay
+)
+OUTPUT_TAIL = 4000
+
+
+def ack_port() -> str:
+    """The character device of the acknowledgements port (no udev in a job's guest)."""
+    proc.run(["modprobe", "-q", "virtio_console"], timeout=30)
+    for _ in range(50):
+        for name_file in Path("/sys/class/virtio-ports").glob("*/name"):
+            if name_file.read_text().strip() == ACK_PORT:
+                return f"/dev/{name_file.parent.name}"
+        time.sleep(0.1)
+    raise RuntimeError(f"no virtio serial port named {ACK_PORT} in the guest")
+
+
+def fsck(argv: list[str]) -> dict[str, Any]:
+    res = proc.run(argv, timeout=FSCK_TIMEOUT)
+    out = res.output
+    return {
+        "argv": argv,
+        "exit": res.returncode,
+        "clean": res.returncode == 0,
+        "recovery_pending": any(p in out for p in RECOVERY_PENDING),
+        "output": out[-OUTPUT_TAIL:],
+    }
+
+
+def check(crash: dict[str, Any], device: str, share: Path) -> dict[str, Any]:
+    config = FsConfig.model_validate(crash["config"])
+    fs = filesystems.get(config.type)
+    pattern = PATTERNS[crash["pattern"]]
+    acks = read_acks((share / ACKS_IN).read_text())
+    argv = [*fs.fsck_readonly, device] if fs.fsck_readonly else []
+    out: dict[str, Any] = {"acks": len(acks)}
+    if argv:
+        out["fsck_before"] = fsck(argv)
+    try:
+        made = fsops.mount(fs, device, MOUNT, config.mount)
+    except Unsupported as exc:  # the filesystem no longer mounts: everything is lost
+        out["mount_error"] = exc.detail or exc.message
+        out["verdict"] = None
+        return out
+    out["mount_seconds"] = round(made.seconds, 4)
+    try:
+        out["verdict"] = pattern.check(MOUNT, crash["check"]["seed"], acks, crash["size"]).as_dict()
+    finally:
+        fsops.umount(MOUNT)
+    if argv:
+        out["fsck_after"] = fsck(argv)
+    return out
+
+
+def run(crash: dict[str, Any], device: str, share: Path) -> None:
+    """mkfs, mount, the pattern until the power goes. A config the kernel refuses is
+    written to the share (the host records it as unsupported) and the guest powers off."""
+    config = FsConfig.model_validate(crash["config"])
+    fs = filesystems.get(config.type)
+    port = ack_port()
+    try:
+        fsops.mkfs(fs, list(config.mkfs), device)
+        fsops.mount(fs, device, MOUNT, config.mount)
+    except Unsupported as exc:
+        _write(share / REFUSED_FILE, json.dumps({"message": exc.message, "detail": exc.detail}))
+        return
+    fd = os.open(port, os.O_WRONLY)
+
+    def ack(what: dict[str, Any]) -> None:
+        os.write(fd, (json.dumps(what, separators=(",", ":")) + "\n").encode())
+
+    PATTERNS[crash["pattern"]].run(MOUNT, crash["run"]["seed"], ack, crash["size"])
+
+
+def crash_boot(crash: dict[str, Any], device: str, share: Path) -> None:
+    if crash.get("check"):
+        _write(share / CHECK_FILE, json.dumps(check(crash, device, share), default=str))
+    if crash.get("run"):
+        run(crash, device, share)
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

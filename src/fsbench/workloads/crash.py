@@ -1,0 +1,72 @@
+"""crash: what each config loses when the power goes (VM target only).
+
+In the guest, an application pattern (fsbench.crash.patterns: an fsync()ed log, replace
+by rename with and without fsync, an untarred tree then sync(), SQLite commits in WAL
+mode) runs on a fresh filesystem of the config and acknowledges each operation to the
+host over a virtio serial port as it happens; the host kills QEMU at a seeded moment,
+boots the guest again on the same disk, runs the read-only fsck, mounts (journal
+recovery, timed) and checks the files against the acknowledgements. One trial is
+`crashes` power cuts; every metric is a count over them, never one lucky run. The work
+is in `fsbench.crash.host`; the runner never runs this workload itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from fsbench.errors import Unsupported
+from fsbench.workloads import register
+from fsbench.workloads.base import Params, Scale, TrialContext, Workload
+from fsbench.workloads.metric import Metric
+
+Pattern = Literal[
+    "fsync-append", "replace-rename", "replace-rename-fsync", "create-tree", "sqlite-commit"
+]
+
+
+class CrashParams(Params):
+    pattern: Pattern = Field(
+        default="fsync-append", description="the application pattern the power cuts"
+    )
+    crashes: Annotated[int, Field(gt=0, description="power cuts per trial")]
+    files: Annotated[
+        int, Field(gt=0, description="files replaced (replace-rename*) or untarred (create-tree)")
+    ] = 16
+    window: Annotated[
+        float,
+        Field(gt=0, description="seconds: the power goes at a seeded moment up to this long in"),
+    ]
+    seed: int = Field(default=1, description="the seed each crash's own seed derives from")
+    replay: int = Field(
+        default=0, description="a kept case's seed: every crash replays that case (0: off)"
+    )
+
+
+@register
+class Crash(Workload[CrashParams]):
+    name = "crash"
+    summary = "power cuts during an application pattern: what survives (VM target)"
+    scale_defaults = {
+        # ext4's journal commits every 5 s: a window past it lets renames reach the journal.
+        Scale.TINY: {"crashes": 3, "window": 7.0},
+        Scale.QUICK: {"crashes": 20, "window": 10.0},
+        Scale.FULL: {"crashes": 50, "window": 30.0, "files": 64},
+    }
+    headline = ("damaged_crashes", "acked_lost", "files_empty", "files_mixed", "fsck_errors")
+    vm_only = True
+    vm_host = "fsbench.crash.host:run_crash_cell"
+    # The N crashes inside a trial are the repetitions; each boots fresh guests, so a
+    # warm-up round would only cost time.
+    default_reps = 1
+    warms = False
+
+    @classmethod
+    def missing(cls) -> str | None:
+        from fsbench.vm.qemu import qemu_missing
+
+        return qemu_missing()
+
+    def run(self, ctx: TrialContext, params: CrashParams) -> list[Metric]:
+        raise Unsupported("crash runs on the VM target only: --target vm")
