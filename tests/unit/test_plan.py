@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from fsbench import plan as planning
+from fsbench import presets
 from fsbench.errors import FsbenchError
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
 from fsbench.workloads.base import Scale
@@ -107,8 +108,8 @@ def test_duplicate_labels_are_refused() -> None:
 
 
 def test_presets_load_and_expand() -> None:
-    assert {"quick", "alloc"} <= set(planning.preset_names())
-    alloc = planning.load_preset("alloc")
+    assert {"quick", "alloc"} <= set(presets.preset_names())
+    alloc = presets.load_preset("alloc")
     assert [c.display for c in alloc.fs] == [
         "ext2",
         "ext3 ordered",
@@ -121,13 +122,13 @@ def test_presets_load_and_expand() -> None:
     assert alloc.reps == 3
     cells = planning.expand(alloc)
     assert len(cells) == 7 * 5
-    quick = planning.load_preset("quick")
+    quick = presets.load_preset("quick")
     assert [c.type for c in quick.fs] == ["ext4", "xfs", "btrfs"]
 
 
 def test_unknown_preset() -> None:
     with pytest.raises(FsbenchError, match="unknown preset 'nope'"):
-        planning.load_preset("nope")
+        presets.load_preset("nope")
 
 
 @pytest.mark.parametrize(
@@ -180,17 +181,17 @@ def test_registry_loads_every_workload_even_after_a_direct_import() -> None:
     assert {"alloc", "untar", "tree-read", "tree-copy", "tree-rm", "fsck", "kernel-build"} <= names
 
 
-@pytest.mark.parametrize("name", planning.preset_names())
+@pytest.mark.parametrize("name", presets.preset_names())
 @pytest.mark.parametrize("scale", list(Scale))
 def test_every_preset_expands_at_every_scale(name: str, scale: Scale) -> None:
-    p = planning.load_preset(name).model_copy(update={"scale": scale})
+    p = presets.load_preset(name).model_copy(update={"scale": scale})
     cells = planning.expand(p)
     assert cells and p.description
     assert len({c.key for c in cells}) == len(cells)
 
 
 def test_workload_knobs_apply_to_that_workload_only() -> None:
-    cells = planning.expand(planning.load_preset("ext4-vs-xfs"))
+    cells = planning.expand(presets.load_preset("ext4-vs-xfs"))
     with_knob = {"sysbench-fileio", "fileserver"}
     for name in with_knob:
         swept = [c for c in cells if c.workload == name]
@@ -242,7 +243,7 @@ def test_params_at_a_scale_apply_at_that_scale_only() -> None:
             next(c for c in planning.expand(plan, overrides) if c.workload == "fio").params["size"]
         )
 
-    quick = planning.load_preset("quick")
+    quick = presets.load_preset("quick")
     assert size_of(quick) == "6G"
     assert size_of(quick.model_copy(update={"scale": Scale.TINY})) == "64M"
     assert size_of(quick, {"size": ["1G"]}) == "1G"

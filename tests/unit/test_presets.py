@@ -12,9 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from fsbench import plan as planning
-from fsbench import workloads
+from fsbench import presets, workloads
 from fsbench.cli import planflags
 from fsbench.cli.app import app
+from fsbench.crash.patterns import PATTERNS
 from fsbench.errors import FsbenchError
 from fsbench.plan import Cell, Plan
 from fsbench.workloads.base import Scale
@@ -30,6 +31,7 @@ PRESETS = (
     "kernel-tree",
     "kernels",
     "quick",
+    "safety",
     "small-files",
 )
 
@@ -49,7 +51,7 @@ def _names(p: Plan) -> list[str]:
 
 
 def _cells(name: str, scale: Scale | None = None) -> list[Cell]:
-    p = planning.load_preset(name)
+    p = presets.load_preset(name)
     return planning.expand(p if scale is None else p.model_copy(update={"scale": scale}))
 
 
@@ -60,7 +62,7 @@ def _params(cell: Cell) -> Any:
 
 def test_the_presets_are_the_readme_table() -> None:
     assert sorted(_readme_preset_names()) == list(PRESETS)
-    assert planning.preset_names() == list(PRESETS)
+    assert presets.preset_names() == list(PRESETS)
     res = CliRunner().invoke(app, ["list", "presets", "--json"])
     assert res.exit_code == 0, res.output
     listed = json.loads(res.output)
@@ -70,13 +72,13 @@ def test_the_presets_are_the_readme_table() -> None:
 
 def test_quick_is_the_default_of_fsbench_run() -> None:
     built = planflags.build_plan(planflags.PlanFlags())
-    quick = planning.load_preset("quick")
+    quick = presets.load_preset("quick")
     assert built.name == "quick"
     assert built.model_dump() == quick.model_dump()
 
 
 def test_quick() -> None:
-    p = planning.load_preset("quick")
+    p = presets.load_preset("quick")
     assert _types(p) == ["ext4", "xfs", "btrfs"]
     assert _names(p) == ["alloc", "untar+tree-read", "fs_mark", "fio", "fileserver"]
     assert p.reps == 3
@@ -88,7 +90,7 @@ def test_quick() -> None:
 
 
 def test_alloc_five_methods_on_seven_configs() -> None:
-    p = planning.load_preset("alloc")
+    p = presets.load_preset("alloc")
     assert _types(p) == ["ext2", "ext3", "ext3", "ext3", "ext4", "xfs", "btrfs"]
     ext3_modes = [c.mount for c in p.fs if c.type == "ext3"]
     assert ext3_modes == ["data=ordered", "data=writeback", "data=journal"]
@@ -98,7 +100,7 @@ def test_alloc_five_methods_on_seven_configs() -> None:
 
 
 def test_kernel_tree_option_matrix_and_chain() -> None:
-    p = planning.load_preset("kernel-tree")
+    p = presets.load_preset("kernel-tree")
     ext = [c for c in p.fs if c.type in ("ext3", "ext4")]
     mkfs_words = [" ".join(c.mkfs) for c in ext]
     mount_words = [o for c in ext for o in c.mount.split(",") if o]
@@ -127,7 +129,7 @@ def test_kernel_tree_option_matrix_and_chain() -> None:
 
 
 def test_ext4_vs_xfs() -> None:
-    p = planning.load_preset("ext4-vs-xfs")
+    p = presets.load_preset("ext4-vs-xfs")
     assert _types(p) == ["ext4", "xfs"]
     cells = [c for c in _cells("ext4-vs-xfs") if c.config.type == "ext4"]
 
@@ -149,12 +151,12 @@ def test_ext4_vs_xfs() -> None:
 
 
 def test_small_files() -> None:
-    p = planning.load_preset("small-files")
+    p = presets.load_preset("small-files")
     assert _names(p) == ["fs_mark", "postmark", "sqlite"]
 
 
 def test_classic_suite() -> None:
-    p = planning.load_preset("classic-suite")
+    p = presets.load_preset("classic-suite")
     assert _types(p) == ["ext3", "ext4", "xfs", "btrfs"]
     assert set(_names(p)) == {"dbench", "fio", "sqlite", "postmark", "gzip", "fs_mark"}
     cells = [c for c in _cells("classic-suite") if c.config.type == "ext4"]
@@ -164,17 +166,17 @@ def test_classic_suite() -> None:
 
 
 def test_boot_is_a_vm_preset_of_six_roots_and_ten_reps() -> None:
-    p = planning.load_preset("boot")
+    p = presets.load_preset("boot")
     assert p.target.kind == "vm"
     assert _types(p) == ["ext3", "ext4", "xfs", "reiserfs", "jfs", "btrfs"]
     assert _names(p) == ["boot"] and p.reps == 10
 
 
 def test_kernels_runs_the_classic_suite_under_two_kernels() -> None:
-    p = planning.load_preset("kernels")
+    p = presets.load_preset("kernels")
     assert p.target.kind == "vm"
     assert _types(p) == ["ext4", "xfs", "btrfs"]
-    classic = planning.load_preset("classic-suite")
+    classic = presets.load_preset("classic-suite")
     assert [w.model_dump() for w in p.workloads] == [w.model_dump() for w in classic.workloads]
     assert {c.knobs.get("kernel") for c in _cells("kernels")} == {"6.1", "6.12"}
 
@@ -189,14 +191,14 @@ def test_every_preset_runs_at_every_scale_through_the_cli_flags(name: str) -> No
 
 
 def test_aging_ages_ext4_xfs_and_btrfs_by_git_pulls_with_three_reps() -> None:
-    p = planning.load_preset("aging")
+    p = presets.load_preset("aging")
     assert _types(p) == ["ext4", "xfs", "btrfs"] and p.reps == 3
     assert _names(p) == ["aging"] and [a.text for a in p.age] == ["git-pulls"]
     assert {c.knobs.get("age") for c in _cells("aging")} == {"git-pulls"}
 
 
 def test_databases_compares_databases_in_and_out_of_memory() -> None:
-    p = planning.load_preset("databases")
+    p = presets.load_preset("databases")
     assert [c.display for c in p.fs] == ["ext4", "xfs", "xfs 16k", "btrfs", "btrfs zstd"]
     cells = _cells("databases")
     pg = [c for c in cells if c.workload == "pgbench"]
@@ -218,3 +220,25 @@ def test_a_workload_limited_to_some_configs() -> None:
                 "plan",
             )
         )
+
+
+def test_safety_crosses_the_options_with_every_crash_pattern_and_untar_beside() -> None:
+    p = presets.load_preset("safety")
+    assert p.target.kind == "vm"
+    assert [c.display for c in p.fs] == [
+        "ext4 data=ordered",
+        "ext4 data=writeback",
+        "ext4 data=journal",
+        "ext4 journal_async_commit",
+        "ext4 nodelalloc",
+        "ext4 nobarrier",
+        "ext4 -O ^has_journal",
+        "xfs",
+        "btrfs",
+    ]
+    cells = _cells("safety")
+    crash = [c for c in cells if c.workload == "crash"]
+    assert {c.params["pattern"] for c in crash} == set(PATTERNS)
+    assert len(crash) == len(PATTERNS) * len(p.fs)
+    assert all(c.params["crashes"] == 20 for c in crash)  # quick scale
+    assert {c.config.display for c in cells if c.workload == "untar"} == {c.display for c in p.fs}

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from fsbench import plan as planning
-from fsbench import sourcetree
+from fsbench import presets, sourcetree
 from fsbench.fiemap import Extent, gaps
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
 from fsbench.workloads.base import Scale
@@ -78,7 +78,7 @@ def test_chain_expands_to_one_cell_with_steps() -> None:
 
 
 def test_scale_limited_workloads_are_skipped() -> None:
-    p = planning.load_preset("kernel-tree")
+    p = presets.load_preset("kernel-tree")
     names = {c.workload for c in planning.expand(p)}
     assert names == {"untar+tree-read+fsck+tree-rm"}
     full = p.model_copy(update={"scale": Scale.FULL})

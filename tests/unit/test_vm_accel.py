@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsbench import plan as planning
+from fsbench import presets
 from fsbench.errors import FsbenchError
 from fsbench.executors.vm import VmExecutor
 from fsbench.records import RunRecord
@@ -25,7 +26,7 @@ KVM = "/dev/kvm"
 def test_the_guest_is_debian_12_cached_under_var_tmp() -> None:
     assert rootfs.SUITE == "bookworm"  # Debian 12
     assert DEFAULT_CACHE == Path("/var/tmp/fsbench/cache/vm")
-    plan = planning.load_preset("boot")
+    plan = presets.load_preset("boot")
     executor = VmExecutor(plan, planning.expand(plan))
     assert executor._spec(None).cache_dir == DEFAULT_CACHE  # what a run uses
 
@@ -103,7 +104,7 @@ def test_tcg_asked_for_is_not_probed(fake_qemu: FakeQemu) -> None:
 
 
 def _header(accel: str) -> list[str]:
-    plan = planning.load_preset("boot")
+    plan = presets.load_preset("boot")
     executor = VmExecutor(plan, planning.expand(plan))
     executor.guests = {
         "default": {"accel": accel, "kernel_version": "6.1.0", "vcpus": 2, "guest_ram_mb": 2048}

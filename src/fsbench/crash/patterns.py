@@ -135,7 +135,8 @@ RECORD = 128  # bytes per log record
 
 
 def _record(seed: int, i: int) -> bytes:
-    body = random.Random(f"{seed}:rec:{i}").randbytes(RECORD // 2).hex()[: RECORD - 28]
+    # 10 digits of index + body + 16 of digest + newline: exactly RECORD bytes.
+    body = random.Random(f"{seed}:rec:{i}").randbytes(RECORD // 2).hex()[: RECORD - 27]
     digest = hashlib.sha256(f"{i}:{body}".encode()).hexdigest()[:16]
     return f"{i:010d}{body}{digest}\n".encode()
 

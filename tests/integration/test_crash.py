@@ -1,0 +1,145 @@
+"""The crash workload end to end in QEMU guests: power cuts during replace-rename on ext4
+data=ordered and data=writeback (the issue's own command, at 2 crashes), fsync-append
+losing nothing, the counts with their n, the kept cases, safety beside speed in the
+report, nothing left behind, and a killed run resumed."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fsbench.store import Store
+from fsbench.vm import ensure_image
+from tests.helpers import VM_CACHE, VM_MARKS, assert_every_slot_once, fsbench
+
+pytestmark = VM_MARKS
+COUNTS = ("crashes", "damaged_crashes", "acked_lost", "files_empty", "files_mixed", "fsck_errors")
+
+
+def _qemu_of(workdir: Path) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                argv = (p / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"qemu-system" in argv and str(workdir).encode() in argv:
+                out.append(int(p.name))
+    return out
+
+
+def _crash_run(workdir: Path, *args: str) -> dict:  # type: ignore[type-arg]
+    res = fsbench(
+        "run",
+        "--target",
+        "vm",
+        "--workload",
+        "crash",
+        "--scale",
+        "tiny",
+        "--guest-ram",
+        "1024",
+        "--image-size",
+        "2G",
+        "--workdir",
+        str(workdir / "work"),
+        "--db",
+        str(workdir / "r.db"),
+        "--json",
+        *args,
+        timeout=1500,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout)  # type: ignore[no-any-return]
+
+
+def test_power_cuts_on_ordered_and_writeback(workdir: Path) -> None:
+    ensure_image(None, VM_CACHE)  # shared with the other VM tests: built once
+    out = _crash_run(
+        workdir,
+        *["--fs", "ext4:mount=data=ordered", "--fs", "ext4:mount=data=writeback"],
+        *["--set", "pattern=replace-rename", "--set", "crashes=2"],
+    )
+    rows = {(r["config"], r["metric"]): r for r in out["rows"]}
+    for config in ("ext4 data=ordered", "ext4 data=writeback"):
+        for metric in COUNTS:
+            row = rows[(config, metric)]
+            assert row["status"] == "ok" and row["n"] == 1, row
+        assert rows[(config, "crashes")]["mean"] == 2  # n = 2 power cuts per config
+        assert rows[(config, "mount_seconds")]["mean"] > 0  # the journal replayed
+    # data=ordered flushes a renamed-over file's data before the rename commits
+    # (auto_da_alloc): no file is ever empty or mixed.
+    assert rows[("ext4 data=ordered", "damaged_crashes")]["mean"] == 0
+
+    store = Store(workdir / "r.db")
+    run_id = store.latest_run_id()
+    assert run_id is not None
+    trials = store.get_trials(run_id)
+    assert not any(t.warmup for t in trials)  # a crash series warms nothing
+    for t in trials:
+        crash = t.provenance["crash"]
+        assert crash["n"] == 2 and len(crash["crashes"]) == 2
+        seeds = [c["seed"] for c in crash["crashes"]]
+        assert len(set(seeds)) == 2
+        assert all(c["acks"] > 0 and 0.2 <= c["cut_after_s"] <= 7 for c in crash["crashes"])
+        for case in crash["failing"]:  # kept whole, with what replays it
+            assert case["damage"] and case["acks_last"] and case["fsck_before"]["argv"]
+            assert f"--set replay={case['seed']}" in case["replay"]
+    # The report says it beside the configs.
+    text = fsbench("report", str(run_id), "--db", str(workdir / "r.db")).stdout
+    assert "Safety beside speed" in text and "replace-rename:" in text
+    # Nothing left behind: no QEMU, no run directory, no scratch disk.
+    assert not _qemu_of(workdir)
+    assert not list((workdir / "work").glob("vm-*"))
+
+
+def test_fsync_append_loses_no_acknowledged_record(workdir: Path) -> None:
+    ensure_image(None, VM_CACHE)
+    out = _crash_run(workdir, "--fs", "ext4", "--set", "pattern=fsync-append", "--set", "crashes=2")
+    rows = {r["metric"]: r for r in out["rows"]}
+    assert rows["crashes"]["mean"] == 2
+    assert rows["acked_ops"]["mean"] > 0  # records were acknowledged before each cut
+    assert rows["acked_lost"]["mean"] == 0 and rows["damaged_crashes"]["mean"] == 0
+
+
+def test_a_killed_crash_run_resumes_where_it_stopped(workdir: Path) -> None:
+    ensure_image(None, VM_CACHE)
+    db = workdir / "r.db"
+    argv = [
+        *[sys.executable, "-m", "fsbench", "run", "--target", "vm", "--workload", "crash"],
+        *["--fs", "ext4,xfs", "--set", "pattern=create-tree", "--set", "crashes=1"],
+        *["--scale", "tiny", "--guest-ram", "1024", "--image-size", "2G", "--no-report"],
+        *["--workdir", str(workdir / "work"), "--db", str(db)],
+    ]
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline and child.poll() is None:
+            if db.exists():
+                rid = Store(db).latest_run_id()
+                if rid and Store(db).get_trials(rid):
+                    break
+            time.sleep(0.5)
+        child.send_signal(signal.SIGKILL)  # between (or in) the configs' crash series
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    store = Store(db)
+    run_id = store.latest_run_id() or 0
+    before = store.get_trials(run_id)
+    assert store.get_run(run_id).status == "running" and len(before) == 1
+    res = fsbench("run", "--resume", "--db", str(db), "--json", timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "resuming run" in res.stderr
+    after = store.get_trials(run_id)
+    assert_every_slot_once(after, 2, restarts=0)  # no warm-up: nothing to warm
+    assert {t.config for t in after} == {"ext4", "xfs"}
+    assert all(t.status == "ok" for t in after), [t.message for t in after]
+    assert not _qemu_of(workdir)  # the killed run's guest was released by the resume
+    assert not list((workdir / "work").glob("vm-*"))

@@ -1,0 +1,240 @@
+"""The crash workload without a VM: each pattern run in a directory until a simulated
+power cut (an acknowledgement that raises), checked as the guest would check it, and
+damaged on purpose to prove each kind of damage is seen; the seeds, the cut moments,
+the replay command, the counts, Fisher's test and the safety lines of the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fsbench import stats
+from fsbench.crash import host, patterns
+from fsbench.crash.patterns import PATTERNS, READY, read_acks
+from fsbench.plan import FsConfig, parse_fs_spec
+from fsbench.records import TrialRecord
+from fsbench.reports.rows import Row
+from fsbench.reports.safety import crash_text, safety_lines
+from fsbench.vm.qemu import Machine
+
+
+class PowerCut(Exception):
+    pass
+
+
+def _run(pattern: str, root: Path, seed: int, acks_before_cut: int, size: int = 8) -> list[dict]:
+    """The pattern until its `acks_before_cut`-th acknowledgement after READY; the acks
+    as the host would have received them (JSON lines)."""
+    log: list[str] = []
+
+    def ack(what: dict[str, Any]) -> None:
+        log.append(json.dumps(what) + "\n")
+        if len(log) > acks_before_cut:
+            raise PowerCut
+
+    with pytest.raises(PowerCut):
+        PATTERNS[pattern].run(root, seed, ack, size)
+    acks = read_acks("".join(log))
+    assert acks[0] == {READY: True}
+    return acks
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_every_pattern_holds_its_promise_without_a_crash(tmp_path: Path, name: str) -> None:
+    acks = _run(name, tmp_path, seed=7, acks_before_cut=40)
+    verdict = PATTERNS[name].check(tmp_path, 7, acks, 8)
+    assert verdict.acked > 0
+    assert (verdict.lost, verdict.empty, verdict.mixed, verdict.damage) == (0, 0, 0, [])
+
+
+def test_fsync_append_sees_a_lost_record(tmp_path: Path) -> None:
+    acks = _run("fsync-append", tmp_path, 3, 20)
+    log = tmp_path / "log"
+    data = log.read_bytes()
+    log.write_bytes(data[: 10 * patterns.RECORD])  # the last acknowledged records gone
+    verdict = PATTERNS["fsync-append"].check(tmp_path, 3, acks, 8)
+    assert verdict.acked == 20 and verdict.lost == 10
+    assert verdict.damage[0].detail.startswith("record 10 of 20")
+
+
+@pytest.mark.parametrize(
+    ("damage", "kind"),
+    [(b"", "empty"), (b"\0" * 300, "mixed"), (None, "missing")],
+)
+def test_replace_rename_sees_empty_mixed_and_missing_files(
+    tmp_path: Path, damage: bytes | None, kind: str
+) -> None:
+    acks = _run("replace-rename", tmp_path, 5, 30)
+    victim = tmp_path / "f002"
+    if damage is None:
+        victim.unlink()
+    else:
+        victim.write_bytes(damage)
+    verdict = PATTERNS["replace-rename"].check(tmp_path, 5, acks, 8)
+    assert [(d.kind, d.path) for d in verdict.damage] == [(kind, "f002")]
+    assert verdict.acked == 8  # without fsync only the files' existence is promised
+
+
+def test_replace_rename_fsync_sees_an_older_version(tmp_path: Path) -> None:
+    acks = _run("replace-rename-fsync", tmp_path, 9, 30)
+    last = {a["f"]: a["v"] for a in acks if "f" in a}
+    name, version = next((n, v) for n, v in last.items() if v >= 1)
+    size = len((tmp_path / name).read_bytes()) - 60
+    (tmp_path / name).write_bytes(patterns.content(9, name, version - 1, max(size, 1)))
+    verdict = PATTERNS["replace-rename-fsync"].check(tmp_path, 9, acks, 8)
+    assert verdict.lost == 1 and verdict.damage[0].path == name
+    # Without fsync the same older version is a complete one: no damage.
+    assert PATTERNS["replace-rename"].check(tmp_path, 9, acks, 8).damage == []
+
+
+def test_create_tree_promises_nothing_before_sync_and_everything_after(tmp_path: Path) -> None:
+    early = tmp_path / "early"
+    early.mkdir()
+    acks = _run("create-tree", early, 2, 0)  # cut right after READY: the untar never synced
+    assert PATTERNS["create-tree"].check(early, 2, acks, 8).acked == 0
+    late = tmp_path / "late"
+    late.mkdir()
+    acks = _run("create-tree", late, 2, 5)
+    victim = next(p for p in (late / "tree").rglob("t*") if p.is_file())
+    victim.write_bytes(victim.read_bytes()[:-1])
+    verdict = PATTERNS["create-tree"].check(late, 2, acks, 8)
+    assert verdict.acked == 8 and verdict.mixed == 1
+
+
+def test_sqlite_commit_sees_a_lost_commit_and_a_corrupt_database(tmp_path: Path) -> None:
+    import sqlite3
+
+    acks = _run("sqlite-commit", tmp_path, 4, 15)
+    db = sqlite3.connect(tmp_path / "db.sqlite")
+    db.execute("DELETE FROM t WHERE id = 3")
+    db.commit()
+    db.close()
+    verdict = PATTERNS["sqlite-commit"].check(tmp_path, 4, acks, 8)
+    assert verdict.acked == 15 and verdict.lost == 1
+    for name in os.listdir(tmp_path):
+        (tmp_path / name).write_bytes(b"\0" * 4096)
+    broken = PATTERNS["sqlite-commit"].check(tmp_path, 4, acks, 8)
+    assert broken.lost >= 15 and broken.damage[0].kind == "corrupt"
+
+
+def test_contents_are_a_function_of_the_seed_and_never_parse_when_torn() -> None:
+    a = patterns.content(1, "f001", 3, 1000)
+    assert a == patterns.content(1, "f001", 3, 1000) != patterns.content(2, "f001", 3, 1000)
+    assert patterns.parse(a, "f001") == 3
+    assert patterns.parse(a[:-1], "f001") is None
+    assert patterns.parse(a[:60] + b"\0" * (len(a) - 60), "f001") is None
+    assert patterns.parse(a, "f002") is None
+
+
+def test_a_cut_line_is_not_an_acknowledgement() -> None:
+    assert read_acks('{"ready":true}\n{"n":0}\n{"n":1') == [{"ready": True}, {"n": 0}]
+
+
+def test_case_seeds_and_cut_moments_are_reproducible_and_within_the_window() -> None:
+    seeds = [host.case_seed(1, 1, i) for i in range(50)]
+    assert seeds == [host.case_seed(1, 1, i) for i in range(50)]
+    assert len(set(seeds)) == 50 and host.case_seed(2, 1, 0) != seeds[0]
+    cuts = [host.cut_after(s, 7.0) for s in seeds]
+    assert cuts == [host.cut_after(s, 7.0) for s in seeds]
+    assert all(host.MIN_CUT <= c <= 7.0 for c in cuts) and max(cuts) - min(cuts) > 3
+
+
+def test_the_replay_command_gives_the_same_config_and_case_back() -> None:
+    config = FsConfig(type="ext4", mkfs=["-O", "^has_journal"], mount="data=writeback,noatime")
+    assert parse_fs_spec(config.spec) == [config]
+    record = TrialRecord(
+        seq=0, rep=1, step=0, chain="", cell_key="k", config=config.display, fs="ext4",
+        mkfs_options=[], mount_options="", workload="crash", status="ok",
+        params={"pattern": "replace-rename", "crashes": 20, "seed": 1, "window": 10.0},
+    )  # fmt: skip
+    command = host.replay_command(config, record, 12345)
+    assert "--set crashes=1" in command and "--set replay=12345" in command
+    argv = shlex.split(command)
+    assert parse_fs_spec(argv[argv.index("--fs") + 1]) == [config]
+
+
+def _crash(check: dict[str, Any]) -> host.Crash:
+    return host.Crash(0, 1, 1.0, [], check)
+
+
+def test_fsck_errors_count_only_what_journal_recovery_does_not_explain() -> None:
+    pending = {"clean": False, "recovery_pending": True}
+    clean = {"clean": True, "recovery_pending": False}
+    dirty = {"clean": False, "recovery_pending": False}
+    assert not _crash({"fsck_before": pending, "fsck_after": clean}).fsck_error()
+    assert _crash({"fsck_before": pending, "fsck_after": dirty}).fsck_error()
+    assert _crash({"fsck_before": dirty}).fsck_error()
+    assert _crash({"mount_error": "bad superblock"}).damaged()
+
+
+def test_the_counts_over_crashes() -> None:
+    ok = _crash({"verdict": {"acked": 10, "lost": 0, "empty": 0, "mixed": 0}, "mount_seconds": 0.1})
+    bad = _crash(
+        {"verdict": {"acked": 10, "lost": 2, "empty": 3, "mixed": 1}, "mount_seconds": 0.3}
+    )
+    got = {m.name: m.value for m in host.metrics([ok, bad, ok])}
+    assert got["crashes"] == 3 and got["damaged_crashes"] == 1
+    assert (got["acked_lost"], got["files_empty"], got["files_mixed"]) == (2, 3, 1)
+    assert got["acked_ops"] == 30 and got["mount_seconds"] == pytest.approx(0.5 / 3)
+
+
+def test_fisher_exact_matches_the_reference_values() -> None:
+    # scipy.stats.fisher_exact: [[2,0],[0,2]] -> 0.3333; [[7,13],[0,20]] -> 0.008316
+    assert stats.fisher_exact(2, 2, 0, 2) == pytest.approx(1 / 3)
+    assert stats.fisher_exact(7, 20, 0, 20) == pytest.approx(0.008316008)
+    assert stats.fisher_exact(3, 8, 1, 9) == pytest.approx(0.294117647)
+    assert stats.fisher_exact(0, 0, 1, 2) == 1.0
+
+
+def _row(config: str, workload: str, metric: str, values: list[float], **params: Any) -> Row:
+    mean = sum(values) / len(values)
+    return Row(
+        config=config, fs="ext4", workload=workload, chain="", knobs={}, params=params,
+        metric=metric, unit="s" if metric == "seconds" else "count",
+        better="lower", status="ok", message="", n=len(values), mean=mean, sd=None,
+        ci95=None, cv=None, values=values, trials={"ok": len(values)}, headline=0,
+    )  # fmt: skip
+
+
+def test_safety_lines_put_speed_and_crash_results_side_by_side() -> None:
+    rows = [
+        _row("ordered", "untar", "seconds", [10.0, 10.2, 9.9]),
+        _row("writeback", "untar", "seconds", [9.2, 9.3, 9.1]),
+        _row("ordered", "crash", "crashes", [20], pattern="replace-rename"),
+        _row("ordered", "crash", "damaged_crashes", [0], pattern="replace-rename"),
+        _row("writeback", "crash", "crashes", [20], pattern="replace-rename"),
+        _row("writeback", "crash", "damaged_crashes", [7], pattern="replace-rename"),
+        _row("writeback", "crash", "files_empty", [31], pattern="replace-rename"),
+    ]
+    ordered, writeback = safety_lines(rows)
+    assert ordered.baseline and ordered.speed == [] and not ordered.damaged
+    assert ordered.crash == ["replace-rename: nothing lost in 20 crashes"]
+    assert writeback.speed[0].startswith("untar: 9% faster (Welch p")
+    assert writeback.damaged
+    assert writeback.crash == [
+        "replace-rename: 7/20 crashes damaged (31 files empty); 0/20 on ordered, Fisher p = 0.008"
+    ]
+    assert safety_lines([r for r in rows if r.workload != "crash"]) == []
+    text, damaged = crash_text("fsync-append", rows[2:4])
+    assert text == "fsync-append: nothing lost in 20 crashes" and not damaged
+
+
+def test_the_ack_port_is_a_virtio_serial_port_into_a_host_file(tmp_path: Path) -> None:
+    m = Machine(
+        kernel=tmp_path / "k", initrd=tmp_path / "i", root_overlay=tmp_path / "r",
+        scratch=tmp_path / "s", share=tmp_path, console_log=tmp_path / "c",
+        ports=(("fsbench.acks", tmp_path / "acks.log"),),
+    )  # fmt: skip
+    argv = m.argv()
+    assert "virtio-serial-pci,id=vser0" in argv
+    assert f"file,id=port0,path={tmp_path / 'acks.log'}" in argv
+    assert "virtserialport,bus=vser0.0,chardev=port0,name=fsbench.acks" in argv
+    assert "virtio-serial-pci,id=vser0" not in Machine(
+        kernel=tmp_path, initrd=tmp_path, root_overlay=tmp_path, scratch=None,
+        share=tmp_path, console_log=tmp_path,
+    ).argv()  # fmt: skip
