@@ -71,8 +71,13 @@ def slots_of(plan: Plan, cells: Sequence[Cell]) -> list[Slot]:
         plan.planned_reps,
         plan.seed,
         plan.warmup,
-        lambda cell: all(workloads.get(name).warms for name, _ in cell.steps),
+        warms,
     )
+
+
+def warms(cell: Cell) -> bool:
+    """Whether a cell's trials are warmed up (a crash series boots fresh guests: no)."""
+    return all(workloads.get(name).warms for name, _ in cell.steps)
 
 
 def run(
@@ -216,7 +221,7 @@ class _Loop:
         if not pending:
             return
         cold = not self.handed or self.executor.fresh_start(pending[0])
-        if cold and not pending[0].warmup and self.plan.warmup > 0:
+        if cold and not pending[0].warmup and self.plan.warmup > 0 and warms(pending[0].cell):
             pending.insert(0, self._rewarm(pending[0]))
         self.handed = True
         self.executor.run(pending, self.refused, self._started, self._finished)

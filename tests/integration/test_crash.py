@@ -105,6 +105,23 @@ def test_fsync_append_loses_no_acknowledged_record(workdir: Path) -> None:
     assert rows["crashes"]["mean"] == 2
     assert rows["acked_ops"]["mean"] > 0  # records were acknowledged before each cut
     assert rows["acked_lost"]["mean"] == 0 and rows["damaged_crashes"]["mean"] == 0
+    # The guest kernel has dm-log-writes: each crash also checked one volatile-cache state
+    # (a flush point + a random part of the writes after it), where fsync still holds.
+    assert rows["cache_states"]["mean"] == 2
+    assert rows["cache_acked_lost"]["mean"] == 0 and rows["cache_damaged"]["mean"] == 0
+    trial = Store(workdir / "r.db").get_trials(1)[0]
+    assert trial.provenance["crash"]["volatile_cache"].startswith("dm-log-writes")
+    for crash in trial.provenance["crash"]["crashes"]:
+        state = crash["cache"]
+        assert state["entries"] > state["flush_point"] >= 0
+        assert 0 <= state["kept_writes"] <= state["pending_writes"]
+    off = _crash_run(
+        workdir, "--fs", "ext4", "--set", "pattern=fsync-append", "--set", "crashes=1",
+        "--set", "volatile_cache=false",
+    )  # fmt: skip
+    assert "cache_states" not in {r["metric"] for r in off["rows"]}
+    said = Store(workdir / "r.db").get_trials(2)[0].provenance["crash"]["volatile_cache"]
+    assert said.startswith("not tested (volatile_cache=false)")
 
 
 def test_a_killed_crash_run_resumes_where_it_stopped(workdir: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shlex
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from fsbench import stats
-from fsbench.crash import host, patterns
+from fsbench.crash import host, logwrites, patterns
 from fsbench.crash.patterns import PATTERNS, READY, read_acks
 from fsbench.plan import FsConfig, parse_fs_spec
 from fsbench.records import TrialRecord
@@ -166,10 +167,14 @@ def test_fsck_errors_count_only_what_journal_recovery_does_not_explain() -> None
     pending = {"clean": False, "recovery_pending": True}
     clean = {"clean": True, "recovery_pending": False}
     dirty = {"clean": False, "recovery_pending": False}
-    assert not _crash({"fsck_before": pending, "fsck_after": clean}).fsck_error()
-    assert _crash({"fsck_before": pending, "fsck_after": dirty}).fsck_error()
-    assert _crash({"fsck_before": dirty}).fsck_error()
-    assert _crash({"mount_error": "bad superblock"}).damaged()
+    assert not host.fsck_error({"fsck_before": pending, "fsck_after": clean})
+    assert host.fsck_error({"fsck_before": pending, "fsck_after": dirty})
+    assert host.fsck_error({"fsck_before": dirty})
+    assert host.damaged({"mount_error": "bad superblock"})
+    # A crash fails when the disk or its volatile-cache state does.
+    lost = {"verdict": {"lost": 1}}
+    assert _crash({"verdict": {}, "cache": lost}).failing()
+    assert not _crash({"verdict": {}, "cache": {"skipped": "no flush point"}}).failing()
 
 
 def test_the_counts_over_crashes() -> None:
@@ -181,6 +186,12 @@ def test_the_counts_over_crashes() -> None:
     assert got["crashes"] == 3 and got["damaged_crashes"] == 1
     assert (got["acked_lost"], got["files_empty"], got["files_mixed"]) == (2, 3, 1)
     assert got["acked_ops"] == 30 and got["mount_seconds"] == pytest.approx(0.5 / 3)
+    assert "cache_states" not in got  # no write log: no volatile-cache counts
+    cached = _crash({**ok.check, "cache": {"verdict": {"lost": 2}, "fsck_before": {
+        "clean": False, "recovery_pending": False}}})  # fmt: skip
+    got = {m.name: m.value for m in host.metrics([cached, ok])}
+    assert (got["cache_states"], got["cache_damaged"], got["cache_acked_lost"]) == (1, 1, 2)
+    assert got["cache_fsck_errors"] == 1 and got["damaged_crashes"] == 0
 
 
 def test_fisher_exact_matches_the_reference_values() -> None:
@@ -213,15 +224,26 @@ def test_safety_lines_put_speed_and_crash_results_side_by_side() -> None:
     ]
     ordered, writeback = safety_lines(rows)
     assert ordered.baseline and ordered.speed == [] and not ordered.damaged
-    assert ordered.crash == ["replace-rename: nothing lost in 20 crashes"]
+    assert ordered.crash == [
+        "replace-rename: nothing lost in 20 crashes; volatile-cache states not tested"
+    ]
     assert writeback.speed[0].startswith("untar: 9% faster (Welch p")
     assert writeback.damaged
     assert writeback.crash == [
-        "replace-rename: 7/20 crashes damaged (31 files empty); 0/20 on ordered, Fisher p = 0.008"
+        "replace-rename: 7/20 crashes damaged (31 files empty); 0/20 on ordered, "
+        "Fisher p = 0.008; volatile-cache states not tested"
     ]
     assert safety_lines([r for r in rows if r.workload != "crash"]) == []
-    text, damaged = crash_text("fsync-append", rows[2:4])
-    assert text == "fsync-append: nothing lost in 20 crashes" and not damaged
+    cache = [
+        _row("ordered", "crash", "cache_states", [20], pattern="fsync-append"),
+        _row("ordered", "crash", "cache_damaged", [1], pattern="fsync-append"),
+        _row("ordered", "crash", "cache_acked_lost", [3], pattern="fsync-append"),
+    ]
+    text, damaged = crash_text("fsync-append", [*rows[2:4], *cache])
+    assert damaged and text == (
+        "fsync-append: nothing lost in 20 crashes; volatile cache: 1/20 states damaged "
+        "(3 acknowledged ops lost)"
+    )
 
 
 def test_the_ack_port_is_a_virtio_serial_port_into_a_host_file(tmp_path: Path) -> None:
@@ -238,3 +260,71 @@ def test_the_ack_port_is_a_virtio_serial_port_into_a_host_file(tmp_path: Path) -
         kernel=tmp_path, initrd=tmp_path, root_overlay=tmp_path, scratch=None,
         share=tmp_path, console_log=tmp_path,
     ).argv()  # fmt: skip
+
+
+def _log(path: Path, entries: list[tuple[int, int, int, bytes]], sectorsize: int = 512) -> None:
+    """A dm-log-writes log in the kernel's format: (sector, sectors, flags, data or mark)."""
+    out = bytearray(logwrites.SUPER.pack(logwrites.MAGIC, 1, len(entries), sectorsize))
+    out += bytes(sectorsize - len(out))
+    for sector, sectors, flags, data in entries:
+        mark = data if flags & logwrites.MARK else b""
+        head = logwrites.ENTRY.pack(sector, sectors, flags, len(data)) + mark
+        out += head + bytes(sectorsize - len(head))
+        if not flags & (logwrites.MARK | logwrites.DISCARD):
+            out += data
+    path.write_bytes(bytes(out))
+
+
+def test_a_volatile_cache_state_from_the_kernels_log_format(tmp_path: Path) -> None:
+    W, F, M = 0, logwrites.FLUSH, logwrites.MARK
+    log = tmp_path / "log"
+    _log(
+        log,
+        [
+            (0, 1, W, b"A" * 512),  # the filesystem before the pattern
+            (0, 0, F, b""),
+            (0, 0, M, b"ready"),
+            (1, 1, W, b"B" * 512),
+            (0, 0, F, b""),  # flush point 4: B durable
+            (0, 0, M, b"ack-1"),
+            (2, 2, W, b"C" * 1024),  # pending: a volatile cache may or may not have them
+            (4, 1, W, b"D" * 512),
+            (0, 0, F, b""),
+            (0, 0, M, b"ack-2"),
+        ],
+    )
+    sectorsize, entries = logwrites.read_log(str(log))
+    assert sectorsize == 512 and [e.mark for e in entries if e.mark] == ["ready", "ack-1", "ack-2"]
+    states = set()
+    for seed in range(40):
+        state = logwrites.choose(entries, random.Random(seed))
+        assert state is not None and entries[state.point].durable_point
+        assert state.point >= 2  # never before the pattern's setup
+        states.add((state.point, tuple(state.subset)))
+        if state.point == 4:
+            assert state.pending == 2 and set(state.subset) <= {6, 7} and state.acked == 0
+    assert {p for p, _ in states} == {4, 8} and len(states) > 3
+    target = tmp_path / "disk"
+    target.write_bytes(bytes(512 * 8))
+    state = logwrites.State(point=4, subset=[7], pending=2, acked=0)
+    logwrites.replay(str(log), entries, 512, state, str(target))
+    disk = target.read_bytes()
+    assert disk[:1024] == b"A" * 512 + b"B" * 512
+    assert disk[1024:2048] == bytes(1024)  # C stayed in the lost cache
+    assert disk[2048:2560] == b"D" * 512
+    acks = [{"ready": True}, {"n": 0}, {"n": 1}]
+    assert logwrites.marked_acks(acks, logwrites.State(8, [], 0, 1)) == acks[:2]
+
+
+def test_a_log_without_setup_or_magic_gives_no_state(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    _log(log, [(0, 1, 0, b"A" * 512), (0, 0, logwrites.FLUSH, b"")])
+    assert logwrites.choose(logwrites.read_log(str(log))[1], random.Random(1)) is None
+    log.write_bytes(bytes(4096))
+    assert logwrites.read_log(str(log)) == (512, [])
+
+
+def test_the_mark_ioctl_is_the_kernels_dm_target_msg() -> None:
+    assert logwrites._DM_IOCTL.size == 312  # sizeof(struct dm_ioctl)
+    assert logwrites._DM_TARGET_MSG == 0xC138FD0E  # DM_TARGET_MSG from <linux/dm-ioctl.h>
+    assert " " not in logwrites.ACK_MARK  # the kernel splits a message at spaces

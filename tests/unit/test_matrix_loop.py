@@ -324,3 +324,17 @@ def test_reps_auto_in_fresh_guests_warms_each_round(store: Store) -> None:
     assert all(t.metrics[0].value < 3 for t in counted)  # every slow first was a warm-up
     rounds = len({t.rep for t in counted}) - 3  # the adaptive ones, each with a warm-up
     assert len([t for t in trials if t.warmup]) == 2 + rounds
+
+
+def test_a_workload_that_warms_nothing_gets_no_warmup_even_on_a_fresh_start(
+    store: Store,
+) -> None:
+    crash = WorkloadSpec(name="crash", params={"pattern": "fsync-append"})
+    p = _plan(workloads=[crash], reps=2)
+    cells = planning.expand(p)
+    outcome, ran = _run(store, p, FakeExecutor(p, cells, fresh=True))
+    assert [s.rep for s in ran.ran] == [1, 1, 2, 2]  # no warm-up round, no re-warm
+    first, _ = _run(store, p, FakeExecutor(p, cells, interrupt_at=1))
+    assert first.interrupted
+    _, resumed = _run(store, p, FakeExecutor(p, cells), resume=first.run_id)
+    assert [s.rep for s in resumed.ran] == [1, 2, 2]  # where it stopped, nothing warmed

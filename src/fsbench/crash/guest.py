@@ -9,18 +9,22 @@ makes a fresh filesystem and runs the pattern until the host cuts the power:
            operation on the virtio serial port `fsbench.acks`, line by line, as it goes.
 
 The disk is /dev/vdb, as for every guest job; its content survives from boot to boot.
+With dm-log-writes (logwrites.py) the run's writes are also recorded on /dev/vdc, and the
+check replays one volatile-cache state onto /dev/vdd and checks it the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import time
 from pathlib import Path
 from typing import Any
 
 from fsbench import filesystems, fsops, proc
-from fsbench.crash.patterns import PATTERNS, read_acks
+from fsbench.crash import logwrites
+from fsbench.crash.patterns import PATTERNS, READY, read_acks
 from fsbench.errors import Unsupported
 from fsbench.plan import FsConfig
 
@@ -28,6 +32,9 @@ ACK_PORT = "fsbench.acks"  # the virtio serial port's name (QEMU's virtserialpor
 CHECK_FILE = "check.json"
 REFUSED_FILE = "refused.json"
 ACKS_IN = "acks.jsonl"  # the last run's acknowledgements, as the host received them
+RECORDED_FILE = "recorded.json"  # whether the run's writes are in the log, else why not
+LOG_DISK = "/dev/vdc"  # dm-log-writes' log of the run's writes (kept from boot to boot)
+REPLAY_DISK = "/dev/vdd"  # a fresh disk per boot: the volatile-cache state replayed
 MOUNT = Path("/run/fsbench/crash")
 FSCK_TIMEOUT = 600
 # What a read-only check prints when the journal or log is waiting for the mount to
@@ -64,11 +71,11 @@ def fsck(argv: list[str]) -> dict[str, Any]:
     }
 
 
-def check(crash: dict[str, Any], device: str, share: Path) -> dict[str, Any]:
+def examine(crash: dict[str, Any], device: str, acks: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a crash left on `device`: read-only fsck, mount (timed), the pattern's check
+    against `acks`, umount, read-only fsck again."""
     config = FsConfig.model_validate(crash["config"])
     fs = filesystems.get(config.type)
-    pattern = PATTERNS[crash["pattern"]]
-    acks = read_acks((share / ACKS_IN).read_text())
     argv = [*fs.fsck_readonly, device] if fs.fsck_readonly else []
     out: dict[str, Any] = {"acks": len(acks)}
     if argv:
@@ -81,7 +88,8 @@ def check(crash: dict[str, Any], device: str, share: Path) -> dict[str, Any]:
         return out
     out["mount_seconds"] = round(made.seconds, 4)
     try:
-        out["verdict"] = pattern.check(MOUNT, crash["check"]["seed"], acks, crash["size"]).as_dict()
+        check = PATTERNS[crash["pattern"]].check
+        out["verdict"] = check(MOUNT, crash["check"]["seed"], acks, crash["size"]).as_dict()
     finally:
         fsops.umount(MOUNT)
     if argv:
@@ -89,12 +97,43 @@ def check(crash: dict[str, Any], device: str, share: Path) -> dict[str, Any]:
     return out
 
 
+def check(crash: dict[str, Any], device: str, share: Path) -> dict[str, Any]:
+    """The power cut's state on the disk; then, when the run recorded its writes, one
+    state a disk with a volatile cache could have shown instead (logwrites.py)."""
+    acks = read_acks((share / ACKS_IN).read_text())
+    out = examine(crash, device, acks)
+    if not crash["check"].get("recorded"):
+        return out
+    sectorsize, entries = logwrites.read_log(LOG_DISK)
+    state = logwrites.choose(entries, random.Random(f"state:{crash['check']['seed']}"))
+    if state is None:
+        out["cache"] = {"skipped": f"no flush point after the setup in {len(entries)} entries"}
+        return out
+    logwrites.replay(LOG_DISK, entries, sectorsize, state, REPLAY_DISK)
+    logwrites.scan_forget(device)  # btrfs: mount the replayed copy, not the original
+    promised = logwrites.marked_acks(acks, state)
+    if not PATTERNS[crash["pattern"]].durable:
+        promised = acks  # no durability promised: every version written may show
+    out["cache"] = {**state.as_dict(), "entries": len(entries)}
+    out["cache"].update(examine(crash, REPLAY_DISK, promised))
+    return out
+
+
 def run(crash: dict[str, Any], device: str, share: Path) -> None:
-    """mkfs, mount, the pattern until the power goes. A config the kernel refuses is
-    written to the share (the host records it as unsupported) and the guest powers off."""
+    """mkfs, mount, the pattern until the power goes, its writes recorded when the guest
+    can (dm-log-writes). A config the kernel refuses is written to the share (the host
+    records it as unsupported) and the guest powers off."""
     config = FsConfig.model_validate(crash["config"])
     fs = filesystems.get(config.type)
     port = ack_port()
+    why_not = "not asked (volatile_cache=false)"
+    if crash.get("volatile_cache"):
+        why_not = logwrites.unavailable() or ""
+    marker = None
+    if not why_not:
+        device = logwrites.start(device, LOG_DISK)
+        marker = logwrites.Marker()
+    _write(share / RECORDED_FILE, json.dumps({"recorded": marker is not None, "why_not": why_not}))
     try:
         fsops.mkfs(fs, list(config.mkfs), device)
         fsops.mount(fs, device, MOUNT, config.mount)
@@ -102,9 +141,14 @@ def run(crash: dict[str, Any], device: str, share: Path) -> None:
         _write(share / REFUSED_FILE, json.dumps({"message": exc.message, "detail": exc.detail}))
         return
     fd = os.open(port, os.O_WRONLY)
+    sent = 0
 
     def ack(what: dict[str, Any]) -> None:
+        nonlocal sent
+        if marker is not None:  # in the log before the host hears of it
+            marker.mark(logwrites.READY_MARK if READY in what else f"{logwrites.ACK_MARK}{sent}")
         os.write(fd, (json.dumps(what, separators=(",", ":")) + "\n").encode())
+        sent += 1
 
     PATTERNS[crash["pattern"]].run(MOUNT, crash["run"]["seed"], ack, crash["size"])
 

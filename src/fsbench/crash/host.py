@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench.crash.guest import ACK_PORT, ACKS_IN, CHECK_FILE, REFUSED_FILE
+from fsbench.crash.guest import ACK_PORT, ACKS_IN, CHECK_FILE, RECORDED_FILE, REFUSED_FILE
 from fsbench.crash.patterns import PATTERNS, READY, read_acks
 from fsbench.errors import FsbenchError, Unsupported
 from fsbench.plan import FsConfig
@@ -65,87 +65,122 @@ class Boot:
     acks: str = ""  # the port's bytes as the host received them
     cut: bool = False  # the host cut the power (the run phase reached its moment)
     refused: dict[str, Any] | None = None  # mkfs or mount refused the config
+    recorded: dict[str, Any] | None = None  # whether dm-log-writes recorded the run
     error: str = ""  # the guest failed or a limit passed: the console's tail
+
+
+def fsck_error(check: dict[str, Any]) -> bool:
+    """The read-only check found problems that journal recovery does not explain: before
+    the mount when nothing waited for replay, else after it."""
+    before, after = check.get("fsck_before"), check.get("fsck_after")
+    if before and not before["clean"] and not before["recovery_pending"]:
+        return True
+    return bool(after and not after["clean"])
+
+
+def damaged(check: dict[str, Any]) -> bool:
+    v = check.get("verdict") or {}
+    return bool("mount_error" in check or v.get("lost") or v.get("empty") or v.get("mixed"))
+
+
+def counts(check: dict[str, Any]) -> dict[str, Any]:
+    v = check.get("verdict") or {}
+    return {
+        "acked": v.get("acked", 0),
+        "lost": v.get("lost", 0),
+        "empty": v.get("empty", 0),
+        "mixed": v.get("mixed", 0),
+        "fsck_error": fsck_error(check),
+        "mount_seconds": check.get("mount_seconds"),
+        "mount_error": check.get("mount_error"),
+    }
 
 
 @dataclass
 class Crash:
-    """One power cut and what the next boot found."""
+    """One power cut and what the next boot found: on the disk (`check`) and in the
+    volatile-cache state replayed from the recorded writes (`check["cache"]`)."""
 
     index: int
     seed: int
     cut_after: float
     acks: list[dict[str, Any]] = field(default_factory=list)
     check: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=dict)  # the run's dm-log-writes
 
     @property
-    def verdict(self) -> dict[str, Any]:
-        return self.check.get("verdict") or {}
-
-    def fsck_error(self) -> bool:
-        """The read-only check found problems that journal recovery does not explain:
-        before the mount when nothing waited for replay, else after it."""
-        before, after = self.check.get("fsck_before"), self.check.get("fsck_after")
-        if before and not before["clean"] and not before["recovery_pending"]:
-            return True
-        return bool(after and not after["clean"])
-
-    def damaged(self) -> bool:
-        v = self.verdict
-        return bool(
-            "mount_error" in self.check or v.get("lost") or v.get("empty") or v.get("mixed")
-        )
+    def cache(self) -> dict[str, Any] | None:
+        """The volatile-cache state's check, when one was replayed."""
+        cache = self.check.get("cache")
+        return cache if cache and "skipped" not in cache else None
 
     def summary(self) -> dict[str, Any]:
-        v = self.verdict
-        return {
+        out = {
             "index": self.index,
             "seed": self.seed,
             "cut_after_s": self.cut_after,
             "acks": len(self.acks),
-            "acked": v.get("acked", 0),
-            "lost": v.get("lost", 0),
-            "empty": v.get("empty", 0),
-            "mixed": v.get("mixed", 0),
-            "fsck_error": self.fsck_error(),
-            "mount_seconds": self.check.get("mount_seconds"),
-            "mount_error": self.check.get("mount_error"),
+            **counts(self.check),
         }
+        cache = self.check.get("cache")
+        if cache is not None:
+            out["cache"] = {k: v for k, v in cache.items() if k not in ("verdict", "fsck_before",
+                                                                     "fsck_after")}  # fmt: skip
+            if self.cache is not None:
+                out["cache"].update(counts(self.cache))
+        elif self.recorded:
+            out["cache"] = {"skipped": self.recorded.get("why_not") or "not recorded"}
+        return out
 
     def kept(self, replay: str) -> dict[str, Any]:
         """Everything a kernel developer needs to look at this case again."""
-        return {
+        out = {
             **self.summary(),
             "replay": replay,
             "acks_total": len(self.acks),
             "acks_last": self.acks[-ACK_TAIL:],
             "fsck_before": self.check.get("fsck_before"),
             "fsck_after": self.check.get("fsck_after"),
-            "damage": self.verdict.get("damage", []),
+            "damage": (self.check.get("verdict") or {}).get("damage", []),
         }
+        if self.cache is not None and (damaged(self.cache) or fsck_error(self.cache)):
+            out["cache_damage"] = (self.cache.get("verdict") or {}).get("damage", [])
+            out["cache_fsck_after"] = self.cache.get("fsck_after")
+        return out
+
+    def failing(self) -> bool:
+        return any(damaged(c) or fsck_error(c) for c in (self.check, self.cache) if c)
+
+
+def _sum(checks: list[dict[str, Any]], key: str) -> int:
+    return sum((c.get("verdict") or {}).get(key, 0) for c in checks)
 
 
 def metrics(crashes: list[Crash]) -> list[MetricRecord]:
-    """Counts over the N crashes of a trial (each with N beside it in the report)."""
-    mounts = [c.check["mount_seconds"] for c in crashes if "mount_seconds" in c.check]
+    """Counts over the N crashes of a trial (each with N beside it in the report); the
+    volatile-cache states' own counts when the guest recorded the writes."""
+    checks = [c.check for c in crashes]
+    mounts = [c["mount_seconds"] for c in checks if "mount_seconds" in c]
     out = [
         MetricRecord("crashes", len(crashes), "count", "higher"),
-        MetricRecord("damaged_crashes", sum(c.damaged() for c in crashes), "count", "lower"),
-        MetricRecord("acked_lost", sum(c.verdict.get("lost", 0) for c in crashes), "ops", "lower"),
-        MetricRecord(
-            "files_empty", sum(c.verdict.get("empty", 0) for c in crashes), "files", "lower"
-        ),
-        MetricRecord(
-            "files_mixed", sum(c.verdict.get("mixed", 0) for c in crashes), "files", "lower"
-        ),
-        MetricRecord("fsck_errors", sum(c.fsck_error() for c in crashes), "count", "lower"),
-        MetricRecord(
-            "mount_failures", sum("mount_error" in c.check for c in crashes), "count", "lower"
-        ),
-        MetricRecord("acked_ops", sum(c.verdict.get("acked", 0) for c in crashes), "ops", "higher"),
+        MetricRecord("damaged_crashes", sum(map(damaged, checks)), "count", "lower"),
+        MetricRecord("acked_lost", _sum(checks, "lost"), "ops", "lower"),
+        MetricRecord("files_empty", _sum(checks, "empty"), "files", "lower"),
+        MetricRecord("files_mixed", _sum(checks, "mixed"), "files", "lower"),
+        MetricRecord("fsck_errors", sum(map(fsck_error, checks)), "count", "lower"),
+        MetricRecord("mount_failures", sum("mount_error" in c for c in checks), "count", "lower"),
+        MetricRecord("acked_ops", _sum(checks, "acked"), "ops", "higher"),
     ]
     if mounts:
         out.append(MetricRecord("mount_seconds", sum(mounts) / len(mounts), "s", "lower"))
+    states = [c.cache for c in crashes if c.cache is not None]
+    if states:
+        out += [
+            MetricRecord("cache_states", len(states), "count", "higher"),
+            MetricRecord("cache_damaged", sum(map(damaged, states)), "count", "lower"),
+            MetricRecord("cache_acked_lost", _sum(states, "lost"), "ops", "lower"),
+            MetricRecord("cache_fsck_errors", sum(map(fsck_error, states)), "count", "lower"),
+        ]
     return out
 
 
@@ -176,16 +211,18 @@ def run_crash_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRe
             "config": cell.config.model_dump(mode="json"),
             "pattern": pattern.name,
             "size": params["files"],
+            "volatile_cache": params["volatile_cache"],
         }
         with run_dir(spec.workdir, spec.cache_dir) as disk:
-            scratch = disk.path / "scratch.img"
+            scratch, log_disk = disk.path / "scratch.img", disk.path / "writes.log"
             qemu.make_scratch(scratch, spec.scratch_bytes)
+            qemu.make_scratch(log_disk, spec.scratch_bytes)  # sparse: what was written
             previous: Crash | None = None
             for index in range(params["crashes"] + 1):
                 seed = params["replay"] or case_seed(params["seed"], vc.rep, index)
                 last = index == params["crashes"]
                 this = None if last else Crash(index, seed, cut_after(seed, params["window"]))
-                boot = _boot(img, spec, accel, scratch, job, previous, this)
+                boot = _boot(img, spec, accel, (scratch, log_disk), job, previous, this)
                 if previous is not None:
                     if boot.check is None:
                         raise FsbenchError(boot.error or "the check after a crash did not run")
@@ -197,6 +234,7 @@ def run_crash_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRe
                     if not boot.cut:
                         raise FsbenchError(boot.error or "the pattern never began")
                     this.acks = read_acks(boot.acks)
+                    this.recorded = boot.recorded or {}
                     log(
                         f"crash {index + 1}: power cut {this.cut_after} s in, {len(this.acks)} acks"
                     )
@@ -213,13 +251,9 @@ def run_crash_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRe
         "promise": pattern.promise,
         "n": len(crashes),
         "crashes": [c.summary() for c in crashes],
+        "volatile_cache": _volatile_cache(crashes, params["volatile_cache"]),
         "failing": [
-            c.kept(replay_command(cell.config, record, c.seed)) for c in crashes if c.damaged()
-        ],
-        "fsck_errors": [
-            c.kept(replay_command(cell.config, record, c.seed))
-            for c in crashes
-            if c.fsck_error() and not c.damaged()
+            c.kept(replay_command(cell.config, record, c.seed)) for c in crashes if c.failing()
         ],
     }
     record.provenance = prov
@@ -227,19 +261,32 @@ def run_crash_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRe
     return [record]
 
 
+def _volatile_cache(crashes: list[Crash], asked: bool) -> str:
+    """What the report says of the volatile-cache states: tested, or why not."""
+    if not asked:
+        return "not tested (volatile_cache=false): power cuts only"
+    if any(c.cache is not None for c in crashes):
+        return "dm-log-writes: one replayed state per crash (a flush point + some later writes)"
+    why = next((c.recorded.get("why_not") for c in crashes if c.recorded.get("why_not")), "")
+    return f"not tested ({why or 'no state could be replayed'}): power cuts only"
+
+
 def _boot(
     img: GuestImage,
     spec: VmSpec,
     accel: str,
-    scratch: Path,
+    disks: tuple[Path, Path],
     job: dict[str, Any],
     previous: Crash | None,
     this: Crash | None,
 ) -> Boot:
-    """One guest on `scratch`: check what `previous` left, then run `this` until the cut."""
+    """One guest on the crash's disks (scratch, write log; a fresh replay target): check
+    what `previous` left, then run `this` until the cut."""
     crash = {
         **job,
-        "check": {"seed": previous.seed} if previous else None,
+        "check": {"seed": previous.seed, "recorded": previous.recorded.get("recorded")}
+        if previous
+        else None,
         "run": {"seed": this.seed} if this else None,
     }
     out = Boot()
@@ -250,12 +297,16 @@ def _boot(
         pyenv.install_fsbench(rd.share / PYSRC, compile_=True)
         qemu.make_overlay(img.root, rd.overlay)
         acks = rd.path / "acks.log"
+        replay_disk = rd.path / "replay.img"  # zeroed: the state is written onto it
+        qemu.make_scratch(replay_disk, spec.scratch_bytes)
         guest = machine(
             spec,
             img,
             rd,
             accel,
-            scratch=scratch,
+            scratch=disks[0],
+            twin=disks[1],
+            extra=(replay_disk,),
             init=GUEST_INIT,
             cmdline_extra=tuple(spec.cmdline_extra),
             ports=((ACK_PORT, acks),),
@@ -266,6 +317,7 @@ def _boot(
         out.acks = acks.read_text(errors="replace") if acks.is_file() else ""
         out.check = _json(rd.share / CHECK_FILE)
         out.refused = _json(rd.share / REFUSED_FILE)
+        out.recorded = _json(rd.share / RECORDED_FILE)
         if (rd.share / FAILED).is_file():
             out.error = rd.with_console(
                 "the guest failed: " + (rd.share / FAILED).read_text(errors="replace")[-2000:]

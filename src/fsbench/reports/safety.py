@@ -44,8 +44,8 @@ def crash_text(
     n = _total(rows, "crashes")
     damaged = _total(rows, "damaged_crashes")
     against = ""
-    if base:
-        base_n, base_damaged = _total(base, "crashes"), _total(base, "damaged_crashes")
+    base_n, base_damaged = _total(base, "crashes"), _total(base, "damaged_crashes")
+    if base and (damaged or base_damaged):
         p = stats.fisher_exact(damaged, n, base_damaged, base_n)
         against = f"; {base_damaged}/{base_n} on {base_config}, Fisher {fmt_p(p)}"
     parts = [
@@ -59,10 +59,29 @@ def crash_text(
         )
         if (count := _total(rows, metric))
     ]
+    cache = _cache_text(rows)
     if not damaged and not parts:
-        return f"{pattern}: nothing lost in {n} crashes{against}", False
+        return f"{pattern}: nothing lost in {_n(n, 'crash')}{against}{cache}", "damaged" in cache
     detail = f" ({', '.join(parts)})" if parts else ""
-    return f"{pattern}: {damaged}/{n} crashes damaged{detail}{against}", True
+    return f"{pattern}: {damaged}/{n} crashes damaged{detail}{against}{cache}", True
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("sh") else "s")
+
+
+def _cache_text(rows: Sequence[Row]) -> str:
+    """'; volatile cache: 1/20 states damaged (3 acknowledged ops lost)', or why none."""
+    states = _total(rows, "cache_states")
+    if not states:
+        return "; volatile-cache states not tested"
+    damaged = _total(rows, "cache_damaged")
+    lost, fsck = _total(rows, "cache_acked_lost"), _total(rows, "cache_fsck_errors")
+    parts = [f"{lost} acknowledged ops lost"] * bool(lost) + [f"{fsck} fsck errors"] * bool(fsck)
+    detail = f" ({', '.join(parts)})" if parts else ""
+    if not damaged and not parts:
+        return f"; volatile cache: {_n(states, 'state')} intact"
+    return f"; volatile cache: {damaged}/{states} states damaged{detail}"
 
 
 def speed_text(row: Row, base: Row) -> str | None:

@@ -178,6 +178,8 @@ class Machine:
     pidfile: Path | None = None  # QEMU writes its pid there (a stale run is released by it)
     # A second scratch disk like the first (/dev/vdc): the clean copies of aged filesystems.
     twin: Path | None = None
+    # Disks after those (/dev/vdd, ...): the crash workload's write log and replay target.
+    extra: tuple[Path, ...] = ()
     # virtio serial ports, by name, each written by the guest into a host file as it
     # comes (the crash workload's acknowledgements).
     ports: tuple[tuple[str, Path], ...] = ()
@@ -209,7 +211,7 @@ class Machine:
             "-drive",
             f"file={self.root_overlay},format=qcow2,if=virtio,cache={self.root_cache}",
         ]
-        for disk in (self.scratch, self.twin):
+        for disk in (self.scratch, self.twin, *self.extra):
             if disk is None:
                 continue
             drive = f"file={disk},format=raw,if=virtio,cache=none,aio=threads,discard=unmap"

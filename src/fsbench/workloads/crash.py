@@ -42,6 +42,11 @@ class CrashParams(Params):
     replay: int = Field(
         default=0, description="a kept case's seed: every crash replays that case (0: off)"
     )
+    volatile_cache: bool = Field(
+        default=True,
+        description="also check a state a disk with a volatile cache could leave "
+        "(dm-log-writes: a flush point + some later writes)",
+    )
 
 
 @register

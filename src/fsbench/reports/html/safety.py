@@ -74,6 +74,15 @@ def safety_section(rows: Sequence[Row], trials: Sequence[TrialRecord]) -> str:
         ),
         class_="about",
     )
-    cases = _cases([t for t in trials if t.workload == CRASH and not t.warmup])
+    crash_trials = [t for t in trials if t.workload == CRASH and not t.warmup]
+    caches = dict.fromkeys(
+        str((t.provenance or {}).get("crash", {}).get("volatile_cache", "")) for t in crash_trials
+    )
+    about += tag(
+        "p",
+        e("Volatile write cache: " + "; ".join(c for c in caches if c)),
+        class_="about",
+    )
+    cases = _cases(crash_trials)
     kept = tag("h3", "Kept crash cases") + cases if cases else ""
     return about + table(head("config", "speed", "when the power went", ""), body) + kept
