@@ -64,7 +64,11 @@ def test_power_cuts_on_ordered_and_writeback(workdir: Path) -> None:
         workdir,
         *["--fs", "ext4:mount=data=ordered", "--fs", "ext4:mount=data=writeback"],
         *["--set", "pattern=replace-rename", "--set", "crashes=2"],
+        *["--workload", "untar", "--reps", "1"],  # the speed side
     )
+    untar = [r for r in out["rows"] if r["workload"] == "untar" and r["metric"] == "seconds"]
+    assert len(untar) == 2 and all(r["n"] == 1 and r["status"] == "ok" for r in untar)
+    out["rows"] = [r for r in out["rows"] if r["workload"] == "crash"]
     rows = {(r["config"], r["metric"]): r for r in out["rows"]}
     for config in ("ext4 data=ordered", "ext4 data=writeback"):
         for metric in COUNTS:
@@ -80,8 +84,8 @@ def test_power_cuts_on_ordered_and_writeback(workdir: Path) -> None:
     run_id = store.latest_run_id()
     assert run_id is not None
     trials = store.get_trials(run_id)
-    assert not any(t.warmup for t in trials)  # a crash series warms nothing
-    for t in trials:
+    assert not any(t.warmup for t in trials if t.workload == "crash")  # nothing to warm
+    for t in [t for t in trials if t.workload == "crash"]:
         crash = t.provenance["crash"]
         assert crash["n"] == 2 and len(crash["crashes"]) == 2
         seeds = [c["seed"] for c in crash["crashes"]]
@@ -93,6 +97,7 @@ def test_power_cuts_on_ordered_and_writeback(workdir: Path) -> None:
     # The report says it beside the configs.
     text = fsbench("report", str(run_id), "--db", str(workdir / "r.db")).stdout
     assert "Safety beside speed" in text and "replace-rename:" in text
+    assert "untar: " in text  # the speed against the first config, beside the crashes
     # Nothing left behind: no QEMU, no run directory, no scratch disk.
     assert not _qemu_of(workdir)
     assert not list((workdir / "work").glob("vm-*"))

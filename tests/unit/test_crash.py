@@ -328,3 +328,16 @@ def test_the_mark_ioctl_is_the_kernels_dm_target_msg() -> None:
     assert logwrites._DM_IOCTL.size == 312  # sizeof(struct dm_ioctl)
     assert logwrites._DM_TARGET_MSG == 0xC138FD0E  # DM_TARGET_MSG from <linux/dm-ioctl.h>
     assert " " not in logwrites.ACK_MARK  # the kernel splits a message at spaces
+
+
+def test_an_ad_hoc_crash_run_plans_no_warmup_and_one_repetition() -> None:
+    from fsbench.cli import planflags
+
+    def built(*names: str) -> Any:
+        flags = planflags.PlanFlags(fs=["ext4"], workload=list(names), target_kind="vm")
+        return planflags.build(flags).plan
+
+    alone = built("crash")
+    assert alone.warmup == 0 and alone.reps == 1
+    beside = built("untar", "crash")  # untar warms: the plan keeps its warm-up round
+    assert beside.warmup == 1

@@ -203,18 +203,21 @@ def build_plan(flags: PlanFlags) -> Plan:
         value = getattr(flags, name)
         if value is not None:
             data[name] = value
+    steps = [
+        workloads.get(step)
+        for spec in (data["workload"] if flags.workload and not explicit else [])
+        for step in (spec.steps if isinstance(spec, WorkloadSpec) else [spec["name"]])
+    ]
     if flags.reps is not None:
         data["reps"] = _parse_reps(flags.reps)
-    elif flags.workload and not explicit:
+    elif wanted := [w.default_reps for w in steps if w.default_reps]:
         # Workloads whose differences hide in the noise with fewer (boot: 10) set the
         # default of an ad-hoc run; a preset or plan says its own number.
-        wanted = [
-            workloads.get(step).default_reps
-            for spec in data["workload"]
-            for step in (spec.steps if isinstance(spec, WorkloadSpec) else [spec["name"]])
-        ]
-        if any(wanted):
-            data["reps"] = max(w for w in wanted if w)
+        data["reps"] = max(wanted)
+    if steps and flags.warmup is None and not any(w.warms for w in steps):
+        # No warm-up round where no workload warms (a crash series boots fresh guests):
+        # the stored plan, the banner and the report then say what ran.
+        data["warmup"] = 0
     data["target"] = _target(dict(data["target"]), flags)
     if not explicit and (flags.fs or flags.workload):
         data["name"] = "custom"

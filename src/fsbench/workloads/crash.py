@@ -31,13 +31,8 @@ class CrashParams(Params):
         default="fsync-append", description="the application pattern the power cuts"
     )
     crashes: Annotated[int, Field(gt=0, description="power cuts per trial")]
-    files: Annotated[
-        int, Field(gt=0, description="files replaced (replace-rename*) or untarred (create-tree)")
-    ] = 16
-    window: Annotated[
-        float,
-        Field(gt=0, description="seconds: the power goes at a seeded moment up to this long in"),
-    ]
+    files: Annotated[int, Field(gt=0, description="files replaced, or untarred")] = 16
+    window: Annotated[float, Field(gt=0, description="seconds: the latest moment of the cut")]
     seed: int = Field(default=1, description="the seed each crash's own seed derives from")
     replay: int = Field(
         default=0, description="a kept case's seed: every crash replays that case (0: off)"
@@ -53,13 +48,22 @@ class CrashParams(Params):
 class Crash(Workload[CrashParams]):
     name = "crash"
     summary = "power cuts during an application pattern: what survives (VM target)"
+    # ext4's journal commits every 5 s: a window past it lets renames reach the journal.
     scale_defaults = {
-        # ext4's journal commits every 5 s: a window past it lets renames reach the journal.
         Scale.TINY: {"crashes": 3, "window": 7.0},
         Scale.QUICK: {"crashes": 20, "window": 10.0},
         Scale.FULL: {"crashes": 50, "window": 30.0, "files": 64},
     }
-    headline = ("damaged_crashes", "acked_lost", "files_empty", "files_mixed", "fsck_errors")
+    # `crashes` first: every count beside it is out of that N.
+    headline = (
+        "crashes",
+        "damaged_crashes",
+        "acked_lost",
+        "files_empty",
+        "files_mixed",
+        "fsck_errors",
+        "cache_damaged",
+    )
     vm_only = True
     vm_host = "fsbench.crash.host:run_crash_cell"
     # The N crashes inside a trial are the repetitions; each boots fresh guests, so a
