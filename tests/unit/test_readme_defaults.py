@@ -510,3 +510,11 @@ def test_every_host_variable_fsbench_reads_is_in_the_readme() -> None:
     section = text.split("### Many machines", 1)[1].split("\n### ", 1)[0]
     listed = set(re.findall(r"^- `(fsbench_[a-z_]+)`", section, flags=re.MULTILINE))
     assert listed == set(HOST_VARS)
+
+
+def test_every_test_module_has_a_name_of_its_own() -> None:
+    """`make test` collects tests/ as one rootdir without packages: two test files with
+    one basename stop the whole run at collection (CI failed on it twice)."""
+    tests = Path(__file__).resolve().parents[1]
+    names = [p.name for p in tests.rglob("test_*.py")]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
