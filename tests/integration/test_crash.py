@@ -74,6 +74,7 @@ def test_power_cuts_on_ordered_and_writeback(workdir: Path) -> None:
         for metric in COUNTS:
             row = rows[(config, metric)]
             assert row["status"] == "ok" and row["n"] == 1, row
+            assert row["over"] == {"n": 2, "of": "crashes"}  # each count with its N
         assert rows[(config, "crashes")]["mean"] == 2  # n = 2 power cuts per config
         assert rows[(config, "mount_seconds")]["mean"] > 0  # the journal replayed
     # data=ordered flushes a renamed-over file's data before the rename commits

@@ -341,3 +341,25 @@ def test_an_ad_hoc_crash_run_plans_no_warmup_and_one_repetition() -> None:
     assert alone.warmup == 0 and alone.reps == 1
     beside = built("untar", "crash")  # untar warms: the plan keeps its warm-up round
     assert beside.warmup == 1
+
+
+def test_a_count_reads_with_its_n_in_rows_and_tables() -> None:
+    from fsbench.records import MetricRecord
+    from fsbench.reports.rows import build_rows
+    from fsbench.reports.tables import fmt_value
+
+    def trial(seq: int, rep: int, damaged: int) -> TrialRecord:
+        return TrialRecord(
+            seq=seq, rep=rep, step=0, chain="", cell_key="k", config="ext4", fs="ext4",
+            mkfs_options=[], mount_options="", workload="crash", status="ok",
+            params={"pattern": "replace-rename", "crashes": 5},
+            metrics=[MetricRecord("damaged_crashes", damaged, "count", "lower")],
+            provenance={"over": {"n": 5, "of": "crashes"}},
+        )  # fmt: skip
+
+    (row,) = build_rows([trial(0, 1, 2), trial(1, 2, 1)])
+    assert row.over == {"n": 10, "of": "crashes"} and row.as_dict()["over"]["n"] == 10
+    assert fmt_value(row) == "3 (10 crashes)"
+    plain = trial(0, 1, 2)
+    plain.provenance = {}
+    assert build_rows([plain])[0].over is None

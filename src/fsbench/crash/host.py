@@ -241,6 +241,7 @@ def run_crash_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRe
                 previous = this
         record.metrics = metrics(crashes)
         record.status = "ok"
+        prov["over"] = {"n": len(crashes), "of": "crashes"}  # what every count is out of
     except Unsupported as exc:
         record.status, record.message, record.detail = "unsupported", exc.message, exc.detail
     except FsbenchError as exc:

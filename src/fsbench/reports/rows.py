@@ -73,6 +73,10 @@ class Row:
     # [] for a run on one machine.
     host: str = ""
     groups: list[str] = field(default_factory=list)
+    # A workload whose every trial counts over N events of its own (the crash workload:
+    # N power cuts) records {"n": N, "of": "crashes"}; here N summed over the counted
+    # trials, so a count reads "2 (5 crashes)". None for every other workload.
+    over: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -263,9 +267,18 @@ def _cell_rows(
                 resolution=resolution,
                 positions=[t.position for _, t in counted],
                 host=host,
+                over=_over([t for _, t in counted]),
             )
         )
     return rows
+
+
+def _over(trials: list[TrialRecord]) -> dict[str, Any] | None:
+    """What the trials' counts are over (provenance "over"), summed; None if nothing."""
+    overs = [t.provenance.get("over") for t in trials]
+    if not overs or not all(overs):
+        return None
+    return {"n": sum(o["n"] for o in overs if o), "of": overs[0]["of"] if overs[0] else ""}
 
 
 def _flag_order_effects(rows: list[Row], cells: dict[CellId, _Cell]) -> None:

@@ -54,9 +54,8 @@ class Crash(Workload[CrashParams]):
         Scale.QUICK: {"crashes": 20, "window": 10.0},
         Scale.FULL: {"crashes": 50, "window": 30.0, "files": 64},
     }
-    # `crashes` first: every count beside it is out of that N.
+    # Every count reads with its N: "2 (5 crashes)" (the trial's provenance "over").
     headline = (
-        "crashes",
         "damaged_crashes",
         "acked_lost",
         "files_empty",
