@@ -363,3 +363,23 @@ def test_a_count_reads_with_its_n_in_rows_and_tables() -> None:
     plain = trial(0, 1, 2)
     plain.provenance = {}
     assert build_rows([plain])[0].over is None
+
+
+def test_counts_out_of_n_are_judged_by_fishers_exact_test() -> None:
+    from fsbench.reports.ranking import rank_rows
+
+    def damaged(config: str, k: int, n: int) -> Row:
+        row = _row(config, "crash", "damaged_crashes", [k])
+        row.over = {"n": n, "of": "crashes"}
+        return row
+
+    clear = rank_rows([("ordered", damaged("ordered", 0, 20)), ("wb", damaged("wb", 7, 20))])
+    assert clear is not None and clear.test == "Fisher" and clear.significant
+    assert clear.best == "ordered" and clear.p_decisive == pytest.approx(0.008316008)
+    assert "Fisher p = 0.008" in clear.text
+    close = rank_rows([("a", damaged("a", 1, 5)), ("b", damaged("b", 2, 5))])
+    assert close is not None and not close.significant and close.tested
+    # Without N (an older store, or a workload without events) it stays Welch.
+    plain = rank_rows([("a", _row("a", "crash", "damaged_crashes", [1, 2])),
+                       ("b", _row("b", "crash", "damaged_crashes", [5, 6]))])  # fmt: skip
+    assert plain is not None and plain.test == "Welch"

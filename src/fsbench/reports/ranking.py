@@ -14,12 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fsbench.reports.rows import Row
-from fsbench.stats import rank
+from fsbench.stats import fisher_exact, holm, rank
 
 ALPHA = 0.05
 NO_CLEAR = "no clear difference"
 TOO_FEW = "too few repetitions to test"
-RULE = "the best config when Welch's t-test gives p < 0.05 against every other (Holm)"
+RULE = (
+    "the best config when Welch's t-test (Fisher's exact test for counts of events out of "
+    "N) gives p < 0.05 against every other (Holm)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ class Verdict:
     # The difference is within one step of the metric's resolution: no difference.
     within_resolution: bool = False
     resolution: float = 0.0
+    # The test: Welch over repetitions, or Fisher's exact test for counts of events out
+    # of N (the crash workload's damaged crashes: one trial, many crashes).
+    test: str = "Welch"
 
     @property
     def tested(self) -> bool:
@@ -81,16 +87,16 @@ class Verdict:
                 ).replace(" )", ")")
             if self.p_decisive is not None:
                 return (
-                    f"{NO_CLEAR} (best {self.best}; vs {self.decisive}: Welch "
+                    f"{NO_CLEAR} (best {self.best}; vs {self.decisive}: {self.test} "
                     f"{fmt_p(self.p_decisive)}, Holm-corrected, not below 0.05)"
                 )
             return NO_CLEAR
         p = self.p_decisive if self.p_decisive is not None else float("nan")
         if len(self.labels) > 2:  # the largest p of all comparisons: each is at most it
-            evidence = f"Welch p {'<' if p < 0.001 else '≤'} {p_value(p).lstrip('< ')} "
+            evidence = f"{self.test} p {'<' if p < 0.001 else '≤'} {p_value(p).lstrip('< ')} "
             evidence += "against each other config"
         else:
-            evidence = f"Welch {fmt_p(p)}"
+            evidence = f"{self.test} {fmt_p(p)}"
         return (
             f"{self.best} best, {self.margin} vs runner-up {self.runner_up} "
             f"({self.better} is better; {evidence}, Holm-corrected)"
@@ -134,6 +140,8 @@ def rank_rows(labelled: Sequence[tuple[str, Row | None]]) -> Verdict | None:
     better = usable[0][1].better
     if better not in ("higher", "lower"):
         return None
+    if all(r.over and r.unit == "count" for _, r in usable):
+        return _rank_events(usable, better)
     resolution = max(r.resolution for _, r in usable)
     ranking = rank(
         [r.values for _, r in usable],
@@ -160,4 +168,32 @@ def rank_rows(labelled: Sequence[tuple[str, Row | None]]) -> Verdict | None:
         decisive=usable[ranking.decisive][0] if ranking.decisive is not None else "",
         within_resolution=ranking.within_resolution,
         resolution=resolution,
+    )
+
+
+def _rank_events(usable: Sequence[tuple[str, Row]], better: str) -> Verdict | None:
+    """Counts of events out of N per config (2 of 20 crashes damaged): the best rate,
+    and Fisher's exact test of it against each other config, Holm-corrected."""
+    hits = [(int(sum(r.values)), int((r.over or {})["n"])) for _, r in usable]
+    rates = [k / n if n else math.nan for k, n in hits]
+    order = sorted(range(len(usable)), key=lambda i: rates[i], reverse=better == "higher")
+    best, others = order[0], order[1:]
+    raw = [fisher_exact(*hits[best], *hits[i]) for i in others]
+    adjusted = holm(list(raw))
+    decisive = max(range(len(others)), key=lambda j: adjusted[j] or 0.0)
+    significant = all(p is not None and p < ALPHA for p in adjusted)
+    return Verdict(
+        metric=usable[best][1].metric,
+        unit=usable[best][1].unit,
+        better=better,
+        labels=tuple(label for label, _ in usable),
+        best=usable[best][0],
+        runner_up=usable[others[0]][0],
+        best_mean=rates[best],
+        runner_up_mean=rates[others[0]],
+        p_adjusted=adjusted[0],
+        significant=significant and rates[best] != rates[others[0]],
+        p_decisive=adjusted[decisive],
+        decisive=usable[others[decisive]][0],
+        test="Fisher",
     )
