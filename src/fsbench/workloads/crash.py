@@ -28,7 +28,9 @@ Pattern = Literal[
 
 class CrashParams(Params):
     pattern: Pattern = Field(
-        default="fsync-append", description="the application pattern the power cuts"
+        default="fsync-append",
+        description="the application pattern the power cuts: fsync-append, replace-rename, "
+        "replace-rename-fsync, create-tree or sqlite-commit",
     )
     crashes: Annotated[int, Field(gt=0, description="power cuts per trial")]
     files: Annotated[int, Field(gt=0, description="files replaced, or untarred")] = 16
