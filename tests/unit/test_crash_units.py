@@ -383,3 +383,19 @@ def test_counts_out_of_n_are_judged_by_fishers_exact_test() -> None:
     plain = rank_rows([("a", _row("a", "crash", "damaged_crashes", [1, 2])),
                        ("b", _row("b", "crash", "damaged_crashes", [5, 6]))])  # fmt: skip
     assert plain is not None and plain.test == "Welch"
+
+
+def test_a_table_of_counts_out_of_n_states_fishers_rule() -> None:
+    from fsbench.reports.ranking import RULE, RULE_EVENTS
+    from fsbench.reports.tables import build_tables
+
+    rows = []
+    for config, k in (("ordered", 0), ("wb", 7)):
+        row = _row(config, "crash", "damaged_crashes", [k], pattern="replace-rename")
+        row.over = {"n": 20, "of": "crashes"}
+        rows.append(row)
+    (table,) = build_tables(rows)
+    assert RULE_EVENTS in table.legend and table.verdicts[0] is not None
+    assert table.verdicts[0].test == "Fisher" and table.verdicts[0].significant
+    seconds = [_row(c, "untar", "seconds", [1.0, 1.1]) for c in ("a", "b")]
+    assert RULE in build_tables(seconds)[0].legend

@@ -9,7 +9,7 @@ from typing import Any
 
 from fsbench import validity
 from fsbench.records import RunRecord
-from fsbench.reports.ranking import RULE, Verdict, rank_rows
+from fsbench.reports.ranking import RULE, RULE_EVENTS, Verdict, rank_rows
 from fsbench.reports.rows import Row
 from fsbench.units import human_bytes
 
@@ -38,7 +38,8 @@ class Table:
     def legend(self) -> str:
         if not self.verdicts:
             return ""
-        return f"verdict: {RULE}, else no clear difference"
+        fisher = any(v is not None and v.test == "Fisher" for v in self.verdicts)
+        return f"verdict: {RULE_EVENTS if fisher else RULE}, else no clear difference"
 
 
 def fmt_share(x: float) -> str:
