@@ -249,3 +249,25 @@ def test_timelines_skip_the_warm_up() -> None:
 
     got = charts.first_rep_timelines([T(1, 0, 0), T(2, 1, 1)], lambda tid: [{"t": 0.1}])
     assert [(t.rep, t.trial_id) for t in got] == [(1, 2)]
+
+
+def test_a_log_axis_reaches_down_to_the_smallest_bar() -> None:
+    """14 ms fallocates beside 3 s of write() calls: every bar shows (the make run report
+    had the fallocate bars below a log axis starting at 0.5 s)."""
+    import matplotlib.pyplot as plt
+
+    from fsbench.reports.charts.bars import bars_for, draw_bars
+
+    rows = [
+        make_row(c, v, params={"method": m})
+        for m, vals in (("fallocate", [0.014, 0.015, 0.016]), ("write-4k", [2.9, 3.0, 3.1]))
+        for c, v in (("ext4", vals), ("xfs", [x * 1.1 for x in vals]))
+    ]
+    bars, _, _ = bars_for(rows, "seconds")
+    fig, ax = plt.subplots()
+    try:
+        draw_bars(ax, bars, {"ext4": "C0", "xfs": "C1"}, horizontal=True, factor=1.0)
+        assert ax.get_xscale() == "log"
+        assert ax.get_xlim()[0] <= 0.014 and ax.get_xlim()[1] >= 3.1
+    finally:
+        plt.close(fig)
