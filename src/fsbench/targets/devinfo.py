@@ -140,6 +140,16 @@ def loop_backing_file(kname: str) -> str | None:
     return _read(SYS_BLOCK / kname / "loop" / "backing_file")
 
 
+def attached_loops() -> list[tuple[str, str]]:
+    """(/dev/loopN, back-file as the kernel reports it) of every attached loop device,
+    from sysfs, in name order."""
+    try:
+        names = sorted(p.name for p in SYS_BLOCK.iterdir() if p.name.startswith("loop"))
+    except OSError:
+        return []
+    return [(f"/dev/{n}", back) for n in names if (back := loop_backing_file(n)) is not None]
+
+
 def loop_direct_io(kname: str) -> bool | None:
     value = _read(SYS_BLOCK / kname / "loop" / "dio")
     return None if value is None else value == "1"

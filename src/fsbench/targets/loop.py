@@ -42,16 +42,11 @@ def _first_line(text: str, default: str) -> str:
 def attached_loops(image: Path) -> list[str]:
     """Loop devices (/dev/loopN) whose back-file is `image` (also once it is deleted)."""
     wanted = str(image)
-    found: list[str] = []
-    try:
-        names = sorted(p.name for p in devinfo.SYS_BLOCK.iterdir() if p.name.startswith("loop"))
-    except OSError:
-        return found
-    for name in names:
-        backing = devinfo.loop_backing_file(name)
-        if backing is not None and backing.removesuffix(" (deleted)") == wanted:
-            found.append(f"/dev/{name}")
-    return found
+    return [
+        dev
+        for dev, backing in devinfo.attached_loops()
+        if backing.removesuffix(" (deleted)") == wanted
+    ]
 
 
 def detach_loop(device: str) -> str | None:

@@ -88,15 +88,7 @@ def _loop_table() -> list[tuple[str, str]]:
                 table.append((str(name), str(back)))
         return table
     # Older losetup or no JSON: read sysfs directly.
-    try:
-        names = sorted(p.name for p in devinfo.SYS_BLOCK.iterdir() if p.name.startswith("loop"))
-    except OSError:
-        return table
-    for name in names:
-        back = devinfo.loop_backing_file(name)
-        if back:
-            table.append((f"/dev/{name}", back))
-    return table
+    return [(dev, back) for dev, back in devinfo.attached_loops() if back]
 
 
 def _device_devnums(device: str) -> set[str]:
