@@ -399,3 +399,30 @@ def test_a_table_of_counts_out_of_n_states_fishers_rule() -> None:
     assert table.verdicts[0].test == "Fisher" and table.verdicts[0].significant
     seconds = [_row(c, "untar", "seconds", [1.0, 1.1]) for c in ("a", "b")]
     assert RULE in build_tables(seconds)[0].legend
+
+
+def test_a_kept_case_shows_what_its_volatile_cache_state_lost() -> None:
+    from fsbench.reports.html.safety import safety_section
+
+    crash = _crash({"verdict": {"acked": 5}, "fsck_before": {"clean": True, "exit": 0,
+                    "recovery_pending": False, "output": ""}})  # fmt: skip
+    crash.check["cache"] = {
+        "verdict": {
+            "acked": 3,
+            "lost": 2,
+            "damage": [{"kind": "lost", "path": "log", "detail": "record 1 of 3 acknowledged"}],
+        },  # fmt: skip
+        "fsck_after": {"clean": True, "exit": 0, "recovery_pending": False, "output": ""},
+    }
+    assert crash.failing()
+    record = TrialRecord(
+        seq=0, rep=1, step=0, chain="", cell_key="k", config="ext4", fs="ext4",
+        mkfs_options=[], mount_options="", workload="crash", status="ok",
+        params={"pattern": "fsync-append", "crashes": 1},
+    )  # fmt: skip
+    replay = host.replay_command(FsConfig(type="ext4"), record, crash.seed)
+    record.provenance = {"crash": {"pattern": "fsync-append", "failing": [crash.kept(replay)]}}
+    rows = [_row("ext4", "crash", "damaged_crashes", [0], pattern="fsync-append")]
+    html = safety_section(rows, [record])
+    assert "Damage in the volatile-cache state:" in html
+    assert "record 1 of 3 acknowledged" in html and "volatile-cache state: 2 lost" in html

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import badge, details, e, head, pre, table, tag
@@ -19,16 +20,29 @@ def _lines(texts: Sequence[str], empty: str) -> str:
     return "".join(tag("div", e(t)) for t in texts) or tag("span", e(empty), class_="quiet")
 
 
+def _cache_summary(cache: dict[str, Any]) -> str:
+    """What the crash's volatile-cache state lost, for a kept case's one-line summary."""
+    parts = [f"{cache[k]} {k}" for k in ("lost", "empty", "mixed") if cache.get(k)]
+    parts += ["mount failed"] * bool(cache.get("mount_error"))
+    parts += ["fsck errors"] * bool(cache.get("fsck_error"))
+    return f"; volatile-cache state: {', '.join(parts)}" if parts else ""
+
+
 def _cases(trials: Sequence[TrialRecord]) -> str:
     out = []
     for t in trials:
         crash = (t.provenance or {}).get("crash") or {}
-        for case in [*crash.get("failing", []), *crash.get("fsck_errors", [])]:
-            damage = case.get("damage") or []
+        for case in crash.get("failing", []):
             body = tag("p", tag("code", e(case.get("replay", ""))))
-            if damage:
-                body += pre("\n".join(f"{d['kind']:8} {d['path']}  {d['detail']}" for d in damage))
-            for when in ("fsck_before", "fsck_after"):
+            for where, damage in (
+                ("on the disk", case.get("damage")),
+                ("in the volatile-cache state", case.get("cache_damage")),
+            ):
+                if damage:
+                    body += tag("p", e(f"Damage {where}:")) + pre(
+                        "\n".join(f"{d['kind']:8} {d['path']}  {d['detail']}" for d in damage)
+                    )
+            for when in ("fsck_before", "fsck_after", "cache_fsck_after"):
                 if case.get(when):
                     said = f"{when.replace('_', ' ')} (exit {case[when]['exit']})"
                     body += details(e(said), pre(case[when]["output"]))
@@ -44,6 +58,7 @@ def _cases(trials: Sequence[TrialRecord]) -> str:
                 f"seed {case['seed']}, power cut {case['cut_after_s']} s in; "
                 f"{case['lost']} lost, {case['empty']} empty, {case['mixed']} mixed"
                 + (", fsck errors" if case.get("fsck_error") else "")
+                + _cache_summary(case.get("cache") or {})
             )
             out.append(details(e(summary), body))
     return "".join(out)
