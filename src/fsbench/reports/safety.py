@@ -17,6 +17,7 @@ from fsbench import stats
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.ranking import fmt_p
 from fsbench.reports.rows import Row
+from fsbench.reports.tables import dims_of
 
 CRASH = "crash"
 ALPHA = 0.05
@@ -105,7 +106,8 @@ def speed_text(row: Row, base: Row) -> str | None:
 
 
 def _cell(r: Row) -> tuple[str, str, str, str]:
-    return (r.host, r.chain, r.workload, repr(sorted({**r.params, **r.knobs}.items())))
+    """A row's cell, whatever its config: compared across configs."""
+    return (r.host, r.chain, r.workload, repr(sorted(dims_of(r).items())))
 
 
 def safety_lines(rows: Sequence[Row]) -> list[SafetyLine]:
