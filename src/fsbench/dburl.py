@@ -28,8 +28,10 @@ def to_url(db: str | Path | None) -> str:
         db = default_db_path()
     given = str(db)
     if given.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + given.split("://", 1)[1]
-    if given.startswith(("postgresql+psycopg://", "sqlite://")):
+        return with_taken_password("postgresql+psycopg://" + given.split("://", 1)[1])
+    if given.startswith("postgresql+psycopg://"):
+        return with_taken_password(given)
+    if given.startswith("sqlite://"):
         return given
     if "://" in given:
         raise FsbenchError(
@@ -37,7 +39,13 @@ def to_url(db: str | Path | None) -> str:
             "sqlite:///PATH or postgresql://[USER[:PASSWORD]@][HOST][:PORT]/DATABASE"
         )
     path = Path(given).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FsbenchError(
+            f"cannot make the directory of result store {path}: {exc.strerror or exc}; "
+            "give --db a path in a directory you can write"
+        ) from None
     return f"sqlite:///{path}"
 
 
@@ -120,3 +128,57 @@ def pgpass_line(url: str) -> str:
     host = u.host or str(u.query.get("host") or "*")
     fields = [host, str(u.port or "*"), u.database or "*", u.username or "*", password]
     return ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
+
+
+# A fleet host's fsbench is given the database password in a libpq password file that it
+# takes: reads once, deletes, and keeps in memory only (this environment variable names
+# the file). The file then exists on the host for the second between Ansible writing it
+# and fsbench starting, not for the whole run (nor after it, when the controller that
+# would have removed it was killed).
+TAKE_PGPASSFILE = "FSBENCH_TAKE_PGPASSFILE"
+_taken: list[list[str]] = []  # the fields of the line taken, once per process
+
+
+def parse_pgpass_line(line: str) -> list[str]:
+    """The five fields of a libpq password file line (`\\:` and `\\\\` unescaped)."""
+    fields: list[str] = []
+    current, chars = "", iter(line.rstrip("\n"))
+    for ch in chars:
+        if ch == "\\":
+            current += next(chars, "")
+        elif ch == ":" and len(fields) < 4:
+            fields.append(current)
+            current = ""
+        else:
+            current += ch
+    fields.append(current)
+    if len(fields) != 5:
+        raise FsbenchError("a password file line has 5 fields: host:port:database:user:password")
+    return fields
+
+
+def with_taken_password(url: str) -> str:
+    """`url` with the password of the file $FSBENCH_TAKE_PGPASSFILE names, when it has
+    none and the file's line matches it (libpq's rules: each field equal or `*`). The file
+    is taken at the first call: read, deleted, and the variable (and PGPASSFILE, which
+    names the same file for an older fsbench) dropped from the environment."""
+    path = os.environ.pop(TAKE_PGPASSFILE, "")
+    if path:
+        if os.environ.get("PGPASSFILE") == path:
+            del os.environ["PGPASSFILE"]
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = ""
+        Path(path).unlink(missing_ok=True)
+        if text.strip():
+            _taken.append(parse_pgpass_line(text.splitlines()[0]))
+    if not _taken or password_of(url):
+        return url
+    host, port, database, user, password = _taken[-1]
+    u = make_url(url)
+    given = [u.host or str(u.query.get("host") or "localhost"), str(u.port or 5432)]
+    given += [u.database or "", u.username or ""]
+    if all(f in ("*", g) for f, g in zip((host, port, database, user), given, strict=True)):
+        return u.set(password=password).render_as_string(hide_password=False)
+    return url

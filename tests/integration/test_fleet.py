@@ -424,7 +424,7 @@ def test_limit_and_each_hosts_own_device_with_its_safety_checks(
     one that carries a filesystem fsbench did not make is refused all the same."""
     blank, used, foreign = (_loop_device(workdir, n) for n in ("blank", "used", "foreign"))
     subprocess.run(["mkfs.ext4", "-q", "-L", "data", foreign], check=True)
-    disks = {
+    disks: dict[str, dict[str, str | None]] = {
         "refused": {"ansible_host": "127.0.0.2", "fsbench_device": blank},
         "used": {"ansible_host": "127.0.0.3", "fsbench_device": used},
         "foreign": {"ansible_host": "127.0.0.2", "fsbench_device": foreign},
@@ -453,3 +453,72 @@ def test_limit_and_each_hosts_own_device_with_its_safety_checks(
     assert not (workdir / "hosts" / "h2").exists() and not (workdir / "hosts" / "h3").exists()
     assert _blkid(blank) == ""  # refused devices are as they were
     assert "LABEL=data" in _blkid(foreign) and "TYPE=ext4" in _blkid(foreign)
+
+
+def test_a_controller_killed_with_9_leaves_no_password_on_disk(
+    workdir: Path, ssh: SshServer, pg_url: str, pg_password: str
+) -> None:
+    """kill -9 of the controller and everything it started (its process group: the
+    ansible-playbook of a status poll in flight) while the hosts run: nothing on disk
+    holds the password afterwards, not the controller's directory or its temporary
+    directory (SSH control sockets), not the hosts' workdirs (each host's fsbench took its
+    password file when it started), not Ansible's temporary files or job records. The
+    hosts' runs go on without the controller and store every trial into PostgreSQL."""
+    inventory = _inventory(workdir, ssh)
+    tmp = workdir / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME), "TMPDIR": str(tmp)}
+    argv = [sys.executable, "-m", "fsbench", "fleet", "run", "--inventory", str(inventory)]
+    argv += ["--db", pg_url, "--poll", "1", "--controller-dir", str(workdir / "controller")]
+    controller = subprocess.Popen(
+        [*argv, *ALLOC[:-1], "12"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    pids: list[int] = []
+    try:
+        pids = [int(_progress(workdir / "hosts" / h, done=1)["pid"]) for h in ("h2", "h3")]
+        # A status poll in flight: its vars file exists (the old controller put the
+        # password line in every one).
+        deadline = time.monotonic() + 60
+        while not list((workdir / "controller").glob("fleet-*/status-*.json")):
+            assert time.monotonic() < deadline, "no status poll"
+            time.sleep(0.05)
+        os.killpg(controller.pid, signal.SIGKILL)
+        controller.wait(timeout=30)
+        for h in ("h2", "h3"):
+            assert not (workdir / "hosts" / h / "pgpass").exists(), h  # taken at its start
+        deadline = time.monotonic() + 600
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not any(_alive(p) for p in pids), "the hosts' runs did not end"
+        _check_no_password(workdir, pg_url, pg_password, [])
+        for path in workdir.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                assert pg_password.encode() not in path.read_bytes(), path
+    finally:
+        if controller.poll() is None:
+            os.killpg(controller.pid, signal.SIGKILL)
+            controller.wait()
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGTERM)
+        # The SSH masters the killed controller left (ControlPersist) end now.
+        for sock in tmp.glob("fsb-cp-*/*"):
+            subprocess.run(
+                ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "fsbench-fleet"],
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+    store = Store(pg_url)
+    try:
+        run = store.get_run(store.latest_run_id() or 0)
+        members = store.fleet_members(run.uid)
+        assert {m.fleet_host: m.status for m in members} == {"h2": "finished", "h3": "finished"}
+        for member in members:
+            assert len({t.seq for t in store.get_trials(member.id)}) == len(member.schedule)
+    finally:
+        store.close()

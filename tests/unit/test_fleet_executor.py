@@ -86,7 +86,11 @@ class FakeAnsible(Ansible):
         self.closed = False
 
     def run(
-        self, name: str, variables: dict[str, Any], limit: Sequence[str] | None = None
+        self,
+        name: str,
+        variables: dict[str, Any],
+        limit: Sequence[str] | None = None,
+        secret: str = "",
     ) -> list[Event]:
         hosts = list(limit or [])
         self.calls.append((name, hosts, variables))
@@ -114,7 +118,7 @@ class FakeAnsible(Ansible):
 def _plan() -> Plan:
     return Plan(
         fs=[FsConfig(type="ext4")],
-        workload=[WorkloadSpec(name="alloc", params={"method": "fallocate"})],
+        workloads=[WorkloadSpec(name="alloc", params={"method": "fallocate"})],
         scale=Scale.TINY,
         reps=2,
         seed=3,
@@ -396,7 +400,7 @@ def test_a_hosts_store_mode_is_checked_before_anything_runs(
 
 def test_an_unknown_fsbench_host_variable_is_refused() -> None:
     """A misspelt fsbench_device would otherwise run on a loop image in silence."""
-    listed = {
+    listed: dict[str, Any] = {
         "_meta": {"hostvars": {"a": {"fsbench_dev": "/dev/sdb", "ansible_host": "10.0.0.1"}}},
         "all": {"children": ["ungrouped"]},
         "ungrouped": {"hosts": ["a"]},

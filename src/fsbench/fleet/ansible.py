@@ -4,8 +4,11 @@ Results come back through fsbench's callback plugin (callbacks/fsbench_events.py
 line per host and task); Ansible's own output goes to a log file in the controller's fleet
 directory, and each call's seconds and controller CPU to `calls.jsonl` beside it (what a
 poll of N hosts costs the controller). Every variable travels in a vars file (mode 0600,
-deleted after the call), never on a command line; the database password only ever in the
-task marked no_log.
+deleted after the call), never on a command line. A secret (the database password) is in
+no file at all: it lives in a memfd (memory, no path) whose descriptor ansible-playbook
+inherits, read by the one task that needs it (marked no_log) through
+`lookup('pipe', 'cat /proc/$PPID/fd/N')`; it ends with the last process holding it, so a
+controller killed with -9 leaves nothing of it behind.
 """
 
 from __future__ import annotations
@@ -105,10 +108,15 @@ class Ansible:
         return env
 
     def run(
-        self, name: str, variables: dict[str, Any], limit: Sequence[str] | None = None
+        self,
+        name: str,
+        variables: dict[str, Any],
+        limit: Sequence[str] | None = None,
+        secret: str = "",
     ) -> list[Event]:
         """Run playbook `name` on the inventory's hosts (or `limit`), return its events.
-        A host that fails or cannot be reached is an event, not an exception."""
+        A host that fails or cannot be reached is an event, not an exception. A `secret`
+        reaches the playbook as the memfd whose number is `fsbench_secret_fd`."""
         if name not in PLAYBOOKS:
             raise ValueError(name)
         playbook = binary("ansible-playbook")
@@ -118,8 +126,11 @@ class Ansible:
         fd, vars_path = tempfile.mkstemp(prefix=f"{name}-", suffix=".json", dir=self.workdir)
         events = self.workdir / f"{name}-{os.getpid()}-events.jsonl"
         events.unlink(missing_ok=True)
+        secret_fd = _memfd(secret) if secret else None
         try:
-            with os.fdopen(fd, "w") as out:  # mode 0600: may hold the database password
+            if secret_fd is not None:
+                variables = {**variables, "fsbench_secret_fd": secret_fd}
+            with os.fdopen(fd, "w") as out:  # mode 0600; no secret in it
                 json.dump(variables, out)
             argv = [
                 playbook,
@@ -144,6 +155,7 @@ class Ansible:
                         stderr=subprocess.STDOUT,
                         timeout=self.timeout,
                         check=False,
+                        pass_fds=() if secret_fd is None else (secret_fd,),
                     )
                 except subprocess.TimeoutExpired:
                     raise FsbenchError(
@@ -155,6 +167,8 @@ class Ansible:
                     _record_call(self.workdir / CALLS, name, limit, began, seconds, cpu)
             return read_events(events)
         finally:
+            if secret_fd is not None:
+                os.close(secret_fd)
             Path(vars_path).unlink(missing_ok=True)
             events.unlink(missing_ok=True)
 
@@ -171,6 +185,18 @@ class Ansible:
             )
         subprocess.run(["rm", "-rf", str(self._control)], check=False)
         self._control = None
+
+
+def _memfd(secret: str) -> int:
+    """A descriptor of an anonymous memory file holding `secret`: no path on any
+    filesystem, gone when the last process holding it ends."""
+    fd = os.memfd_create("fsbench-secret", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, secret.encode())
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _children_cpu() -> float:

@@ -223,7 +223,6 @@ class FleetExecutor(Executor):
             "fsbench_source_tar": str(self._source_tar()) if self._needs_install() else "",
             "fsbench_default_store": "direct" if direct else "fetch",
             "fsbench_db_direct": strip_password(url) if direct else "",
-            "fsbench_pgpass_line": pgpass_line(url) if direct else "",
             "fsbench_async_limit": ASYNC_LIMIT,
             "fsbench_jobs": {h.host.name: h.jid for h in self.hosts if h.jid},
             "fsbench_collect_dir": str(self.dir / "stores"),
@@ -255,7 +254,10 @@ class FleetExecutor(Executor):
         now = self.clock()
         for h in hosts:
             h.state, h.error, h.rc, h.started, h.launched = "running", "", None, now, True
-        events = self.ansible.run("start", self._vars(), [h.host.name for h in hosts])
+        # The password reaches the hosts in start.yml alone, and never through a file here.
+        url = self.store.secret_url
+        secret = pgpass_line(url) if self.store.postgresql else ""
+        events = self.ansible.run("start", self._vars(), [h.host.name for h in hosts], secret)
         by_host = _by_host(events)
         answered = self.clock()
         for h in hosts:
