@@ -40,6 +40,7 @@ _PAIRS = {
     "vm.dirty_background_bytes": "vm.dirty_background_ratio",
 }
 _SYSCTL_NAME = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$")
+_SYSCTL_INT = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)")
 
 
 def sysctl_path(name: str) -> Path:
@@ -81,7 +82,24 @@ def validate(name: str, value: Any) -> str:
         raise FsbenchError(f"knob {name}: no such sysctl ({sysctl_path(name)})")
     if not text or "\n" in text:
         raise FsbenchError(f"knob {name}: empty value")
+    _numbers_as_now(name, text)
     return text
+
+
+def _numbers_as_now(name: str, text: str) -> None:
+    """A sysctl that holds numbers takes numbers, as many as it holds: refused here, once,
+    rather than by the kernel in every trial."""
+    try:
+        now = _read(sysctl_path(name)).split()
+    except OSError:
+        return
+    if now and all(_SYSCTL_INT.fullmatch(v) for v in now):
+        given = text.split()
+        if len(given) != len(now) or not all(_SYSCTL_INT.fullmatch(v) for v in given):
+            shape = "a whole number" if len(now) == 1 else f"{len(now)} whole numbers"
+            raise FsbenchError(
+                f"knob {name}={text}: {shape}, as {sysctl_path(name)} holds ({' '.join(now)})"
+            )
 
 
 def _read(path: Path) -> str:

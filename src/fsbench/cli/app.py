@@ -30,7 +30,9 @@ app.add_typer(fleet.app, name="fleet")
 
 def main() -> None:
     try:
-        app()
+        # Not standalone: click's usage errors (an option's value of the wrong type, one
+        # missing) come here, to be said in one line like fsbench's own.
+        code = app(standalone_mode=False)
     except FsbenchError as exc:
         # One line, never wrapped: scripts and people grep it.
         sys.stderr.write(f"fsbench: error: {exc}\n")
@@ -38,3 +40,24 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("fsbench: interrupted\n")
         sys.exit(130)
+    except typer.Abort:
+        sys.stderr.write("fsbench: aborted\n")
+        sys.exit(1)
+    except typer.TyperException as exc:
+        usage_error(exc)
+    sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
+
+
+def usage_error(exc: typer.TyperException) -> None:
+    """A usage error of click's in one line, with where to find help; `fsbench` alone
+    (no_args_is_help) still shows the help."""
+    show = getattr(exc, "show", None)
+    message = str(exc.format_message() if hasattr(exc, "format_message") else exc).strip()
+    if "\n" in message and callable(show):
+        show()
+    if "\n" in message or not message:  # the help, shown already
+        sys.exit(getattr(exc, "exit_code", 2))
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+    sys.stderr.write(f"fsbench: error: {message}{hint}\n")
+    sys.exit(getattr(exc, "exit_code", 2))

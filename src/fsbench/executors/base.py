@@ -95,6 +95,11 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
     (None where that is not known here, on a fleet's controller: each host checks again
     before it runs)."""
     usable = target_size - max(FS_OVERHEAD_MIN, int(target_size * FS_OVERHEAD_FRACTION))
+    if usable <= 0:
+        raise FsbenchError(
+            f"a {human_bytes(target_size)} target is too small: the filesystems' own metadata "
+            f"takes ~{human_bytes(FS_OVERHEAD_MIN)}; give --image-size 1G or more"
+        )
     for cell in cells:
         cap = cell.knobs.get(knobs.MEM, "none")
         mem = parse_size(cap) if cap != "none" else machine_mem
@@ -113,6 +118,23 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
                 f"{human_bytes(target_size)} target leaves ~{human_bytes(usable)} after the "
                 "filesystem's own metadata: use a larger --image-size or a smaller --scale"
             )
+
+
+def check_params(cells: Sequence[Cell]) -> None:
+    """Refuse, before anything runs, parameters a workload cannot run here although its
+    model accepts them (Workload.refuses: a fio job file that is not there)."""
+    seen: set[str] = set()
+    for cell in cells:
+        for name, params in cell.steps:
+            wl = workloads.get(name)
+            model = wl.params_model.model_validate(params)
+            key = f"{name} {model.model_dump_json()}"
+            if key in seen:
+                continue
+            seen.add(key)
+            why = wl().refuses(model)
+            if why:
+                raise FsbenchError(f"workload {name}: {why}")
 
 
 def check_workloads(plan: Plan, *, vm: bool) -> None:

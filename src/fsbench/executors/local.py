@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 
 from fsbench import filesystems, servers, system, workloads
 from fsbench.errors import FsbenchError
-from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.executors.base import (
+    Executor,
+    OnRecords,
+    OnStart,
+    check_fits,
+    check_params,
+    check_workloads,
+)
 from fsbench.plan import Cell, LoopTargetSpec, Plan
 from fsbench.runner import Runner, cache_root, mount_root
 from fsbench.schedule import Slot
@@ -104,6 +111,7 @@ class LocalExecutor(Executor):
                 missing = workloads.get(step).missing()
                 if missing:
                     raise FsbenchError(f"workload {step}: {missing}")
+        check_params(self.cells)
         if self.spec.device is None:  # a loop image's size is known before it exists
             check_fits(self.cells, self.spec.image_size, system.mem_total())
         return warnings

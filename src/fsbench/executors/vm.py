@@ -47,6 +47,28 @@ def chunks(slots: Sequence[Slot], kernel_of: dict[str, str | None]) -> list[list
     return out
 
 
+def check_kernel(spec: str | None) -> None:
+    """Refuse a --kernel that cannot be had, before anything runs: a path with no kernel
+    in it, a spec that names no Debian kernel, a package apt does not know. Downloading it
+    waits for the run (a cached kernel needs no apt)."""
+    from fsbench import proc
+    from fsbench.vm import kernels
+    from fsbench.vm.cache import DEFAULT_CACHE
+
+    if spec and ("/" in spec or os.path.exists(spec)):
+        kernels.path_kernel(spec)
+        return
+    package = kernels.kernel_package(spec)
+    if (DEFAULT_CACHE / "kernels" / package / "kernel.json").is_file():
+        return
+    res = proc.run(["apt-cache", "show", "--no-all-versions", package], timeout=60)
+    if not res.ok or not res.stdout.strip():
+        raise FsbenchError(
+            f"--kernel {spec}: apt knows no package {package} (apt-cache search linux-image "
+            "lists them; run apt-get update if the list is old)"
+        )
+
+
 class VmExecutor(Executor):
     kind: ClassVar[str] = "vm"
 
@@ -84,6 +106,8 @@ class VmExecutor(Executor):
         missing = qemu_missing()
         if missing:
             raise FsbenchError(missing)
+        for kernel in dict.fromkeys(self._kernel(c) for c in self.cells):
+            check_kernel(kernel)
         check_fits(self.cells, self.spec.image_size, self.spec.guest_ram_mb << 20)
         return []
 

@@ -218,6 +218,13 @@ class Workload(ABC, Generic[P]):
         them); None when the timed phase reads nothing it should find cold."""
         return None
 
+    def refuses(self, params: P) -> str | None:
+        """Why these parameters cannot run on this machine although the model accepts
+        them (a file they name is missing or unreadable): one line, or None. The executor's
+        preflight asks before anything runs, so a bad value is refused once, not stored as
+        every trial failing."""
+        return None
+
     def threads(self, params: P) -> int:
         """Threads or processes the timed phase keeps busy at most: the runner's
         `cpu-bound` check counts that many CPUs (at most the machine's)."""

@@ -129,6 +129,11 @@ class Fio(Workload[FioParams]):
             return 0  # unknown: the job file decides
         return params.size + max(params.size // 10, _MARGIN_MIN)
 
+    def refuses(self, params: FioParams) -> str | None:
+        if params.job_file is None:
+            return None
+        return jobfile.check_job_file(params.job_file)
+
     def threads(self, params: FioParams) -> int:
         # A job file's jobs are its own: count every CPU as possibly busy.
         return params.threads if params.job_file is None else os.cpu_count() or 1

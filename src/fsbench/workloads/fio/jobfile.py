@@ -73,6 +73,22 @@ def rewrite_job_file(text: str, where: Where) -> str:
     return "\n".join(out) + "\n"
 
 
+def check_job_file(path: Path) -> str | None:
+    """Why fsbench cannot run this job file (unreadable, no job section, a placement
+    outside the filesystem under test), or None: what `run_job_file` would refuse in
+    every trial, said once before the run."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"fio job file {path}: {why}"
+    try:
+        rewrite_job_file(text, Where(directory=Path("/")))
+    except ValueError as exc:
+        return f"fio job file {path}: {exc}"
+    return None
+
+
 def run_job_file(path: Path, where: Where, extra: list[str]) -> list[JobResult]:
     """fio on the rewritten job file (`extra`: e.g. `--create_only=1` to lay out files)."""
     try:
