@@ -1,6 +1,8 @@
 """The `mem` knob on this machine's real memory cgroup: a step runs capped (what it starts
 too), fsbench leaves the group and removes it on every path, the contention load stays
-outside the cap, a killed run's group is removed by the next run's cleanup."""
+outside the cap, a killed run's group is removed by the next run's cleanup, and the cap
+caps: a file read twice in one trial is read again from the device under a cap smaller
+than the file, and from the page cache under a larger one."""
 
 from __future__ import annotations
 
@@ -77,6 +79,56 @@ def test_a_killed_runs_group_is_removed(workdir: Path) -> None:
     finally:
         if group.exists():
             group.rmdir()
+
+
+MIB = 1 << 20
+# One trial reads the same file twice, one fio job after the other: the first cold (fio
+# drops the file's pages first), the second as the page cache left it.
+READ_TWICE = """\
+[global]
+ioengine=psync
+rw=read
+bs=1M
+size={size}
+filename=fsbench-read-twice
+thread=1
+
+[cold]
+invalidate=1
+
+[again]
+stonewall
+invalidate=0
+"""
+
+
+def read_twice(workdir: Path, size_mib: int, caps: str, image: str) -> dict[str, float]:
+    """Device bytes read per `mem` cap by a trial that reads a `size_mib` file twice."""
+    job = workdir / f"read-twice-{size_mib}.fio"
+    job.write_text(READ_TWICE.format(size=f"{size_mib}M"))
+    res = fsbench(
+        "run", "--fs", "ext4", "--workload", "fio", "--set", f"profile=job={job}",
+        "--knob", f"mem={caps}", "--scale", "tiny", "--reps", "1", "--warmup", "0",
+        "--image-size", image, "--workdir", str(workdir / "work"),
+        "--db", str(workdir / f"twice-{size_mib}.db"), "--json", timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["rows"]
+    return {r["knobs"]["mem"]: r["mean"] for r in rows if r["metric"] == "device_read_bytes"}
+
+
+def test_a_file_read_twice_comes_back_from_the_device_only_under_a_smaller_cap(
+    workdir: Path,
+) -> None:
+    """384 MiB read twice: under 128M the second read misses the cache (LRU keeps the
+    file's tail, the read starts at its head) and goes to the device again; under 1G the
+    whole file stays cached and the second read costs the device nothing. Without the
+    cgroup's limit both would read it once."""
+    device = read_twice(workdir, 384, "128M,1G", "1G")
+    assert set(device) == {"128M", "1G"}
+    assert device["128M"] >= 1.8 * 384 * MIB, device  # twice from the device
+    assert 0.9 * 384 * MIB <= device["1G"] <= 1.1 * 384 * MIB, device  # once
+    assert memcap.stale_groups() == []
 
 
 def test_fio_under_each_cap_reads_from_the_device(workdir: Path) -> None:

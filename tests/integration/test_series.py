@@ -2,7 +2,9 @@
 fileserver through the real runner on a loop image record one point per second and a
 steady-state verdict; fio's logs stay off the filesystem and are removed; a run swept by
 scale_to_mem under a mem cap gives a row per factor, reads more from the device for the
-larger one, and its report draws the curve against working set / memory."""
+larger one, and its report draws the curve against working set / memory; the same two
+working sets read twice in one trial under that cap: the smaller one's second read comes
+from the page cache, the larger one's from the device again."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pytest
 from fsbench import engine, memcap
 from fsbench.records import TrialRecord
 from tests.helpers import fsbench
+from tests.integration.test_memcap import read_twice
 from tests.runcell import Bench, flags, loop_bench, metrics
 
 pytestmark = pytest.mark.integration
@@ -121,6 +124,11 @@ def test_scale_to_mem_sweeps_the_working_set_across_the_cap(workdir: Path) -> No
     # 128 MiB and 512 MiB read cold: the device serves each whole data set
     assert device[0.5] >= 0.9 * 128 * MIB and device[2.0] >= 0.9 * 512 * MIB
     assert device[2.0] > 3 * device[0.5]
+    # A cold read reads from the device with or without a cap; a second read in the same
+    # trial shows the cap: 0.5x the cap stays cached, 2x is read from the device again.
+    again = {f: read_twice(workdir, int(f * 256), "256M", "1G")["256M"] for f in (0.5, 2.0)}
+    assert 0.9 * 128 * MIB <= again[0.5] <= 1.1 * 128 * MIB, again  # once: then cached
+    assert again[2.0] >= 1.8 * 512 * MIB, again  # twice from the device
     page = workdir / "report.html"
     rep = fsbench("report", str(out["run"]), "--db", str(db), "--format", "html", "-o", str(page))
     assert rep.returncode == 0, rep.stderr
