@@ -323,7 +323,11 @@ impl<'a> Worker<'a> {
             return Err(e);
         }
         fs.layout.file_path(u64::from(entry), &mut self.path);
-        let mut flags = libc::O_RDWR;
+        let mut flags = if fs.readonly {
+            libc::O_RDONLY
+        } else {
+            libc::O_RDWR
+        };
         if create {
             flags |= libc::O_CREAT | libc::O_TRUNC;
         }

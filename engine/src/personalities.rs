@@ -2,7 +2,9 @@
 //! defaults and flowop sequences (workloads/*.f), at three scales.
 
 use crate::error::{Error, Result};
-use crate::spec::{FilesetSpec, FlowopSpec, GroupSpec, OpKind, SCHEMA, SizeDist, Spec, Stop};
+use crate::spec::{
+    FilesetSpec, FlowopSpec, GroupSpec, OpKind, PickOrder, SCHEMA, SizeDist, Spec, Stop,
+};
 
 pub const NAMES: [&str; 3] = ["fileserver", "varmail", "webserver"];
 
@@ -85,6 +87,8 @@ fn fileset(name: &str, count: u64, dirwidth: u64, mean: u64, prealloc: f64) -> F
         size: gamma(mean),
         prealloc_pct: prealloc,
         reuse: false,
+        pick: PickOrder::Rotor,
+        readonly: false,
     }
 }
 
@@ -168,11 +172,10 @@ fn webserver() -> (Vec<FilesetSpec>, GroupSpec) {
             .fd(2)
             .iosize(16 * KIB),
     );
+    let mut pages = fileset(BIG, 1_000, 20, 16 * KIB, 100.0);
+    pages.readonly = true; // filebench: `prealloc=100,readonly`
     (
-        vec![
-            fileset(BIG, 1_000, 20, 16 * KIB, 100.0),
-            fileset("logfiles", 1, 20, 16 * KIB, 100.0),
-        ],
+        vec![pages, fileset("logfiles", 1, 20, 16 * KIB, 100.0)],
         GroupSpec {
             name: "filereader".into(),
             threads: 100,

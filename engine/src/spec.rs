@@ -74,6 +74,25 @@ pub struct FilesetSpec {
     /// Keep the files of an earlier prepare of the same fileset instead of making it anew.
     #[serde(default)]
     pub reuse: bool,
+    /// How flowops pick a file: filebench's rotation (default) or uniformly at random.
+    #[serde(default)]
+    pub pick: PickOrder,
+    /// Open its files read-only (filebench's `readonly` fileset attribute), else O_RDWR.
+    #[serde(default)]
+    pub readonly: bool,
+}
+
+/// How a flowop picks its file from a fileset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PickOrder {
+    /// filebench's: the next idle entry after the last one picked, in index order (one
+    /// rotor for existing entries, shared by open, stat, delete and rename, and one for
+    /// free entries, used by create), wrapping around.
+    #[default]
+    Rotor,
+    /// An idle entry drawn uniformly from the thread's random stream.
+    Random,
 }
 
 fn default_dirwidth() -> u64 {

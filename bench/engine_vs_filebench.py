@@ -1,0 +1,374 @@
+"""fsbench-engine against filebench itself: fileserver, varmail and webserver on ext4, xfs
+and btrfs at 1, 16 and 64 threads, the two tools alternating round by round on a fresh
+filesystem for every trial. Reports, per cell, the ratio engine / filebench (ops/s) with
+its 90% confidence interval and an equivalence-style verdict, and the engine's own CPU
+per operation against the system time it causes.
+
+    python3 bench/engine_vs_filebench.py --filebench /path/to/filebench
+        [--engine PATH] [--fs ext4,xfs,btrfs] [--threads 1,16,64]
+        [--personalities fileserver,varmail,webserver] [--seconds 10] [--rounds 2]
+        [--image-size 8G] [--workdir /work/tmp] [-o bench/results/engine_vs_filebench.json]
+
+Needs root (mkfs, mount, losetup, ASLR), mkfs.ext4/xfs/btrfs. Not part of the test run.
+
+**Getting filebench** (unmaintained; 1.5-alpha3 is its last release, the master branch
+has only fixes since): its public source is github.com/filebench/filebench. Then
+
+    apt-get install bison flex autoconf automake libtool gcc make
+    cd filebench && libtoolize && aclocal && autoheader && automake --add-missing \\
+        && autoconf && ./configure --prefix=$PWD/inst && make -j2 && make install
+
+and pass `--filebench $PWD/inst/bin/filebench`. The prefix matters: filebench finds its
+size distributions (`cvar-gamma`, used by all three personalities) in
+`<prefix>/lib/filebench`, and this bench reads the personalities from filebench's own
+`<prefix>/share/filebench/workloads/*.f` (so both tools run filebench's definitions, not
+a copy of them); only `$dir`, `$nthreads` and the run length are changed. filebench
+needs ASLR off: the bench writes 0 to /proc/sys/kernel/randomize_va_space for each
+filebench run and restores the old value after it, on every path.
+
+**A trial**: a fresh sparse image file (fsbench's `LoopImage`: `losetup --direct-io=on`),
+mkfs and mount by fsbench's catalogue and `fsops` (ext4 without lazy init), then the
+tool: filebench `-f personality.f` (it creates its fileset, then runs `--seconds`;
+ops/s from its `IO Summary`), or the engine as fsbench drives it (`fsbench-engine
+prepare` (fileset, syncfs), then `run` on the reused fileset with a 1 s warm-up and
+`--seconds` measured). Then unmount, detach, delete the image. Every flowop counts as
+one operation in both tools (filebench's IO Summary sums all its flowops).
+
+**Order**: round-major. In every round each cell runs both tools back to back, the
+tool that goes first alternating from round to round and from cell to cell, so drift of
+this shared machine hits both tools alike; rounds are spread over the whole bench.
+
+**Verdict** per cell, on the ratio engine / filebench and its 90% CI: `ahead` (CI above
+1), `equivalent` (CI inside 0.95-1.05: two one-sided tests at 5%), `not behind` (CI above
+0.95 but reaching past 1.05), `behind` (CI below 1), else `undecided` (more rounds
+needed at this noise). The ratio is **paired**: the two trials of a cell in one round
+run back to back, so the verdict is on the geometric mean of the per-round ratios with a
+t interval of their logs (n - 1 df), which cancels the slow drift of this shared machine
+(other test suites come and go) that the unpaired ratio of means (`ratio_unpaired`,
+delta method and Welch df, `fsbench.stats.ratio_ci`, also given) keeps as noise.
+
+**The engine's own overhead**: the user and system CPU seconds of the engine's `run`
+process (getrusage of the child, its warm-up second included), per operation
+(operations over warm-up + measured time, from the measured rate): the engine's own
+work is its user time; the filesystem's is the system time. filebench's CPU is given
+for its whole process (its fileset creation included), for scale only.
+
+**Noise**: the load average before every trial and each tool's coefficient of
+variation per cell are in the output; this machine is shared with other test runs.
+
+The JSON is rewritten after every trial, so an interrupted bench keeps what it did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from fsbench import filesystems, fsops  # noqa: E402
+from fsbench.stats import ratio_ci, t_quantile  # noqa: E402
+from fsbench.targets.loop import LoopImage  # noqa: E402
+from fsbench.units import parse_size  # noqa: E402
+
+ASLR = Path("/proc/sys/kernel/randomize_va_space")
+WARMUP_S = 1.0
+BOUNDS = (0.95, 1.05)
+CONFIDENCE = 0.90
+SUMMARY = re.compile(r"IO Summary:\s+(\d+) ops\s+([\d.]+) ops/s")
+
+
+def build_engine() -> Path:
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo/bin/cargo")
+    subprocess.run([cargo, "build", "--release", "--quiet"], cwd=REPO / "engine", check=True)
+    return REPO / "engine/target/release/fsbench-engine"
+
+
+def filebench_workload(workloads: Path, name: str, mnt: Path, threads: int, secs: int) -> str:
+    """filebench's own NAME.f with only $dir, $nthreads and the run length changed."""
+    out = []
+    for line in (workloads / f"{name}.f").read_text().splitlines():
+        s = line.strip()
+        if s.startswith("set $dir="):
+            line = f"set $dir={mnt}"
+        elif s.startswith("set $nthreads="):
+            line = f"set $nthreads={threads}"
+        elif s.startswith("run"):
+            line = f"run {secs}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def child_cpu() -> tuple[float, float]:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime, ru.ru_stime
+
+
+def run_filebench(fb: Path, workloads: Path, name: str, mnt: Path, threads: int, secs: int,
+                  tmp: Path) -> dict[str, Any]:
+    script = tmp / f"{name}.f"
+    script.write_text(filebench_workload(workloads, name, mnt, threads, secs))
+    old = ASLR.read_text().strip()
+    u0, s0 = child_cpu()
+    try:
+        ASLR.write_text("0")
+        res = subprocess.run([str(fb), "-f", str(script)], capture_output=True, text=True,
+                             timeout=secs + 900)
+    finally:
+        ASLR.write_text(old)
+    u1, s1 = child_cpu()
+    m = SUMMARY.search(res.stdout + res.stderr)
+    if res.returncode != 0 or m is None:
+        tail = (res.stdout + res.stderr).strip().splitlines()[-3:]
+        raise RuntimeError(f"filebench failed (exit {res.returncode}): {' | '.join(tail)}")
+    ops, rate = int(m.group(1)), float(m.group(2))
+    return {"ops": ops, "ops_per_s": rate, "user_s": u1 - u0, "sys_s": s1 - s0,
+            "cpu_scope": "whole process, fileset creation included"}
+
+
+def engine_call(engine: Path, argv: list[str], spec: dict[str, Any] | None,
+                timeout: float) -> dict[str, Any]:
+    res = subprocess.run([str(engine), *argv], input=json.dumps(spec) if spec else None,
+                         capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError(f"fsbench-engine {argv[0]}: {res.stderr.strip()[-500:]}")
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+def run_engine(engine: Path, name: str, mnt: Path, threads: int, secs: int,
+               seed: int) -> dict[str, Any]:
+    spec = engine_call(engine, ["personality", name, "--dir", str(mnt), "--threads",
+                                str(threads), "--duration", str(secs), "--warmup",
+                                str(WARMUP_S), "--seed", str(seed)], None, 60)
+    prep = engine_call(engine, ["prepare", "-"], spec, 900)
+    for f in spec["filesets"]:
+        f["reuse"] = True
+    u0, s0 = child_cpu()
+    res = engine_call(engine, ["run", "-"], spec, secs + 900)
+    u1, s1 = child_cpu()
+    total = res["total"]
+    measured = res["measured"]["duration_s"]
+    ops_all = total["ops_per_s"] * (measured + WARMUP_S)
+    user, system = u1 - u0, s1 - s0
+    return {
+        "ops": total["ops"],
+        "ops_per_s": total["ops_per_s"],
+        "user_s": user,
+        "sys_s": system,
+        "cpu_scope": "run process: warm-up and measured phase",
+        "user_us_per_op": 1e6 * user / ops_all if ops_all else None,
+        "sys_us_per_op": 1e6 * system / ops_all if ops_all else None,
+        "prepare_s": prep["prepare"]["seconds"],
+        "prepare_sync_s": prep["prepare"]["sync_seconds"],
+        "skipped": total["skipped"],
+    }
+
+
+def trial(args: argparse.Namespace, tool: str, fs_name: str, name: str, threads: int,
+          seed: int, tmp: Path) -> dict[str, Any]:
+    fs = filesystems.get(fs_name)
+    target = LoopImage(args.workdir, args.image_size)
+    load = os.getloadavg()[0]
+    t0 = time.monotonic()
+    try:
+        target.open()
+        fsops.mkfs(fs, [], target.device)
+        mnt = target.mount_dir(f"evf-{tool}")
+        fsops.mount(fs, target.device, mnt, "")
+        try:
+            if tool == "filebench":
+                out = run_filebench(args.filebench, args.workloads, name, mnt, threads,
+                                    args.seconds, tmp)
+            else:
+                out = run_engine(args.engine, name, mnt, threads, args.seconds, seed)
+        finally:
+            fsops.umount(mnt)
+            try:
+                mnt.rmdir()
+            except OSError:
+                pass
+    finally:
+        target.close()
+    out.update({"tool": tool, "fs": fs_name, "personality": name, "threads": threads,
+                "load1_before": load, "wall_s": round(time.monotonic() - t0, 2)})
+    return out
+
+
+def cv(xs: list[float]) -> float | None:
+    return statistics.stdev(xs) / statistics.fmean(xs) if len(xs) > 1 else None
+
+
+def verdict(ci: tuple[float, float] | None) -> str:
+    if ci is None:
+        return "undecided"
+    lo, hi = ci
+    if lo > 1.0:
+        return "ahead"
+    if BOUNDS[0] <= lo and hi <= BOUNDS[1]:
+        return "equivalent"
+    if lo >= BOUNDS[0]:
+        return "not behind"
+    if hi < 1.0:
+        return "behind"
+    return "undecided"
+
+
+def paired_ratio(pairs: list[tuple[float, float]]) -> tuple[float, tuple[float, float] | None]:
+    """Geometric mean of engine/filebench per round, with a t CI of the log ratios."""
+    logs = [math.log(e / f) for f, e in pairs if f > 0 and e > 0]
+    if not logs:
+        return float("nan"), None
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), None
+    half = t_quantile(len(logs) - 1, CONFIDENCE) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), (math.exp(mean - half), math.exp(mean + half))
+
+
+def summarize(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    cells: dict[tuple[str, str, int], dict[str, list[dict[str, Any]]]] = {}
+    for t in trials:
+        if "error" in t:
+            continue
+        key = (t["fs"], t["personality"], t["threads"])
+        cells.setdefault(key, {"filebench": [], "engine": []})[t["tool"]].append(t)
+    rows = []
+    for (fs, name, threads), by in sorted(cells.items()):
+        fb = [t["ops_per_s"] for t in by["filebench"]]
+        en = [t["ops_per_s"] for t in by["engine"]]
+        row: dict[str, Any] = {"fs": fs, "personality": name, "threads": threads,
+                               "filebench_ops_s": fb, "engine_ops_s": en}
+        if fb and en:
+            fb_round = {t["round"]: t["ops_per_s"] for t in by["filebench"]}
+            pairs = [(fb_round[t["round"]], t["ops_per_s"]) for t in by["engine"]
+                     if t["round"] in fb_round]
+            ratio, ci = paired_ratio(pairs)
+            unpaired, uci = ratio_ci(fb, en, CONFIDENCE)
+            row.update({"ratio": ratio, "ci90": list(ci) if ci else None,
+                        "verdict": verdict(ci), "pairs": len(pairs),
+                        "round_ratios": [e / f for f, e in pairs],
+                        "ratio_unpaired": unpaired, "ci90_unpaired": list(uci) if uci else None,
+                        "cv_filebench": cv(fb), "cv_engine": cv(en)})
+        eu = [t["user_us_per_op"] for t in by["engine"] if t.get("user_us_per_op")]
+        es = [t["sys_us_per_op"] for t in by["engine"] if t.get("sys_us_per_op")]
+        if eu and es:
+            row["engine_user_us_per_op"] = statistics.fmean(eu)
+            row["engine_sys_us_per_op"] = statistics.fmean(es)
+            row["engine_user_share"] = statistics.fmean(eu) / (
+                statistics.fmean(eu) + statistics.fmean(es))
+        rows.append(row)
+    return rows
+
+
+def machine() -> dict[str, Any]:
+    cpu = next((ln.split(":", 1)[1].strip() for ln in
+                Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), "?")
+    mem = next((ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
+                if ln.startswith("MemTotal:")), "0")
+    return {"host": platform.node(), "kernel": platform.release(), "cpu": cpu,
+            "cpus": os.cpu_count(), "mem_kib": int(mem)}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| fs | personality | threads | filebench ops/s | engine ops/s | ratio "
+             "(90% CI) | verdict | engine user / sys us/op |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        fb = " / ".join(f"{x:,.0f}" for x in r["filebench_ops_s"])
+        en = " / ".join(f"{x:,.0f}" for x in r["engine_ops_s"])
+        ci = r.get("ci90")
+        ratio = f"{r['ratio']:.2f}x" if "ratio" in r else "-"
+        ratio += f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else ""
+        cpu = (f"{r['engine_user_us_per_op']:.2f} / {r['engine_sys_us_per_op']:.1f}"
+               if "engine_user_us_per_op" in r else "-")
+        lines.append(f"| {r['fs']} | {r['personality']} | {r['threads']} | {fb} | {en} | "
+                     f"{ratio} | {r.get('verdict', '-')} | {cpu} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--filebench", type=Path, required=True)
+    ap.add_argument("--workloads", type=Path,
+                    help="filebench's workloads dir (default: <prefix>/share/filebench/workloads)")
+    ap.add_argument("--engine", type=Path)
+    ap.add_argument("--fs", default="ext4,xfs,btrfs")
+    ap.add_argument("--threads", default="1,16,64")
+    ap.add_argument("--personalities", default="fileserver,varmail,webserver")
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--image-size", type=parse_size, default=parse_size("8G"))
+    ap.add_argument("--workdir", type=Path, default=Path("/work/tmp"))
+    ap.add_argument("-o", "--output", type=Path,
+                    default=REPO / "bench/results/engine_vs_filebench.json")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (mkfs, mount, losetup, ASLR)")
+    args.filebench = args.filebench.resolve()
+    if args.workloads is None:
+        args.workloads = args.filebench.parent.parent / "share/filebench/workloads"
+    args.engine = (args.engine or build_engine()).resolve()
+    cells = [(fs, p, int(t)) for fs in args.fs.split(",") for p in args.personalities.split(",")
+             for t in args.threads.split(",")]
+    fb_version = subprocess.run([str(args.filebench), "-h"], capture_output=True,
+                                text=True).stdout.splitlines()
+    eng_version = subprocess.run([str(args.engine), "--version"], capture_output=True,
+                                 text=True).stdout.strip()
+    doc: dict[str, Any] = {
+        "bench": "engine_vs_filebench",
+        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "filebench": {"binary": str(args.filebench),
+                      "version": next((v for v in fb_version if "Version" in v), "?")},
+        "engine": eng_version,
+        "params": {"seconds": args.seconds, "engine_warmup_s": WARMUP_S,
+                   "rounds": args.rounds, "image_size": args.image_size,
+                   "confidence": CONFIDENCE, "equivalence_bounds": BOUNDS},
+        "trials": [],
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    n = len(cells) * args.rounds * 2
+    i = 0
+    with tempfile.TemporaryDirectory(prefix="evf-", dir=args.workdir) as tmpd:
+        tmp = Path(tmpd)
+        for rnd in range(args.rounds):
+            for ci, (fs, name, threads) in enumerate(cells):
+                tools = ["filebench", "engine"]
+                if (rnd + ci) % 2:
+                    tools.reverse()
+                for tool in tools:
+                    i += 1
+                    try:
+                        t = trial(args, tool, fs, name, threads, rnd + 1, tmp)
+                    except Exception as exc:  # a failed trial is a result; go on
+                        t = {"tool": tool, "fs": fs, "personality": name,
+                             "threads": threads, "error": str(exc)}
+                    t["round"] = rnd + 1
+                    doc["trials"].append(t)
+                    print(f"[{i}/{n}] round {rnd + 1} {fs} {name} {threads}t {tool}: "
+                          f"{t.get('ops_per_s', t.get('error'))}", flush=True)
+                    doc["cells"] = summarize(doc["trials"])
+                    doc["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+                    args.output.write_text(json.dumps(doc, indent=1) + "\n")
+    print(table(doc["cells"]))
+
+
+if __name__ == "__main__":
+    main()
