@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 
 from fsbench.plan import Plan
 from fsbench.records import RunRecord, TrialRecord
-from fsbench.reports.ranking import rank_rows
+from fsbench.decisions import ORDER, design_of
+from fsbench.reports.verdicts import decide_rows
 from fsbench.reports.rows import Row, build_rows
 from fsbench.stats import holm, min_detectable, reps_needed
 
@@ -93,7 +94,7 @@ def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = Tru
         a, b = group
         mean = (abs(a.mean or 0) + abs(b.mean or 0)) / 2
         cv = math.sqrt(((a.sd or 0) ** 2 + (b.sd or 0) ** 2) / 2) / mean
-        verdict = rank_rows([(a.config, a), (b.config, b)])
+        verdict = decide_rows([(a.config, a), (b.config, b)], design_of(run.plan))
         verdicts.append(verdict)
         out.append(
             Noise(
@@ -107,12 +108,13 @@ def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = Tru
                 mean_gap=abs((b.mean or 0) / (a.mean or 1) - 1),
                 false_winner="",
                 order_effect=a.flags.get("order-effect") or b.flags.get("order-effect") or "",
-                p=verdict.p_decisive if verdict else None,
+                p=verdict.pairs[0].p if verdict else None,
             )
         )
     family = holm([item.p for item in out])
     for i, (item, verdict, p) in enumerate(zip(out, verdicts, family, strict=True)):
-        winner = verdict is not None and verdict.significant and p is not None and p < ALPHA
+        exact = verdict is not None and verdict.kind == ORDER and verdict.pairs[0].p is None
+        winner = exact or (verdict is not None and p is not None and p < ALPHA)
         out[i] = replace(item, p_family=p, false_winner=verdict.text if winner and verdict else "")
     return out
 

@@ -9,14 +9,18 @@ knows nothing of where the trials run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fsbench import __version__, provenance, runfacts, schedule, workloads
+from fsbench import __version__, decisions, provenance, runfacts, schedule, workloads
 from fsbench.convergence import convergence, group_needs_more
 from fsbench.executors import Executor, for_plan
+from fsbench.decisions import MIN_REPS_EXACT
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan
 from fsbench.records import TrialRecord
+from fsbench.reports import verdicts
+from fsbench.reports.rows import build_rows
 from fsbench.schedule import WARMUP_REP, Slot
 from fsbench.store import Store
 
@@ -190,6 +194,9 @@ class _Loop:
         if self.executor.whole_plan:
             self.executor.run(self.slots, self.refused, self._started, self._finished)
             return
+        if self.plan.reps == "decide":
+            self._until_decided()
+            return
         if self.plan.reps != "auto":
             self._hand(self.slots)
             return
@@ -212,6 +219,58 @@ class _Loop:
         self.store.set_convergence(
             self.run_id, convergence(self.plan, self.cells, self.store.get_trials(self.run_id))
         )
+
+    def _by_group(self) -> dict[int, list[Slot]]:
+        out: dict[int, list[Slot]] = {}
+        for slot in self.slots:
+            out.setdefault(slot.group, []).append(slot)
+        return out
+
+    def _until_decided(self) -> None:
+        """`--reps decide`: each group in turn, round by round, until every pair of its
+        configs is ordered or equivalent (counts at n = 2, timings from n = 3), at most
+        max_reps, and while its share of the budget lasts. A group's share is what is
+        left of the budget, less what the groups not started yet will need for their
+        first rounds (as long as the first rounds took so far), split among them and it."""
+        groups = list(self._by_group().values())
+        design = decisions.Design(True, MIN_AUTO_REPS, self.plan.planned_reps, self.plan.margin)
+        clock = time.monotonic()
+        minimum_took: list[float] = []  # seconds each group took to its first rounds
+        for index, group_slots in enumerate(groups):
+            started = time.monotonic()
+            took: float | None = None
+            for rep in range(self.plan.planned_reps + 1):
+                if rep > MIN_REPS_EXACT and self._decided(group_slots, rep - 1, design):
+                    break
+                if rep > MIN_AUTO_REPS and self.plan.budget is not None:
+                    later = len(groups) - index - 1
+                    reserve = later * sum(minimum_took) / max(len(minimum_took), 1)
+                    left = self.plan.budget - (time.monotonic() - clock) - reserve
+                    if (time.monotonic() - started) / rep > left / (later + 1):
+                        break  # a round more would eat what later groups need
+                self._hand([s for s in group_slots if s.rep == rep])
+                if rep == MIN_AUTO_REPS:
+                    took = time.monotonic() - started
+            minimum_took.append(took if took is not None else time.monotonic() - started)
+            self.dropped += sum(
+                1
+                for s in group_slots
+                if s.seq not in self.stored and s.cell.key not in self.refused
+            )
+
+    def _decided(self, group_slots: Sequence[Slot], n: int, design: decisions.Design) -> bool:
+        """Whether the group's rounds so far (n counted) answer every pair of configs of
+        its headline comparisons. Never before MIN_AUTO_REPS for a group with nothing to
+        compare (one config): its timings still want their repetitions."""
+        keys = {s.cell.key for s in group_slots}
+        trials = [t for t in self.store.get_trials(self.run_id) if t.cell_key in keys]
+        rows = build_rows(trials, None, (), self.store.get_run(self.run_id).workloads)
+        found = [
+            d for d in verdicts.decide_all(rows, design, explain=False).values() if d.headline
+        ]
+        if not found:
+            return n >= MIN_AUTO_REPS
+        return all(d.complete for d in found)
 
     def _hand(self, slots: Sequence[Slot]) -> None:
         """Slots not stored yet (a resumed run skips the rest) to the executor, after a

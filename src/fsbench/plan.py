@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from fsbench import aging, filesystems, knobs, workloads
+from fsbench.decisions import DEFAULT_MARGIN
 from fsbench.errors import FsbenchError
 from fsbench.workloads.base import Bytes, Scale
 
@@ -255,6 +256,17 @@ def _target_input(value: Any) -> Any:
 
 
 MIN_AUTO_REPS = 3
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '9m', '1h30m' -> seconds."""
+    given = text.strip().lower()
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([smhd]?)", given)
+    if not given or not parts or re.sub(r"(\d+(?:\.\d+)?)\s*([smhd]?)", "", given).strip():
+        raise ValueError(f"duration {text!r}: a number of seconds or e.g. 90s, 9m, 1h30m")
+    return sum(float(n) * DURATION_UNITS[u or "s"] for n, u in parts)
+
 DEFAULT_TRIAL_TIMEOUT = {Scale.TINY: 600.0, Scale.QUICK: 3600.0, Scale.FULL: 12 * 3600.0}
 
 
@@ -266,12 +278,28 @@ class Plan(BaseModel):
     scale: Scale = Field(
         default=Scale.QUICK, description="tiny, quick or full: each workload's sizes per scale."
     )
-    # A number, or "auto": at least MIN_AUTO_REPS, more per comparison group until the 95%
-    # CI half-width of every cell is within ci_target of the mean, at most max_reps.
-    reps: int | Literal["auto"] = Field(
-        default=3,
-        description="Repetitions per cell, or auto: at least 3, more until the 95% CI "
-        "half-width is within --ci-target of the mean, at most --max-reps.",
+    # "decide" (the default): balanced rounds per comparison group until every pair of its
+    # configs is ordered or equivalent (decisions.py), at most max_reps, within the budget;
+    # a number: a fixed design; "auto": rounds until the 95% CI half-width of every cell
+    # is within ci_target of the mean.
+    reps: int | Literal["decide", "auto"] = Field(
+        default="decide",
+        description="Repetitions per cell: decide (rounds until every pair of configs is "
+        "ordered or equivalent, at most --max-reps, within --budget), a number (a fixed "
+        "design), or auto (until the 95% CI half-width is within --ci-target).",
+    )
+    margin: float = Field(
+        default=DEFAULT_MARGIN,
+        gt=0,
+        lt=1,
+        description="Two configs are equivalent when the 90% CI of their ratio is within "
+        "1 ± this margin (0.05: ±5%).",
+    )
+    budget: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds the whole run may spend on repetitions past the first "
+        "rounds, shared among the groups still undecided (--budget 9m, 1h; default: none).",
     )
     ci_target: float = Field(
         default=0.05, gt=0, lt=1, description="CI half-width / mean that --reps auto aims at."
@@ -285,7 +313,9 @@ class Plan(BaseModel):
         + ", ".join(f"{k} {v:.0f}" for k, v in DEFAULT_TRIAL_TIMEOUT.items())
         + ").",
     )
-    max_reps: int = Field(default=10, le=1000, description="The most repetitions of --reps auto.")
+    max_reps: int = Field(
+        default=10, le=1000, description="The most repetitions of --reps decide or auto."
+    )
     warmup: int = Field(
         default=1,
         ge=0,
@@ -318,16 +348,21 @@ class Plan(BaseModel):
     @classmethod
     def _reps_range(cls, value: int | str) -> int | str:
         if isinstance(value, int) and not 1 <= value <= 1000:
-            raise ValueError("reps must be between 1 and 1000, or auto")
+            raise ValueError("reps must be between 1 and 1000, decide or auto")
         return value
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget_duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
 
     @field_validator("max_reps")
     @classmethod
     def _max_reps_floor(cls, value: int) -> int:
         if value < MIN_AUTO_REPS:
             raise ValueError(
-                f"max_reps {value}: at least {MIN_AUTO_REPS} (--reps auto makes "
-                f"{MIN_AUTO_REPS} repetitions before it judges the confidence interval)"
+                f"max_reps {value}: at least {MIN_AUTO_REPS} (--reps decide and auto make "
+                f"{MIN_AUTO_REPS} repetitions before they judge)"
             )
         return value
 
@@ -338,7 +373,12 @@ class Plan(BaseModel):
     @property
     def planned_reps(self) -> int:
         """Repetitions per cell at most."""
-        return self.max_reps if self.reps == "auto" else int(self.reps)
+        return int(self.reps) if isinstance(self.reps, int) else self.max_reps
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the repetition loop decides, round by round, when a group has enough."""
+        return not isinstance(self.reps, int)
 
 
 @dataclass(frozen=True)

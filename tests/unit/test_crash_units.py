@@ -298,12 +298,16 @@ def test_a_volatile_cache_state_from_the_kernels_log_format(tmp_path: Path) -> N
     states = set()
     for seed in range(40):
         state = logwrites.choose(entries, random.Random(seed))
-        assert state is not None and entries[state.point].durable_point
+        assert state is not None
+        # A flush point, or the log's end as the cut left it (nothing after it).
+        assert entries[state.point].durable_point or (state.point, state.pending) == (9, 0)
         assert state.point >= 2  # never before the pattern's setup
         states.add((state.point, tuple(state.subset)))
         if state.point == 4:
             assert state.pending == 2 and set(state.subset) <= {6, 7} and state.acked == 0
-    assert {p for p, _ in states} == {4, 8} and len(states) > 3
+        if state.point == 9:
+            assert state.acked == 2  # both marks are in the log: both promised
+    assert {p for p, _ in states} == {4, 8, 9} and len(states) > 3
     target = tmp_path / "disk"
     target.write_bytes(bytes(512 * 8))
     state = logwrites.State(point=4, subset=[7], pending=2, acked=0)
@@ -314,6 +318,21 @@ def test_a_volatile_cache_state_from_the_kernels_log_format(tmp_path: Path) -> N
     assert disk[2048:2560] == b"D" * 512
     acks = [{"ready": True}, {"n": 0}, {"n": 1}]
     assert logwrites.marked_acks(acks, logwrites.State(8, [], 0, 1)) == acks[:2]
+
+
+def test_without_barriers_the_only_state_is_the_log_as_the_cut_left_it(tmp_path: Path) -> None:
+    """A filesystem mounted with barrier=0 never flushes: its writes after mkfs never reach
+    the log (dm-log-writes logs a write once a flush covers it), only the marks of its
+    acknowledgements do, so the state promises every acknowledged record and holds none."""
+    W, F, M = 0, logwrites.FLUSH, logwrites.MARK
+    log = tmp_path / "log"
+    marks = [(0, 0, M, m) for m in (b"ready", b"ack-0", b"ack-1")]
+    _log(log, [(0, 1, W, b"A" * 512), (0, 0, F, b""), *marks])
+    entries = logwrites.read_log(str(log))[1]
+    for seed in range(5):
+        assert logwrites.choose(entries, random.Random(seed)) == logwrites.State(4, [], 0, 2)
+    acks = [{"ready": True}, {"n": 0}, {"n": 1}]
+    assert logwrites.marked_acks(acks, logwrites.State(4, [], 0, 2)) == acks
 
 
 def test_a_log_without_setup_or_magic_gives_no_state(tmp_path: Path) -> None:
@@ -366,27 +385,30 @@ def test_a_count_reads_with_its_n_in_rows_and_tables() -> None:
 
 
 def test_counts_out_of_n_are_judged_by_fishers_exact_test() -> None:
-    from fsbench.reports.ranking import rank_rows
+    from fsbench.decisions import Design
+    from fsbench.reports.verdicts import decide_rows
 
     def damaged(config: str, k: int, n: int) -> Row:
         row = _row(config, "crash", "damaged_crashes", [k])
         row.over = {"n": n, "of": "crashes"}
         return row
 
-    clear = rank_rows([("ordered", damaged("ordered", 0, 20)), ("wb", damaged("wb", 7, 20))])
-    assert clear is not None and clear.test == "Fisher" and clear.significant
-    assert clear.best == "ordered" and clear.p_decisive == pytest.approx(0.008316008)
-    assert "Fisher p = 0.008" in clear.text
-    close = rank_rows([("a", damaged("a", 1, 5)), ("b", damaged("b", 2, 5))])
-    assert close is not None and not close.significant and close.tested
+    clear = decide_rows([("ordered", damaged("ordered", 0, 20)), ("wb", damaged("wb", 7, 20))],
+                        Design())  # fmt: skip
+    assert clear is not None and clear.kind == "order" and clear.best == "ordered"
+    (pair,) = clear.pairs
+    assert pair.test == "Fisher" and pair.p == pytest.approx(0.008316008)
+    assert "Fisher's exact test p = 0.008" in clear.text
+    close = decide_rows([("a", damaged("a", 1, 5)), ("b", damaged("b", 2, 5))], Design())
+    assert close is not None and close.kind == "undecided" and close.pairs[0].test == "Fisher"
     # Without N (an older store, or a workload without events) it stays Welch.
-    plain = rank_rows([("a", _row("a", "crash", "damaged_crashes", [1, 2])),
-                       ("b", _row("b", "crash", "damaged_crashes", [5, 6]))])  # fmt: skip
-    assert plain is not None and plain.test == "Welch"
+    plain = decide_rows([("a", _row("a", "crash", "damaged_crashes", [1, 2])),
+                         ("b", _row("b", "crash", "damaged_crashes", [5, 6]))],
+                        Design())  # fmt: skip
+    assert plain is not None and plain.pairs[0].test == "Welch"
 
 
 def test_a_table_of_counts_out_of_n_states_fishers_rule() -> None:
-    from fsbench.reports.ranking import RULE, RULE_EVENTS
     from fsbench.reports.tables import build_tables
 
     rows = []
@@ -395,10 +417,11 @@ def test_a_table_of_counts_out_of_n_states_fishers_rule() -> None:
         row.over = {"n": 20, "of": "crashes"}
         rows.append(row)
     (table,) = build_tables(rows)
-    assert RULE_EVENTS in table.legend and table.verdicts[0] is not None
-    assert table.verdicts[0].test == "Fisher" and table.verdicts[0].significant
+    assert "Fisher's exact test" in table.legend and table.verdicts[0] is not None
+    assert table.verdicts[0].pairs[0].test == "Fisher" and table.verdicts[0].kind == "order"
     seconds = [_row(c, "untar", "seconds", [1.0, 1.1]) for c in ("a", "b")]
-    assert RULE in build_tables(seconds)[0].legend
+    assert "Fisher" not in build_tables(seconds)[0].legend
+    assert "Welch" in build_tables(seconds)[0].legend
 
 
 def test_a_kept_case_shows_what_its_volatile_cache_state_lost() -> None:

@@ -13,7 +13,8 @@ from fsbench import plan as planning
 from fsbench.calibration import label
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
-from fsbench.reports.ranking import rank_rows
+from fsbench.decisions import Decision, Design
+from fsbench.reports.verdicts import decide_rows
 from fsbench.schedule import Slot
 from fsbench.store import Store
 from fsbench.workloads.base import Scale
@@ -53,9 +54,9 @@ def store(tmp_path: Path) -> Store:
     return Store(tmp_path / "results.db")
 
 
-def _verdict(store: Store, run_id: int, metric: str = "seconds") -> object:
+def _verdict(store: Store, run_id: int, metric: str = "seconds") -> Decision | None:
     rows = [r for r in source.load(store, run_id).rows if r.metric == metric]
-    return rank_rows([(r.config, r) for r in rows])
+    return decide_rows([(r.config, r) for r in rows], Design())
 
 
 def slow_after_other_work(factor: float = 4.0, noise: float = 0.02) -> Measure:
@@ -82,7 +83,7 @@ def test_the_first_trial_after_other_work_is_a_warmup_so_aa_has_no_winner(
     first = min(trials, key=lambda t: t.seq)
     assert first.warmup and first.metrics[0].value > 3  # the slow one is not counted
     verdict = _verdict(store, outcome.run_id)
-    assert verdict is not None and not verdict.significant, verdict
+    assert verdict is not None and verdict.kind != "order", verdict
     rows = [r for r in source.load(store, outcome.run_id).rows if r.metric == "seconds"]
     assert all(r.n == 3 and len(r.warmup_values) == 1 for r in rows)
     means = [r.mean or 0 for r in rows]
@@ -125,24 +126,26 @@ def test_old_order_names_a_false_winner_on_the_same_machine(store: Store) -> Non
     ex.run(
         old_order, set(), lambda slot: None, lambda slot, recs: store.record_trials(run_id, recs)
     )
-    old = rank_rows(
+    old = decide_rows(
         [
             (r.config, r)
             for r in source.load(store, run_id).rows
             if r.metric == "seconds" and r.workload == "alloc"
-        ]
+        ],
+        Design(),
     )
-    assert old is not None and old.significant and old.best == "B"
+    assert old is not None and old.kind == "order" and old.best == "B"
 
     outcome, _ = _run(store, p, FakeExecutor(p, cells, slow_after_other_work()))
-    new = rank_rows(
+    new = decide_rows(
         [
             (r.config, r)
             for r in source.load(store, outcome.run_id).rows
             if r.metric == "seconds" and r.workload == "alloc"
-        ]
+        ],
+        Design(),
     )
-    assert new is not None and not new.significant
+    assert new is not None and new.kind != "order"
 
 
 def test_a_place_effect_is_balanced_and_flagged(store: Store) -> None:
@@ -161,7 +164,7 @@ def test_a_place_effect_is_balanced_and_flagged(store: Store) -> None:
     rows = [r for r in source.load(store, outcome.run_id).rows if r.metric == "seconds"]
     assert all("order-effect" in r.flags for r in rows), [r.flags for r in rows]
     verdict = _verdict(store, outcome.run_id)
-    assert verdict is not None and not verdict.significant
+    assert verdict is not None and verdict.kind != "order"
 
 
 def test_no_order_effect_flag_on_a_steady_machine(store: Store) -> None:
@@ -306,7 +309,7 @@ def test_a_resumed_run_starts_with_a_warmup_so_the_restart_counts_for_nobody(
     slow = [t for t in trials if t.metrics[0].value > 3]
     assert {t.seq for t in slow} == {0, added.seq} and all(t.warmup for t in slow)
     verdict = _verdict(store, outcome.run_id)
-    assert verdict is not None and not verdict.significant, verdict
+    assert verdict is not None and verdict.kind != "order", verdict
     rows = [r for r in source.load(store, outcome.run_id).rows if r.metric == "seconds"]
     assert sorted(r.n for r in rows) == [4, 4]
 

@@ -1,4 +1,5 @@
-"""Significance in reports: a best config is called only when Welch + Holm say so."""
+"""Verdicts in reports: every pair of configs ordered, equivalent or undecided, with the
+evidence that decided, and the tables, markdown and terminal showing the same answers."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import pytest
 
 from fsbench.records import RunRecord
 from fsbench.reports import render
-from fsbench.reports.ranking import NO_CLEAR, TOO_FEW, fmt_change, rank_rows
+from fsbench.decisions import Decision, Design
+from fsbench.reports.ranking import fmt_change
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import build_tables
+from fsbench.reports.verdicts import decide_rows
 from fsbench.stats import summarize
 
 
@@ -67,13 +70,19 @@ SLOW = [1.30, 1.31, 1.29, 1.30]
 NOISY = [0.5, 1.6, 1.0, 1.4]
 
 
-def test_clear_winner_lower_is_better() -> None:
-    v = rank_rows([("xfs", make_row("xfs", SLOW)), ("ext4", make_row("ext4", FAST))])
-    assert v is not None and v.significant and v.tested
-    assert (v.best, v.runner_up) == ("ext4", "xfs")
-    assert v.margin == "-23%"
-    assert v.short == "ext4: -23% vs xfs"
-    assert "Welch" in v.text and "Holm" in v.text
+def rank(labelled: list[tuple[str, Row]], design: Design | None = None) -> Decision:
+    found = decide_rows(labelled, design or Design())
+    assert found is not None
+    return found
+
+
+def test_an_order_lower_is_better() -> None:
+    v = rank([("xfs", make_row("xfs", SLOW)), ("ext4", make_row("ext4", FAST))])
+    assert v.kind == "order" and v.best == "ext4" and v.worst == "xfs"
+    assert v.ranking == "ext4 < xfs (1.3×)"
+    (pair,) = v.pairs
+    assert pair.winner == "ext4" and pair.p is not None and pair.p < 0.001
+    assert "ext4 better than xfs" in v.text and "Welch" in v.text and "Holm" in v.text
 
 
 def test_higher_is_better_is_respected() -> None:
@@ -81,67 +90,94 @@ def test_higher_is_better_is_respected() -> None:
         ("xfs", make_row("xfs", SLOW, metric="mb_per_s", better="higher", unit="MB/s")),
         ("ext4", make_row("ext4", FAST, metric="mb_per_s", better="higher", unit="MB/s")),
     ]
-    v = rank_rows(rows)
-    assert v is not None and v.significant
-    assert v.best == "xfs" and v.margin == "+30%"
+    v = rank(rows)
+    assert v.kind == "order" and v.best == "xfs" and v.short == "xfs > ext4 (1.3×)"
 
 
-def test_noise_gives_no_clear_difference() -> None:
-    v = rank_rows([("ext4", make_row("ext4", FAST)), ("xfs", make_row("xfs", NOISY))])
-    assert v is not None and not v.significant
-    assert v.short == NO_CLEAR
-    assert v.text.startswith(NO_CLEAR)
+def test_noise_leaves_a_pair_undecided_with_the_n_that_would_decide() -> None:
+    v = rank([("ext4", make_row("ext4", FAST)), ("xfs", make_row("xfs", NOISY))])
+    assert v.kind == "undecided" and v.best == ""
+    (pair,) = v.pairs
+    assert pair.kind == "undecided" and pair.needed is not None and pair.needed > 4
+    assert v.short == f"undecided: n≈{pair.needed} would decide"
+    # No p beside an answer it does not support.
+    assert "p =" not in v.text and "p <" not in v.text
 
 
-def test_best_must_beat_every_other_config() -> None:
-    """A clear lead over the slowest is not enough when the runner-up is within noise."""
-    close = [1.01, 0.99, 1.03, 0.97]
-    v = rank_rows(
+def test_equivalent_within_the_margin() -> None:
+    twin = [1.01, 1.00, 0.99, 1.02]
+    v = rank([("ext4", make_row("ext4", FAST)), ("xfs", make_row("xfs", twin))])
+    assert v.kind == "equivalent"
+    (pair,) = v.pairs
+    assert pair.ci is not None and 0.95 <= pair.ci[0] and pair.ci[1] <= 1.05
+    assert "ext4 ≈ xfs" in v.text and "90% CI" in v.text and "within ±5%" in v.text
+    narrow = rank([("ext4", make_row("ext4", FAST)), ("xfs", make_row("xfs", twin))],
+                  Design(margin=0.001))  # fmt: skip
+    assert narrow.kind == "undecided"
+
+
+def test_a_ranking_with_no_single_best_still_names_the_worst() -> None:
+    """ext4 and xfs cannot be told apart; both beat btrfs by far: an order all the same."""
+    close = [1.01, 0.99, 1.05, 0.93]
+    v = rank(
         [
             ("ext4", make_row("ext4", FAST)),
             ("xfs", make_row("xfs", close)),
-            ("btrfs", make_row("btrfs", SLOW)),
+            ("btrfs", make_row("btrfs", [4.3, 4.5, 4.4, 4.6])),
         ]
     )
-    assert v is not None and not v.significant
+    assert v.kind == "order" and v.best == "" and v.worst == "btrfs"
+    assert v.tiers == [["ext4", "xfs"], ["btrfs"]] or v.tiers == [["xfs", "ext4"], ["btrfs"]]
+    assert v.ranking.endswith("< btrfs (4.4-4.5×)")
+    assert v.decided >= 2
 
 
-def test_holm_correction_over_the_comparisons() -> None:
-    """p ~ 0.03 against each of three configs: significant alone, not after Holm (x3)."""
+def test_holm_correction_over_the_pairs() -> None:
+    """p ~ 0.03 against each of three configs: an order alone, not after Holm."""
     best = [1.0, 1.1, 1.2]
     other = [1.25, 1.35, 1.45]
-    alone = rank_rows([("a", make_row("a", best)), ("b", make_row("b", other))])
-    assert alone is not None and alone.significant
-    assert alone.p_adjusted is not None and 0.01 < alone.p_adjusted < 0.05
-    many = rank_rows(
-        [("a", make_row("a", best))] + [(c, make_row(c, other)) for c in ("b", "c", "d")]
-    )
-    assert many is not None and not many.significant
+    alone = rank([("a", make_row("a", best)), ("b", make_row("b", other))])
+    assert alone.kind == "order"
+    assert alone.pairs[0].p is not None and 0.01 < alone.pairs[0].p < 0.05
+    many = rank([("a", make_row("a", best))] + [(c, make_row(c, other)) for c in "bcd"])
+    assert all(p.kind != "order" for p in many.pairs if "a" in (p.a, p.b))
 
 
 def test_one_rep_is_not_tested() -> None:
-    v = rank_rows([("ext4", make_row("ext4", [1.0])), ("xfs", make_row("xfs", [2.0]))])
-    assert v is not None and not v.significant and not v.tested
-    assert v.short == TOO_FEW
+    v = rank([("ext4", make_row("ext4", [1.0])), ("xfs", make_row("xfs", [2.0]))])
+    assert v.kind == "undecided" and v.short == "undecided: too few repetitions"
 
 
 def test_nothing_to_compare() -> None:
-    assert rank_rows([("ext4", make_row("ext4", FAST))]) is None
-    assert rank_rows([("ext4", make_row("ext4", FAST)), ("ext2", None)]) is None
+    assert decide_rows([("ext4", make_row("ext4", FAST))], Design()) is None
     unsupported = make_row("ext2", [], status="unsupported")
-    assert rank_rows([("ext4", make_row("ext4", FAST)), ("ext2", unsupported)]) is None
+    assert decide_rows([("ext4", make_row("ext4", FAST)), ("ext2", unsupported)], Design()) is None
 
 
-def test_constant_values_differ_with_certainty() -> None:
-    """Fragment counts are often exact: 1 vs 2 every time is a difference."""
-    v = rank_rows(
-        [
-            ("xfs", make_row("xfs", [1, 1, 1], metric="fragments", unit="count")),
-            ("ext4", make_row("ext4", [2, 2, 2], metric="fragments", unit="count")),
-        ]
-    )
-    assert v is not None and v.significant and v.best == "xfs"
-    assert v.short == "xfs: 2× lower vs ext4"
+def test_exact_counts_are_an_order_without_a_test() -> None:
+    """Extents read through FIEMAP are exact: 2 is not 3, on every repetition."""
+    def extents(config: str, k: int) -> tuple[str, Row]:
+        return config, make_row(config, [k, k], metric="extents", unit="count")
+
+    v = rank([extents("ext4", 7), extents("xfs", 2), extents("btrfs", 3)])
+    assert v.kind == "order" and v.ranking == "xfs < btrfs (1.5×) < ext4 (2.3×)"
+    assert all(p.test == "exact" and p.p is None for p in v.pairs)
+    assert "p <" not in v.text and "p =" not in v.text
+    same = rank([extents("a", 2), extents("b", 2)])
+    assert same.kind == "equivalent" and same.pairs[0].test == "exact"
+
+
+def test_a_tool_that_rounds_differs_by_no_more_than_its_step() -> None:
+    """postmark prints whole seconds: 3 and 4 every time may be 3.9 and 4.0."""
+    def whole(config: str, s: float) -> tuple[str, Row]:
+        row = make_row(config, [s, s, s])
+        row.resolution = 1.0
+        return config, row
+
+    v = rank([whole("a", 3), whole("b", 4)])
+    assert v.kind == "undecided" and v.pairs[0].test == "resolution"
+    assert "resolution" in v.text
+    assert rank([whole("a", 3), whole("b", 6)]).kind == "order"
 
 
 @pytest.mark.parametrize(
@@ -169,12 +205,13 @@ def _sweep_rows() -> list[Row]:
     return rows
 
 
-def test_swept_table_marks_the_winner_per_column() -> None:
+def test_swept_table_marks_the_best_per_column() -> None:
     (table,) = build_tables(_sweep_rows())
     assert table.columns == ["fallocate", "write-4k"]
     assert table.best == {(0, 0)}  # ext4 on fallocate; write-4k is noise
-    assert table.verdict_cells == ["ext4: -23% vs xfs", NO_CLEAR]
-    assert "Welch" in table.legend
+    assert table.verdict_cells[0] == "ext4 < xfs (1.3×)"
+    assert table.verdict_cells[1].startswith("undecided: n≈")
+    assert "Welch" in table.legend and "TOST" in table.legend
 
 
 def test_metric_columns_are_ranked_each() -> None:
@@ -186,7 +223,7 @@ def test_metric_columns_are_ranked_each() -> None:
     ]
     (table,) = build_tables(rows, all_metrics=True)
     assert table.best == {(0, 0), (1, 1)}
-    assert table.verdict_cells[1] == "xfs: 2× lower vs ext4"
+    assert table.verdict_cells[1] == "xfs < ext4 (2×)"
 
 
 def test_single_config_has_no_verdict_row() -> None:
@@ -196,16 +233,42 @@ def test_single_config_has_no_verdict_row() -> None:
     assert "verdict" not in md
 
 
-def test_markdown_bold_winner_and_verdict_row() -> None:
+def test_markdown_bold_best_and_verdict_row() -> None:
     md = render.render_markdown(RUN, _sweep_rows())
     assert "| ext4 | **1.002 ± 0.027 (4)** | 1.002 ± 0.027 (4) |" in md
-    assert "| _verdict_ | _ext4: -23% vs xfs_ | _no clear difference_ |" in md
+    assert "| _verdict_ | _ext4 < xfs (1.3×)_ | _undecided: n≈" in md
     assert "| xfs | 1.300 ± 0.013 (4) |" in md  # the loser is not bold
 
 
 def test_terminal_table_has_a_verdict_row() -> None:
     text = render.render_text(RUN, _sweep_rows())
-    assert "verdict" in text and "ext4: -23% vs xfs" in text and NO_CLEAR in text
+    assert "verdict" in text and "ext4 < xfs (1.3×)" in text and "undecided" in text
+
+
+def test_every_format_states_the_same_verdicts() -> None:
+    """JSON carries each comparison's verdict with its pairs; CSV, markdown and the
+    terminal say the same kind and ranking."""
+    import csv
+    import io
+    import json
+
+    rows = _sweep_rows()
+    doc = json.loads(render.render_json(RUN, rows))
+    found = {c["dims"]["method"]: c["verdict"] for c in doc["comparisons"]}
+    assert found["fallocate"]["kind"] == "order"
+    assert found["fallocate"]["ranking"] == "ext4 < xfs (1.3×)"
+    (pair,) = found["fallocate"]["pairs"]
+    assert pair["kind"] == "order" and pair["better"] == "ext4" and pair["test"] == "Welch"
+    assert pair["p"] < 0.001 and pair["ci"] is not None
+    assert found["write-4k"]["kind"] == "undecided"
+    assert found["write-4k"]["pairs"][0]["needed"] > 4
+    table = list(csv.DictReader(io.StringIO(render.render_csv(RUN, rows))))
+    by_method = {json.loads(r["params"])["method"]: r for r in table}
+    assert by_method["fallocate"]["verdict"] == "order"
+    assert by_method["fallocate"]["ranking"] == found["fallocate"]["ranking"]
+    assert by_method["write-4k"]["verdict"] == "undecided"
+    md = render.render_markdown(RUN, rows)
+    assert found["fallocate"]["ranking"] in md
 
 
 def test_power_note_the_noisiest_row_decides() -> None:

@@ -142,6 +142,8 @@ def test_csv_columns_and_the_new_statistics(tmp_path: Path) -> None:
         "min_detectable",
         "reps_for_5pct",
         "flags",
+        "verdict",
+        "ranking",
     ]
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == len(loaded.rows)

@@ -9,7 +9,8 @@ import math
 import pytest
 
 from fsbench.records import MetricRecord, TrialRecord
-from fsbench.reports.ranking import rank_rows
+from fsbench.decisions import Design
+from fsbench.reports.verdicts import decide_rows
 from fsbench.reports.rows import build_rows
 from fsbench.workloads.fio.parse import FIO_PLAT_BITS, Direction, direction_metrics
 from fsbench.workloads.metric import bucket_width
@@ -66,12 +67,12 @@ def test_neighbouring_buckets_are_no_clear_difference() -> None:
     high = low + bucket_width(low, FIO_PLAT_BITS, per_unit=1000)
     step = bucket_width(high, FIO_PLAT_BITS, per_unit=1000)
     rows = build_rows(_trials("ext4", [low] * 4, step) + _trials("xfs", [high] * 4, step))
-    verdict = rank_rows([(r.config, r) for r in rows if r.metric == "read_clat_p99_us"])
-    assert verdict is not None and not verdict.significant
-    assert verdict.within_resolution
+    verdict = decide_rows([(r.config, r) for r in rows if r.metric == "read_clat_p99_us"], Design())
+    assert verdict is not None and verdict.kind == "undecided"
+    assert verdict.pairs[0].test == "resolution"
     # Twice the latency: well beyond the coarser bucket, which is the rows' resolution.
     far_step = bucket_width(2 * low, FIO_PLAT_BITS, per_unit=1000)
     far = build_rows(_trials("ext4", [low] * 4, step) + _trials("xfs", [2 * low] * 4, far_step))
-    verdict = rank_rows([(r.config, r) for r in far if r.metric == "read_clat_p99_us"])
-    assert verdict is not None and verdict.significant and verdict.best == "ext4"
+    verdict = decide_rows([(r.config, r) for r in far if r.metric == "read_clat_p99_us"], Design())
+    assert verdict is not None and verdict.kind == "order" and verdict.best == "ext4"
     assert all(math.isclose(r.resolution, far_step) for r in far if r.metric)

@@ -1,40 +1,49 @@
-"""Verdict texts: the p shown is the one that decided; a tie within the metric's
-resolution is no difference."""
+"""Verdict texts: the evidence printed beside an answer is the evidence that decided
+it, and never a p that the answer does not follow."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from fsbench.reports.ranking import NO_CLEAR, rank_rows
+from fsbench.decisions import Design
+from fsbench.reports.verdicts import decide_rows
 from tests.unit.test_reports_ranking import make_row
 
 
-def test_no_winner_text_shows_the_deciding_p_not_a_small_one() -> None:
+def test_an_undecided_pair_shows_no_p_and_the_n_that_would_decide() -> None:
     rows = [
         ("ext4", make_row("ext4", [1.0, 1.01, 0.99])),
         ("xfs", make_row("xfs", [1.2, 1.21, 1.19])),
         ("btrfs", make_row("btrfs", [0.8, 1.9, 1.5])),
     ]
-    v = rank_rows(rows)
-    assert v is not None and not v.significant
-    assert v.decisive == "btrfs"
-    assert v.text.startswith(NO_CLEAR) and "vs btrfs" in v.text
-    assert v.p_decisive is not None and f"{v.p_decisive:.2f}" in v.text
+    v = decide_rows(rows, Design())
+    assert v is not None and v.kind == "order" and v.best == ""
+    ordered = v.pair("ext4", "xfs")
+    assert ordered is not None and ordered.kind == "order" and ordered.winner == "ext4"
+    for other in ("ext4", "xfs"):
+        pair = v.pair(other, "btrfs")
+        assert pair is not None and pair.kind == "undecided"
+        text = v.pair_text(pair)
+        assert "undecided" in text and "p =" not in text and "p <" not in text
+        assert pair.needed is not None and f"n≈{pair.needed}" in text
+    # btrfs cannot be placed, so no tier splits off; the order inside is said after it.
+    assert v.ranking == "{ext4, xfs, btrfs}; ext4 < xfs (1.2×)"
 
 
-def test_winner_text_shows_a_p_below_the_threshold() -> None:
-    v = rank_rows(
-        [("a", make_row("a", [1.0, 1.01, 0.99])), ("b", make_row("b", [1.3, 1.31, 1.29]))]
+def test_an_order_shows_a_p_below_the_level() -> None:
+    v = decide_rows(
+        [("a", make_row("a", [1.0, 1.01, 0.99])), ("b", make_row("b", [1.3, 1.31, 1.29]))],
+        Design(),
     )
-    assert v is not None and v.significant
-    assert v.p_decisive is not None and v.p_decisive < 0.05
+    assert v is not None and v.kind == "order"
+    (pair,) = v.pairs
+    assert pair.p is not None and pair.p < 0.05
     assert "Welch p" in v.text and "Holm" in v.text
 
 
-def test_constant_values_one_step_apart_are_no_winner() -> None:
+def test_constant_values_one_step_apart_are_undecided_by_resolution() -> None:
     a = replace(make_row("a", [3.0, 3.0, 3.0]), resolution=1.0)
     b = replace(make_row("b", [4.0, 4.0, 4.0]), resolution=1.0)
-    v = rank_rows([("a", a), ("b", b)])
-    assert v is not None and not v.significant and v.within_resolution
-    assert "resolution" in v.text
-    assert v.short == NO_CLEAR
+    v = decide_rows([("a", a), ("b", b)], Design())
+    assert v is not None and v.kind == "undecided" and v.pairs[0].test == "resolution"
+    assert "resolution" in v.text and v.short == "undecided: within the tool's resolution"

@@ -132,5 +132,5 @@ def _cli_plan(workload: list[str], reps: str | None = None, preset: str | None =
 def test_boot_defaults_to_ten_reps_unless_told() -> None:
     assert _cli_plan(["boot"]).reps == 10
     assert _cli_plan(["boot"], reps="3").reps == 3
-    assert _cli_plan(["alloc"]).reps == 3  # the quick preset's
+    assert _cli_plan(["alloc"]).reps == "decide"  # the quick preset's
     assert _cli_plan(["boot"], preset="boot").reps == 10  # the preset's own number

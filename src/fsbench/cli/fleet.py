@@ -104,6 +104,8 @@ def fleet_run(
     reps: pf.RepsOpt = None,
     max_reps: pf.MaxRepsOpt = None,
     ci_target: pf.CiTargetOpt = None,
+    margin: pf.MarginOpt = None,
+    budget: pf.BudgetOpt = None,
     scale: pf.ScaleOpt = None,
     trial_timeout: pf.TrialTimeoutOpt = None,
     seed: pf.SeedOpt = None,

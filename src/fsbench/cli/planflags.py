@@ -78,6 +78,8 @@ AgeOpt = Annotated[
 ]
 RepsOpt = Annotated[str | None, typer.Option("--reps", help=field_help(Plan, "reps"))]
 MaxRepsOpt = Annotated[int | None, typer.Option("--max-reps", help=field_help(Plan, "max_reps"))]
+MarginOpt = Annotated[float | None, typer.Option("--margin", help=field_help(Plan, "margin"))]
+BudgetOpt = Annotated[str | None, typer.Option("--budget", help=field_help(Plan, "budget"))]
 CiTargetOpt = Annotated[
     float | None, typer.Option("--ci-target", help=field_help(Plan, "ci_target"))
 ]
@@ -138,6 +140,8 @@ class PlanFlags:
     reps: str | None = None
     max_reps: int | None = None
     ci_target: float | None = None
+    margin: float | None = None
+    budget: str | None = None
     scale: Scale | None = None
     trial_timeout: float | None = None
     seed: int | None = None
@@ -199,7 +203,7 @@ def build_plan(flags: PlanFlags) -> Plan:
             data["workload"] = [keep.get(n) or WorkloadSpec(name=n) for n in names]
         except ValidationError as exc:
             raise FsbenchError(f"--workload: {planning.one_line(exc)}") from None
-    for name in ("scale", "max_reps", "ci_target", "trial_timeout", "seed", "warmup"):
+    for name in ("scale", "max_reps", "ci_target", "margin", "trial_timeout", "seed", "warmup"):
         value = getattr(flags, name)
         if value is not None:
             data[name] = value
@@ -208,6 +212,11 @@ def build_plan(flags: PlanFlags) -> Plan:
         for spec in (data["workload"] if flags.workload and not explicit else [])
         for step in (spec.steps if isinstance(spec, WorkloadSpec) else [spec["name"]])
     ]
+    if flags.budget is not None:
+        try:
+            data["budget"] = planning.parse_duration(flags.budget)
+        except ValueError as exc:
+            raise FsbenchError(f"--budget: {exc}") from None
     if flags.reps is not None:
         data["reps"] = _parse_reps(flags.reps)
     elif wanted := [w.default_reps for w in steps if w.default_reps]:
@@ -272,9 +281,9 @@ def _target_flags(flags: PlanFlags) -> dict[str, Any]:
 
 
 def _parse_reps(text: str) -> int | str:
-    if text.strip().lower() == "auto":
-        return "auto"
+    if text.strip().lower() in ("auto", "decide"):
+        return text.strip().lower()
     try:
         return int(text)
     except ValueError:
-        raise FsbenchError(f"--reps {text!r}: a number or auto") from None
+        raise FsbenchError(f"--reps {text!r}: a number, decide or auto") from None

@@ -55,6 +55,8 @@ def run(
     reps: pf.RepsOpt = None,
     max_reps: pf.MaxRepsOpt = None,
     ci_target: pf.CiTargetOpt = None,
+    margin: pf.MarginOpt = None,
+    budget: pf.BudgetOpt = None,
     scale: pf.ScaleOpt = None,
     trial_timeout: pf.TrialTimeoutOpt = None,
     seed: pf.SeedOpt = None,
@@ -184,7 +186,10 @@ class ProgressHooks(matrix.Hooks):
 
     def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
         warm = f" + {plan.warmup} warm-up" if plan.warmup else ""
-        reps = f"up to {plan.max_reps}" if plan.reps == "auto" else str(plan.reps)
+        reps = {
+            "auto": f"up to {plan.max_reps}",
+            "decide": f"2 to {plan.max_reps} (until decided)",
+        }.get(str(plan.reps), str(plan.reps))
         self.err.print(
             f"fsbench: run {run_id}, {plan.name}: {len(plan.fs)} configs, {self.n_cells} cells "
             f"x {reps} reps{warm} = {total} trials, scale {plan.scale}, order seed "

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from fsbench.records import RunRecord
-from fsbench.reports import calibrated
+from fsbench.reports import calibrated, verdicts
 from fsbench.reports.formats import CSV, JSON, MARKDOWN, TABLE, md_escape, rich_escape
 from fsbench.reports.rows import Row, report_document
 from fsbench.reports.safety import baseline, safety_lines
@@ -45,11 +45,16 @@ CSV_COLUMNS = (
     "min_detectable",
     "reps_for_5pct",
     "flags",
+    "verdict",
+    "ranking",
 )
 
 
 def render_json(run: RunRecord, rows: list[Row], calibration_run: int | None = None) -> str:
-    return json.dumps(report_document(run, rows, calibration_run), indent=2) + "\n"
+    document = report_document(run, rows, calibration_run)
+    # Each comparison with its verdict: the same decisions every other format shows.
+    document["comparisons"] = verdicts.documents(verdicts.for_run(run.plan, rows))
+    return json.dumps(document, indent=2) + "\n"
 
 
 def render_csv(run: RunRecord, rows: list[Row]) -> str:
@@ -58,7 +63,9 @@ def render_csv(run: RunRecord, rows: list[Row]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+    decided = verdicts.for_run(run.plan, rows)
     for r in rows:
+        verdict = decided.get(verdicts.key_of(r))
         writer.writerow(
             [
                 run.id,
@@ -83,6 +90,8 @@ def render_csv(run: RunRecord, rows: list[Row]) -> str:
                 _num(r.min_detectable),
                 "" if r.reps_for_5pct is None else r.reps_for_5pct,
                 " ".join(r.flags),
+                verdict.kind if verdict else "",
+                verdict.ranking if verdict else "",
             ]
         )
     return out.getvalue()
@@ -107,7 +116,7 @@ def render_markdown(
     lines = [f"## fsbench run {run.id}: {run.name}", ""]
     lines += [f"- {md_escape(h)}" for h in header(run, rows, calibration_run)[1:]]
     lines.append("")
-    for t in build_tables(rows, all_metrics):
+    for t in build_tables(rows, all_metrics, verdicts.for_run(run.plan, rows)):
         lines += [f"### {t.title}", "", f"_{t.caption}_", ""]
         lines.append("| " + " | ".join([t.row_header, *t.columns]) + " |")
         lines.append("|" + "---|" + "---:|" * len(t.columns))
@@ -118,8 +127,8 @@ def render_markdown(
             ]
             lines.append("| " + " | ".join([md_escape(label), *texts]) + " |")
         if t.verdicts:
-            verdicts = [f"_{md_escape(c)}_" if c else "" for c in t.verdict_cells]
-            lines.append("| " + " | ".join(["_verdict_", *verdicts]) + " |")
+            cells_ = [f"_{md_escape(c)}_" if c else "" for c in t.verdict_cells]
+            lines.append("| " + " | ".join(["_verdict_", *cells_]) + " |")
         lines.append("")
         if t.legend:
             lines += [f"_{md_escape(t.legend)}._", ""]
@@ -152,7 +161,7 @@ def print_tables(
 ) -> None:
     for line in header(run, rows, calibration_run):
         console.print(line, style="dim", highlight=False, markup=False)
-    for t in build_tables(rows, all_metrics):
+    for t in build_tables(rows, all_metrics, verdicts.for_run(run.plan, rows)):
         console.print()
         console.print(_rich_table(t))
         for i, note in enumerate(t.footnotes, 1):
@@ -196,7 +205,7 @@ def _rich_table(t: Table) -> RichTable:
             "[dim]verdict[/]",
             *(
                 f"[green]{rich_escape(v.short)}[/]"
-                if v and v.significant
+                if v and v.kind == "order"
                 else f"[dim]{rich_escape(v.short)}[/]"
                 if v
                 else ""

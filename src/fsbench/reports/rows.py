@@ -77,6 +77,8 @@ class Row:
     # N power cuts) records {"n": N, "of": "crashes"}; here N summed over the counted
     # trials, so a count reads "2 (5 crashes)". None for every other workload.
     over: dict[str, Any] | None = None
+    # The repetition each value came from (1, 2, ...): a sequential design's looks.
+    reps: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -268,6 +270,7 @@ def _cell_rows(
                 positions=[t.position for _, t in counted],
                 host=host,
                 over=_over([t for _, t in counted]),
+                reps=[t.rep for _, t in counted],
             )
         )
     return rows

@@ -8,11 +8,14 @@ show the same rows with the same flags.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from fsbench import calibration
 from fsbench.plan import FsConfig
 from fsbench.records import RunRecord, TrialRecord
+from fsbench.decisions import Decision
+from fsbench.reports import verdicts
 from fsbench.reports.rows import Row, build_rows, convergence_key
 from fsbench.store import Store
 
@@ -25,6 +28,11 @@ class RunReport:
     # The calibration of this host and kernel the rows were checked against (empty: none).
     noise: list[calibration.Noise] = field(default_factory=list)
     calibration_run: int | None = None
+
+    @cached_property
+    def decisions(self) -> dict[verdicts.Key, Decision]:
+        """Every comparison of the run decided, under the design it ran with."""
+        return verdicts.for_run(self.run.plan, self.rows)
 
 
 def config_order(run: RunRecord) -> list[str]:

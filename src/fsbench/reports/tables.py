@@ -7,9 +7,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from collections.abc import Mapping
+
 from fsbench import validity
+from fsbench.decisions import Decision, Design
 from fsbench.records import RunRecord
-from fsbench.reports.ranking import RULE, RULE_EVENTS, Verdict, rank_rows
+from fsbench.reports import verdicts as run_verdicts
 from fsbench.reports.rows import Row
 from fsbench.units import human_bytes
 
@@ -25,10 +28,10 @@ class Table:
     workload: str = ""
     chain: str = ""
     metric: str | None = None  # the one metric of a swept table; None: columns are metrics
-    # Significance: (row, column) of the significant winners, and one verdict per column
-    # (None where fewer than two configs have values); [] when nothing was compared.
+    # (row, column) of the configs ordered better than every other, and one decision per
+    # column (None where fewer than two configs have values); [] when nothing was compared.
     best: set[tuple[int, int]] = field(default_factory=set)
-    verdicts: list[Verdict | None] = field(default_factory=list)
+    verdicts: list[Decision | None] = field(default_factory=list)
 
     @property
     def verdict_cells(self) -> list[str]:
@@ -36,10 +39,15 @@ class Table:
 
     @property
     def legend(self) -> str:
-        if not self.verdicts:
+        decided = [v for v in self.verdicts if v is not None]
+        if not decided:
             return ""
-        fisher = any(v is not None and v.test == "Fisher" for v in self.verdicts)
-        return f"verdict: {RULE_EVENTS if fisher else RULE}, else no clear difference"
+        text = f"verdict: {decided[0].design.rule}"
+        if any(p.test == "Fisher" for v in decided for p in v.pairs):
+            text += "; counts out of N by Fisher's exact test"
+        if any("{" in v.short for v in decided):
+            text += "; {a, b}: not told apart yet"
+        return text
 
 
 def fmt_share(x: float) -> str:
@@ -74,16 +82,24 @@ def power_note(rows: list[Row]) -> str:
     return text + f"a 5% difference needs n={needed} per config (--reps {needed})"
 
 
-def _significance(table: Table, columns: list[list[tuple[str, Row | None]]]) -> None:
-    """Rank every column (a list of (config, row) in table row order) in place."""
-    verdicts = [rank_rows(col) for col in columns]
-    if not any(verdicts):
+def _significance(
+    table: Table,
+    columns: list[list[tuple[str, Row | None]]],
+    decisions: Mapping[run_verdicts.Key, Decision],
+) -> None:
+    """The run's decision of every column (a list of (config, row) in table row order)."""
+    found: list[Decision | None] = []
+    for col in columns:
+        sample = next((r for _, r in col if r is not None), None)
+        found.append(decisions.get(run_verdicts.key_of(sample)) if sample else None)
+    if not any(found):
         return
-    table.verdicts = verdicts
-    for j, (verdict, col) in enumerate(zip(verdicts, columns, strict=True)):
-        if verdict and verdict.significant:
+    table.verdicts = found
+    for j, (verdict, col) in enumerate(zip(found, columns, strict=True)):
+        if verdict and verdict.best:
             labels = [label for label, _ in col]
-            table.best.add((labels.index(verdict.best), j))
+            if verdict.best in labels:
+                table.best.add((labels.index(verdict.best), j))
 
 
 def _add_power(table: Table, rows: list[Row]) -> None:
@@ -135,9 +151,7 @@ def fmt_value(row: Row) -> str:
     return f"{fmt_mean_ci(row.mean, half)} ({row.n})"
 
 
-def label_of(row: Row) -> str:
-    """A table row's label: the config, after its host in a fleet run."""
-    return f"{row.host} · {row.config}" if row.host else row.config
+label_of = run_verdicts.label_of
 
 
 def _dims(row: Row) -> dict[str, Any]:
@@ -218,7 +232,15 @@ def _cell_text(row: Row | None, cell_name: str, notes: _Notes) -> str:
     return text
 
 
-def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
+def build_tables(
+    rows: list[Row],
+    all_metrics: bool = False,
+    decisions: Mapping[run_verdicts.Key, Decision] | None = None,
+) -> list[Table]:
+    """The tables of these rows, with the run's decisions (decided here under a fixed
+    design when not given)."""
+    if decisions is None:
+        decisions = run_verdicts.decide_all(rows, Design())
     tables: list[Table] = []
     for chain, wname in dict.fromkeys((r.chain, r.workload) for r in rows):
         wrows = [r for r in rows if r.workload == wname and r.chain == chain]
@@ -278,7 +300,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                     chain=chain,
                     metric=metric,
                 )
-                _significance(table, ranked)
+                _significance(table, ranked, decisions)
                 _add_power(table, [r for r in mrows if r.metric == metric])
                 tables.append(table)
         else:
@@ -308,7 +330,7 @@ def build_tables(rows: list[Row], all_metrics: bool = False) -> list[Table]:
                 chain=chain,
             )
             if shown:
-                _significance(table, ranked)
+                _significance(table, ranked, decisions)
                 _add_power(table, [r for r in wrows if r.metric in shown])
             tables.append(table)
     return tables

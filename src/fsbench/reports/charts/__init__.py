@@ -15,8 +15,11 @@ matplotlib is used through `Figure` objects on the Agg canvas: no pyplot, no glo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from fsbench.decisions import Decision, Design
+from fsbench.reports.verdicts import Key, decide_all
 
 from fsbench.reports.charts.bars import bar_chart_set, bar_charts
 from fsbench.reports.charts.figure import Chart, slug
@@ -66,12 +69,16 @@ def all_charts(
     out_dir: Path,
     formats: Sequence[str] = IMAGES,
     series: Sequence[TrialSeries] = (),
+    decisions: Mapping[Key, Decision] | None = None,
 ) -> list[Chart]:
-    """Every chart of a report, configs in the same colours throughout."""
+    """Every chart of a report, configs in the same colours throughout, the best marked
+    as the run's decisions say (decided here under a fixed design when not given)."""
     colors = config_colors([r.config for r in rows])
+    if decisions is None:
+        decisions = decide_all(rows, Design())
     return [
-        *layout_chart_set(rows, out_dir, formats, colors),
-        *bar_chart_set(rows, out_dir, formats, colors),
+        *layout_chart_set(rows, out_dir, formats, colors, decisions),
+        *bar_chart_set(rows, out_dir, formats, colors, decisions),
         *line_chart_set(rows, out_dir, formats, colors),
         *timeline_chart_set(timelines, out_dir, formats),
         *series_chart_set(series, out_dir, formats, colors),

@@ -1,11 +1,11 @@
 """Bars with their 95% CI: per workload and headline metric, every config; one group of
 bars per swept value when there is a sweep; horizontal when labels are long. A star
-marks a significant winner (reports.ranking)."""
+marks the config the run's decision orders better than every other (reports.verdicts)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +18,12 @@ from fsbench.reports.charts import figure, style
 from fsbench.reports.charts.figure import Chart, Drawing, ok
 from fsbench.reports.charts.style import INK, MUTED
 from fsbench.reports.headline import headline_metrics
-from fsbench.reports.ranking import rank_rows
+from fsbench.decisions import Decision
+from fsbench.reports.verdicts import Key, key_of
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, params_label, split_dims
 
-STAR_NOTE = "★ best (Welch p < 0.05, Holm)"
+STAR_NOTE = "★ ordered better than every other config (the table's verdict)"
 
 
 @dataclass
@@ -104,9 +105,10 @@ def draw_bars(
     factor: float,
     mark_best: bool = True,
     log: bool | None = None,
+    decisions: Mapping[Key, Decision] | None = None,
 ) -> bool:
     """Grouped bars with CI whiskers; unsupported/failed cells written where the bar would
-    be; a star on significant winners. Returns whether a star was drawn."""
+    be; a star on the config ordered better than every other. Returns whether a star was drawn."""
     means = [r.mean / factor for _, r in bars.ok_rows() if r.mean is not None]
     if log is None:
         log = _wants_log(means)
@@ -115,8 +117,9 @@ def draw_bars(
     starred = False
     for gi, group in enumerate(bars.groups):
         labelled = [(c, bars.cell(group, c)) for c in bars.configs]
-        verdict = rank_rows([(c, r if ok(r) else None) for c, r in labelled])
-        winner = verdict.best if verdict and verdict.significant and mark_best else None
+        sample = next((r for _, r in labelled if r is not None and ok(r)), None)
+        verdict = (decisions or {}).get(key_of(sample)) if sample is not None else None
+        winner = verdict.best if verdict and mark_best else None
         for ci, (config, row) in enumerate(labelled):
             pos = bars.position(gi, ci)
             if row is None:
@@ -228,7 +231,7 @@ def bar_chart(d: Drawing, metric: str) -> Chart | None:
         width = max(6.4, min(11.5, 2.8 + 0.3 * n_bars + 0.25 * len(bars.groups)))
         fig = figure.new_figure(width, 4.4)
     ax = fig.add_subplot()
-    starred = draw_bars(ax, bars, d.colors, horizontal, factor)
+    starred = draw_bars(ax, bars, d.colors, horizontal, factor, decisions=d.decisions)
     (ax.set_xlabel if horizontal else ax.set_ylabel)(style.axis_label(metric, unit))
     if not bars.single:
         if len(varying) == 1:  # else the group labels name their parameters

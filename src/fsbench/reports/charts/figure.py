@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -14,10 +14,12 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
+from fsbench.decisions import Decision, Design
 from fsbench.reports.charts.style import INK, MUTED, STYLE, config_colors
 from fsbench.reports.formats import IMAGES
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of
+from fsbench.reports.verdicts import Key, decide_all
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,8 @@ class Drawing:
     out_dir: Path
     formats: Sequence[str]
     name: Namer  # unique file stems in out_dir
+    # The run's decisions (reports.verdicts): the configs a chart marks best.
+    decisions: Mapping[Key, Decision] = field(default_factory=dict)
 
     def stem(self, kind: str, *parts: str) -> str:
         return self.name(kind, self.chain, self.workload, *parts)
@@ -167,6 +171,7 @@ class ChartSet(Protocol):
         out_dir: Path,
         formats: Sequence[str] = IMAGES,
         colors: dict[str, str] | None = None,
+        decisions: Mapping[Key, Decision] | None = None,
     ) -> list[Chart]: ...
 
 
@@ -185,14 +190,17 @@ def chart_set(draw: Draw) -> ChartSet:
         out_dir: Path,
         formats: Sequence[str] = IMAGES,
         colors: dict[str, str] | None = None,
+        decisions: Mapping[Key, Decision] | None = None,
     ) -> list[Chart]:
         colors = colors or config_colors([r.config for r in rows])
+        if decisions is None:
+            decisions = decide_all(rows, Design())
         name = Namer()
         out: list[Chart] = []
         with rc_context(STYLE):
             for chain, wl in dict.fromkeys((r.chain, r.workload) for r in rows):
                 wrows = [r for r in rows if r.chain == chain and r.workload == wl]
-                drawing = Drawing(chain, wl, wrows, colors, out_dir, formats, name)
+                drawing = Drawing(chain, wl, wrows, colors, out_dir, formats, name, decisions)
                 out += [c for c in draw(drawing) if c is not None]
         return out
 

@@ -26,14 +26,14 @@ def layout_chart(d: Drawing) -> Chart | None:
     n_bars = len(time_bars.configs) * len(time_bars.groups)
     fig = figure.new_figure(12.0, 2.0 + 0.34 * n_bars + 0.2 * len(time_bars.groups))
     ax_t, ax_f = fig.subplots(1, 2, sharey=True)
-    starred = draw_bars(ax_t, time_bars, colors, True, 1.0)
+    starred = draw_bars(ax_t, time_bars, colors, True, 1.0, decisions=d.decisions)
     counts = [
         r.mean
         for r in rows
         if r.metric in ("fragments", "extents") and ok(r) and r.mean is not None
     ]
     log = bool(counts) and min(counts) > 0 and max(counts) / min(counts) >= 10
-    starred |= draw_bars(ax_f, frag_bars, colors, True, 1.0, log=log)
+    starred |= draw_bars(ax_f, frag_bars, colors, True, 1.0, log=log, decisions=d.decisions)
     ax_t.set_xlabel("time to disk, sync + umount included (s)")
     ax_f.set_xlabel(
         ("fragments (count; ◆ = extents)" if ext_bars else "fragments (count)")

@@ -47,9 +47,10 @@ def _section(sid: str, title: str, inner: str, about: str = "") -> str:
 def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
     """The whole page as a string (charts are read from their files and embedded)."""
     run, trials, rows = report.run, report.trials, report.rows
-    tables = build_tables(rows)
+    decisions = report.decisions
+    tables = build_tables(rows, decisions=decisions)
     toc = [("summary", "Summary")]
-    sections = [_section("summary", "Summary", summary_html(tables, rows, trials))]
+    sections = [_section("summary", "Summary", summary_html(tables, rows, trials, decisions))]
     if run.kind == calibration.KIND:
         noise = calibration.analyze(run, trials)
         toc.append(("calibration", "What this machine resolves"))
@@ -175,9 +176,19 @@ def html_report(store: Store, run_id: int, chart_dir: Path | None = None) -> str
     timelines = first_rep_timelines(report.trials, store.get_samples)
     series = trial_series(report.trials)
     if chart_dir is not None:
-        return render_html(report, all_charts(report.rows, timelines, chart_dir, series=series))
+        charts = all_charts(
+            report.rows, timelines, chart_dir, series=series, decisions=report.decisions
+        )
+        return render_html(report, charts)
     with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
-        charts = all_charts(report.rows, timelines, Path(tmp), formats=("svg",), series=series)
+        charts = all_charts(
+            report.rows,
+            timelines,
+            Path(tmp),
+            formats=("svg",),
+            series=series,
+            decisions=report.decisions,
+        )
         return render_html(report, charts)
 
 
@@ -186,7 +197,13 @@ def write_run_report(store: Store, run_id: int, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     report = source.load(store, run_id)
     timelines = first_rep_timelines(report.trials, store.get_samples)
-    charts = all_charts(report.rows, timelines, out_dir, series=trial_series(report.trials))
+    charts = all_charts(
+        report.rows,
+        timelines,
+        out_dir,
+        series=trial_series(report.trials),
+        decisions=report.decisions,
+    )
     page = out_dir / REPORT_NAME
     page.write_text(render_html(report, charts), encoding="utf-8")
     return [page, *(p for c in charts for p in c.paths)]

@@ -13,7 +13,6 @@ from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import details, e, facts, slug, tag
 from fsbench.reports.html.overtime import over_time_html
 from fsbench.reports.html.repetitions import repetitions_html
-from fsbench.reports.ranking import RULE
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import Table
 
@@ -47,7 +46,7 @@ def table_html(t: Table, table_id: str) -> str:
         for j, c in enumerate(cells):
             if (i, j) in t.best:
                 inner = tag("strong", _cell_html(c, table_id)) + tag(
-                    "span", "best", class_="badge best", title=RULE
+                    "span", "best", class_="badge best", title="ordered better than every other"
                 )
                 tds.append(tag("td", inner, class_="num best"))
             else:
@@ -59,7 +58,7 @@ def table_html(t: Table, table_id: str) -> str:
             if v is None:
                 tds.append(tag("td", "", class_="num"))
             else:
-                cls = "num sig" if v.significant else "num"
+                cls = "num sig" if v.kind == "order" else "num"
                 tds.append(tag("td", e(v.short), class_=cls, title=v.text))
         body.append(tag("tr", "".join(tds), class_="verdict"))
     table = tag(

@@ -3,22 +3,24 @@ in the order of the tables."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from fsbench.decisions import EQUIVALENT, ORDER, Decision
 from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import badge, e, head, table, tag
-from fsbench.reports.ranking import NO_CLEAR, RULE, Verdict, fmt_p
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import Table
+from fsbench.reports.verdicts import Key, tally
+
+# The badge of each kind of answer, and its style.
+BADGES = {ORDER: ("order", "best"), EQUIVALENT: ("equivalent", "equal"), "undecided": ("undecided", "quiet")}
 
 
-def _verdict_detail(v: Verdict) -> str:
-    p = "n < 2" if v.p_adjusted is None else fmt_p(v.p_adjusted)
-    if v.significant:
-        return tag("strong", e(v.best)) + e(
-            f" {v.margin} vs {v.runner_up} ({v.better} is better; Welch {p}, Holm)"
-        )
-    return e(f"closest: {v.best} vs {v.runner_up}, {p}")
+def _evidence(v: Decision) -> str:
+    """Every pair's answer with its evidence, one per line; the ranking first."""
+    lines = [tag("strong", e(v.ranking))] if v.kind == ORDER else []
+    lines += [e(v.pair_text(p)) for p in v.pairs]
+    return "<br>".join(lines)
 
 
 def _tiles(stats: Sequence[tuple[str, str]]) -> str:
@@ -37,7 +39,10 @@ def _tiles(stats: Sequence[tuple[str, str]]) -> str:
 
 
 def summary_html(
-    tables: Sequence[Table], rows: Sequence[Row], trials: Sequence[TrialRecord]
+    tables: Sequence[Table],
+    rows: Sequence[Row],
+    trials: Sequence[TrialRecord],
+    decisions: Mapping[Key, Decision],
 ) -> str:
     counts: dict[str, int] = {}
     for t in trials:
@@ -48,12 +53,14 @@ def summary_html(
         {(r.host, r.config, r.chain, r.workload, repr({**r.params, **r.knobs})) for r in rows}
     )
     warmups = sum(1 for t in trials if t.warmup)
-    entries: list[tuple[Table, str, Verdict]] = []
+    entries: list[tuple[Table, str, Decision]] = []
     for tb in tables:
         for col, v in zip(tb.columns, tb.verdicts, strict=False):
             if v is not None:
                 entries.append((tb, col, v))
-    significant = sum(1 for _, _, v in entries if v.significant)
+    shown = [v for _, _, v in entries]
+    pairs = tally(shown)
+    total = sum(pairs.values())
     stats = [
         (str(len(configs)), "configs"),
         (str(len(wls)), "workloads" if len(wls) != 1 else "workload"),
@@ -62,29 +69,28 @@ def summary_html(
         (str(counts.get("ok", 0)), "ok"),
         (str(counts.get("unsupported", 0)), "unsupported"),
         (str(counts.get("failed", 0)), "failed"),
-        (f"{significant}/{len(entries)}", "clear winners"),
+        (f"{pairs['order'] + pairs['equivalent']}/{total}", "pairs decided"),
+        (str(pairs["order"]), "ordered"),
+        (str(pairs["equivalent"]), "equivalent"),
     ]
     parts = [_tiles(stats)]
     if entries:
         body = []
         for tb, col, v in entries:
-            verdict = (
-                badge("clear winner", "best")
-                if v.significant
-                else badge(NO_CLEAR if v.tested else "untested", "quiet")
-            )
+            name, style = BADGES[v.kind]
             body.append(
                 tag(
                     "tr",
                     tag("td", e(tb.workload + (f" ({tb.chain})" if tb.chain else "")))
                     + tag("td", e(tb.metric if tb.metric else col))
                     + tag("td", e(col if tb.metric else ""))
-                    + tag("td", verdict, class_="nowrap")
-                    + tag("td", _verdict_detail(v), class_=None if v.significant else "quiet"),
-                    class_="sig" if v.significant else None,
+                    + tag("td", badge(name, style), class_="nowrap")
+                    + tag("td", _evidence(v), class_=None if v.kind == ORDER else "quiet"),
+                    class_="sig" if v.kind == ORDER else None,
                 )
             )
-        header = head("workload", "metric", "condition", "verdict", "evidence")
+        header = head("workload", "metric", "condition", "answer", "ranking and evidence")
         parts.append(table(header, body, class_="plain verdicts"))
-        parts.append(tag("p", e(f"Verdict: {RULE}; otherwise {NO_CLEAR}."), class_="legend"))
+        legend = next((tb.legend for tb, _, _ in entries if tb.legend), "")
+        parts.append(tag("p", e(legend[:1].upper() + legend[1:] + "."), class_="legend"))
     return "".join(parts)
