@@ -58,9 +58,27 @@ def test_aging_curves_aged_and_clean_at_every_stage(workdir: Path) -> None:
             assert {r["params"]["state"] for r in slow} == {"clean"} and all(
                 r["n"] == 2 for r in slow
             )
-            assert all(0.2 < r["mean"] < 5 for r in slow)
+            # Each slowdown is its repetition's aged seconds over its clean seconds, of the
+            # same stage and read. (Whether it exceeds 1 is not asserted: on this host's
+            # cached disk a sub-second read of the tiny tree has no seek to pay, and the
+            # paper's SSD runs saw ext4's aged and clean reads within 2% at 300 pulls.)
+            for r in slow:
+                secs = {
+                    s: next(
+                        x["values"]
+                        for x in mine
+                        if x["metric"] == "seconds" and x["params"] == {**r["params"], "state": s}
+                    )
+                    for s in ("aged", "clean")
+                }
+                ratios = [a / c for a, c in zip(secs["aged"], secs["clean"], strict=True)]
+                assert sorted(r["values"]) == pytest.approx(sorted(ratios))
     scores = [v for r in rows if r["metric"] == "layout_score" for v in r["values"]]
     assert scores and all(0 < s <= 1 for s in scores)
+    if "xfs" in FS:  # aged below clean: the paper's xfs ages (0.920 vs 0.954 at 300 pulls)
+        for at, gap in ((12.0, 0.02), (24.0, 0.05)):
+            aged, clean = (_scores(rows, "xfs", at, state) for state in ("aged", "clean"))
+            assert max(aged) < min(clean) - gap, (at, aged, clean)
     if "ext4" in FS:
         assert any(r["metric"] == "free_extents" for r in rows if r["config"] == "ext4")
     store = Store(workdir / "r.db")
@@ -74,6 +92,19 @@ def test_aging_curves_aged_and_clean_at_every_stage(workdir: Path) -> None:
     assert all(not (t.provenance.get("flags") or {}).get("not-cold") for t in reads)
     assert ours(workdir) == ([], [])  # the twin's loop device and mount went too
     assert not list((workdir / "work").glob("*.img"))
+
+
+def _scores(rows: list, config: str, at: float, state: str) -> list[float]:  # type: ignore[type-arg]
+    (row,) = [
+        r
+        for r in rows
+        if r["config"] == config
+        and r["metric"] == "layout_score"
+        and r["params"]["at"] == at
+        and r["params"]["state"] == state
+    ]
+    assert row["n"] == 2
+    return row["values"]  # type: ignore[no-any-return]
 
 
 def test_any_workload_on_an_aged_filesystem(workdir: Path) -> None:
