@@ -15,8 +15,11 @@ from fsbench.workloads.base import Better, Metric
 MIN_TIMED_SECONDS = 2.0
 # `cpu-bound`: fsbench and its tools used at least this fraction of the CPUs their threads
 # could keep busy (min(threads, CPUs)) over the timed phase, which lasted at least
-# CPU_BOUND_MIN_SECONDS (shorter phases say too little).
-CPU_BOUND_FRACTION = 0.9
+# CPU_BOUND_MIN_SECONDS (shorter phases say too little). A known CPU-bound trial, gzip -9
+# of 64 MiB read cold and synced, used 0.82-0.98 of its CPU here (its read and sync are
+# inside the phase): at 0.9 the flag missed it one time in three
+# (tests/integration/test_cpu_bound_check.py); a trial waiting on fsyncs uses under 0.5.
+CPU_BOUND_FRACTION = 0.8
 CPU_BOUND_MIN_SECONDS = 0.5
 
 
@@ -79,7 +82,7 @@ def trial_flags(
 def cpu_bound(own_cpu: float, elapsed: float, threads: int, cpus: int | None = None) -> bool:
     """fsbench and its tools kept the CPUs their threads can use busy: own CPU time of at
     least CPU_BOUND_FRACTION x elapsed x min(threads, CPUs). A 4-thread workload on 2 CPUs
-    is CPU bound at 1.8 CPU-seconds a second, a 1-thread one at 0.9."""
+    is CPU bound at 1.6 CPU-seconds a second, a 1-thread one at 0.8."""
     usable = min(max(threads, 1), cpus or os.cpu_count() or 1)
     return elapsed >= CPU_BOUND_MIN_SECONDS and own_cpu >= CPU_BOUND_FRACTION * elapsed * usable
 

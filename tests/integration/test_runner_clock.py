@@ -172,20 +172,6 @@ def test_monitors_sample_at_10_hz_and_count_cpu(bench: Bench) -> None:
     assert m["cpu_sys_s"].value >= 0
 
 
-@pytest.mark.parametrize("threads", [1, 2, 4])
-def test_cpu_bound_counts_the_threads(bench: Bench, threads: int) -> None:
-    """One thread spinning for the whole phase is CPU bound for a 1-thread workload, not
-    for one that says it runs more threads than that (their CPUs would be idle)."""
-    record = clock(bench, Flush.NONE, spin_s=1.5, threads=threads)
-    m = metrics(record)
-    own = m["cpu_user_s"].value + m["cpu_sys_s"].value
-    usable = min(threads, os.cpu_count() or 1)
-    expected = own >= 0.9 * m["seconds"].value * usable
-    assert ("cpu-bound" in flags(record)) == expected, (own, m["seconds"].value, flags(record))
-    if threads > 1 and usable > 1:
-        assert "cpu-bound" not in flags(record)  # one spinning thread cannot fill two CPUs
-
-
 def test_short_flag_at_quick_scale_not_tiny(bench: Bench) -> None:
     assert "short" in flags(clock(bench, Flush.NONE, scale=Scale.QUICK, run_s=0.2))
     assert "short" not in flags(clock(bench, Flush.NONE, scale=Scale.QUICK, run_s=2.1))

@@ -91,11 +91,11 @@ def totals(seconds: float, own: float) -> Totals:
 
 
 def test_cpu_bound_counts_the_threads_cpus() -> None:
-    """One thread is CPU bound at 0.9 CPU-s a second; four threads on two CPUs at 1.8."""
-    assert checks.cpu_bound(0.95, 1.0, threads=1, cpus=2)
+    """One thread is CPU bound at 0.8 CPU-s a second; four threads on two CPUs at 1.6."""
+    assert checks.cpu_bound(0.85, 1.0, threads=1, cpus=2)
     assert not checks.cpu_bound(0.95, 1.0, threads=4, cpus=2)
-    assert not checks.cpu_bound(1.7, 1.0, threads=4, cpus=2)
-    assert checks.cpu_bound(1.85, 1.0, threads=4, cpus=2)
+    assert not checks.cpu_bound(1.5, 1.0, threads=4, cpus=2)
+    assert checks.cpu_bound(1.65, 1.0, threads=4, cpus=2)
     assert checks.cpu_bound(1.85, 1.0, threads=2, cpus=8)
     assert not checks.cpu_bound(0.4, 0.4, threads=1, cpus=2)  # too short to say
     flags = checks.trial_flags(
