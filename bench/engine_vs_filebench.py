@@ -34,7 +34,8 @@ tool: filebench `-f personality.f` (`create files`, `system "sync -f <mnt>"`, `r
 1 s warm-up and `--seconds` measured). Both so start with their fileset on disk and in
 the page cache: filebench's own `run` would start with it still dirty (it never syncs),
 so that its first pass over the fileset deletes files that were never written out,
-much cheaper work than the engine's (ext4 at 1 thread: 42k against 33k ops/s). Then unmount, detach, delete the image. Every flowop counts as
+much cheaper work than the engine's (ext4 at 1 thread: 42k against 33k ops/s).
+Then unmount, detach, delete the image. Every flowop counts as
 one operation in both tools (filebench's IO Summary sums all its flowops).
 
 **Order**: round-major. In every round each cell runs both tools back to back, the
@@ -50,16 +51,20 @@ t interval of their logs (n - 1 df), which cancels the slow drift of this shared
 (other test suites come and go) that the unpaired ratio of means (`ratio_unpaired`,
 delta method and Welch df, `fsbench.stats.ratio_ci`, also given) keeps as noise.
 
-**The engine's own overhead**: the user and system CPU seconds of the engine's `run`
-process (getrusage of the child, its warm-up second included), per operation
-(operations over warm-up + measured time, from the measured rate): the engine's own
-work is its user time; the filesystem's is the system time. filebench's CPU is given
+**The engine's own overhead**: the user and system CPU of the engine's process over the
+measured phase, per counted operation (the engine's `cpu` result: getrusage at the end
+of the warm-up and after the last thread; older engines: the child's rusage of the
+whole `run`, warm-up included): the engine's own work is its user time; the
+filesystem's (the kernel's) is the system time. filebench's CPU is given
 for its whole process (its fileset creation included), for scale only.
 
 **Noise**: the load average before every trial and each tool's coefficient of
 variation per cell are in the output; this machine is shared with other test runs.
 
-The JSON is rewritten after every trial, so an interrupted bench keeps what it did.
+The JSON is rewritten after every trial, so an interrupted bench keeps what it did;
+`--resume` runs only the trials it lacks. filebench crashes now and then (a worker's
+segfault leaves its master spinning: 1 of its first 12 runs here); such a run is killed
+after `--seconds` + 240 s, kept in `trials` with its error, and made once more.
 """
 
 from __future__ import annotations
@@ -124,16 +129,18 @@ def child_cpu() -> tuple[float, float]:
     return ru.ru_utime, ru.ru_stime
 
 
-def run_filebench(fb: Path, workloads: Path, name: str, mnt: Path, threads: int, secs: int,
-                  tmp: Path) -> dict[str, Any]:
+def run_filebench(
+    fb: Path, workloads: Path, name: str, mnt: Path, threads: int, secs: int, tmp: Path
+) -> dict[str, Any]:
     script = tmp / f"{name}.f"
     script.write_text(filebench_workload(workloads, name, mnt, threads, secs))
     old = ASLR.read_text().strip()
     u0, s0 = child_cpu()
     try:
         ASLR.write_text("0")
-        res = subprocess.run([str(fb), "-f", str(script)], capture_output=True, text=True,
-                             timeout=secs + 900)
+        res = subprocess.run(
+            [str(fb), "-f", str(script)], capture_output=True, text=True, timeout=secs + 240
+        )
     finally:
         ASLR.write_text(old)
     u1, s1 = child_cpu()
@@ -142,25 +149,53 @@ def run_filebench(fb: Path, workloads: Path, name: str, mnt: Path, threads: int,
         tail = (res.stdout + res.stderr).strip().splitlines()[-3:]
         raise RuntimeError(f"filebench failed (exit {res.returncode}): {' | '.join(tail)}")
     ops, rate = int(m.group(1)), float(m.group(2))
-    return {"ops": ops, "ops_per_s": rate, "user_s": u1 - u0, "sys_s": s1 - s0,
-            "cpu_scope": "whole process, fileset creation included"}
+    return {
+        "ops": ops,
+        "ops_per_s": rate,
+        "user_s": u1 - u0,
+        "sys_s": s1 - s0,
+        "cpu_scope": "whole process, fileset creation included",
+    }
 
 
-def engine_call(engine: Path, argv: list[str], spec: dict[str, Any] | None,
-                timeout: float) -> dict[str, Any]:
-    res = subprocess.run([str(engine), *argv], input=json.dumps(spec) if spec else None,
-                         capture_output=True, text=True, timeout=timeout)
+def engine_call(
+    engine: Path, argv: list[str], spec: dict[str, Any] | None, timeout: float
+) -> dict[str, Any]:
+    res = subprocess.run(
+        [str(engine), *argv],
+        input=json.dumps(spec) if spec else None,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if res.returncode != 0:
         raise RuntimeError(f"fsbench-engine {argv[0]}: {res.stderr.strip()[-500:]}")
     out: dict[str, Any] = json.loads(res.stdout)
     return out
 
 
-def run_engine(engine: Path, name: str, mnt: Path, threads: int, secs: int,
-               seed: int) -> dict[str, Any]:
-    spec = engine_call(engine, ["personality", name, "--dir", str(mnt), "--threads",
-                                str(threads), "--duration", str(secs), "--warmup",
-                                str(WARMUP_S), "--seed", str(seed)], None, 60)
+def run_engine(
+    engine: Path, name: str, mnt: Path, threads: int, secs: int, seed: int
+) -> dict[str, Any]:
+    spec = engine_call(
+        engine,
+        [
+            "personality",
+            name,
+            "--dir",
+            str(mnt),
+            "--threads",
+            str(threads),
+            "--duration",
+            str(secs),
+            "--warmup",
+            str(WARMUP_S),
+            "--seed",
+            str(seed),
+        ],
+        None,
+        60,
+    )
     prep = engine_call(engine, ["prepare", "-"], spec, 900)
     for f in spec["filesets"]:
         f["reuse"] = True
@@ -168,25 +203,42 @@ def run_engine(engine: Path, name: str, mnt: Path, threads: int, secs: int,
     res = engine_call(engine, ["run", "-"], spec, secs + 900)
     u1, s1 = child_cpu()
     total = res["total"]
-    measured = res["measured"]["duration_s"]
-    ops_all = total["ops_per_s"] * (measured + WARMUP_S)
-    user, system = u1 - u0, s1 - s0
-    return {
+    out = {
         "ops": total["ops"],
         "ops_per_s": total["ops_per_s"],
-        "user_s": user,
-        "sys_s": system,
+        "user_s": u1 - u0,
+        "sys_s": s1 - s0,
         "cpu_scope": "run process: warm-up and measured phase",
-        "user_us_per_op": 1e6 * user / ops_all if ops_all else None,
-        "sys_us_per_op": 1e6 * system / ops_all if ops_all else None,
+    }
+    cpu = res.get("cpu")
+    if cpu:  # the engine's own getrusage over the measured phase only
+        out.update(
+            {
+                "user_us_per_op": cpu["user_us_per_op"],
+                "sys_us_per_op": cpu["system_us_per_op"],
+                "cpu_per_op_scope": "measured phase (engine's getrusage)",
+            }
+        )
+    else:
+        ops_all = total["ops_per_s"] * (res["measured"]["duration_s"] + WARMUP_S)
+        out.update(
+            {
+                "user_us_per_op": 1e6 * (u1 - u0) / ops_all if ops_all else None,
+                "sys_us_per_op": 1e6 * (s1 - s0) / ops_all if ops_all else None,
+                "cpu_per_op_scope": "run process incl. warm-up (child rusage)",
+            }
+        )
+    return {
+        **out,
         "prepare_s": prep["prepare"]["seconds"],
         "prepare_sync_s": prep["prepare"]["sync_seconds"],
         "skipped": total["skipped"],
     }
 
 
-def trial(args: argparse.Namespace, tool: str, fs_name: str, name: str, threads: int,
-          seed: int, tmp: Path) -> dict[str, Any]:
+def trial(
+    args: argparse.Namespace, tool: str, fs_name: str, name: str, threads: int, seed: int, tmp: Path
+) -> dict[str, Any]:
     fs = filesystems.get(fs_name)
     target = LoopImage(args.workdir, args.image_size)
     load = os.getloadavg()[0]
@@ -198,8 +250,9 @@ def trial(args: argparse.Namespace, tool: str, fs_name: str, name: str, threads:
         fsops.mount(fs, target.device, mnt, "")
         try:
             if tool == "filebench":
-                out = run_filebench(args.filebench, args.workloads, name, mnt, threads,
-                                    args.seconds, tmp)
+                out = run_filebench(
+                    args.filebench, args.workloads, name, mnt, threads, args.seconds, tmp
+                )
             else:
                 out = run_engine(args.engine, name, mnt, threads, args.seconds, seed)
         finally:
@@ -210,8 +263,16 @@ def trial(args: argparse.Namespace, tool: str, fs_name: str, name: str, threads:
                 pass
     finally:
         target.close()
-    out.update({"tool": tool, "fs": fs_name, "personality": name, "threads": threads,
-                "load1_before": load, "wall_s": round(time.monotonic() - t0, 2)})
+    out.update(
+        {
+            "tool": tool,
+            "fs": fs_name,
+            "personality": name,
+            "threads": threads,
+            "load1_before": load,
+            "wall_s": round(time.monotonic() - t0, 2),
+        }
+    )
     return out
 
 
@@ -257,54 +318,94 @@ def summarize(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (fs, name, threads), by in sorted(cells.items()):
         fb = [t["ops_per_s"] for t in by["filebench"]]
         en = [t["ops_per_s"] for t in by["engine"]]
-        row: dict[str, Any] = {"fs": fs, "personality": name, "threads": threads,
-                               "filebench_ops_s": fb, "engine_ops_s": en}
+        row: dict[str, Any] = {
+            "fs": fs,
+            "personality": name,
+            "threads": threads,
+            "filebench_ops_s": fb,
+            "engine_ops_s": en,
+        }
         if fb and en:
             fb_round = {t["round"]: t["ops_per_s"] for t in by["filebench"]}
-            pairs = [(fb_round[t["round"]], t["ops_per_s"]) for t in by["engine"]
-                     if t["round"] in fb_round]
+            pairs = [
+                (fb_round[t["round"]], t["ops_per_s"])
+                for t in by["engine"]
+                if t["round"] in fb_round
+            ]
             ratio, ci = paired_ratio(pairs)
             unpaired, uci = ratio_ci(fb, en, CONFIDENCE)
-            row.update({"ratio": ratio, "ci90": list(ci) if ci else None,
-                        "verdict": verdict(ci), "pairs": len(pairs),
-                        "round_ratios": [e / f for f, e in pairs],
-                        "ratio_unpaired": unpaired, "ci90_unpaired": list(uci) if uci else None,
-                        "cv_filebench": cv(fb), "cv_engine": cv(en)})
+            row.update(
+                {
+                    "ratio": ratio,
+                    "ci90": list(ci) if ci else None,
+                    "verdict": verdict(ci),
+                    "pairs": len(pairs),
+                    "round_ratios": [e / f for f, e in pairs],
+                    "ratio_unpaired": unpaired,
+                    "ci90_unpaired": list(uci) if uci else None,
+                    "cv_filebench": cv(fb),
+                    "cv_engine": cv(en),
+                }
+            )
         eu = [t["user_us_per_op"] for t in by["engine"] if t.get("user_us_per_op")]
         es = [t["sys_us_per_op"] for t in by["engine"] if t.get("sys_us_per_op")]
         if eu and es:
             row["engine_user_us_per_op"] = statistics.fmean(eu)
             row["engine_sys_us_per_op"] = statistics.fmean(es)
             row["engine_user_share"] = statistics.fmean(eu) / (
-                statistics.fmean(eu) + statistics.fmean(es))
+                statistics.fmean(eu) + statistics.fmean(es)
+            )
         rows.append(row)
     return rows
 
 
 def machine() -> dict[str, Any]:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in
-                Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), "?")
-    mem = next((ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
-                if ln.startswith("MemTotal:")), "0")
-    return {"host": platform.node(), "kernel": platform.release(), "cpu": cpu,
-            "cpus": os.cpu_count(), "mem_kib": int(mem)}
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        "?",
+    )
+    mem = next(
+        (
+            ln.split()[1]
+            for ln in Path("/proc/meminfo").read_text().splitlines()
+            if ln.startswith("MemTotal:")
+        ),
+        "0",
+    )
+    return {
+        "host": platform.node(),
+        "kernel": platform.release(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "mem_kib": int(mem),
+    }
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| fs | personality | threads | filebench ops/s | engine ops/s | ratio "
-             "(90% CI) | verdict | engine user / sys us/op |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| fs | personality | threads | filebench ops/s | engine ops/s | ratio "
+        "(90% CI) | verdict | engine user / sys us/op |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         fb = " / ".join(f"{x:,.0f}" for x in r["filebench_ops_s"])
         en = " / ".join(f"{x:,.0f}" for x in r["engine_ops_s"])
         ci = r.get("ci90")
         ratio = f"{r['ratio']:.2f}x" if "ratio" in r else "-"
         ratio += f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else ""
-        cpu = (f"{r['engine_user_us_per_op']:.2f} / {r['engine_sys_us_per_op']:.1f}"
-               if "engine_user_us_per_op" in r else "-")
-        lines.append(f"| {r['fs']} | {r['personality']} | {r['threads']} | {fb} | {en} | "
-                     f"{ratio} | {r.get('verdict', '-')} | {cpu} |")
+        cpu = (
+            f"{r['engine_user_us_per_op']:.2f} / {r['engine_sys_us_per_op']:.1f}"
+            if "engine_user_us_per_op" in r
+            else "-"
+        )
+        lines.append(
+            f"| {r['fs']} | {r['personality']} | {r['threads']} | {fb} | {en} | "
+            f"{ratio} | {r.get('verdict', '-')} | {cpu} |"
+        )
     return "\n".join(lines)
 
 
@@ -313,8 +414,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--filebench", type=Path, required=True)
-    ap.add_argument("--workloads", type=Path,
-                    help="filebench's workloads dir (default: <prefix>/share/filebench/workloads)")
+    ap.add_argument(
+        "--workloads",
+        type=Path,
+        help="filebench's workloads dir (default: <prefix>/share/filebench/workloads)",
+    )
     ap.add_argument("--engine", type=Path)
     ap.add_argument("--fs", default="ext4,xfs,btrfs")
     ap.add_argument("--threads", default="1,16,64")
@@ -323,8 +427,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--image-size", type=parse_size, default=parse_size("8G"))
     ap.add_argument("--workdir", type=Path, default=Path("/work/tmp"))
-    ap.add_argument("-o", "--output", type=Path,
-                    default=REPO / "bench/results/engine_vs_filebench.json")
+    ap.add_argument(
+        "--resume", action="store_true", help="keep the trials already in --output, run the rest"
+    )
+    ap.add_argument(
+        "-o", "--output", type=Path, default=REPO / "bench/results/engine_vs_filebench.json"
+    )
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (mkfs, mount, losetup, ASLR)")
@@ -332,24 +440,48 @@ def main() -> None:
     if args.workloads is None:
         args.workloads = args.filebench.parent.parent / "share/filebench/workloads"
     args.engine = (args.engine or build_engine()).resolve()
-    cells = [(fs, p, int(t)) for fs in args.fs.split(",") for p in args.personalities.split(",")
-             for t in args.threads.split(",")]
-    fb_version = subprocess.run([str(args.filebench), "-h"], capture_output=True,
-                                text=True).stdout.splitlines()
-    eng_version = subprocess.run([str(args.engine), "--version"], capture_output=True,
-                                 text=True).stdout.strip()
+    cells = [
+        (fs, p, int(t))
+        for fs in args.fs.split(",")
+        for p in args.personalities.split(",")
+        for t in args.threads.split(",")
+    ]
+    fb_version = subprocess.run(
+        [str(args.filebench), "-h"], capture_output=True, text=True
+    ).stdout.splitlines()
+    eng_version = subprocess.run(
+        [str(args.engine), "--version"], capture_output=True, text=True
+    ).stdout.strip()
     doc: dict[str, Any] = {
         "bench": "engine_vs_filebench",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
-        "filebench": {"binary": str(args.filebench),
-                      "version": next((v for v in fb_version if "Version" in v), "?")},
+        "filebench": {
+            "binary": str(args.filebench),
+            "version": next((v for v in fb_version if "Version" in v), "?"),
+        },
         "engine": eng_version,
-        "params": {"seconds": args.seconds, "engine_warmup_s": WARMUP_S,
-                   "rounds": args.rounds, "image_size": args.image_size,
-                   "confidence": CONFIDENCE, "equivalence_bounds": BOUNDS},
+        "params": {
+            "seconds": args.seconds,
+            "engine_warmup_s": WARMUP_S,
+            "rounds": args.rounds,
+            "image_size": args.image_size,
+            "confidence": CONFIDENCE,
+            "equivalence_bounds": BOUNDS,
+        },
         "trials": [],
     }
+    done: set[tuple[int, str, str, int, str]] = set()
+    if args.resume and args.output.exists():
+        old = json.loads(args.output.read_text())
+        doc["date"] = old.get("date", doc["date"])
+        doc["trials"] = [t for t in old["trials"] if "error" not in t]
+        doc["trials"] += [t for t in old["trials"] if "error" in t]
+        done = {
+            (t["round"], t["fs"], t["personality"], t["threads"], t["tool"])
+            for t in old["trials"]
+            if "error" not in t
+        }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     n = len(cells) * args.rounds * 2
     i = 0
@@ -362,15 +494,30 @@ def main() -> None:
                     tools.reverse()
                 for tool in tools:
                     i += 1
-                    try:
-                        t = trial(args, tool, fs, name, threads, rnd + 1, tmp)
-                    except Exception as exc:  # a failed trial is a result; go on
-                        t = {"tool": tool, "fs": fs, "personality": name,
-                             "threads": threads, "error": str(exc)}
-                    t["round"] = rnd + 1
-                    doc["trials"].append(t)
-                    print(f"[{i}/{n}] round {rnd + 1} {fs} {name} {threads}t {tool}: "
-                          f"{t.get('ops_per_s', t.get('error'))}", flush=True)
+                    if (rnd + 1, fs, name, threads, tool) in done:
+                        continue
+                    # filebench crashes now and then (a worker's segfault leaves its
+                    # master waiting): the crash is kept, and the trial made once more
+                    for _attempt in range(2):
+                        try:
+                            t = trial(args, tool, fs, name, threads, rnd + 1, tmp)
+                        except Exception as exc:  # a failed trial is a result; go on
+                            t = {
+                                "tool": tool,
+                                "fs": fs,
+                                "personality": name,
+                                "threads": threads,
+                                "error": str(exc),
+                            }
+                        t["round"] = rnd + 1
+                        doc["trials"].append(t)
+                        if "error" not in t:
+                            break
+                    print(
+                        f"[{i}/{n}] round {rnd + 1} {fs} {name} {threads}t {tool}: "
+                        f"{t.get('ops_per_s', t.get('error'))}",
+                        flush=True,
+                    )
                     doc["cells"] = summarize(doc["trials"])
                     doc["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
                     args.output.write_text(json.dumps(doc, indent=1) + "\n")

@@ -16,8 +16,8 @@ use crate::fileset::{self, Fileset};
 use crate::flowops::{Op, Shared, ThreadOutput, Timing, Worker, compile_group};
 use crate::spec::Spec;
 use crate::stats::{
-    ENGINE, FlowopResult, GroupResult, Measured, OpStats, PrepareReport, PrepareResult, RunResult,
-    SecondHists, Tally, TimeSeries,
+    CpuUse, ENGINE, FlowopResult, GroupResult, Measured, OpStats, PrepareReport, PrepareResult,
+    RunResult, SecondHists, Tally, TimeSeries,
 };
 use crate::sys::{self, AlignedBuf, CPath};
 
@@ -197,6 +197,7 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
     let warmup = Duration::from_secs_f64(spec.warmup_s);
     let duration = spec.stop.duration_s.map(Duration::from_secs_f64);
     let mut timing_used: Option<Timing> = None;
+    let mut cpu_start: Option<(f64, f64)> = None;
 
     let outputs: Vec<(usize, Option<ThreadOutput>)> = thread::scope(|s| {
         let mut handles = Vec::new();
@@ -248,6 +249,17 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
                 t
             });
         }
+        // the CPU clock of the measured phase starts with it
+        if let Some(t) = timing_used {
+            loop {
+                let now = Instant::now();
+                if now >= t.warmup_end || shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                thread::sleep((t.warmup_end - now).min(Duration::from_millis(10)));
+            }
+            cpu_start = Some(sys::cpu_self());
+        }
         handles
             .into_iter()
             .map(|(gi, h)| match h.join() {
@@ -260,6 +272,7 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
             .collect()
     });
     let ended = Instant::now();
+    let cpu_end = sys::cpu_self();
 
     if let Some(msg) = shared
         .failure
@@ -336,6 +349,10 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
             duration_s: measured_s,
             stopped_by,
             threads: spec.groups.iter().map(|g| u64::from(g.threads)).sum(),
+        },
+        cpu: {
+            let (u0, s0) = cpu_start.unwrap_or(cpu_end);
+            CpuUse::new(cpu_end.0 - u0, cpu_end.1 - s0, total.ops())
         },
         total: total.summary(measured_s),
         groups,

@@ -197,6 +197,44 @@ pub struct Measured {
     pub threads: u64,
 }
 
+/// The CPU the engine's process used over the measured phase (getrusage, all threads):
+/// user time is the engine's own work (picking files, timing, histograms), system time
+/// is the kernel's, mostly the filesystem's.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CpuUse {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// Per counted operation, in microseconds.
+    pub user_us_per_op: f64,
+    pub system_us_per_op: f64,
+    /// user / (user + system).
+    pub user_share: f64,
+}
+
+impl CpuUse {
+    pub fn new(user_s: f64, system_s: f64, ops: u64) -> Self {
+        let per = |x: f64| {
+            if ops > 0 {
+                round3(x * 1e6 / ops as f64)
+            } else {
+                0.0
+            }
+        };
+        let total = user_s + system_s;
+        CpuUse {
+            user_s: round3(user_s),
+            system_s: round3(system_s),
+            user_us_per_op: per(user_s),
+            system_us_per_op: per(system_s),
+            user_share: if total > 0.0 {
+                round3(user_s / total)
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
 /// Operations and bytes (read + written) that ended in one second of the measured phase.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -292,6 +330,8 @@ pub struct RunResult {
     pub prepare: PrepareReport,
     pub measured: Measured,
     pub total: Summary,
+    /// CPU of the measured phase (from the end of the warm-up to the last thread's end).
+    pub cpu: CpuUse,
     pub groups: Vec<GroupResult>,
     pub timeseries: TimeSeries,
 }

@@ -322,6 +322,18 @@ fn count_entries_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<u64> {
     }
 }
 
+/// User and system CPU seconds of this process so far, all its threads (live or ended).
+pub fn cpu_self() -> (f64, f64) {
+    // SAFETY: libc::rusage is plain old data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid out-pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (s(ru.ru_utime), s(ru.ru_stime))
+}
+
 /// `echo 3 > /proc/sys/vm/drop_caches`.
 pub fn drop_caches() -> io::Result<()> {
     std::fs::write("/proc/sys/vm/drop_caches", b"3")
