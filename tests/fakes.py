@@ -53,6 +53,7 @@ class FakeExecutor(Executor):
     interrupt_at: int | None = None
     refuse: set[str] = field(default_factory=set)
     metric: str = "seconds"
+    unit: str = "s"  # the metric's unit ("count": a count fsbench reads itself)
     # Every run() call starts on a machine nothing has warmed (a freshly booted guest).
     fresh: bool = False
     preflights: int = 0
@@ -89,7 +90,8 @@ class FakeExecutor(Executor):
             before = in_call if self.fresh else self.ran
             previous = before[-1] if before else None
             records = [
-                self._record(slot, name, params, previous) for name, params in slot.cell.steps
+                self._record(slot, name, params, previous, step)
+                for step, (name, params) in enumerate(slot.cell.steps)
             ]
             if any(r.status == "unsupported" for r in records):
                 refused.add(slot.cell.key)
@@ -98,7 +100,7 @@ class FakeExecutor(Executor):
             on_records(slot, records)
 
     def _record(
-        self, slot: Slot, name: str, params: dict[str, Any], previous: Slot | None
+        self, slot: Slot, name: str, params: dict[str, Any], previous: Slot | None, step: int = 0
     ) -> TrialRecord:
         cell = slot.cell
         refused = cell.config.display in self.refuse
@@ -112,6 +114,8 @@ class FakeExecutor(Executor):
             mount_options=cell.config.mount,
             workload=name,
             params=params,
+            step=step,
+            chain=cell.workload if cell.is_chain else "",
             knobs=dict(cell.knobs),
             status="unsupported" if refused else "ok",
             message="refused by the fake kernel" if refused else "",
@@ -119,7 +123,9 @@ class FakeExecutor(Executor):
             finished_at=now(),
             metrics=[]
             if refused
-            else [MetricRecord(self.metric, self.measure(Ran(slot, previous)), "s", "lower")],
+            else [
+                MetricRecord(self.metric, self.measure(Ran(slot, previous)), self.unit, "lower")
+            ],
             position=slot.position,
             previous_cell=previous.cell.key if previous else "",
         )

@@ -18,12 +18,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from fsbench.decisions import ORDER, design_of
 from fsbench.plan import Plan
 from fsbench.records import RunRecord, TrialRecord
-from fsbench.decisions import ORDER, design_of
-from fsbench.reports.verdicts import decide_rows
 from fsbench.reports.rows import Row, build_rows
-from fsbench.stats import holm, min_detectable, reps_needed
+from fsbench.reports.verdicts import decide_rows
+from fsbench.stats import holm, min_detectable, ratio_ci, reps_needed
 
 KIND = "calibration"
 LABELS = ("A", "B")
@@ -51,6 +51,10 @@ class Noise:
     order_effect: str  # the order-effect flag's detail, else ""
     p: float | None = None  # A vs B, this metric alone (the p a run's verdict would show)
     p_family: float | None = None  # the same, Holm-adjusted over the calibration's metrics
+    # B/A with its confidence interval at the calibration's family level (Bonferroni over
+    # its metrics): the twins' gap must lie inside what the run itself says its noise is.
+    ratio: float | None = None
+    ratio_ci: tuple[float, float] | None = None
 
     def resolvable(self, n: int | None = None) -> float | None:
         """The smallest relative difference detectable with n reps per config."""
@@ -88,10 +92,12 @@ def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = Tru
         pairs.setdefault(key, []).append(row)
     out = []
     verdicts = []
+    twins: list[tuple[Row, Row]] = []
     for (workload, params, _, metric), group in pairs.items():
         if len(group) != 2 or any(r.sd is None or not r.mean for r in group):
             continue
         a, b = group
+        twins.append((a, b))
         mean = (abs(a.mean or 0) + abs(b.mean or 0)) / 2
         cv = math.sqrt(((a.sd or 0) ** 2 + (b.sd or 0) ** 2) / 2) / mean
         verdict = decide_rows([(a.config, a), (b.config, b)], design_of(run.plan))
@@ -112,6 +118,10 @@ def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = Tru
             )
         )
     family = holm([item.p for item in out])
+    level = 1 - ALPHA / max(len(out), 1)
+    for i, (a, b) in enumerate(twins):
+        ratio, ci = ratio_ci(a.values, b.values, level)
+        out[i] = replace(out[i], ratio=ratio, ratio_ci=ci)
     for i, (item, verdict, p) in enumerate(zip(out, verdicts, family, strict=True)):
         exact = verdict is not None and verdict.kind == ORDER and verdict.pairs[0].p is None
         winner = exact or (verdict is not None and p is not None and p < ALPHA)

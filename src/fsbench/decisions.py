@@ -70,7 +70,7 @@ class Design:
 
     def looks(self, n: int) -> list[int]:
         """The looks made by the time a pair has `n` repetitions (the last one is `n`)."""
-        if not self.sequential or n < self.n_min:
+        if not self.sequential:
             return [n]
         return list(range(self.n_min, min(n, self.n_max) + 1))
 
@@ -86,6 +86,15 @@ class Design:
         # law of equal spreads does not cover (Welch is a little liberal at small n with
         # unequal spreads, timings are skewed) and for the counting error of the law.
         return min(1.0, share / NULL_SAFETY)
+
+    @property
+    def nominal_alpha(self) -> float:
+        """The p one look must reach for an order: alpha for one look; the Pocock
+        boundary of a sequential design (what `p_value` maps to alpha)."""
+        if not self.sequential:
+            return self.alpha
+        null = _null_min_p(self.n_min, self.n_max)
+        return null[int(self.alpha * NULL_SAFETY * len(null))]
 
     @property
     def ci_level(self) -> float:
@@ -265,7 +274,11 @@ def _cv(values: Sequence[float]) -> float | None:
 
 
 def needed_reps(
-    cv: float | None, difference: float, margin: float, alpha: float = ALPHA
+    cv: float | None,
+    difference: float,
+    margin: float,
+    alpha: float = ALPHA,
+    level: float = 1 - 2 * ALPHA,
 ) -> int | None:
     """Repetitions per config that would decide a pair whose ratio is 1 + `difference`
     at a coefficient of variation `cv` (each config's, pooled): the fewer of those that
@@ -284,7 +297,7 @@ def needed_reps(
         power = t_quantile(df, 2 * POWER - 1)
         if d > 0 and (t_quantile(df, 1 - alpha) + power) * spread <= d:
             return True
-        return d < margin and (t_quantile(df, 1 - 2 * alpha) + power) * spread <= margin - d
+        return d < margin and (t_quantile(df, level) + power) * spread <= margin - d
 
     if not decides(NEEDED_LIMIT):
         return None
@@ -346,12 +359,21 @@ def _look(a: Side, b: Side, design: Design) -> _Looked:
             ratio, ci = _ratio_ci(va, vb, level)
             if ci is not None and 1 - design.margin <= ci[0] and ci[1] <= 1 + design.margin:
                 equivalent_at = look
+    if ratio is None:  # no look yet (a sequential design tests from n_min): no interval
+        ratio = _ratio_ci(a.values, b.values, level)[0]
     p_adj = None if smallest is None else design.p_value(smallest)
     return _Looked(p_adj, equivalent_at, ratio, ci, level)
 
 
 def _pair(
-    a: Side, b: Side, higher: bool, design: Design, exact: bool, resolution: float, explain: bool
+    a: Side,
+    b: Side,
+    higher: bool,
+    design: Design,
+    exact: bool,
+    resolution: float,
+    explain: bool,
+    pairs: int = 1,
 ) -> tuple[Pair, float | None]:
     """One pair's evidence before multiplicity, and the p of its test still to be
     corrected (None: no test; the answer is exact, or nothing can be said)."""
@@ -361,8 +383,9 @@ def _pair(
         hits_a, hits_b = int(sum(a.values)), int(sum(b.values))
         rate_a = hits_a / a.over if a.over else 0.0
         rate_b = hits_b / b.over if b.over else 0.0
-        pair = replace(base, ratio=rate_b / rate_a if rate_a else None, test="Fisher",
-                       n=(a.over, b.over))
+        pair = replace(
+            base, ratio=rate_b / rate_a if rate_a else None, test="Fisher", n=(a.over, b.over)
+        )
         if rate_a == rate_b:
             return replace(pair, note=f"the same count ({hits_a} of {a.over} each)"), None
         leader = a.label if (rate_a > rate_b) == higher else b.label
@@ -370,30 +393,63 @@ def _pair(
     ratio = b.mean / a.mean if a.mean else None
     leader = _better(a, b, higher)
     pair = replace(base, ratio=ratio, leader=leader)
-    if _constant(a.values) and _constant(b.values) and min(n) >= (
-        MIN_REPS_EXACT if exact else design.n_min
+    if (
+        _constant(a.values)
+        and _constant(b.values)
+        and min(n) >= (MIN_REPS_EXACT if exact else design.n_min)
     ):
         x, y = a.values[0], b.values[0]
         if x == y:
-            return replace(pair, kind=EQUIVALENT, equivalent=True, ratio=1.0, ci=(1.0, 1.0),
-                           test="exact", note=f"{x:g} on every repetition of both"), None
+            return replace(
+                pair,
+                kind=EQUIVALENT,
+                equivalent=True,
+                ratio=1.0,
+                ci=(1.0, 1.0),
+                test="exact",
+                note=f"{x:g} on every repetition of both",
+            ), None
         if not exact and resolution > 0 and abs(x - y) <= resolution * (1 + 1e-9):
-            return replace(pair, test="resolution", note=f"{x:g} vs {y:g}: within the "
-                           f"tool's resolution of {resolution:g}"), None
-        return replace(pair, kind=ORDER, winner=leader, test="exact",
-                       note=f"{a.label} {x:g}, {b.label} {y:g} on every repetition"), None
+            return replace(
+                pair,
+                test="resolution",
+                note=f"{x:g} vs {y:g}: within the tool's resolution of {resolution:g}",
+            ), None
+        return replace(
+            pair,
+            kind=ORDER,
+            winner=leader,
+            test="exact",
+            note=f"{a.label} {x:g}, {b.label} {y:g} on every repetition",
+        ), None
     if min(n) < 2:
         return replace(pair, note="too few repetitions to test"), None
     looked = _look(a, b, design)
-    pair = replace(pair, ci=looked.ci, ci_level=looked.level, ratio=looked.ratio or ratio,
-                   equivalent=looked.equivalent_at is not None)
+    pair = replace(
+        pair,
+        ci=looked.ci,
+        ci_level=looked.level,
+        ratio=looked.ratio or ratio,
+        equivalent=looked.equivalent_at is not None,
+    )
     if resolution > 0 and not exact and abs(a.mean - b.mean) <= resolution * (1 + 1e-9):
-        return replace(pair, test="resolution", equivalent=False, note="the means differ by "
-                       f"no more than the tool's resolution ({resolution:g})"), None
+        return replace(
+            pair,
+            test="resolution",
+            equivalent=False,
+            note=f"the means differ by no more than the tool's resolution ({resolution:g})",
+        ), None
     if design.sequential and min(n) < design.n_min:
         pair = replace(pair, note=f"not tested before n={design.n_min}")
     if explain:
-        needed = needed_reps(_pooled_cv(a, b), (ratio or 1.0) - 1, design.margin, design.alpha)
+        # At the level one look of this design tests a pair among `pairs` (Bonferroni, as
+        # Holm is at worst), and never fewer repetitions than the pair already has.
+        each = design.nominal_alpha / pairs
+        needed = needed_reps(
+            _pooled_cv(a, b), (ratio or 1.0) - 1, design.margin, each, design.ci_level
+        )
+        if needed is not None:
+            needed = max(needed, min(n) + 1)
         pair = replace(pair, needed=needed)
     return pair, looked.p
 
@@ -418,6 +474,7 @@ class Decision:
     pairs: tuple[Pair, ...]
     design: Design = field(default_factory=Design)
     family_p: float | None = None  # the smallest Holm-adjusted order p of the comparison
+    family_q: float | None = None  # the same, Benjamini-Hochberg-adjusted over the run's
     level: float = ALPHA  # the level its pairs were ordered at (after the run's BH)
     headline: bool = True
     key: tuple[str, ...] = ()  # chain, workload, dimensions (JSON), metric
@@ -530,22 +587,27 @@ class Decision:
         """One pair's answer with its evidence, in words."""
         if p.test == "Fisher":
             if p.kind == ORDER:
-                return (f"{p.winner} better than {p.loser} (Fisher's exact test "
-                        f"{_fmt_p(p.p)}, Holm)")
+                return f"{p.winner} better than {p.loser} (Fisher's exact test {_fmt_p(p.p)}, Holm)"
             return f"{p.a} vs {p.b}: undecided ({p.note or 'Fisher ' + _fmt_p(p.p)})"
         if p.kind == ORDER:
             factor = _pair_factor(p)
             if p.test == "exact":
                 return f"{p.winner} better than {p.loser} ({p.note}; {factor})"
             also = f"; also within ±{self.design.margin:.0%}" if p.equivalent else ""
-            return (f"{p.winner} better than {p.loser} ({factor}, Welch {_fmt_p(p.p)}, "
-                    f"Holm{'+BH' if self.level < ALPHA else ''}{also})")
+            return (
+                f"{p.winner} better than {p.loser} ({factor}, Welch {_fmt_p(p.p)}, "
+                f"Holm{'+BH' if self.level < ALPHA else ''}{also})"
+            )
         if p.kind == EQUIVALENT:
             if p.test == "exact":
                 return f"{p.a} = {p.b} ({p.note})"
-            return (f"{p.a} ≈ {p.b} (ratio {_fmt_ratio(p.ratio)}, {_fmt_ci(p)}, within "
-                    f"±{self.design.margin:.0%})")
-        why = p.note or (f"ratio {_fmt_ratio(p.ratio)}, {_fmt_ci(p)}" if p.ci else "")
+            return (
+                f"{p.a} ≈ {p.b} (ratio {_fmt_ratio(p.ratio)}, {_fmt_ci(p)}, within "
+                f"±{self.design.margin:.0%})"
+            )
+        why = p.note or (
+            f"ratio {_fmt_ratio(p.ratio)}, {_fmt_ci(p)}" if p.ci else "a mean of zero: no ratio"
+        )
         if p.needed is not None:
             return f"{p.a} vs {p.b}: undecided ({why}; n≈{p.needed} per config would decide)"
         if p.test in ("resolution", "exact") or p.note == "too few repetitions to test":
@@ -644,8 +706,9 @@ def decide(
         return None
     higher = better == "higher"
     exact = exact_metric(unit, resolution, usable)
+    count = len(usable) * (len(usable) - 1) // 2
     drafts: list[tuple[Pair, float | None]] = [
-        _pair(a, b, higher, design, exact, resolution, explain)
+        _pair(a, b, higher, design, exact, resolution, explain, count)
         for i, a in enumerate(usable)
         for b in usable[i + 1 :]
     ]
@@ -703,6 +766,12 @@ def control_run(decisions: Sequence[Decision], alpha: float = ALPHA) -> list[Dec
                 selected = rank
         chosen = {i for _, i in ps[:selected]}
         level = alpha * selected / m
+        # BH-adjusted p (the q-value): the smallest alpha at which a comparison is chosen.
+        q, running = {}, 1.0
+        for rank in range(m, 0, -1):
+            p, i = ps[rank - 1]
+            running = min(running, p * m / rank)
+            q[i] = running
         for i in idx:
-            out[i] = at_level(out[i], level if i in chosen else 0.0)
+            out[i] = replace(at_level(out[i], level if i in chosen else 0.0), family_q=q[i])
     return out

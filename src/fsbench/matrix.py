@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from fsbench import __version__, decisions, provenance, runfacts, schedule, workloads
 from fsbench.convergence import convergence, group_needs_more
-from fsbench.executors import Executor, for_plan
 from fsbench.decisions import MIN_REPS_EXACT
+from fsbench.executors import Executor, for_plan
 from fsbench.plan import MIN_AUTO_REPS, Cell, Plan
 from fsbench.records import TrialRecord
 from fsbench.reports import verdicts
@@ -265,9 +265,7 @@ class _Loop:
         keys = {s.cell.key for s in group_slots}
         trials = [t for t in self.store.get_trials(self.run_id) if t.cell_key in keys]
         rows = build_rows(trials, None, (), self.store.get_run(self.run_id).workloads)
-        found = [
-            d for d in verdicts.decide_all(rows, design, explain=False).values() if d.headline
-        ]
+        found = [d for d in verdicts.decide_all(rows, design, explain=False).values() if d.headline]
         if not found:
             return n >= MIN_AUTO_REPS
         return all(d.complete for d in found)

@@ -267,6 +267,7 @@ def parse_duration(text: str) -> float:
         raise ValueError(f"duration {text!r}: a number of seconds or e.g. 90s, 9m, 1h30m")
     return sum(float(n) * DURATION_UNITS[u or "s"] for n, u in parts)
 
+
 DEFAULT_TRIAL_TIMEOUT = {Scale.TINY: 600.0, Scale.QUICK: 3600.0, Scale.FULL: 12 * 3600.0}
 
 
@@ -409,7 +410,10 @@ class Cell:
         return out
 
     def describe(self) -> str:
-        shown = " ".join(f"{k}={v}" for k, v in {**self.params, **self.knobs}.items())
+        """'ext4 · fio profile=seq-write size=6G': the parameters set (None: the tool's own
+        default, not worth a word)."""
+        given = {**self.params, **self.knobs}
+        shown = " ".join(f"{k}={v}" for k, v in given.items() if v is not None)
         return f"{self.config.display} · {self.workload} {shown}".rstrip()
 
 

@@ -59,35 +59,39 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     return Summary(n, mean, median, sd, (mean - half, mean + half), cv, min(values), max(values))
 
 
+# Fewer values than this have no robust centre: outliers() does not look at them.
+OUTLIER_MIN_N = 4
+
+
 def outliers(values: Sequence[float], threshold: float = 3.5, resolution: float = 0.0) -> list[int]:
     """Indexes of outliers by modified z-score (Iglewicz & Hoaglin: 0.6745 (x - median) /
     MAD > 3.5). Reported, never dropped.
 
     With a zero MAD (over half the values equal) the score falls back to the mean absolute
     deviation from the median, (x - median) / (1.253314 MeanAD), as Iglewicz and Hoaglin
-    and SPSS do; each value is scored against the MeanAD of the *other* values, so that in
-    a handful of repetitions (1, 1, 1, 5) the odd one does not mask itself. A value within
-    `resolution` of the median (the tool's smallest step) is never an outlier. Fewer than
-    four values have no robust centre: three normal values would be "outliers" one time
-    in four."""
-    if len(values) < 4:
+    and SPSS do, the value itself included in the mean: 100.001 among three 100s is no
+    infinite score. A value within `resolution` of the median (the tool's smallest step)
+    is never an outlier. Fewer than OUTLIER_MIN_N values are not checked (three normal
+    values would be "outliers" one time in four): `outliers_checked` says which."""
+    if not outliers_checked(values):
         return []
     med = statistics.median(values)
     deviations = [abs(v - med) for v in values]
     mad = statistics.median(deviations)
+    mean_ad = statistics.fmean(deviations)
     out = []
     for i, dev in enumerate(deviations):
         if dev <= resolution or dev == 0:
             continue
-        if mad > 0:
-            score = 0.6745 * dev / mad
-        else:
-            others = deviations[:i] + deviations[i + 1 :]
-            mean_ad = statistics.fmean(others)
-            score = math.inf if mean_ad == 0 else dev / (1.253314 * mean_ad)
+        score = 0.6745 * dev / mad if mad > 0 else dev / (1.253314 * mean_ad)
         if score > threshold:
             out.append(i)
     return out
+
+
+def outliers_checked(values: Sequence[float]) -> bool:
+    """Whether `outliers` looks at these values at all (at least OUTLIER_MIN_N)."""
+    return len(values) >= OUTLIER_MIN_N
 
 
 def min_detectable(
@@ -133,9 +137,12 @@ class OrderEffect:
 
     @property
     def p(self) -> float | None:
-        """The smaller p of the two tests (None if neither could run)."""
+        """The smaller p of the two tests, corrected for being the smaller of two
+        (Bonferroni: twice it); None if neither could run."""
         found = [p for p in (self.position_p, self.carryover_p) if p is not None]
-        return min(found) if found else None
+        if not found:
+            return None
+        return min(1.0, len(found) * min(found))
 
     @property
     def size(self) -> float:
@@ -144,16 +151,23 @@ class OrderEffect:
 
 
 def order_effect(
-    residuals: Sequence[float], positions: Sequence[int], previous: Sequence[str]
+    residuals: Sequence[float],
+    positions: Sequence[int],
+    previous: Sequence[str],
+    configs: int = 1,
 ) -> OrderEffect:
     """Tests on relative residuals (value / its config's mean - 1) of the counted trials of
-    one comparison group: slope against position (t-test, df n - 2), and differences
-    between the trials that followed each other cell (F-test). A test needs at least six
-    trials and two distinct positions (or previous cells); otherwise its p is None."""
+    one comparison group: slope against position (t-test), and differences between the
+    trials that followed each other cell (F-test). The `configs` means already subtracted
+    cost as many degrees of freedom (less one: the residuals' own mean is zero). A test
+    needs at least six trials, two distinct positions (or previous cells) and a degree of
+    freedom left; otherwise its p is None."""
     n = len(residuals)
+    spent = max(configs, 1) - 1  # the config means, beyond the grand mean a test fits anyway
     pos_p, change = None, 0.0
     xs = [float(p) for p in positions]
-    if n >= 6 and len(set(xs)) >= 2:
+    df_pos = n - 2 - spent
+    if n >= 6 and len(set(xs)) >= 2 and df_pos >= 1:
         mx, my = statistics.fmean(xs), statistics.fmean(residuals)
         sxx = sum((x - mx) ** 2 for x in xs)
         slope = sum((x - mx) * (y - my) for x, y in zip(xs, residuals, strict=True)) / sxx
@@ -163,14 +177,15 @@ def order_effect(
         if sse == 0:
             pos_p = 0.0 if slope != 0 else 1.0
         else:
-            se = math.sqrt(sse / (n - 2) / sxx)
-            pos_p = 2 * _t_sf(abs(slope / se), n - 2)
+            se = math.sqrt(sse / df_pos / sxx)
+            pos_p = 2 * _t_sf(abs(slope / se), df_pos)
     carry_p, spread = None, 0.0
     groups: dict[str, list[float]] = {}
     for r, prev in zip(residuals, previous, strict=True):
         groups.setdefault(prev, []).append(r)
     k = len(groups)
-    if n >= 6 and 2 <= k < n:
+    df_within = n - k - spent
+    if n >= 6 and 2 <= k < n and df_within >= 1:
         grand = statistics.fmean(residuals)
         means = {g: statistics.fmean(v) for g, v in groups.items()}
         ssb = sum(len(v) * (means[g] - grand) ** 2 for g, v in groups.items())
@@ -179,8 +194,8 @@ def order_effect(
         if ssw == 0:
             carry_p = 0.0 if ssb > 0 else 1.0
         else:
-            f = (ssb / (k - 1)) / (ssw / (n - k))
-            carry_p = _f_sf(f, k - 1, n - k)
+            f = (ssb / (k - 1)) / (ssw / df_within)
+            carry_p = _f_sf(f, k - 1, df_within)
     return OrderEffect(n, pos_p, change, carry_p, spread)
 
 
@@ -258,63 +273,3 @@ def ratio_ci(
     df = w.df if w and math.isfinite(w.df) and w.df > 0 else len(a) + len(b) - 2
     half = t_quantile(df, confidence) * rel
     return ratio, (ratio * math.exp(-half), ratio * math.exp(half))
-
-
-@dataclass(frozen=True)
-class Ranking:
-    best: int  # index of the best group
-    margin: float  # relative advantage over the runner-up (0.12 = 12 % better)
-    runner_up: int | None
-    p_adjusted: float | None  # Holm-adjusted p of best vs runner-up
-    significant: bool
-    # The comparison that decides: the largest Holm-adjusted p of best against any other
-    # (all must be < alpha for a winner), and that other group's index.
-    p_decisive: float | None = None
-    decisive: int | None = None
-    # Why a winner was not called although every p was small: "resolution" when the
-    # difference is within one step of the metric's resolution.
-    within_resolution: bool = False
-
-
-def rank(
-    groups: Sequence[Sequence[float]],
-    higher_is_better: bool,
-    alpha: float = 0.05,
-    resolution: float = 0.0,
-) -> Ranking | None:
-    """The best group by mean, and whether it beats every other group significantly
-    (Welch, Holm-corrected over the comparisons of the best with each other group).
-
-    With a `resolution` (the tool's smallest step: whole seconds, a count), a difference
-    of at most one step is no difference whatever the p: two constant groups 3 and 4 of a
-    tool that prints whole seconds may be 3.9 and 4.0."""
-    usable = [i for i, g in enumerate(groups) if g]
-    if len(usable) < 2:
-        return None
-    means = {i: statistics.fmean(groups[i]) for i in usable}
-    order = sorted(usable, key=lambda i: means[i], reverse=higher_is_better)
-    best, others = order[0], order[1:]
-    tests = [welch(groups[best], groups[i]) for i in others]
-    adjusted = holm([t.p if t else None for t in tests])
-    significant = all(p is not None and p < alpha for p in adjusted)
-    runner_up = others[0]
-    mb, mr = means[best], means[runner_up]
-    within = resolution > 0 and abs(mb - mr) <= resolution * (1 + 1e-9)
-    if within:
-        significant = False
-    if mr == 0:
-        margin = 0.0
-    else:
-        margin = (mb - mr) / abs(mr) if higher_is_better else (mr - mb) / abs(mr)
-    known = [(p, i) for p, i in zip(adjusted, others, strict=True) if p is not None]
-    p_max, decisive = max(known) if len(known) == len(others) else (None, None)
-    return Ranking(
-        best,
-        abs(margin),
-        runner_up,
-        adjusted[0],
-        significant,
-        p_max,
-        decisive,
-        within,
-    )

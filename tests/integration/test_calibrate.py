@@ -43,15 +43,16 @@ def test_identical_configs_get_no_winner_and_calibration_says_what_resolves(
     workdir: Path,
 ) -> None:
     db = workdir / "results.db"
-    # A false winner (Holm over the calibration's metrics, p < 0.05) is expected by chance
-    # in 1 calibration in 20: a second, independent A/A run must not name one too (1 in
-    # 400 by chance; an order effect like the first version's 3.89x makes it every time).
-    for seed in (1, 2):
-        doc = _calibrate(workdir, db, seed)
-        winners = [n for n in doc["noise"] if n["false_winner"]]
-        if not winners:
-            break
+    # Once, whatever the machine's noise: identical configs get no order (false orders are
+    # held at 5% over the calibration's metrics, Holm), and the twins' gap lies inside the
+    # interval the run itself reports for it at that family level.
+    doc = _calibrate(workdir, db, 1)
+    winners = [n for n in doc["noise"] if n["false_winner"]]
     assert not winners, json.dumps(winners, indent=1)
+    for item in doc["noise"]:
+        low, high = item["ratio_ci"]
+        assert low <= 1.0 <= high, item
+        assert low <= item["ratio"] <= high
     assert doc["kind"] == "calibration"
     assert {(n["workload"], n["metric"]) for n in doc["noise"]} >= {
         ("fs_mark", "files_per_s"),
@@ -61,8 +62,6 @@ def test_identical_configs_get_no_winner_and_calibration_says_what_resolves(
         assert item["n"] == 5 and item["cv"] >= 0
         assert item["resolvable"] is not None and item["resolvable"] >= 0
         assert set(item["reps_for"]) == {"0.05", "0.1", "0.25"}
-        if item["metric"] in ("files_per_s", "write_mib_s"):  # tails (p99) roam further
-            assert item["mean_gap"] < 0.25, item
     assert ours(workdir) == ([], [])
 
     # A later comparison on this host and kernel is checked against the calibration.

@@ -176,7 +176,7 @@ def _check_compare(run_id: str, db: str) -> None:
         assert len(cells) == sum(len(m) for m in metrics.values()) > 0
         lines = shown.stdout.splitlines()
         for cell in cells:
-            assert cell["verdict"] in ("better", "worse", "no clear difference"), cell
+            assert cell["verdict"] in ("better", "worse", "equivalent", "undecided"), cell
             mine = [
                 ln
                 for ln in lines

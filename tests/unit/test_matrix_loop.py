@@ -11,9 +11,9 @@ import pytest
 from fsbench import matrix
 from fsbench import plan as planning
 from fsbench.calibration import label
+from fsbench.decisions import Decision, Design
 from fsbench.plan import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
-from fsbench.decisions import Decision, Design
 from fsbench.reports.verdicts import decide_rows
 from fsbench.schedule import Slot
 from fsbench.store import Store

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from fsbench.decisions import Decision, Design
 from fsbench.records import RunRecord
 from fsbench.reports import render
-from fsbench.decisions import Decision, Design
 from fsbench.reports.ranking import fmt_change
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import build_tables
@@ -156,6 +156,7 @@ def test_nothing_to_compare() -> None:
 
 def test_exact_counts_are_an_order_without_a_test() -> None:
     """Extents read through FIEMAP are exact: 2 is not 3, on every repetition."""
+
     def extents(config: str, k: int) -> tuple[str, Row]:
         return config, make_row(config, [k, k], metric="extents", unit="count")
 
@@ -169,6 +170,7 @@ def test_exact_counts_are_an_order_without_a_test() -> None:
 
 def test_a_tool_that_rounds_differs_by_no_more_than_its_step() -> None:
     """postmark prints whole seconds: 3 and 4 every time may be 3.9 and 4.0."""
+
     def whole(config: str, s: float) -> tuple[str, Row]:
         row = make_row(config, [s, s, s])
         row.resolution = 1.0

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from fsbench.records import MetricRecord, TrialRecord
 from fsbench.decisions import Design
-from fsbench.reports.verdicts import decide_rows
+from fsbench.records import MetricRecord, TrialRecord
 from fsbench.reports.rows import build_rows
+from fsbench.reports.verdicts import decide_rows
 from fsbench.workloads.fio.parse import FIO_PLAT_BITS, Direction, direction_metrics
 from fsbench.workloads.metric import bucket_width
 from fsbench.workloads.personalities import HDR_BITS, _hdr_step

@@ -79,8 +79,16 @@ def test_steady_verdicts() -> None:
     t = [float(i) for i in range(8)]
     ramp = [10.0, 50.0, 90.0, 100.0, 101.0, 99.0, 100.0, 100.0]
     got = steady.steady_state(t, ramp, window=3)
-    assert (got.reached, got.start_s, got.judged) == (True, 2.0, True)
-    assert got.mean == pytest.approx(sum(ramp[2:]) / 6)
+    # 90, 100, 101 is within the spread but still climbing: steady from 100 on.
+    assert (got.reached, got.start_s, got.judged) == (True, 3.0, True)
+    assert got.mean == pytest.approx(sum(ramp[3:]) / 5)
+    assert steady.steady_state(t, ramp, window=3, require="spread").start_s == 2.0
+    # An oscillation with no slope is not steady unless the user asks for the slope alone.
+    wave = [50.0, 150.0] * 4
+    assert steady.steady_state(t, wave, window=5).reached is False
+    assert steady.steady_state(t, wave, window=5, require="slope").reached is True
+    with pytest.raises(ValueError, match="one of both, spread, slope"):
+        steady.steady_state(t, wave, window=4, require="either")
     falling = [100.0, 80.0, 60.0, 40.0, 20.0, 10.0, 5.0, 2.0]
     assert steady.steady_state(t, falling, window=3).as_dict()["reached"] is False
     assert steady.steady_state(t, falling, window=3).judged is True

@@ -21,9 +21,7 @@ def _draws(rng: random.Random, means: Sequence[float]) -> list[list[float]]:
 
 
 def _sides(values: list[list[float]], n: int) -> list[Side]:
-    return [
-        Side(f"c{i}", tuple(v[:n]), tuple(range(1, n + 1))) for i, v in enumerate(values)
-    ]
+    return [Side(f"c{i}", tuple(v[:n]), tuple(range(1, n + 1))) for i, v in enumerate(values)]
 
 
 def run_to_decision(values: list[list[float]], design: Design = SEQUENTIAL) -> tuple[Decision, int]:

@@ -192,7 +192,8 @@ class ProgressHooks(matrix.Hooks):
         }.get(str(plan.reps), str(plan.reps))
         self.err.print(
             f"fsbench: run {run_id}, {plan.name}: {len(plan.fs)} configs, {self.n_cells} cells "
-            f"x {reps} reps{warm} = {total} trials, scale {plan.scale}, order seed "
+            f"x {reps} reps{warm} = {'up to ' if plan.adaptive else ''}{total} trials, "
+            f"scale {plan.scale}, order seed "
             f"{plan.seed}, store {self.store.url}" + (f"; {banner}" if banner else ""),
             markup=False,
             highlight=False,
@@ -223,7 +224,7 @@ class ProgressHooks(matrix.Hooks):
         for record in records:
             if record.status == "ok":
                 continue
-            shown = " ".join(f"{k}={v}" for k, v in record.params.items())
+            shown = " ".join(f"{k}={v}" for k, v in record.params.items() if v is not None)
             self.progress.console.print(
                 f"  {record.status}: {record.config} · {record.workload} {shown}: {record.message}",
                 style="yellow",

@@ -37,6 +37,8 @@ def document(run: RunRecord, noise: Sequence[Noise]) -> dict[str, Any]:
                 "cv": item.cv,
                 "n": item.n,
                 "mean_gap": item.mean_gap,
+                "ratio": item.ratio,
+                "ratio_ci": list(item.ratio_ci) if item.ratio_ci else None,
                 "false_winner": item.false_winner,
                 "p": item.p,
                 "p_family": item.p_family,

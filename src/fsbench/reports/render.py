@@ -104,7 +104,7 @@ def _num(x: float | None) -> str:
 def header(run: RunRecord, rows: list[Row], calibration_run: int | None) -> list[str]:
     """The run header (reports.tables), and what its calibration says of the rows."""
     note = calibrated.summary(rows, calibration_run)
-    return [*run_header(run), *([note] if note else [])]
+    return [*run_header(run, rows), *([note] if note else [])]
 
 
 def render_markdown(

@@ -14,10 +14,12 @@ from typing import Any
 
 from fsbench.records import RunRecord, TrialRecord
 from fsbench.stats import (
+    OUTLIER_MIN_N,
     holm,
     min_detectable,
     order_effect,
     outliers,
+    outliers_checked,
     reps_needed,
     summarize,
 )
@@ -26,7 +28,7 @@ from fsbench.stats import (
 TARGET_DIFFERENCE = 0.05
 # An order effect is called at this Holm-corrected p (over the metrics of one group) and
 # only when it moves results by at least ORDER_MIN_CHANGE.
-ORDER_ALPHA = 0.01
+ORDER_ALPHA = 0.05
 ORDER_MIN_CHANGE = 0.02
 
 
@@ -79,6 +81,8 @@ class Row:
     over: dict[str, Any] | None = None
     # The repetition each value came from (1, 2, ...): a sequential design's looks.
     reps: list[int] = field(default_factory=list)
+    # How `outliers` was found: "modified z-score", or "not checked (n < 4)".
+    outlier_check: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -271,6 +275,11 @@ def _cell_rows(
                 host=host,
                 over=_over([t for _, t in counted]),
                 reps=[t.rep for _, t in counted],
+                outlier_check=(
+                    "modified z-score"
+                    if outliers_checked(values)
+                    else f"not checked (n < {OUTLIER_MIN_N})"
+                ),
             )
         )
     return rows
@@ -302,6 +311,7 @@ def _flag_order_effects(rows: list[Row], cells: dict[CellId, _Cell]) -> None:
         tests = []
         for metric in metrics:
             residuals, positions, previous = [], [], []
+            configs = 0
             for k in keys:
                 pairs = _values(cells[k].counted, metric)
                 if len(pairs) < 2:
@@ -309,11 +319,12 @@ def _flag_order_effects(rows: list[Row], cells: dict[CellId, _Cell]) -> None:
                 mean = sum(v for v, _ in pairs) / len(pairs)
                 if mean == 0:
                     continue
+                configs += 1
                 for v, t in pairs:
                     residuals.append(v / mean - 1)
                     positions.append(t.position)
                     previous.append(t.previous_cell)
-            tests.append((metric, order_effect(residuals, positions, previous)))
+            tests.append((metric, order_effect(residuals, positions, previous, configs)))
         adjusted = holm([effect.p for _, effect in tests])
         for (metric, effect), p in zip(tests, adjusted, strict=True):
             if p is None or p >= ORDER_ALPHA or effect.size < ORDER_MIN_CHANGE:

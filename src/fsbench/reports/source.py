@@ -12,9 +12,9 @@ from functools import cached_property
 from typing import Any
 
 from fsbench import calibration
+from fsbench.decisions import Decision
 from fsbench.plan import FsConfig
 from fsbench.records import RunRecord, TrialRecord
-from fsbench.decisions import Decision
 from fsbench.reports import verdicts
 from fsbench.reports.rows import Row, build_rows, convergence_key
 from fsbench.store import Store

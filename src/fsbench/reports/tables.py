@@ -3,17 +3,18 @@ parameter (one table per headline metric) or, with nothing swept, the metrics.""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from collections.abc import Mapping
 
 from fsbench import validity
 from fsbench.decisions import Decision, Design
 from fsbench.records import RunRecord
 from fsbench.reports import verdicts as run_verdicts
 from fsbench.reports.rows import Row
+from fsbench.schedule import williams as schedule_williams
 from fsbench.units import human_bytes
 
 
@@ -102,10 +103,20 @@ def _significance(
                 table.best.add((labels.index(verdict.best), j))
 
 
-def _add_power(table: Table, rows: list[Row]) -> None:
-    note = power_note([r for r in rows if r.values]) if table.verdicts else ""
-    if note:
-        table.footnotes.append(note)
+def _add_power(table: Table, rows: list[Row], per_metric: bool = False) -> None:
+    """What the noise lets the table see; with metrics as columns, one note per column
+    (a column of zeros says nothing of another column's noise)."""
+    if not table.verdicts:
+        return
+    groups = (
+        [(m, [r for r in rows if r.metric == m]) for m in dict.fromkeys(r.metric for r in rows)]
+        if per_metric
+        else [(None, rows)]
+    )
+    for metric, group in groups:
+        note = power_note([r for r in group if r.values])
+        if note:
+            table.footnotes.append(f"{metric}: {note}" if metric and len(groups) > 1 else note)
 
 
 def fmt_number(x: float) -> str:
@@ -331,7 +342,7 @@ def build_tables(
             )
             if shown:
                 _significance(table, ranked, decisions)
-                _add_power(table, [r for r in wrows if r.metric in shown])
+                _add_power(table, [r for r in wrows if r.metric in shown], per_metric=True)
             tables.append(table)
     return tables
 
@@ -359,7 +370,7 @@ def machine_line(run: RunRecord) -> str:
     )
 
 
-def run_header(run: RunRecord) -> list[str]:
+def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     """Who/what/where lines above every human-readable report."""
     t = run.target
     lines = [
@@ -376,7 +387,40 @@ def run_header(run: RunRecord) -> list[str]:
         order = (
             f"+ {warm} warm-up round{'s' if warm > 1 else ''} (not counted), " if warm else ""
         ) + f"order shuffled and balanced (seed {plan['seed']})"
-    lines.append(
-        f"scale {plan.get('scale')}, {plan.get('reps')} reps {order}, fresh mkfs every trial"
-    )
+    reps = plan.get("reps")
+    if reps == "decide":
+        budget = f", budget {plan['budget']:.0f} s" if plan.get("budget") else ""
+        margin = plan.get("margin") or 0.05
+        reps = f"2 to {plan.get('max_reps')} (until decided, margin ±{margin:.0%}{budget})"
+    lines.append(f"scale {plan.get('scale')}, {reps} reps {order}, fresh mkfs every trial")
+    if rows is not None:
+        design = order_design_line(rows)
+        if design:
+            lines.append(design)
     return lines
+
+
+def order_design_line(rows: list[Row]) -> str:
+    """Whether the balanced order was complete at the repetitions run: a Williams design
+    of k cells balances places after k rounds and carry-over after k (even k) or 2k (odd
+    k) rounds; with fewer, places are as even as the count allows."""
+    groups: dict[tuple[str, str, str, str], dict[tuple[str, str], int]] = {}
+    for r in rows:
+        if r.metric is None or not r.values:
+            continue
+        key = (r.host, r.chain, r.workload, json.dumps(r.params, sort_keys=True, default=str))
+        cell = (r.config, json.dumps(r.knobs, sort_keys=True))
+        cells = groups.setdefault(key, {})
+        cells[cell] = max(cells.get(cell, 0), r.n)
+    judged = [(len(c), min(c.values())) for c in groups.values() if len(c) >= 2]
+    if not judged:
+        return ""
+    short = [(k, n) for k, n in judged if n % len(schedule_williams(k))]
+    if not short:
+        return "order design: complete in every group (places and carry-over balanced)"
+    k, n = short[0]
+    return (
+        f"order design: incomplete in {len(short)} of {len(judged)} groups (e.g. {k} cells "
+        f"balance carry-over every {len(schedule_williams(k))} rounds; {n} ran): places "
+        "as even as the count allows"
+    )

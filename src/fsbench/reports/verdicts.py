@@ -22,7 +22,12 @@ def label_of(row: Row) -> str:
 
 def key_of(row: Row) -> Key:
     dims = {**row.params, **row.knobs}
-    return (row.chain, row.workload, json.dumps(dims, sort_keys=True, default=str), row.metric or "")
+    return (
+        row.chain,
+        row.workload,
+        json.dumps(dims, sort_keys=True, default=str),
+        row.metric or "",
+    )
 
 
 def side_of(row: Row, label: str | None = None) -> Side:
@@ -61,16 +66,9 @@ def decide_rows(
     )
 
 
-def _headline_metrics(rows: Iterable[Row]) -> dict[tuple[str, str], set[str]]:
-    out: dict[tuple[str, str], set[str]] = {}
-    ranks: dict[tuple[str, str], list[str]] = {}
-    for r in rows:
-        if r.metric is not None and r.headline is not None:
-            ranks.setdefault((r.chain, r.workload), []).append(r.metric)
-        out.setdefault((r.chain, r.workload), set())
-    for k, names in ranks.items():
-        out[k] = set(names)
-    return out
+def _has_headline(rows: Iterable[Row]) -> set[tuple[str, str]]:
+    """The (chain, workload) pairs that name headline metrics at all."""
+    return {(r.chain, r.workload) for r in rows if r.headline is not None}
 
 
 def decide_all(rows: Sequence[Row], design: Design, explain: bool = True) -> dict[Key, Decision]:
@@ -82,14 +80,16 @@ def decide_all(rows: Sequence[Row], design: Design, explain: bool = True) -> dic
         if r.metric is None:
             continue
         groups.setdefault(key_of(r), []).append((label_of(r), r))
-    headline = _headline_metrics(rows)
+    named = _has_headline(rows)
     drafts: list[Decision] = []
     for key, labelled in groups.items():
-        chain, workload, _, metric = key
-        shown = headline.get((chain, workload)) or set()
-        decision = decide_rows(
-            labelled, design, headline=not shown or metric in shown, key=key, explain=explain
+        chain, workload, _, _ = key
+        # A headline metric of these cells (alloc's seconds are not, for an allocation
+        # that writes nothing), or any metric of a workload that names none.
+        headline = (chain, workload) not in named or any(
+            r.headline is not None for _, r in labelled
         )
+        decision = decide_rows(labelled, design, headline=headline, key=key, explain=explain)
         if decision is not None:
             drafts.append(decision)
     return {tuple(d.key): d for d in control_run(drafts, design.alpha)}  # type: ignore[misc]

@@ -19,8 +19,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from fsbench.decisions import Decision, Design
-from fsbench.reports.verdicts import Key, decide_all
-
 from fsbench.reports.charts.bars import bar_chart_set, bar_charts
 from fsbench.reports.charts.figure import Chart, slug
 from fsbench.reports.charts.layout import layout_chart_set, layout_charts
@@ -40,6 +38,7 @@ from fsbench.reports.charts.timelines import (
 )
 from fsbench.reports.formats import IMAGES
 from fsbench.reports.rows import Row
+from fsbench.reports.verdicts import Key, decide_all
 
 __all__ = [
     "Chart",

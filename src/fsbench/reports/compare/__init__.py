@@ -1,6 +1,7 @@
-"""`fsbench compare`: two sides cell by cell, significance marked. The computation
-(`cells`: rows in, comparison out; `runs`: two stored runs; `dimensions`: the levels of
-one run) apart from the renderers (`text`, `markdown`, `document` for JSON)."""
+"""`fsbench compare`: two sides cell by cell, each answered as a run's tables answer a
+pair. The computation (`cells`: rows in, comparison out; `runs`: two stored runs;
+`dimensions`: the levels of one run) apart from the renderers (`text`, `markdown`,
+`document` for JSON)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from fsbench.reports.compare.cells import (
     ALPHA,
     BETTER,
     NOT_COMPARED,
+    UNDECIDED,
     WORSE,
     CellComparison,
     CellKey,
@@ -23,13 +25,12 @@ from fsbench.reports.compare.document import comparison_document, render_compare
 from fsbench.reports.compare.markdown import render_compare_markdown
 from fsbench.reports.compare.runs import compare_runs, run_differences
 from fsbench.reports.compare.text import print_comparison, render_compare_text
-from fsbench.reports.ranking import NO_CLEAR
 
 __all__ = [
     "ALPHA",
     "BETTER",
     "NOT_COMPARED",
-    "NO_CLEAR",
+    "UNDECIDED",
     "WORSE",
     "CellComparison",
     "CellKey",

@@ -2,12 +2,13 @@
 
 Cells are matched by (host, config label, chain, workload, params, knobs, metric); a
 parameter left at None (unset: the tool's own default) matches one a run made before it
-existed, as the cell was the same. For
-every matched cell: both means with n, the ratio B/A with its 95% CI (delta method), and
-a verdict that is called only when Welch's t-test gives p < 0.05 after Holm's correction
-over every cell compared, and the means differ by more than the metric's resolution;
-otherwise "no clear difference". Per workload and metric, the geometric mean of the
-ratios. Cells found on one side only are listed, not guessed at.
+existed, as the cell was the same. For every matched cell: both means with n, the ratio
+B/A with its 95% CI (delta method), and one of the three answers of a run's tables
+(decisions.py): B better or worse than A (Welch, or the counts themselves where they do
+not vary; false orders controlled over every cell compared by Benjamini-Hochberg),
+equivalent (the ratio's 90% CI within ± the margin), or undecided with the repetitions
+that would decide it. Per workload and metric, the geometric mean of the ratios. Cells
+found on one side only are listed, not guessed at.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from fsbench.decisions import EQUIVALENT, ORDER, Decision, Design, Side, control_run, decide
 from fsbench.reports.headline import headline_metrics
-from fsbench.reports.ranking import NO_CLEAR
 from fsbench.reports.rows import Row
-from fsbench.stats import holm, ratio_ci, welch
+from fsbench.reports.verdicts import side_of
+from fsbench.stats import ratio_ci
 
 ALPHA = 0.05
 BETTER, WORSE, NOT_COMPARED = "better", "worse", "not compared"
+UNDECIDED = "undecided"
 
 
 @dataclass(frozen=True, order=True)
@@ -79,10 +82,11 @@ class CellComparison:
     b: Row
     ratio: float | None  # mean B / mean A
     ratio_ci: tuple[float, float] | None
-    p: float | None  # Welch, raw
-    p_adjusted: float | None  # Holm over every cell compared
-    verdict: str  # better | worse | no clear difference | not compared
-    text: str  # "faster by 23%", "no clear difference", "not compared: A unsupported"
+    p: float | None  # the order's p before the control over the cells compared
+    p_adjusted: float | None  # the same, as decided (None: an exact answer, no test)
+    verdict: str  # better | worse | equivalent | undecided | not compared
+    text: str  # "faster by 23%", "equivalent within ±5% (...)", "not compared: A unsupported"
+    decision: Decision | None = None  # A against B, as a run's table decides a pair
 
     @property
     def change(self) -> float | None:
@@ -116,7 +120,8 @@ class Comparison:
     geomeans: list[GeoMean]
     all_metrics: bool = False
     alpha: float = ALPHA
-    compared: int = 0  # cells that went into the Holm correction
+    compared: int = 0  # cells with a test, over which false orders are controlled
+    margin: float = Design().margin
     differences: list[dict[str, Any]] = field(default_factory=list)  # runs' provenance
 
 
@@ -153,9 +158,25 @@ def headline_rows(rows: list[Row]) -> list[Row]:
     return [r for r in rows if r.metric is None or r.metric in shown[(r.chain, r.workload)]]
 
 
-def _judge(
-    key: CellKey, a: Row, b: Row, p: float | None, p_adj: float | None, alpha: float
-) -> CellComparison:
+def _draft(key: CellKey, a: Row, b: Row, design: Design) -> Decision | None:
+    """A against B for one matched cell, before the control over every cell compared."""
+    if not (a.values and b.values) or (a.better or b.better) not in ("higher", "lower"):
+        return None
+    sides = [side_of(a, "A"), side_of(b, "B")]
+    if (sides[0].over is None) != (sides[1].over is None):
+        sides = [Side(s.label, s.values, s.reps) for s in sides]
+    return decide(
+        sides,
+        better=str(a.better or b.better),
+        metric=key.metric,
+        unit=a.unit or b.unit,
+        resolution=max(a.resolution, b.resolution),
+        design=design,
+        key=(str(id(key)),),
+    )
+
+
+def _judge(key: CellKey, a: Row, b: Row, decision: Decision | None) -> CellComparison:
     better = a.better or b.better
     unit = a.unit or b.unit
     ratio: float | None = None
@@ -163,48 +184,49 @@ def _judge(
     if a.values and b.values:
         r, ci = ratio_ci(a.values, b.values)
         ratio = r if math.isfinite(r) else None
-    resolution = max(a.resolution, b.resolution)
+    pair = decision.pairs[0] if decision is not None else None
+    p = pair.p if pair is not None else None
+    # One pair a cell: its p controlled over the cells is the cell's BH-adjusted p.
+    p_adjusted = decision.family_q if decision is not None and p is not None else None
     if not (a.values and b.values):
         missing = [f"{side} {row.status}" for side, row in (("A", a), ("B", b)) if not row.values]
         verdict, text = NOT_COMPARED, f"{NOT_COMPARED}: {', '.join(missing)}"
-    elif p_adj is None:
-        verdict, text = NO_CLEAR, f"{NO_CLEAR} (n < 2)"
-    elif (
-        resolution > 0
-        and a.mean is not None
-        and b.mean is not None
-        and abs(b.mean - a.mean) <= resolution * (1 + 1e-9)
-    ):
-        verdict = NO_CLEAR
-        text = f"{NO_CLEAR} (within the metric's resolution, {resolution:g} {unit or ''})"
-        text = text.replace(" )", ")")
-    elif p_adj < alpha and ratio is not None and ratio != 1 and better:
-        improved = ratio > 1 if better == "higher" else ratio < 1
-        verdict = BETTER if improved else WORSE
+    elif decision is None or pair is None:
+        verdict, text = UNDECIDED, f"{UNDECIDED} (no direction to compare)"
+    elif pair.kind == ORDER and ratio is not None:
+        verdict = BETTER if pair.winner == "B" else WORSE
         text = change_text(ratio, better, unit, key.metric)
+    elif pair.kind == EQUIVALENT:
+        verdict, text = EQUIVALENT, decision.pair_text(pair).replace("A = B", "A = B:")
     else:
-        verdict, text = NO_CLEAR, NO_CLEAR
-    return CellComparison(key, unit, better, a, b, ratio, ci, p, p_adj, verdict, text)
+        verdict = UNDECIDED
+        text = decision.pair_text(pair).replace("A vs B: ", "")
+    return CellComparison(
+        key, unit, better, a, b, ratio, ci, p, p_adjusted, verdict, text, decision
+    )
 
 
 def compare_rows(
-    rows_a: list[Row], rows_b: list[Row], all_metrics: bool = False, alpha: float = ALPHA
+    rows_a: list[Row],
+    rows_b: list[Row],
+    all_metrics: bool = False,
+    alpha: float = ALPHA,
+    margin: float = Design().margin,
 ) -> Comparison:
-    """Match the cells of two sides and judge every matched pair."""
+    """Match the cells of two sides and judge every matched pair, the false orders
+    controlled over all of them."""
     if not all_metrics:
         rows_a, rows_b = headline_rows(rows_a), headline_rows(rows_b)
     by_a = {cell_key(r): r for r in rows_a}
     by_b = {cell_key(r): r for r in rows_b}
     matched = [k for k in by_a if k in by_b]
-    tests = []
-    for k in matched:
-        a, b = by_a[k], by_b[k]
-        w = welch(a.values, b.values) if a.values and b.values else None
-        tests.append(w.p if w is not None else None)
-    adjusted = holm(tests)
+    design = Design(margin=margin, alpha=alpha)
+    drafts = {k: _draft(k, by_a[k], by_b[k], design) for k in matched}
+    found = [d for d in drafts.values() if d is not None]
+    controlled = dict(zip((d.key for d in found), control_run(found, alpha), strict=True))
     cells = [
-        _judge(k, by_a[k], by_b[k], p, p_adj, alpha)
-        for k, p, p_adj in zip(matched, tests, adjusted, strict=True)
+        _judge(k, by_a[k], by_b[k], controlled[d.key] if (d := drafts[k]) else None)
+        for k in matched
     ]
     return Comparison(
         cells=cells,
@@ -213,7 +235,8 @@ def compare_rows(
         geomeans=geomeans(cells),
         all_metrics=all_metrics,
         alpha=alpha,
-        compared=sum(1 for p in tests if p is not None),
+        compared=sum(1 for d in found if d.family_p is not None),
+        margin=margin,
     )
 
 

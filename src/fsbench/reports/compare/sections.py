@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsbench.records import RunRecord
-from fsbench.reports.compare.cells import CellComparison, CellKey, Comparison
-from fsbench.reports.ranking import NO_CLEAR, p_value
+from fsbench.reports.compare.cells import BETTER, WORSE, CellComparison, CellKey, Comparison
+from fsbench.reports.ranking import p_value
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import fleet_hosts, fmt_value
 
-NUMERIC = {"A", "B", "B/A", "p (Holm)"}  # right-aligned columns
+NUMERIC = {"A", "B", "B/A", "p"}  # right-aligned columns
 GEOMEAN_HEADER = ["workload", "metric", "cells", "geomean B/A", "verdicts"]
 GEOMEAN_NUMERIC = {"cells", "geomean B/A"}
 
@@ -41,7 +41,10 @@ def ratio_text(c: CellComparison) -> str:
 
 
 def p_text(c: CellComparison) -> str:
-    return "-" if c.p_adjusted is None else p_value(c.p_adjusted)
+    """The p of an order; none beside an answer it does not support."""
+    if c.verdict not in (BETTER, WORSE) or c.p_adjusted is None:
+        return "-"
+    return p_value(c.p_adjusted)
 
 
 def _side_text(row: Row) -> str:
@@ -62,7 +65,7 @@ def sections(cmp: Comparison) -> list[Section]:
             caption += f" · step of {chain.replace('+', ' → ')}"
         first = "host · config" if any(c.key.host for c in group) else "config"
         header = [first, *(["parameters"] if varying else []), "metric", "A", "B", "B/A"]
-        header += ["p (Holm)", "verdict"]
+        header += ["p", "verdict"]
         rows = []
         for c in group:
             metric = c.key.metric or "-"
@@ -94,8 +97,9 @@ def header_lines(a: RunRecord, b: RunRecord, cmp: Comparison) -> list[str]:
     for d in cmp.differences:
         lines.append(f"differs: {d['what']}: {d['a']} → {d['b']}")
     lines.append(
-        f"verdict: Welch's t-test p < {cmp.alpha:g}, Holm-corrected over {cmp.compared} cells "
-        f"compared; otherwise {NO_CLEAR}"
+        f"verdict: B better or worse than A by Welch's t-test (Benjamini-Hochberg over the "
+        f"{cmp.compared} cells compared, p < {cmp.alpha:g}) or by counts that do not vary; "
+        f"equivalent when the ratio's 90% CI is within ±{cmp.margin:.0%}; otherwise undecided"
         + ("" if cmp.all_metrics else " (headline metrics; --all-metrics for every one)")
     )
     return lines

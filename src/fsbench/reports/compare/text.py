@@ -13,7 +13,7 @@ from fsbench.reports.compare import sections as layout
 from fsbench.reports.compare.cells import BETTER, NOT_COMPARED, WORSE, Comparison
 from fsbench.reports.formats import rich_escape
 
-STYLES = {BETTER: "bold green", WORSE: "bold red", NOT_COMPARED: "yellow"}
+STYLES = {BETTER: "bold green", WORSE: "bold red", NOT_COMPARED: "yellow", "equivalent": "blue"}
 
 
 def _table(title: str, header: list[str], numeric: set[str], caption: str = "") -> RichTable:

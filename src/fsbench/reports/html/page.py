@@ -69,7 +69,7 @@ def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
         sections.append(_section(SAFETY_ID, SAFETY_TITLE, safety))
     toc.append(("provenance", "Machine, target and plan"))
     sections.append(
-        _section("provenance", "Machine, target and plan", provenance_html(run, trials))
+        _section("provenance", "Machine, target and plan", provenance_html(run, trials, rows))
     )
     for n, (chain, wl) in enumerate(dict.fromkeys((r.chain, r.workload) for r in rows)):
         sid = section_id(n, wl)

@@ -9,6 +9,7 @@ from typing import Any
 
 from fsbench.records import RunRecord, TrialRecord
 from fsbench.reports.html.markup import details, e, facts, head, plain, pre, table, tag
+from fsbench.reports.rows import Row
 from fsbench.reports.tables import fleet_hosts, run_header
 from fsbench.units import human_bytes
 
@@ -86,10 +87,10 @@ def host_items(run: RunRecord) -> list[tuple[str, Any]]:
     return items
 
 
-def _plan_lines(run: RunRecord) -> list[str]:
+def _plan_lines(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     """The run header's target notes and plan line (reports.tables: one wording for every
     report), and the convergence target of --reps auto."""
-    lines = [line for line in run_header(run)[2:] if not line.startswith("target: ")]
+    lines = [line for line in run_header(run, rows)[2:] if not line.startswith("target: ")]
     plan = run.plan
     if plan.get("reps") == "auto" and plan.get("max_reps") and plan.get("ci_target"):
         lines.append(
@@ -99,7 +100,9 @@ def _plan_lines(run: RunRecord) -> list[str]:
     return lines
 
 
-def provenance_html(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
+def provenance_html(
+    run: RunRecord, trials: Sequence[TrialRecord], rows: list[Row] | None = None
+) -> str:
     tools = run.host.get("tools") or {}
     parts = [
         tag(
@@ -110,7 +113,7 @@ def provenance_html(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
         ),
         tag("h3", "Command line"),
         pre(shlex.join(run.argv)),
-        tag("ul", "".join(tag("li", e(line)) for line in _plan_lines(run)), class_="plan"),
+        tag("ul", "".join(tag("li", e(line)) for line in _plan_lines(run, rows)), class_="plan"),
     ]
     if run.overrides:
         parts.append(
@@ -124,7 +127,7 @@ def provenance_html(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
         )
     parts.append(configs_html(trials))
     if tools:
-        rows = (
+        tool_rows = (
             tag("tr", tag("th", e(name), scope="row") + tag("td", e(version)))
             for name, version in sorted(tools.items())
         )
@@ -133,7 +136,7 @@ def provenance_html(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
                 f"Tool versions ({len(tools)})",
                 tag(
                     "div",
-                    tag("table", tag("tbody", "".join(rows)), class_="plain"),
+                    tag("table", tag("tbody", "".join(tool_rows)), class_="plain"),
                     class_="scroll",
                 ),
             )

@@ -131,10 +131,18 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
             ]
             body.append(tag("tr", "".join(cells), class_="flagged" if r.flags else None))
     outliers = sum(len(r.outliers) for r in ran)
+    unchecked = sum(1 for r in ran if r.outlier_check.startswith("not checked"))
+    not_checked = (
+        f" Outliers not checked in {unchecked} of these rows: fewer than 4 values have no "
+        "robust centre."
+        if unchecked
+        else ""
+    )
     legend = tag(
         "p",
         e(
-            f"Highlighted: {OUTLIER}. Warm-up: run before the counted repetitions, {WARMUP}. "
+            f"Highlighted: {OUTLIER}.{not_checked} "
+            f"Warm-up: run before the counted repetitions, {WARMUP}. "
             f"could detect: {DETECT}. n for ±{TARGET_DIFFERENCE:.0%}: the repetitions per "
             f"config a {TARGET_DIFFERENCE:.0%} difference would take at this CV (✓: this run "
             "had them)."
@@ -142,7 +150,12 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
         class_="legend",
     )
     summary = f"Every repetition: n, outliers, warm-up, what the noise can detect ({len(ran)} rows"
-    summary += f", {outliers} outlier{'s' if outliers != 1 else ''})" if outliers else ")"
+    if outliers:
+        summary += f", {outliers} outlier{'s' if outliers != 1 else ''})"
+    elif unchecked == len(ran):
+        summary += ", outliers not checked: n < 4)"
+    else:
+        summary += ")"
     return details(
         e(summary),
         table(header, body, class_="plain reps") + legend,

@@ -13,7 +13,11 @@ from fsbench.reports.tables import Table
 from fsbench.reports.verdicts import Key, tally
 
 # The badge of each kind of answer, and its style.
-BADGES = {ORDER: ("order", "best"), EQUIVALENT: ("equivalent", "equal"), "undecided": ("undecided", "quiet")}
+BADGES = {
+    ORDER: ("order", "best"),
+    EQUIVALENT: ("equivalent", "equal"),
+    "undecided": ("undecided", "quiet"),
+}
 
 
 def _evidence(v: Decision) -> str:
@@ -44,15 +48,23 @@ def summary_html(
     trials: Sequence[TrialRecord],
     decisions: Mapping[Key, Decision],
 ) -> str:
-    counts: dict[str, int] = {}
+    # Counted as the run's banner counts them: a cell is one point of the plan's matrix
+    # (a chain's steps are one cell) and a trial is one slot of the schedule (a chain's
+    # steps are one trial, on one mkfs), so that the two never disagree.
+    slots: dict[tuple[str, int], list[TrialRecord]] = {}
     for t in trials:
-        counts[t.status] = counts.get(t.status, 0) + 1
+        slots.setdefault((t.host, t.seq), []).append(t)
+    counts: dict[str, int] = {}
+    for steps in slots.values():
+        # A chain's slot is as bad as its worst step.
+        status = next(
+            (s for s in ("failed", "unsupported") if any(t.status == s for t in steps)), "ok"
+        )
+        counts[status] = counts.get(status, 0) + 1
     configs = list(dict.fromkeys(t.config for t in trials))
-    wls = list(dict.fromkeys(t.workload for t in trials))
-    cells = len(
-        {(r.host, r.config, r.chain, r.workload, repr({**r.params, **r.knobs})) for r in rows}
-    )
-    warmups = sum(1 for t in trials if t.warmup)
+    wls = list(dict.fromkeys(t.chain or t.workload for t in trials))
+    cells = len({(t.host, t.cell_key) for t in trials})
+    warmups = sum(1 for steps in slots.values() if steps[0].warmup)
     entries: list[tuple[Table, str, Decision]] = []
     for tb in tables:
         for col, v in zip(tb.columns, tb.verdicts, strict=False):
@@ -65,7 +77,7 @@ def summary_html(
         (str(len(configs)), "configs"),
         (str(len(wls)), "workloads" if len(wls) != 1 else "workload"),
         (str(cells), "cells"),
-        (str(len(trials)), "trials" + (f" ({warmups} warm-up)" if warmups else "")),
+        (str(len(slots)), "trials" + (f" ({warmups} warm-up)" if warmups else "")),
         (str(counts.get("ok", 0)), "ok"),
         (str(counts.get("unsupported", 0)), "unsupported"),
         (str(counts.get("failed", 0)), "failed"),

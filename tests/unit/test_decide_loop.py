@@ -1,0 +1,180 @@
+"""`--reps decide`, the default: the repetition loop (matrix.run, a fake executor, a real
+SQLite store) spends rounds where the answer is still open and stops where it is not;
+and what a person sees of the run agrees with itself (banner and page counts, progress
+lines, per-column notes, the order design's completeness)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from fsbench import matrix
+from fsbench import plan as planning
+from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.reports import source
+from fsbench.reports.html.summary import summary_html
+from fsbench.reports.tables import build_tables, order_design_line
+from fsbench.store import Store
+from fsbench.workloads.base import Scale
+from tests.fakes import FakeExecutor, Ran
+
+
+def _plan(labels: tuple[str, ...], workload: str = "alloc", **update: object) -> Plan:
+    params = {"method": "write-4k"} if workload == "alloc" else {}
+    p = Plan(
+        fs=[FsConfig(type="ext4", label=lab) for lab in labels],
+        workload=[WorkloadSpec(name=workload, params=params)],
+        scale=Scale.TINY,
+        seed=5,
+    )
+    return p.model_copy(update=update)
+
+
+def _run(store: Store, p: Plan, measure: object) -> int:
+    cells = planning.expand(p)
+    outcome = matrix.run(
+        p,
+        cells,
+        store,
+        argv=["fsbench", "run"],
+        overrides={},
+        executor=FakeExecutor(p, cells, measure),  # type: ignore[arg-type]
+    )
+    return outcome.run_id
+
+
+def by_label(means: dict[str, float], cv: float, seed: int = 1) -> object:
+    rng = random.Random(seed)
+
+    def measure(ran: Ran) -> float:
+        mean = means[ran.slot.cell.config.display]
+        return rng.gauss(mean, cv * mean)
+
+    return measure
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "r.db")
+
+
+def counted_reps(store: Store, run_id: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in store.get_trials(run_id):
+        if not t.warmup:
+            out[t.config] = max(out.get(t.config, 0), t.rep)
+    return out
+
+
+def test_the_default_is_decide_and_a_plain_difference_stops_at_three(store: Store) -> None:
+    p = _plan(("a", "b"))
+    assert p.reps == "decide" and p.max_reps == 10
+    run_id = _run(store, p, by_label({"a": 1.0, "b": 2.0}, 0.01))
+    assert counted_reps(store, run_id) == {"a": 3, "b": 3}
+    report = source.load(store, run_id)
+    (decision,) = [d for d in report.decisions.values() if d.metric == "seconds"]
+    assert decision.kind == "order" and decision.best == "a"
+
+
+def test_an_open_question_gets_more_rounds_up_to_the_maximum(store: Store) -> None:
+    p = _plan(("a", "b"), max_reps=6)
+    run_id = _run(store, p, by_label({"a": 1.0, "b": 1.08}, 0.10))
+    assert counted_reps(store, run_id) == {"a": 6, "b": 6}
+    report = source.load(store, run_id)
+    (decision,) = report.decisions.values()
+    (pair,) = decision.pairs
+    if pair.kind == "undecided":
+        assert pair.needed is None or pair.needed > 6
+
+
+def test_exact_counts_decide_at_two(store: Store) -> None:
+    """Counts that do not vary (extents read through FIEMAP): two rounds answer them."""
+    p = _plan(("a", "b"))
+    cells = planning.expand(p)
+    values = {"a": 2.0, "b": 3.0}
+    ex = FakeExecutor(p, cells, lambda ran: values[ran.slot.cell.config.display])
+    ex.metric, ex.unit = "extents", "count"
+    outcome = matrix.run(p, cells, store, argv=[], overrides={}, executor=ex)
+    assert counted_reps(store, outcome.run_id) == {"a": 2, "b": 2}
+    (decision,) = source.load(store, outcome.run_id).decisions.values()
+    assert decision.kind == "order" and decision.ranking == "a < b (1.5×)"
+    # The same count with a timing's unit waits for three rounds.
+    other = _run(store, _plan(("a", "b")), lambda ran: values[ran.slot.cell.config.display])
+    assert counted_reps(store, other) == {"a": 3, "b": 3}
+
+
+def test_a_fixed_design_keeps_its_reps(store: Store) -> None:
+    p = _plan(("a", "b"), reps=4)
+    run_id = _run(store, p, by_label({"a": 1.0, "b": 2.0}, 0.01))
+    assert counted_reps(store, run_id) == {"a": 4, "b": 4}
+
+
+def test_a_budget_stops_the_rounds_of_an_open_question(store: Store) -> None:
+    """No time left past the first rounds: three rounds, however open the answer."""
+    p = _plan(("a", "b"), budget=1e-6)
+    run_id = _run(store, p, by_label({"a": 1.0, "b": 1.08}, 0.10))
+    assert counted_reps(store, run_id) == {"a": 3, "b": 3}
+
+
+def test_a_lone_config_still_gets_its_timing_repetitions(store: Store) -> None:
+    p = _plan(("a",))
+    run_id = _run(store, p, by_label({"a": 1.0}, 0.05))
+    assert counted_reps(store, run_id) == {"a": 3}
+
+
+def test_the_page_counts_cells_and_trials_as_the_banner_does(store: Store) -> None:
+    """A chain's steps are one cell and one trial, as `fsbench run` announces them."""
+    p = _plan(("a", "b"), workload="untar+tree-read", reps=2)
+    cells = planning.expand(p)
+    run_id = _run(store, p, by_label({"a": 1.0, "b": 2.0}, 0.01))
+    report = source.load(store, run_id)
+    page = summary_html(
+        build_tables(report.rows), report.rows, report.trials, report.decisions
+    )
+    slots = len(matrix.slots_of(p, cells))
+    assert len(report.trials) == 2 * slots  # one record per step
+    assert f'<div class="n">{len(cells)}</div><div class="l">cells</div>' in page
+    assert f'<div class="n">{slots}</div><div class="l">trials (2 warm-up)</div>' in page
+
+
+def test_a_progress_line_names_no_unset_parameter() -> None:
+    p = Plan(fs=[FsConfig(type="ext4")], workload=[WorkloadSpec(name="fio")], scale=Scale.TINY)
+    (cell,) = planning.expand(p)
+    assert "None" not in cell.describe() and "profile=" in cell.describe()
+
+
+def test_the_power_note_of_a_metric_column_is_its_own(store: Store) -> None:
+    from fsbench.reports.rows import Row
+    from fsbench.stats import min_detectable, reps_needed
+    from tests.unit.test_reports_ranking import make_row
+
+    def row(config: str, values: list[float], **kw: str) -> Row:
+        r = make_row(config, values, **kw)
+        r.min_detectable = min_detectable(r.sd, r.mean, r.n)
+        r.reps_for_5pct = reps_needed(abs(r.cv) if r.cv else None, 0.05)
+        return r
+
+    rows = [
+        row("a", [1.0, 1.01, 0.99]),
+        row("a", [0.0, 0.0, 0.0], metric="frag_pct", unit="%"),
+        row("b", [2.0, 2.02, 1.98]),
+        row("b", [0.0, 0.1, 0.0], metric="frag_pct", unit="%"),
+    ]
+    (table,) = build_tables(rows, all_metrics=True)
+    notes = [n for n in table.footnotes if "power" in n]
+    seconds = next(n for n in notes if n.startswith("seconds:"))
+    assert "±3.0%" in seconds, seconds  # its own noise, not the zeros' hundreds of percent
+    assert any(n.startswith("frag_pct:") for n in notes)
+
+
+def test_the_header_says_whether_the_order_design_was_complete(store: Store) -> None:
+    from tests.unit.test_reports_ranking import make_row
+
+    three = [make_row(c, [1.0, 1.1, 0.9]) for c in ("a", "b", "c")]
+    assert order_design_line(three).startswith("order design: incomplete in 1 of 1")
+    six = [make_row(c, [1.0, 1.1, 0.9, 1.0, 1.1, 0.9]) for c in ("a", "b", "c")]
+    assert order_design_line(six).startswith("order design: complete")
+    pair = [make_row(c, [1.0, 1.1]) for c in ("a", "b")]
+    assert order_design_line(pair).startswith("order design: complete")
