@@ -89,6 +89,13 @@ def test_identical_configs_get_no_winner_and_calibration_says_what_resolves(
     assert res.returncode == 0, res.stderr
     later = json.loads(res.stdout)
     assert later["calibration_run"] == doc["run"]
+    # Two identical configs, repetitions decided by the default loop: every answer is
+    # equivalent or undecided, never an order.
+    assert later["comparisons"], later.keys()
+    for comparison in later["comparisons"]:
+        verdict = comparison["verdict"]
+        assert verdict["kind"] in ("equivalent", "undecided"), verdict["text"]
+        assert all(p["kind"] != "order" for p in verdict["pairs"])
     rows = [r for r in later["rows"] if r["metric"] == "write_mib_s"]
     assert len(rows) == 2
     # Flagged exactly when the twins differ by less than the calibration's noise resolves at
