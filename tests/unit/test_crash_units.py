@@ -227,7 +227,7 @@ def test_safety_lines_put_speed_and_crash_results_side_by_side() -> None:
     assert ordered.crash == [
         "replace-rename: nothing lost in 20 crashes; volatile-cache states not tested"
     ]
-    assert writeback.speed[0].startswith("untar: 9% faster (Welch p")
+    assert writeback.speed[0].startswith("untar: 9% faster (Welch p"), writeback.speed
     assert writeback.damaged
     assert writeback.crash == [
         "replace-rename: 7/20 crashes damaged (31 files empty); 0/20 on ordered, "

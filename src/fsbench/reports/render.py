@@ -135,7 +135,7 @@ def render_markdown(
         lines += [f"{i}. {md_escape(n)}" for i, n in enumerate(t.footnotes, 1)]
         if t.footnotes:
             lines.append("")
-    safety = safety_lines(rows)
+    safety = safety_lines(rows, verdicts.for_run(run.plan, rows))
     if safety:
         lines += ["### Safety beside speed", "", f"_{md_escape(safety_caption(rows))}_", ""]
         for s in safety:
@@ -168,7 +168,7 @@ def print_tables(
             console.print(f"  [{i}] {note}", style="dim", highlight=False, markup=False)
         if t.legend:
             console.print(f"  {t.legend}", style="dim", highlight=False, markup=False)
-    safety = safety_lines(rows)
+    safety = safety_lines(rows, verdicts.for_run(run.plan, rows))
     if safety:
         console.print()
         console.print("Safety beside speed", style="bold", highlight=False, markup=False)

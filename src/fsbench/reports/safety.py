@@ -10,17 +10,18 @@ A pure function of the rows, as every report is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fsbench import stats
+from fsbench.decisions import EQUIVALENT, ORDER, Decision, Design
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.ranking import fmt_p
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of
+from fsbench.reports.verdicts import Key, decide_all, key_of, label_of
 
 CRASH = "crash"
-ALPHA = 0.05
 
 
 @dataclass
@@ -85,8 +86,9 @@ def _cache_text(rows: Sequence[Row]) -> str:
     return f"; volatile cache: {damaged}/{states} states damaged{detail}"
 
 
-def speed_text(row: Row, base: Row) -> str | None:
-    """'untar seconds: 8% faster (Welch p = 0.003)' against the baseline's row."""
+def speed_text(row: Row, base: Row, decision: Decision | None = None) -> str | None:
+    """'untar seconds: 8% faster (Welch p = 0.003)' against the baseline's row, with the
+    answer the run's tables give that pair (order, equivalent, undecided)."""
     if not (row.mean and base.mean and row.better):
         return None
     ratio = row.mean / base.mean
@@ -94,13 +96,17 @@ def speed_text(row: Row, base: Row) -> str | None:
     word = "better" if gain >= 0 else "worse"
     if row.unit == "s" or row.metric == "seconds":
         word = "faster" if gain >= 0 else "slower"
-    test = stats.welch(row.values, base.values)
-    if test is None:
-        evidence = "n < 2"
-    elif test.p < ALPHA:
-        evidence = f"Welch {fmt_p(test.p)}"
+    pair = decision.pair(label_of(row), label_of(base)) if decision else None
+    if pair is None:
+        evidence = "not compared"
+    elif pair.kind == ORDER:
+        evidence = "on every repetition" if pair.p is None else f"Welch {fmt_p(pair.p)}"
+    elif pair.kind == EQUIVALENT:
+        evidence = f"equivalent within ±{decision.design.margin:.0%}" if decision else ""
+    elif pair.needed is not None:
+        evidence = f"undecided; n≈{pair.needed} would decide"
     else:
-        evidence = f"no clear difference, {fmt_p(test.p)}"
+        evidence = "undecided"
     what = row.workload if row.metric == "seconds" else f"{row.workload} {row.metric}"
     return f"{what}: {abs(gain):.0%} {word} ({evidence})"
 
@@ -110,8 +116,11 @@ def _cell(r: Row) -> tuple[str, str, str, str]:
     return (r.host, r.chain, r.workload, repr(sorted(dims_of(r).items())))
 
 
-def safety_lines(rows: Sequence[Row]) -> list[SafetyLine]:
-    """One line per config when the run has crash results; [] otherwise."""
+def safety_lines(
+    rows: Sequence[Row], decisions: Mapping[Key, Decision] | None = None
+) -> list[SafetyLine]:
+    """One line per config when the run has crash results; [] otherwise. The speed
+    answers are the run's `decisions` (decided here under a fixed design if not given)."""
     crash_rows = [r for r in rows if r.workload == CRASH and r.status == "ok"]
     if not crash_rows:
         return []
@@ -126,7 +135,10 @@ def safety_lines(rows: Sequence[Row]) -> list[SafetyLine]:
             shown = headline_metrics(of_cell)[:1]
             mine = [r for r in of_cell if r.config == config and r.metric in shown]
             base = [r for r in of_cell if r.config == configs[0] and r.metric in shown]
-            if mine and base and (text := speed_text(mine[0], base[0])):
+            if decisions is None:
+                decisions = decide_all(list(rows), Design())
+            verdict = decisions.get(key_of(mine[0])) if mine else None
+            if mine and base and (text := speed_text(mine[0], base[0], verdict)):
                 line.speed.append(text)
         for pattern, of_pattern in _by_pattern(crash_rows, config).items():
             base = _by_pattern(crash_rows, configs[0]).get(pattern, [])

@@ -63,7 +63,7 @@ def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
                 "winner, and their spread is this machine's noise.",
             )
         )
-    safety = safety_section(rows, trials)
+    safety = safety_section(rows, trials, decisions)
     if safety:
         toc.append((SAFETY_ID, SAFETY_TITLE))
         sections.append(_section(SAFETY_ID, SAFETY_TITLE, safety))

@@ -4,13 +4,15 @@ the power went; then every kept failing crash case, with what replays it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fsbench.decisions import Decision
 from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import badge, details, e, head, pre, table, tag
 from fsbench.reports.rows import Row
 from fsbench.reports.safety import CRASH, baseline, safety_lines
+from fsbench.reports.verdicts import Key
 
 SECTION_ID = "safety"
 TITLE = "Safety beside speed"
@@ -64,9 +66,13 @@ def _cases(trials: Sequence[TrialRecord]) -> str:
     return "".join(out)
 
 
-def safety_section(rows: Sequence[Row], trials: Sequence[TrialRecord]) -> str:
+def safety_section(
+    rows: Sequence[Row],
+    trials: Sequence[TrialRecord],
+    decisions: Mapping[Key, Decision] | None = None,
+) -> str:
     """The section's inner markup, or "" when the run has no crash results."""
-    lines = safety_lines(rows)
+    lines = safety_lines(rows, decisions)
     if not lines:
         return ""
     body = [
