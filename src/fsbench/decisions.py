@@ -574,6 +574,9 @@ class Decision:
         if self.kind == EQUIVALENT:
             return f"{' ≈ '.join(self.labels)} (±{self.design.margin:.0%})"
         open_ = [p for p in self.pairs if p.kind == UNDECIDED]
+        same = [f"{p.a} ≈ {p.b}" for p in self.pairs if p.kind == EQUIVALENT]
+        if same:  # some pairs answered: say them, and that the rest is open
+            return "; ".join(same) + f"; {len(open_)} pair{'s' if len(open_) > 1 else ''} undecided"
         needed = [p.needed for p in open_]
         if any(p.test == "resolution" for p in open_) and all(n is None for n in needed):
             return "undecided: within the tool's resolution"

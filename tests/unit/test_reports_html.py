@@ -344,3 +344,31 @@ def test_no_report_module_imports_the_workload_registry() -> None:
                     info.name,
                     name,
                 )
+
+
+def test_the_summary_evidence_never_contradicts_its_answer(store: tuple[Store, int]) -> None:
+    """Each summary row's badge is its comparison's kind; the evidence beside an undecided
+    or equivalent answer prints no p, and the JSON report says the same kinds."""
+    import re
+
+    from fsbench.reports.render import render_json
+
+    text = _page(store)
+    summary = text[
+        text.index('id="summary"') : text.index("</section>", text.index('id="summary"'))
+    ]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", summary, flags=re.S)
+    answered = [r for r in rows if 'class="badge' in r]
+    assert answered
+    kinds = []
+    for row in answered:
+        kind = re.search(r'class="badge [a-z]+">([a-z]+)</span>', row)
+        assert kind is not None, row
+        kinds.append(kind.group(1))
+        evidence = row.split("</td>")[-2]
+        if kind.group(1) != "order":
+            assert "p =" not in evidence and "p &lt;" not in evidence, row
+    loaded = source.load(store[0], store[1])
+    doc = json.loads(render_json(loaded.run, loaded.rows))
+    headline = [c["verdict"]["kind"] for c in doc["comparisons"] if c["headline"]]
+    assert sorted(kinds) == sorted(headline)
