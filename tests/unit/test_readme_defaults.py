@@ -175,6 +175,37 @@ def test_repetition_defaults() -> None:
         _ad_hoc(reps="auto", max_reps=2)
 
 
+def test_the_default_is_decide_with_its_margin_and_no_budget() -> None:
+    plan = _ad_hoc()
+    assert plan.reps == "decide" and plan.margin == 0.05 and plan.budget is None
+    assert _ad_hoc(budget="9m", margin=0.03).budget == 540
+    assert _ad_hoc(reps="5").reps == 5
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-reps", "2"], "at least 3"),
+        (["--budget", "soon"], "--budget: duration 'soon'"),
+        (["--margin", "0"], "margin"),
+        (["--reps", "many"], "a number, decide or auto"),
+    ],
+)
+def test_bad_repetition_flags_are_one_line_before_anything_runs(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    argv = ["run", "--fs", "ext4", "-w", "alloc", "--db", str(tmp_path / "r.db"), *args]
+    res = subprocess.run(
+        [sys.executable, "-m", "fsbench", *argv], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert res.stdout == ""
+
+
 def test_trial_timeout_defaults_by_scale() -> None:
     expected = {Scale.TINY: 10 * 60.0, Scale.QUICK: 3600.0, Scale.FULL: 12 * 3600.0}
     for scale, seconds in expected.items():

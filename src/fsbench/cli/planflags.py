@@ -212,6 +212,9 @@ def build_plan(flags: PlanFlags) -> Plan:
         for spec in (data["workload"] if flags.workload and not explicit else [])
         for step in (spec.steps if isinstance(spec, WorkloadSpec) else [spec["name"]])
     ]
+    if not explicit and flags.workload:
+        # A preset's budget is sized for its own workloads, not for the ones given here.
+        data["budget"] = None
     if flags.budget is not None:
         try:
             data["budget"] = planning.parse_duration(flags.budget)
