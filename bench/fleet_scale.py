@@ -4,6 +4,9 @@ controller's overhead per host and how fast trials come into the store.
 
     python3 bench/fleet_scale.py [--hosts 1,4,16] [--store fetch|postgresql] [--poll 2]
 
+What it measured is kept in bench/results/fleet_scale-<store>.json (with the machine
+and the date; --no-save: not).
+
 Per fleet size it prints: seconds from the controller's start to the first trial of each
 host (median, max), seconds from the last trial's end to the controller's end, the
 controller's total, trials stored, and trials merged per second (fetch mode: the merge of
@@ -33,7 +36,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,9 @@ from fsbench.merge import merge_store  # noqa: E402
 from fsbench.store import Store  # noqa: E402
 from tests.pgcluster import cluster  # noqa: E402
 from tests.sshd import sshd, write_inventory  # noqa: E402
+
+sys.path.insert(0, str(REPO / "bench"))
+from results_file import save  # noqa: E402
 
 PLAN = [
     "--fs",
@@ -225,7 +231,9 @@ def main() -> None:
         "--db", help="a postgresql:// URL for --store postgresql (default: a cluster of its own)"
     )
     ap.add_argument("--poll", type=float, default=2.0)
+    ap.add_argument("--no-save", action="store_true", help="no bench/results file")
     args = ap.parse_args()
+    started = datetime.now(UTC)
     if os.geteuid() != 0:
         raise SystemExit("needs root (sshd as root, loop devices, mkfs)")
     pg = args.store == "postgresql"
@@ -257,6 +265,7 @@ def main() -> None:
                 + (f"; peak {r['peak_connections']} PostgreSQL connections" if pg else ""),
                 flush=True,
             )
+        per_host: dict[str, float] = {}
         if len(results) > 1:
             small, large = results[0], results[-1]
             more = large["hosts"] - small["hosts"]
@@ -264,13 +273,29 @@ def main() -> None:
                 ("seconds", "poll_median_s"),
                 ("controller CPU s", "poll_cpu_median_s"),
             ):
+                per_host[key] = (large[key] - small[key]) / more
                 print(
                     f"a status poll, {what}: {small[key]:.2f} for {small['hosts']} host(s), "
                     f"{large[key]:.2f} for {large['hosts']}: "
-                    f"+{(large[key] - small[key]) / more:.3f} per host (forks = hosts)",
+                    f"+{per_host[key]:.3f} per host (forks = hosts)",
                     flush=True,
                 )
         print(json.dumps(results, indent=1))
+        if not args.no_save:
+            kept = {
+                "store": args.store,
+                "poll_s": args.poll,
+                "pipelining": os.environ.get("ANSIBLE_PIPELINING", "True"),
+                "plan": PLAN,
+                "sizes": [{k: _json(v) for k, v in r.items()} for r in results],
+                "poll_added_per_host": per_host,
+            }
+            save(f"fleet_scale-{args.store}", kept, started)
+
+
+def _json(value: Any) -> Any:
+    """NaN (no merge timed: nothing fetched) as null."""
+    return None if isinstance(value, float) and value != value else value
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Does the 10 Hz monitor change the result? The same timed work (alloc write-4k of
 256 MiB, flushed) on a fresh ext4 loop image, with and without the Sampler beside it,
-interleaved; prints both means with their 95% CI and Welch's p.
+interleaved; prints both means with their 95% CI and Welch's p, and keeps them in
+bench/results/monitor_overhead.json (with the machine and the date).
 
-    .venv/bin/python bench/monitor_overhead.py [--reps 8] [--size 256M]
+    .venv/bin/python bench/monitor_overhead.py [--reps 8] [--size 256M] [--no-save]
 Needs root (loop devices)."""
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import shutil
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from results_file import save  # noqa: E402
 
 from fsbench import filesystems, fsops, system  # noqa: E402
 from fsbench.monitors.sampler import Sampler  # noqa: E402
@@ -55,7 +59,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=8)
     parser.add_argument("--size", default="256M")
+    parser.add_argument("--no-save", action="store_true", help="no bench/results file")
     args = parser.parse_args()
+    started = datetime.now(UTC)
     size = parse_size(args.size)
     work = Path(tempfile.mkdtemp(prefix="fsbench-monitor-", dir="/var/tmp"))
     results: dict[bool, list[float]] = {False: [], True: []}
@@ -65,15 +71,26 @@ def main() -> int:
         for rep in range(args.reps):
             for monitored in (rep % 2 == 0, rep % 2 != 0):  # alternate who goes first
                 results[monitored].append(one(target, mnt, size, monitored))
+    kept: dict[str, object] = {"size_bytes": size, "reps": args.reps}
     for monitored, values in results.items():
         s = summarize(values)
         half = s.half_width or 0.0
         label = "with sampler   " if monitored else "without sampler"
         print(f"{label}: {s.mean:.3f} ± {half:.3f} s (n={s.n}, CV {100 * (s.cv or 0):.1f}%)")
+        kept["with" if monitored else "without"] = {
+            "seconds": values,
+            "mean_s": s.mean,
+            "ci95_half_s": half,
+            "cv": s.cv,
+        }
     w = welch(results[True], results[False])
     ratio = summarize(results[True]).mean / summarize(results[False]).mean  # type: ignore[operator]
     print(f"ratio with/without: {ratio:.3f}; Welch p = {w.p:.2f}" if w else f"ratio {ratio:.3f}")
+    kept["ratio_with_without"] = ratio
+    kept["welch_p"] = w.p if w else None
     shutil.rmtree(work, ignore_errors=True)
+    if not args.no_save:
+        save("monitor_overhead", kept, started)
     return 0
 
 
