@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fsbench import workloads
+from fsbench import trialfacts, workloads
 from fsbench.plan import Cell, Plan
 from fsbench.records import TrialRecord
 from fsbench.stats import summarize
@@ -26,7 +26,7 @@ def judged_metric(step: str, trials: Sequence[TrialRecord]) -> str | None:
     reported = {m.name for t in ok for m in t.metrics}
     # The headline the runner recorded for the trial's own parameters (fio's seq-read: read
     # bandwidth); else the workload's.
-    recorded = next((t.provenance["headline"] for t in ok if "headline" in t.provenance), None)
+    recorded = next((h for t in ok if (h := trialfacts.headline(t.provenance))), None)
     headline = recorded if recorded is not None else workloads.get(step).headline or ("seconds",)
     return next((name for name in headline if name in reported), None)
 

@@ -42,7 +42,7 @@ from sqlalchemy.exc import (
     SQLAlchemyError,
 )
 
-from fsbench import schema
+from fsbench import schema, trialfacts
 from fsbench.dburl import redact, redact_argv, to_url, without_password
 from fsbench.errors import FsbenchError
 from fsbench.records import MetricRecord, RunRecord, TrialRecord, now
@@ -280,7 +280,10 @@ class Store:
 
     def record_trials(self, run_id: int, records: list[TrialRecord]) -> list[int]:
         """The trials of one cell (its chain's steps) and their metrics in one
-        transaction: all or nothing."""
+        transaction: all or nothing. Each trial's provenance is checked against the
+        registry of its keys (trialfacts) first."""
+        for trial in records:
+            trialfacts.check(trial.provenance, f"{trial.config} · {trial.workload}")
         ids = []
         with self.engine.begin() as conn:
             for trial in records:

@@ -26,7 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from fsbench import matrix
+from fsbench import matrix, trialfacts
 from fsbench import plan as planning
 from fsbench.cli import planflags as pf
 from fsbench.cli.common import DbOption, JsonOption
@@ -213,7 +213,7 @@ class ProgressHooks(matrix.Hooks):
     def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
         self.progress.update(self.task, total=total, completed=done)
         for record in records[:1]:  # the cell's knobs, once for all its steps
-            knob = (record.provenance.get("flags") or {}).get("knob-restore-failed")
+            knob = trialfacts.flags(record.provenance).get("knob-restore-failed")
             if knob:
                 self.progress.console.print(
                     f"  warning: knob not restored after {record.config}: {knob}",

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fsbench import trialfacts
 from fsbench.records import RunRecord, TrialRecord
 from fsbench.stats import (
     OUTLIER_MIN_N,
@@ -191,7 +192,7 @@ def _headline(cell: _Cell, workloads: Mapping[str, Mapping[str, Any]]) -> list[s
     """The cell's headline metrics: as its trials recorded them (a workload whose headline
     depends on its parameters), else as the run stored them for the workload."""
     for t in cell.trials:
-        recorded = t.provenance.get("headline")
+        recorded = trialfacts.headline(t.provenance)
         if recorded:
             return list(recorded)
     return list(workloads.get(cell.trials[0].workload, {}).get("headline") or [])
@@ -215,11 +216,11 @@ def _cell_rows(
     notes: list[dict[str, str]] = []
     flags: dict[str, str] = {}
     for t in cell.trials:
-        for note in t.provenance.get("option_notes", []):
+        for note in trialfacts.option_notes(t.provenance):
             if note not in notes:
                 notes.append(note)
     for t in cell.counted:
-        flags.update(t.provenance.get("flags", {}))
+        flags.update(trialfacts.flags(t.provenance))
     first = cell.trials[0]
     conv = convergence.get(convergence_key(host, first.cell_key))
     if conv and not conv.get("converged", True):
@@ -287,7 +288,7 @@ def _cell_rows(
 
 def _over(trials: list[TrialRecord]) -> dict[str, Any] | None:
     """What the trials' counts are over (provenance "over"), summed; None if nothing."""
-    overs = [t.provenance.get("over") for t in trials]
+    overs = [trialfacts.over(t.provenance) for t in trials]
     if not overs or not all(overs):
         return None
     return {"n": sum(o["n"] for o in overs if o), "of": overs[0]["of"] if overs[0] else ""}

@@ -31,6 +31,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from fsbench import trialfacts
 from fsbench.reports.charts.figure import (
     Chart,
     Namer,
@@ -75,7 +76,7 @@ def trial_series(trials: Sequence[Any]) -> list[TrialSeries]:
     a fleet's trials carry their host, shown beside the config)."""
     out = []
     for t in sorted(trials, key=lambda t: (t.seq, t.step)):
-        series = (t.provenance or {}).get("series")
+        series = trialfacts.series(t.provenance)
         if t.rep == 0 or t.status != "ok" or not isinstance(series, dict) or not series:
             continue
         host = getattr(t, "host", "")
@@ -88,7 +89,7 @@ def trial_series(trials: Sequence[Any]) -> list[TrialSeries]:
                 dict(t.knobs),
                 t.rep,
                 series,
-                t.provenance.get("steady"),
+                trialfacts.steady(t.provenance),
                 t.id,
             )
         )

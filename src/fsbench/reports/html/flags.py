@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fsbench import validity
+from fsbench import trialfacts, validity
 from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import (
     badge,
@@ -51,7 +51,7 @@ def flags_html(rows: Sequence[Row], trials: Sequence[TrialRecord]) -> str:
     flagged: dict[Key, tuple[list[str], str, dict[str, Any]]] = {}
     for t in trials:
         dims = {**t.params, **t.knobs}
-        for flag, detail in (t.provenance.get("flags") or {}).items():
+        for flag, detail in trialfacts.flags(t.provenance).items():
             key: Key = (trial_label(t), t.chain, t.workload, json.dumps(dims, default=str), flag)
             reps, _, _ = flagged.setdefault(key, ([], str(detail), dims))
             reps.append("warm-up" if t.warmup else str(t.rep))

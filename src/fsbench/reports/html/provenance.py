@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from fsbench import trialfacts
 from fsbench.records import RunRecord, TrialRecord
 from fsbench.reports.html.markup import details, e, facts, head, plain, pre, table, tag
 from fsbench.reports.rows import Row
@@ -157,8 +158,8 @@ def configs_html(trials: Sequence[TrialRecord]) -> str:
         return ""
     rows = []
     for config, t in seen.items():
-        mkfs_argv = (t.provenance.get("mkfs") or {}).get("argv")
-        effective = (t.provenance.get("mount") or {}).get("effective")
+        mkfs_argv = trialfacts.mkfs_argv(t.provenance)
+        effective = trialfacts.mount_effective(t.provenance)
         rows.append(
             tag(
                 "tr",

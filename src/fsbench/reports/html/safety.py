@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fsbench import trialfacts
 from fsbench.decisions import Decision
 from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import badge, details, e, head, pre, table, tag
@@ -33,7 +34,7 @@ def _cache_summary(cache: dict[str, Any]) -> str:
 def _cases(trials: Sequence[TrialRecord]) -> str:
     out = []
     for t in trials:
-        crash = (t.provenance or {}).get("crash") or {}
+        crash = trialfacts.crash(t.provenance)
         for case in crash.get("failing", []):
             body = tag("p", tag("code", e(case.get("replay", ""))))
             for where, damage in (
@@ -97,7 +98,7 @@ def safety_section(
     )
     crash_trials = [t for t in trials if t.workload == CRASH and not t.warmup]
     caches = dict.fromkeys(
-        str((t.provenance or {}).get("crash", {}).get("volatile_cache", "")) for t in crash_trials
+        str(trialfacts.crash(t.provenance).get("volatile_cache", "")) for t in crash_trials
     )
     about += tag(
         "p",
