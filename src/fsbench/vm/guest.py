@@ -4,6 +4,10 @@ Runs the job's cells with fsbench's own Runner on the scratch disk (/dev/vdb, bl
 it passes BlockDevice's safety checks), appends each cell's records to the share as one
 JSON line, then writes DONE (or FAILED with the traceback). The systemd unit powers the
 guest off when this returns.
+
+Before anything, it refuses (one line, exit 3) unless it runs in a guest fsbench booted
+and the scratch disk is one fsbench gave it (guestcheck.py): run on a host by mistake, it
+would format that host's second virtio disk.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench import filesystems, proc
+from fsbench.vm import guestcheck
 from fsbench.vm.protocol import DONE, FAILED, RECORDS, STARTED, VmJob
 
 SCRATCH = "/dev/vdb"
@@ -88,6 +93,7 @@ def run_job(job: VmJob, share: Path) -> None:
     facts = guest_facts()
     _say(f"kernel {facts['kernel']}")
     twin = SCRATCH_TWIN if Path(SCRATCH_TWIN).exists() else None
+    guestcheck.require(SCRATCH, *([twin] if twin else []))
     target = BlockDevice(SCRATCH, destroy_data=True, twin_path=twin)
     with target:
         facts["target"] = target.describe()
@@ -124,6 +130,7 @@ def make_root(config_data: dict[str, Any], share: Path) -> None:
     from fsbench.plan import FsConfig
     from fsbench.vm import bootroot
 
+    guestcheck.require(SCRATCH)
     config = FsConfig.model_validate(config_data)
     fs = filesystems.get(config.type)
     facts = guest_facts()
@@ -145,6 +152,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m fsbench.vm.guest /share/job.json", file=sys.stderr)
         return 2
+    guestcheck.refuse_unless_guest(SCRATCH)  # before the job is even read
     job_path = Path(argv[0])
     share = job_path.parent
     t0 = time.monotonic()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import subprocess
 import tempfile
@@ -28,6 +29,19 @@ _PROBE_CODE = bytes([0xB0, 0x31, 0xE6, 0xF4, 0xF4, 0xEB, 0xFE])
 PROBE_EXIT = 99
 # The guest's root disk: the first virtio drive QEMU is given (argv() adds it first).
 GUEST_ROOT = "/dev/vda"
+# What makes a guest an fsbench guest (vm/guestcheck.py refuses to touch a disk without
+# both): `fsbench.guest=MARK` on its kernel command line, and on every disk fsbench gives
+# it the virtio serial `fsbench-MARK` (a disk property mkfs and discard cannot erase).
+# MARK is new for every guest.
+GUEST_MARK_PARAM = "fsbench.guest"
+DISK_SERIAL_PREFIX = "fsbench-"
+
+
+def disk_serial(mark: str) -> str:
+    """The serial of every disk of the guest whose mark is `mark` (virtio: 20 bytes)."""
+    return f"{DISK_SERIAL_PREFIX}{mark}"
+
+
 # The host directory the guest sees (9p over virtio): the job in, the records out.
 SHARE_TAG = "fsbench"
 SHARE_MOUNTPOINT = "/share"
@@ -183,6 +197,8 @@ class Machine:
     # virtio serial ports, by name, each written by the guest into a host file as it
     # comes (the crash workload's acknowledgements).
     ports: tuple[tuple[str, Path], ...] = ()
+    # This guest's mark (GUEST_MARK_PARAM): on its command line and its disks' serials.
+    mark: str = field(default_factory=lambda: secrets.token_hex(4))
 
     def cmdline(self) -> str:
         base = [
@@ -196,6 +212,7 @@ class Machine:
             "systemd.show_status=auto",
             "random.trust_cpu=on",
             "cryptomgr.notests",
+            f"{GUEST_MARK_PARAM}={self.mark}",
         ]
         if self.init:
             base.append(f"init={self.init}")
@@ -207,17 +224,22 @@ class Machine:
         else:
             # +rdrand: an entropy source, or mkfs stalls seconds for the random pool.
             accel = ["-accel", "tcg,thread=multi", "-cpu", "qemu64,+rdrand"]
-        drives = [
-            "-drive",
-            f"file={self.root_overlay},format=qcow2,if=virtio,cache={self.root_cache}",
+        # Each disk a virtio-blk device of its own, in order (/dev/vda, vdb...), carrying
+        # this guest's serial.
+        disks = [(self.root_overlay, f"format=qcow2,cache={self.root_cache}", False)]
+        disks += [
+            (disk, "format=raw,cache=none,aio=threads,discard=unmap", True)
+            for disk in (self.scratch, self.twin, *self.extra)
+            if disk is not None
         ]
-        for disk in (self.scratch, self.twin, *self.extra):
-            if disk is None:
-                continue
-            drive = f"file={disk},format=raw,if=virtio,cache=none,aio=threads,discard=unmap"
-            for key, value in sorted(self.throttle.items()):
-                drive += f",throttling.{key}={int(value)}"
-            drives += ["-drive", drive]
+        drives = []
+        for n, (disk, options, scratch) in enumerate(disks):
+            drive = f"file={disk},{options},if=none,id=disk{n}"
+            if scratch:
+                for key, value in sorted(self.throttle.items()):
+                    drive += f",throttling.{key}={int(value)}"
+            device = f"virtio-blk-pci,drive=disk{n},serial={disk_serial(self.mark)}"
+            drives += ["-drive", drive, "-device", device]
         ports = ["-device", "virtio-serial-pci,id=vser0"] if self.ports else []
         for n, (name, path) in enumerate(self.ports):
             ports += ["-chardev", f"file,id=port{n},path={path}"]
