@@ -1,17 +1,21 @@
 """The crash workload end to end in QEMU guests: power cuts during replace-rename on ext4
 data=ordered and data=writeback (the issue's own command, at 2 crashes), fsync-append
 losing nothing, the counts with their n, the kept cases, safety beside speed in the
-report, nothing left behind, and a killed run resumed."""
+report, nothing left behind, and a killed run resumed. The checker fires: ext4 mounted
+noauto_da_alloc leaves renamed files empty, and a volatile-cache state of ext4 mounted
+barrier=0 loses fsync()ed records; each with its seed, replayed by the kept command."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from fsbench.crash.host import case_seed, cut_after
 from fsbench.store import Store
 from fsbench.vm import ensure_image
 from tests.helpers import VM_CACHE, VM_MARKS, assert_every_slot_once, fsbench
@@ -34,12 +38,13 @@ def _qemu_of(workdir: Path) -> list[int]:
 
 
 def _crash_run(workdir: Path, *args: str) -> dict:  # type: ignore[type-arg]
+    return _run(workdir, "--target", "vm", "--workload", "crash", *args)
+
+
+def _run(workdir: Path, *args: str) -> dict:  # type: ignore[type-arg]
     res = fsbench(
         "run",
-        "--target",
-        "vm",
-        "--workload",
-        "crash",
+        *args,
         "--scale",
         "tiny",
         "--guest-ram",
@@ -51,7 +56,6 @@ def _crash_run(workdir: Path, *args: str) -> dict:  # type: ignore[type-arg]
         "--db",
         str(workdir / "r.db"),
         "--json",
-        *args,
         timeout=1500,
     )
     assert res.returncode == 0, res.stderr[-3000:]
@@ -76,7 +80,8 @@ def test_power_cuts_on_ordered_and_writeback(workdir: Path) -> None:
             assert row["status"] == "ok" and row["n"] == 1, row
             assert row["over"] == {"n": 2, "of": "crashes"}  # each count with its N
         assert rows[(config, "crashes")]["mean"] == 2  # n = 2 power cuts per config
-        assert rows[(config, "mount_seconds")]["mean"] > 0  # the journal replayed
+        # Every cut caught the journal mid-transaction: the kernel said it replayed it.
+        assert rows[(config, "journal_replays")]["mean"] == 2
     # data=ordered flushes a renamed-over file's data before the rename commits
     # (auto_da_alloc): no file is ever empty or mixed.
     assert rows[("ext4 data=ordered", "damaged_crashes")]["mean"] == 0
@@ -128,6 +133,76 @@ def test_fsync_append_loses_no_acknowledged_record(workdir: Path) -> None:
     assert "cache_states" not in {r["metric"] for r in off["rows"]}
     said = Store(workdir / "r.db").get_trials(2)[0].provenance["crash"]["volatile_cache"]
     assert said.startswith("not tested (volatile_cache=false)")
+
+
+# A seed whose first crash is cut 6-7 s after the pattern began in repetitions 0-2: past
+# ext4's first journal commit (every 5 s), so renames are on disk when the power goes.
+LATE_CUT_SEED = 48
+
+
+def _replayed(workdir: Path, case: dict) -> dict:  # type: ignore[type-arg]
+    """The kept case's own replay command, run as a user would paste it."""
+    argv = shlex.split(case["replay"])
+    assert argv[:2] == ["fsbench", "run"] and f"replay={case['seed']}" in argv
+    return _run(workdir, *argv[2:])
+
+
+def _failing(workdir: Path, run_id: int) -> list:  # type: ignore[type-arg]
+    (trial,) = Store(workdir / "r.db").get_trials(run_id)
+    return trial.provenance["crash"]["failing"]  # type: ignore[no-any-return]
+
+
+def test_noauto_da_alloc_leaves_renamed_files_empty_and_the_seed_replays_it(
+    workdir: Path,
+) -> None:
+    """Without auto_da_alloc, a rename over a file commits before the new data has blocks
+    (delayed allocation): after the power cut, the renamed files are empty."""
+    ensure_image(None, VM_CACHE)
+    assert all(cut_after(case_seed(LATE_CUT_SEED, r, 0), 7.0) >= 6 for r in (0, 1, 2))
+    out = _crash_run(
+        workdir, "--fs", "ext4:mount=noauto_da_alloc", "--set", "pattern=replace-rename",
+        "--set", "crashes=1", "--set", f"seed={LATE_CUT_SEED}", "--set", "volatile_cache=false",
+    )  # fmt: skip
+    rows = {r["metric"]: r["mean"] for r in out["rows"]}
+    assert rows["damaged_crashes"] == 1 and rows["files_empty"] > 0, rows
+    assert rows["journal_replays"] == 1
+    (case,) = _failing(workdir, out["run"])
+    assert {d["kind"] for d in case["damage"]} == {"empty"}
+    again = _replayed(workdir, case)
+    replayed = {r["metric"]: r["mean"] for r in again["rows"]}
+    assert replayed["damaged_crashes"] == rows["damaged_crashes"] == 1
+    assert replayed["files_empty"] > 0
+    (same,) = _failing(workdir, again["run"])
+    assert same["seed"] == case["seed"] and same["cut_after_s"] == case["cut_after_s"]
+    print(f"noauto_da_alloc seed {case['seed']}: {rows} / replayed {replayed}")
+
+
+def test_without_barriers_a_volatile_cache_loses_fsynced_records_and_the_seed_replays_it(
+    workdir: Path,
+) -> None:
+    """ext4 mounted barrier=0 never flushes: on this disk (no cache) every fsync()ed record
+    survives the cut, but a disk with a volatile cache keeps only what a flush covered:
+    not one record since mkfs."""
+    ensure_image(None, VM_CACHE)
+    out = _crash_run(
+        workdir, "--fs", "ext4:mount=barrier=0", "--set", "pattern=fsync-append",
+        "--set", "crashes=1", "--set", "seed=3",
+    )  # fmt: skip
+    rows = {r["metric"]: r["mean"] for r in out["rows"]}
+    assert rows["acked_ops"] > 0 and rows["acked_lost"] == 0 and rows["damaged_crashes"] == 0
+    assert rows["cache_states"] == 1 and rows["cache_damaged"] == 1, rows
+    assert rows["cache_acked_lost"] == rows["acked_ops"]  # every acknowledged record
+    (case,) = _failing(workdir, out["run"])
+    assert [d["kind"] for d in case["cache_damage"]] == ["missing"]  # the log file too
+    again = _replayed(workdir, case)
+    replayed = {r["metric"]: r["mean"] for r in again["rows"]}
+    assert replayed["cache_damaged"] == rows["cache_damaged"] == 1
+    # How many records were acknowledged before the cut is the kernel's timing; that the
+    # state loses all of them is the seed's.
+    assert replayed["cache_acked_lost"] == replayed["acked_ops"] > 0
+    (same,) = _failing(workdir, again["run"])
+    assert same["seed"] == case["seed"]
+    print(f"barrier=0 seed {case['seed']}: {rows} / replayed {replayed}")
 
 
 def test_a_killed_crash_run_resumes_where_it_stopped(workdir: Path) -> None:

@@ -61,6 +61,9 @@ def test_fsync_append_sees_a_lost_record(tmp_path: Path) -> None:
     verdict = PATTERNS["fsync-append"].check(tmp_path, 3, acks, 8)
     assert verdict.acked == 20 and verdict.lost == 10
     assert verdict.damage[0].detail.startswith("record 10 of 20")
+    log.unlink()  # the whole log gone: every acknowledged record with it
+    verdict = PATTERNS["fsync-append"].check(tmp_path, 3, acks, 8)
+    assert verdict.lost == 20 and [d.kind for d in verdict.damage] == ["missing"]
 
 
 @pytest.mark.parametrize(

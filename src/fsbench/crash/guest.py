@@ -10,7 +10,9 @@ makes a fresh filesystem and runs the pattern until the host cuts the power:
 
 The disk is /dev/vdb, as for every guest job; its content survives from boot to boot.
 With dm-log-writes (logwrites.py) the run's writes are also recorded on /dev/vdc, and the
-check replays one volatile-cache state onto /dev/vdd and checks it the same way.
+check replays one volatile-cache state onto /dev/vdd and checks it the same way. Each of
+them is written only once guestcheck.py says this is an fsbench guest and the disk is one
+fsbench gave it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from fsbench.crash import logwrites
 from fsbench.crash.patterns import PATTERNS, READY, read_acks
 from fsbench.errors import Unsupported
 from fsbench.plan import FsConfig
+from fsbench.vm import guestcheck
 
 ACK_PORT = "fsbench.acks"  # the virtio serial port's name (QEMU's virtserialport name=)
 CHECK_FILE = "check.json"
@@ -46,6 +49,9 @@ RECOVERY_PENDING = (
     "log tree",  # btrfs check: a log tree to replay
 )
 OUTPUT_TAIL = 4000
+# What the kernel says when a mount replayed the journal or log the power cut left: the
+# evidence that the crash reached the filesystem mid-transaction (ext4/jbd2, xfs, btrfs).
+JOURNAL_REPLAYED = ("recovery complete", "Ending recovery", "start tree-log replay")
 
 
 def ack_port() -> str:
@@ -87,6 +93,8 @@ def examine(crash: dict[str, Any], device: str, acks: list[dict[str, Any]]) -> d
         out["verdict"] = None
         return out
     out["mount_seconds"] = round(made.seconds, 4)
+    out["mount_kernel"] = made.kernel[-20:]
+    out["journal_replayed"] = any(m in line for line in made.kernel for m in JOURNAL_REPLAYED)
     try:
         check = PATTERNS[crash["pattern"]].check
         out["verdict"] = check(MOUNT, crash["check"]["seed"], acks, crash["size"]).as_dict()
@@ -104,6 +112,7 @@ def check(crash: dict[str, Any], device: str, share: Path) -> dict[str, Any]:
     out = examine(crash, device, acks)
     if not crash["check"].get("recorded"):
         return out
+    guestcheck.require(LOG_DISK, REPLAY_DISK)
     sectorsize, entries = logwrites.read_log(LOG_DISK)
     state = logwrites.choose(entries, random.Random(f"state:{crash['check']['seed']}"))
     if state is None:
@@ -131,6 +140,7 @@ def run(crash: dict[str, Any], device: str, share: Path) -> None:
         why_not = logwrites.unavailable() or ""
     marker = None
     if not why_not:
+        guestcheck.require(LOG_DISK)
         device = logwrites.start(device, LOG_DISK)
         marker = logwrites.Marker()
     _write(share / RECORDED_FILE, json.dumps({"recorded": marker is not None, "why_not": why_not}))
@@ -154,6 +164,7 @@ def run(crash: dict[str, Any], device: str, share: Path) -> None:
 
 
 def crash_boot(crash: dict[str, Any], device: str, share: Path) -> None:
+    guestcheck.require(device)
     if crash.get("check"):
         _write(share / CHECK_FILE, json.dumps(check(crash, device, share), default=str))
     if crash.get("run"):

@@ -92,6 +92,7 @@ def counts(check: dict[str, Any]) -> dict[str, Any]:
         "mixed": v.get("mixed", 0),
         "fsck_error": fsck_error(check),
         "mount_seconds": check.get("mount_seconds"),
+        "journal_replayed": check.get("journal_replayed"),
         "mount_error": check.get("mount_error"),
     }
 
@@ -170,6 +171,14 @@ def metrics(crashes: list[Crash]) -> list[MetricRecord]:
         MetricRecord("fsck_errors", sum(map(fsck_error, checks)), "count", "lower"),
         MetricRecord("mount_failures", sum("mount_error" in c for c in checks), "count", "lower"),
         MetricRecord("acked_ops", _sum(checks, "acked"), "ops", "higher"),
+        # Mounts whose kernel said it replayed the journal (ext4 "recovery complete", xfs
+        # "Ending recovery"): the cuts that caught the filesystem mid-transaction.
+        MetricRecord(
+            "journal_replays",
+            sum(bool(c.get("journal_replayed")) for c in checks),
+            "count",
+            "higher",
+        ),
     ]
     if mounts:
         out.append(MetricRecord("mount_seconds", sum(mounts) / len(mounts), "s", "lower"))

@@ -3,7 +3,9 @@ records every write the filesystem makes, in the order the writes reach stable s
 (a write is logged once a flush covers it; a FUA write at once), with the flush and FUA
 marks; a crash state is then the log replayed up to a flush point plus a random subset
 of the writes the next flush would have made durable: what a disk that lost part of its
-cache could show.
+cache could show; or the whole log as the power cut left it (every write a flush or FUA
+covered, none of those still waiting for one): what a disk that lost its whole cache
+shows, and the only state of a filesystem mounted without barriers, which never flushes.
 
 The pattern marks each acknowledgement in the log (`ack-N`, through the device-mapper
 ioctl: no process per mark), so a state knows which acknowledged operations it must
@@ -147,13 +149,15 @@ class State:
 
 def choose(entries: list[Entry], rng: random.Random) -> State | None:
     """A flush point after the pattern's setup (the `ready` mark) and a random subset of
-    the writes between it and the next flush; None when the log has no such point."""
+    the writes between it and the next flush, or the log's end (the cut itself: nothing
+    after it); None when the pattern never got ready."""
     ready = next((i for i, e in enumerate(entries) if e.mark == READY_MARK), None)
     if ready is None:
         return None
     points = [i for i in range(ready, len(entries)) if entries[i].durable_point]
-    if not points:
-        return None
+    end = len(entries) - 1
+    if end not in points:
+        points.append(end)
     point = rng.choice(points)
     pending = []
     for i in range(point + 1, len(entries)):
@@ -163,7 +167,7 @@ def choose(entries: list[Entry], rng: random.Random) -> State | None:
         if not e.flags & MARK:
             pending.append(i)
     subset = sorted(rng.sample(pending, rng.randrange(len(pending) + 1))) if pending else []
-    acked = sum(1 for e in entries[:point] if e.mark.startswith(ACK_MARK))
+    acked = sum(1 for e in entries[: point + 1] if e.mark.startswith(ACK_MARK))
     return State(point, subset, len(pending), acked)
 
 

@@ -163,6 +163,7 @@ def check_fsync_append(root: Path, seed: int, acks: list[dict[str, Any]]) -> Ver
     if data is None:
         if acked:
             out.add("missing", "log", f"{acked} acknowledged records")
+            out.lost = acked  # every acknowledged record went with the file
         return out
     for i in range(acked):
         if data[i * RECORD : (i + 1) * RECORD] != _record(seed, i):
