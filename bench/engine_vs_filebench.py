@@ -58,6 +58,17 @@ whole `run`, warm-up included): the engine's own work is its user time; the
 filesystem's (the kernel's) is the system time. filebench's CPU is given
 for its whole process (its fileset creation included), for scale only.
 
+**CPU per operation** of each tool (user + system, from getrusage of the child:
+filebench's whole process over its counted operations, its fileset creation included;
+the engine's `run` process, warm-up included, over warm-up + measured time at the
+measured rate) and `cpu_efficiency`, filebench's CPU per operation over the engine's,
+paired per round: on this shared machine what a tool gets is its CPU share, and the CPU
+it needs per operation is the steadier measure of the two tools' efficiency.
+
+**Pooled**: the paired ratios of all cells together, and per filesystem, personality
+and thread count (`pooled` in the JSON): one cell's noise here is too large for a few
+rounds to decide it alone.
+
 **Noise**: the load average before every trial and each tool's coefficient of
 variation per cell are in the output; this machine is shared with other test runs.
 
@@ -209,6 +220,7 @@ def run_engine(
         "user_s": u1 - u0,
         "sys_s": s1 - s0,
         "cpu_scope": "run process: warm-up and measured phase",
+        "seconds": secs,
     }
     cpu = res.get("cpu")
     if cpu:  # the engine's own getrusage over the measured phase only
@@ -347,6 +359,29 @@ def summarize(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "cv_engine": cv(en),
                 }
             )
+        # CPU (user + system) per operation of each tool's process: on a machine whose
+        # CPUs other jobs share, how much CPU a tool needs per operation is steadier
+        # than the ops/s it gets. filebench: its whole process (fileset creation
+        # included) over its counted operations; engine: its run process (warm-up
+        # included) over the operations of warm-up + measured time at the measured rate.
+        cpu_fb = {t["round"]: 1e6 * (t["user_s"] + t["sys_s"]) / t["ops"] for t in by["filebench"]}
+        cpu_en = {
+            t["round"]: 1e6
+            * (t["user_s"] + t["sys_s"])
+            / (t["ops_per_s"] * (t.get("seconds", 10) + WARMUP_S))
+            for t in by["engine"]
+        }
+        cpu_pairs = [(cpu_en[r], cpu_fb[r]) for r in cpu_fb if r in cpu_en]
+        if cpu_pairs:
+            cr, cci = paired_ratio(cpu_pairs)
+            row.update(
+                {
+                    "cpu_us_per_op_filebench": [cpu_fb[r] for r in sorted(cpu_fb)],
+                    "cpu_us_per_op_engine": [cpu_en[r] for r in sorted(cpu_en)],
+                    "cpu_efficiency": cr,
+                    "cpu_efficiency_ci90": list(cci) if cci else None,
+                }
+            )
         eu = [t["user_us_per_op"] for t in by["engine"] if t.get("user_us_per_op")]
         es = [t["sys_us_per_op"] for t in by["engine"] if t.get("sys_us_per_op")]
         if eu and es:
@@ -357,6 +392,32 @@ def summarize(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
         rows.append(row)
     return rows
+
+
+def pooled(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """Paired ratios pooled over cells: all of them, and per filesystem and personality
+    (a cell's noise on this machine is too large for 3 rounds to decide it alone)."""
+    by_key: dict[tuple[int, str, str, int], dict[str, float]] = {}
+    for t in trials:
+        if "error" not in t:
+            key = (t["round"], t["fs"], t["personality"], t["threads"])
+            by_key.setdefault(key, {})[t["tool"]] = t["ops_per_s"]
+    pairs = {k: (v["filebench"], v["engine"]) for k, v in by_key.items() if len(v) == 2}
+
+    def one(select: list[tuple[float, float]]) -> dict[str, Any]:
+        ratio, ci = paired_ratio(select)
+        return {
+            "pairs": len(select),
+            "ratio": ratio,
+            "ci90": list(ci) if ci else None,
+            "verdict": verdict(ci),
+        }
+
+    out: dict[str, Any] = {"all": one(list(pairs.values()))}
+    for axis, pos in (("fs", 1), ("personality", 2), ("threads", 3)):
+        for value in sorted({k[pos] for k in pairs}, key=str):
+            out[f"{axis}={value}"] = one([p for k, p in pairs.items() if k[pos] == value])
+    return out
 
 
 def machine() -> dict[str, Any]:
@@ -431,9 +492,29 @@ def main() -> None:
         "--resume", action="store_true", help="keep the trials already in --output, run the rest"
     )
     ap.add_argument(
+        "--summarize",
+        action="store_true",
+        help="only recompute the cells and pooled ratios of --output from its trials",
+    )
+    ap.add_argument(
         "-o", "--output", type=Path, default=REPO / "bench/results/engine_vs_filebench.json"
     )
     args = ap.parse_args()
+    if args.summarize:
+        doc = json.loads(args.output.read_text())
+        doc["cells"] = summarize(doc["trials"])
+        doc["pooled"] = pooled(doc["trials"])
+        args.output.write_text(json.dumps(doc, indent=1) + "\n")
+        print(table(doc["cells"]))
+        for name, p in doc["pooled"].items():
+            ci = p["ci90"]
+            print(
+                f"{name}: {p['ratio']:.3f} ({ci[0]:.3f}-{ci[1]:.3f}) {p['verdict']}, "
+                f"{p['pairs']} pairs"
+                if ci
+                else f"{name}: {p['ratio']:.3f}"
+            )
+        return
     if os.geteuid() != 0:
         sys.exit("needs root (mkfs, mount, losetup, ASLR)")
     args.filebench = args.filebench.resolve()
@@ -519,9 +600,12 @@ def main() -> None:
                         flush=True,
                     )
                     doc["cells"] = summarize(doc["trials"])
+                    doc["pooled"] = pooled(doc["trials"])
                     doc["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
                     args.output.write_text(json.dumps(doc, indent=1) + "\n")
     print(table(doc["cells"]))
+    for name, p in doc["pooled"].items():
+        print(f"{name}: {p['ratio']:.3f} {p['ci90']} {p['verdict']}, {p['pairs']} pairs")
 
 
 if __name__ == "__main__":
