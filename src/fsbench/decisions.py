@@ -425,13 +425,16 @@ def _pair(
     if min(n) < 2:
         return replace(pair, note="too few repetitions to test"), None
     looked = _look(a, b, design)
-    pair = replace(
-        pair,
-        ci=looked.ci,
-        ci_level=looked.level,
-        ratio=looked.ratio or ratio,
-        equivalent=looked.equivalent_at is not None,
-    )
+    equivalent = looked.equivalent_at is not None
+    # The interval shown: the one equivalence was judged on where it held; else the one
+    # an order is judged at (one look's level, shared among the comparison's pairs as the
+    # first step of Holm shares it), so that an undecided pair's interval holds 1 unless
+    # the run's control over its comparisons is what kept it open.
+    ci, level = looked.ci, looked.level
+    if not equivalent:
+        level = 1 - design.nominal_alpha / pairs
+        ci = _ratio_ci(a.values, b.values, level)[1]
+    pair = replace(pair, ci=ci, ci_level=level, ratio=looked.ratio or ratio, equivalent=equivalent)
     if resolution > 0 and not exact and abs(a.mean - b.mean) <= resolution * (1 + 1e-9):
         return replace(
             pair,
@@ -450,7 +453,7 @@ def _pair(
         )
         if needed is not None:
             needed = max(needed, min(n) + 1)
-        pair = replace(pair, needed=needed)
+        pair = replace(pair, needed=needed if ratio else None)
     return pair, looked.p
 
 
@@ -614,6 +617,8 @@ class Decision:
         if p.needed is not None:
             return f"{p.a} vs {p.b}: undecided ({why}; n≈{p.needed} per config would decide)"
         if p.test in ("resolution", "exact") or p.note == "too few repetitions to test":
+            return f"{p.a} vs {p.b}: undecided ({why})"
+        if p.ratio is None:
             return f"{p.a} vs {p.b}: undecided ({why})"
         return f"{p.a} vs {p.b}: undecided ({why}; more than {NEEDED_LIMIT} repetitions needed)"
 

@@ -103,20 +103,15 @@ def _significance(
                 table.best.add((labels.index(verdict.best), j))
 
 
-def _add_power(table: Table, rows: list[Row], per_metric: bool = False) -> None:
-    """What the noise lets the table see; with metrics as columns, one note per column
-    (a column of zeros says nothing of another column's noise)."""
+def _add_power(table: Table, columns: list[tuple[str, list[Row]]]) -> None:
+    """What the noise lets each column see, one note per column (a column of zeros, or
+    of milliseconds, says nothing of another column's noise)."""
     if not table.verdicts:
         return
-    groups = (
-        [(m, [r for r in rows if r.metric == m]) for m in dict.fromkeys(r.metric for r in rows)]
-        if per_metric
-        else [(None, rows)]
-    )
-    for metric, group in groups:
-        note = power_note([r for r in group if r.values])
+    for name, rows in columns:
+        note = power_note([r for r in rows if r.values])
         if note:
-            table.footnotes.append(f"{metric}: {note}" if metric and len(groups) > 1 else note)
+            table.footnotes.append(f"{name}: {note}" if len(columns) > 1 else note)
 
 
 def fmt_number(x: float) -> str:
@@ -312,7 +307,11 @@ def build_tables(
                     metric=metric,
                 )
                 _significance(table, ranked, decisions)
-                _add_power(table, [r for r in mrows if r.metric == metric])
+                per_column = [
+                    (combo, [r for _, r in col if r is not None])
+                    for combo, col in zip(here, ranked, strict=True)
+                ]
+                _add_power(table, per_column)
                 tables.append(table)
         else:
             notes = _Notes()
@@ -342,7 +341,7 @@ def build_tables(
             )
             if shown:
                 _significance(table, ranked, decisions)
-                _add_power(table, [r for r in wrows if r.metric in shown], per_metric=True)
+                _add_power(table, [(str(m), [r for r in wrows if r.metric == m]) for m in shown])
             tables.append(table)
     return tables
 
