@@ -227,36 +227,63 @@ class _Loop:
         return out
 
     def _until_decided(self) -> None:
-        """`--reps decide`: each group in turn, round by round, until every pair of its
-        configs is ordered or equivalent (counts at n = 2, timings from n = 3), at most
-        max_reps, and while its share of the budget lasts. A group's share is what is
-        left of the budget, less what the groups not started yet will need for their
-        first rounds (as long as the first rounds took so far), split among them and it."""
+        """`--reps decide`: rounds per group until every pair of its configs is ordered
+        or equivalent (counts at n = 2, timings from n = 3), at most max_reps.
+
+        Without a budget, each group in turn to its answer. With one, first every group
+        to its minimum (so that what is left is known, not guessed from groups of other
+        sizes), then the groups still open in turn, each while a round fits its share of
+        what is left: the budget less the time spent, split among the open groups not yet
+        served. A group taken up again after other work starts with a warm-up trial."""
         groups = list(self._by_group().values())
         design = decisions.Design(True, MIN_AUTO_REPS, self.plan.planned_reps, self.plan.margin)
         clock = time.monotonic()
-        minimum_took: list[float] = []  # seconds each group took to its first rounds
-        for index, group_slots in enumerate(groups):
-            started = time.monotonic()
-            took: float | None = None
-            for rep in range(self.plan.planned_reps + 1):
-                if rep > MIN_REPS_EXACT and self._decided(group_slots, rep - 1, design):
-                    break
-                if rep > MIN_AUTO_REPS and self.plan.budget is not None:
-                    later = len(groups) - index - 1
-                    reserve = later * sum(minimum_took) / max(len(minimum_took), 1)
-                    left = self.plan.budget - (time.monotonic() - clock) - reserve
-                    if (time.monotonic() - started) / rep > left / (later + 1):
-                        break  # a round more would eat what later groups need
-                self._hand([s for s in group_slots if s.rep == rep])
-                if rep == MIN_AUTO_REPS:
-                    took = time.monotonic() - started
-            minimum_took.append(took if took is not None else time.monotonic() - started)
+        if self.plan.budget is None:
+            for group_slots in groups:
+                self._rounds(group_slots, design, 0, self.plan.planned_reps)
+        else:
+            per_round: dict[int, float] = {}
+            for index, group_slots in enumerate(groups):
+                started = time.monotonic()
+                ran = self._rounds(group_slots, design, 0, MIN_AUTO_REPS)
+                per_round[index] = (time.monotonic() - started) / max(ran, 1)
+            open_groups = [
+                i for i, g in enumerate(groups) if not self._decided(g, MIN_AUTO_REPS, design)
+            ]
+            for served, index in enumerate(open_groups):
+                group_slots = groups[index]
+                left = self.plan.budget - (time.monotonic() - clock)
+                share = left / (len(open_groups) - served)
+                # Whole rounds that fit, half a round kept for the warm-up trial first.
+                rounds = int(share / per_round[index] - 0.5) if per_round[index] > 0 else 0
+                last = min(self.plan.planned_reps, MIN_AUTO_REPS + rounds)
+                if last > MIN_AUTO_REPS:
+                    self._rounds(group_slots, design, MIN_AUTO_REPS + 1, last, rewarm=True)
+        for group_slots in groups:
             self.dropped += sum(
                 1
                 for s in group_slots
                 if s.seq not in self.stored and s.cell.key not in self.refused
             )
+
+    def _rounds(
+        self,
+        group_slots: Sequence[Slot],
+        design: decisions.Design,
+        first: int,
+        last: int,
+        rewarm: bool = False,
+    ) -> int:
+        """Rounds `first`..`last` of one group (0: its warm-up round), stopping before a
+        round once the group is decided; the rounds run. `rewarm`: the group is taken up
+        again after other work, so its first round starts with a warm-up trial."""
+        ran = 0
+        for rep in range(first, last + 1):
+            if rep > MIN_REPS_EXACT and self._decided(group_slots, rep - 1, design):
+                break
+            self._hand([s for s in group_slots if s.rep == rep], rewarm=rewarm and ran == 0)
+            ran += 1
+        return ran
 
     def _decided(self, group_slots: Sequence[Slot], n: int, design: decisions.Design) -> bool:
         """Whether the group's rounds so far (n counted) answer every pair of configs of
@@ -270,14 +297,15 @@ class _Loop:
             return n >= MIN_AUTO_REPS
         return all(d.complete for d in found)
 
-    def _hand(self, slots: Sequence[Slot]) -> None:
+    def _hand(self, slots: Sequence[Slot], rewarm: bool = False) -> None:
         """Slots not stored yet (a resumed run skips the rest) to the executor, after a
-        warm-up where they would otherwise start cold with a counted trial."""
+        warm-up where they would otherwise start cold with a counted trial (`rewarm`: the
+        group is taken up again after other work)."""
         pending = [s for s in slots if s.seq not in self.stored]
         pending = [s for s in pending if s.cell.key not in self.refused]
         if not pending:
             return
-        cold = not self.handed or self.executor.fresh_start(pending[0])
+        cold = rewarm or not self.handed or self.executor.fresh_start(pending[0])
         if cold and not pending[0].warmup and self.plan.warmup > 0 and warms(pending[0].cell):
             pending.insert(0, self._rewarm(pending[0]))
         self.handed = True

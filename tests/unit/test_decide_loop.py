@@ -130,9 +130,7 @@ def test_the_page_counts_cells_and_trials_as_the_banner_does(store: Store) -> No
     cells = planning.expand(p)
     run_id = _run(store, p, by_label({"a": 1.0, "b": 2.0}, 0.01))
     report = source.load(store, run_id)
-    page = summary_html(
-        build_tables(report.rows), report.rows, report.trials, report.decisions
-    )
+    page = summary_html(build_tables(report.rows), report.rows, report.trials, report.decisions)
     slots = len(matrix.slots_of(p, cells))
     assert len(report.trials) == 2 * slots  # one record per step
     assert f'<div class="n">{len(cells)}</div><div class="l">cells</div>' in page
@@ -178,3 +176,39 @@ def test_the_header_says_whether_the_order_design_was_complete(store: Store) -> 
     assert order_design_line(six).startswith("order design: complete")
     pair = [make_row(c, [1.0, 1.1]) for c in ("a", "b")]
     assert order_design_line(pair).startswith("order design: complete")
+
+
+def test_with_a_budget_every_group_gets_its_minimum_before_any_gets_more(
+    store: Store,
+) -> None:
+    """The budget is shared once what every group's first rounds cost is known: the open
+    group's extra rounds come after all first rounds, behind a warm-up trial of their
+    own (it is taken up again after other work)."""
+    p = _plan(("a", "b"), budget=3600.0, max_reps=6).model_copy(
+        update={
+            "workloads": [WorkloadSpec(name="alloc", params={"method": ["write-4k", "fallocate"]})]
+        }
+    )
+    rng = random.Random(2)
+
+    def measure(ran: Ran) -> float:
+        method = ran.slot.cell.params["method"]
+        base = 1.0 if ran.slot.cell.config.display == "a" else 2.0
+        if method == "write-4k":  # open: 8% apart in 10% noise
+            base = 1.0 if ran.slot.cell.config.display == "a" else 1.08
+            return rng.gauss(base, 0.1 * base)
+        return rng.gauss(base, 0.01 * base)
+
+    cells = planning.expand(p)
+    ex = FakeExecutor(p, cells, measure)
+    matrix.run(p, cells, store, argv=[], overrides={}, executor=ex)
+    ran = ex.ran
+    methods = [s.cell.params["method"] for s in ran]
+    extra = [i for i, s in enumerate(ran) if s.rep > 3]
+    assert extra, "the open group got no extra round"
+    firsts = [i for i, s in enumerate(ran) if 0 < s.rep <= 3]
+    assert max(firsts) < min(extra)  # every group's minimum first
+    assert {methods[i] for i in extra} == {"write-4k"}  # only the open group
+    before = ran[min(extra) - 1]
+    assert before.warmup and before.cell.params["method"] == "write-4k"  # a warm-up first
+    assert max(s.rep for s in ran if s.cell.params["method"] == "fallocate") == 3
