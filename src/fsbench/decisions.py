@@ -4,9 +4,10 @@ One comparison is the configs measured in the same conditions (one workload step
 combination of parameters and knobs, one metric). Each pair of its configs gets one of
 three answers, each with its evidence:
 
-- **order**: one is better. Welch's t-test over the repetitions, Holm-corrected over the
-  comparison's pairs; for counts fsbench reads itself (extents, files) that do not vary
-  between repetitions, the counts themselves (2 extents are not 3: no test needed); for
+- **order**: one is better. Welch's t-test over the repetitions, corrected over the
+  comparison's pairs by Holm's step-down with Shaffer's (1986) logical constraints (three
+  configs: alpha/3, then alpha, alpha); for counts fsbench reads itself (extents, files)
+  that do not vary between repetitions, the counts themselves (2 extents are not 3: no test needed); for
   counts of events out of N (damaged crashes of N power cuts), Fisher's exact test.
 - **equivalent**: the ratio of the means has a 90% confidence interval inside
   1 ± the plan's margin (two one-sided tests, TOST; Schuirmann 1987).
@@ -39,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fsbench.stats import fisher_exact, holm, t_quantile
+from fsbench.stats import fisher_exact, shaffer, t_quantile
 
 ALPHA = 0.05
 DEFAULT_MARGIN = 0.05
@@ -115,7 +116,8 @@ class Design:
             else "one look"
         )
         return (
-            f"pairs ordered by Welch's t-test (Holm over a comparison's pairs, "
+            f"pairs ordered by Welch's t-test (Holm with Shaffer's constraints over a "
+            "comparison's pairs, "
             f"Benjamini-Hochberg over the run's comparisons; {looks}), or by counts that "
             f"do not vary; equivalent when the ratio's CI is within ±{self.margin:.0%} "
             "(TOST); otherwise undecided"
@@ -720,10 +722,14 @@ def decide(
         for i, a in enumerate(usable)
         for b in usable[i + 1 :]
     ]
-    adjusted = holm([p for _, p in drafts])
+    # Pairs answered without a test count in the step-down as what they are: an exact
+    # order rejected for certain, anything else never rejected.
+    certain = [p if p is not None else (0.0 if pair.kind == ORDER else 1.0) for pair, p in drafts]
+    stepped = shaffer(certain, len(usable))
     pairs = []
-    for (pair, _), p in zip(drafts, adjusted, strict=True):
-        pairs.append(replace(pair, p=p) if p is not None else pair)
+    for (pair, p), q in zip(drafts, stepped, strict=True):
+        pairs.append(replace(pair, p=q) if p is not None else pair)
+    adjusted = [q if p is not None else None for (_, p), q in zip(drafts, stepped, strict=True)]
     tested = [p for p in adjusted if p is not None]
     exact_orders = any(p.kind == ORDER and p.test == "exact" for p in pairs)
     family = 0.0 if exact_orders else (min(tested) if tested else None)

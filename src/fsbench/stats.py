@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -253,6 +254,36 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     running = 0.0
     for rank, (p, i) in enumerate(indexed):
         running = max(running, min(1.0, (m - rank) * p))
+        adjusted[i] = running
+    return adjusted
+
+
+@functools.cache
+def _true_together(k: int) -> tuple[int, ...]:
+    """How many of the pairwise hypotheses among k means can be true at once (Shaffer
+    1986): the means split into groups of equal ones, j of them equal giving C(j, 2)."""
+    if k <= 1:
+        return (0,)
+    found = {j * (j - 1) // 2 + rest for j in range(1, k + 1) for rest in _true_together(k - j)}
+    return tuple(sorted(found))
+
+
+def shaffer(pvalues: Sequence[float | None], k: int) -> list[float | None]:
+    """Adjusted p-values of all pairwise comparisons of k configs by Shaffer's modified
+    sequentially rejective Bonferroni (S1): Holm's step-down, each step dividing by the
+    most hypotheses that can still be true together rather than by all that remain. For
+    three configs: alpha/3, then alpha, alpha (once two means differ, at most one pair
+    is equal). Controls the family-wise error as Holm does, and is never less powerful.
+    `pvalues` are the k(k-1)/2 pairs' (None kept in place, counted as never rejected)."""
+    m = k * (k - 1) // 2
+    possible = _true_together(k)
+    indexed = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    adjusted: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for step, (p, i) in enumerate(indexed):
+        remaining = m - step
+        divisor = max(x for x in possible if x <= remaining) if remaining > 0 else 1
+        running = max(running, min(1.0, max(divisor, 1) * p))
         adjusted[i] = running
     return adjusted
 

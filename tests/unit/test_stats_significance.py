@@ -98,3 +98,16 @@ def test_order_effect_finds_a_place_trend_and_a_carry_over() -> None:
     assert carried.carryover_p is not None and carried.carryover_p < 0.001
     assert carried.size == pytest.approx(0.1, abs=0.02)
     assert order_effect([0.0] * 4, [1, 2, 1, 2], ["a", "b", "a", "b"]).p is None  # too few
+
+
+def test_shaffer_is_holm_with_the_hypotheses_that_can_be_true_together() -> None:
+    from fsbench.stats import shaffer
+
+    # Three configs: once two differ, at most one pair is equal: alpha/3, then alpha, alpha.
+    assert shaffer([0.01, 0.03, 0.04], 3) == pytest.approx([0.03, 0.03, 0.04])
+    assert holm([0.01, 0.03, 0.04]) == pytest.approx([0.03, 0.06, 0.06])
+    # Four configs: 6 pairs, at most 3 true together after the first rejection.
+    assert shaffer([0.001, 0.01, 0.02, 0.5, 0.6, 0.7], 4) == pytest.approx(
+        [0.006, 0.03, 0.06, 1.0, 1.0, 1.0]
+    )
+    assert shaffer([None, 0.02, None], 3) == [None, 0.06, None]
