@@ -7,8 +7,9 @@ three answers, each with its evidence:
 - **order**: one is better. Welch's t-test over the repetitions, corrected over the
   comparison's pairs by Holm's step-down with Shaffer's (1986) logical constraints (three
   configs: alpha/3, then alpha, alpha); for counts fsbench reads itself (extents, files)
-  that do not vary between repetitions, the counts themselves (2 extents are not 3: no test needed); for
-  counts of events out of N (damaged crashes of N power cuts), Fisher's exact test.
+  that do not vary between repetitions, the counts themselves (2 extents are not 3: no
+  test needed); for counts of events out of N (damaged crashes of N power cuts),
+  Fisher's exact test.
 - **equivalent**: the ratio of the means has a 90% confidence interval inside
   1 ± the plan's margin (two one-sided tests, TOST; Schuirmann 1987).
 - **undecided**: neither, with the repetitions per config that would decide it at the
