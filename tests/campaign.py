@@ -60,7 +60,7 @@ def _snapshot(db: Path) -> set[tuple[int, int, int, str]]:
     try:
         return {
             (rid, t.seq, t.step, t.started_at)
-            for rid in store.run_ids()
+            for rid in [r.id for r in store.list_runs()]
             for t in store.get_trials(rid)
         }
     finally:
@@ -123,7 +123,7 @@ def run_campaign(workdir: Path, attempts: int, seed: int = 1) -> Summary:
     summary.trials_lost += len(seen - final)
     store = Store(db)
     try:
-        for rid in store.run_ids():
+        for rid in [r.id for r in store.list_runs()]:
             trials = store.get_trials(rid)
             slots = [(t.seq, t.step) for t in trials]
             summary.duplicates += len(slots) - len(set(slots))

@@ -123,9 +123,7 @@ class FakeExecutor(Executor):
             finished_at=now(),
             metrics=[]
             if refused
-            else [
-                MetricRecord(self.metric, self.measure(Ran(slot, previous)), self.unit, "lower")
-            ],
+            else [MetricRecord(self.metric, self.measure(Ran(slot, previous)), self.unit, "lower")],
             position=slot.position,
             previous_cell=previous.cell.key if previous else "",
         )

@@ -275,9 +275,6 @@ class Store:
                 update(runs).where(runs.c.id == run_id).values(status=status, finished_at=now())
             )
 
-    def record_trial(self, run_id: int, trial: TrialRecord) -> int:
-        return self.record_trials(run_id, [trial])[0]
-
     def record_trials(self, run_id: int, records: list[TrialRecord]) -> list[int]:
         """The trials of one cell (its chain's steps) and their metrics in one
         transaction: all or nothing. Each trial's provenance is checked against the
@@ -317,10 +314,6 @@ class Store:
         trial.id = trial_id
         return trial_id
 
-    def run_ids(self) -> list[int]:
-        with self.engine.connect() as conn:
-            return [int(r[0]) for r in conn.execute(select(runs.c.id).order_by(runs.c.id))]
-
     def latest_run_id(self) -> int | None:
         """The run started last. A fleet host's member run is a part of its fleet run, not
         a run of its own, where that fleet run is in the store (it was made first; the
@@ -337,11 +330,6 @@ class Store:
         if row is None:
             raise FsbenchError(f"no run {run_id} in {self.url}")
         return _run_record(row)
-
-    def run_by_uid(self, uid: str) -> RunRecord | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(select(runs).where(runs.c.uid == uid)).mappings().first()
-        return None if row is None else _run_record(row)
 
     def fleet_members(self, fleet_uid: str) -> list[RunRecord]:
         """The member runs of a fleet run (one per host), in the order they were made."""

@@ -205,10 +205,10 @@ def test_errors_are_one_line_without_the_password(pg_cluster: Cluster, tmp_path:
 def test_a_server_that_stops_under_an_open_store_is_one_line_without_the_password() -> None:
     with cluster() as own:
         store = Store(own.url())
-        assert store.run_ids() == []
+        assert [r.id for r in store.list_runs()] == []
         own.stop()
         with pytest.raises(FsbenchError) as err:
-            store.run_ids()
+            [r.id for r in store.list_runs()]
         store.close()
     text = str(err.value)
     assert text.startswith("result store postgresql://fsbench:***@/fsbench?host=")
@@ -382,7 +382,7 @@ def test_merge_adds_what_a_resumed_run_lacks_and_takes_its_progress(
     uid = _run(early, "h1", 3, status="running")
     shutil.copyfile(early, later)
     store = Store(later)  # the same run resumed: more cells, then finished
-    run = store.run_by_uid(uid)
+    run = next((r for r in store.list_runs() if r.uid == uid), None)
     assert run is not None
     for seq in range(3, 6):
         store.record_trials(run.id, [_trial(seq, 0, "h1"), _trial(seq, 1, "h1")])
@@ -394,7 +394,7 @@ def test_merge_adds_what_a_resumed_run_lacks_and_takes_its_progress(
     with source(later) as src:
         got = merge_store(src, dest)
     assert got.runs_updated == [uid] and got.trials_added == 6
-    merged = dest.run_by_uid(uid)
+    merged = next((r for r in dest.list_runs() if r.uid == uid), None)
     assert merged is not None and merged.status == "finished" and merged.finished_at
     assert len(dest.get_trials(merged.id)) == 12
     with source(early) as src:  # an older copy never moves it back

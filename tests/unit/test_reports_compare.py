@@ -296,7 +296,7 @@ def test_cli_compare_json(tmp_path: Path) -> None:
             target={"kind": "loop"},
         )
         for i, v in enumerate(values):
-            store.record_trial(rid, _trial(i, i + 1, "ext4", v))
+            store.record_trials(rid, [_trial(i, i + 1, "ext4", v)])
         store.finish_run(rid, "finished")
         ids.append(rid)
     runner = CliRunner()
@@ -327,7 +327,7 @@ def test_cli_compare_by_kernel_within_one_run(tmp_path: Path) -> None:
     for kernel, ext4, xfs in (("6.1", A_FAST, A_FAST), ("6.12", B_SLOWER, A_FAST)):
         for rep, (e, x) in enumerate(zip(ext4, xfs, strict=True), start=1):
             for config, value in (("ext4", e), ("xfs", x)):
-                store.record_trial(rid, _trial(seq, rep, config, value, {"kernel": kernel}))
+                store.record_trials(rid, [_trial(seq, rep, config, value, {"kernel": kernel})])
                 seq += 1
     store.finish_run(rid, "finished")
     runner = CliRunner()
@@ -424,7 +424,7 @@ def test_cli_compare_by_a_sysctl_knob_within_one_run(tmp_path: Path) -> None:
         for rep, (e, x) in enumerate(zip(ext4, xfs, strict=True), start=1):
             for config, value in (("ext4", e), ("xfs", x)):
                 knobs = {"vm.dirty_ratio": ratio, "scheduler": "none"}
-                store.record_trial(rid, _trial(seq, rep, config, value, knobs))
+                store.record_trials(rid, [_trial(seq, rep, config, value, knobs)])
                 seq += 1
     store.finish_run(rid, "finished")
     runner = CliRunner()

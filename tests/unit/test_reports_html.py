@@ -186,23 +186,25 @@ def store(tmp_path: Path) -> tuple[Store, int]:
                     "mount": {"effective": ["rw", "relatime"]},
                 }
                 value = base * k * (1 + 0.01 * rep)
-                store.record_trial(
-                    rid, _trial(seq, rep, config, method, value, provenance=prov, fs=fs)
+                store.record_trials(
+                    rid, [_trial(seq, rep, config, method, value, provenance=prov, fs=fs)]
                 )
                 seq += 1
-        store.record_trial(
+        store.record_trials(
             rid,
-            _trial(
-                seq,
-                rep,
-                "ext2",
-                "fallocate",
-                0,
-                status="unsupported",
-                message=f"fallocate(2): Operation not supported {EVIL}",
-                detail=EVIL_DETAIL,
-                fs="ext2",
-            ),
+            [
+                _trial(
+                    seq,
+                    rep,
+                    "ext2",
+                    "fallocate",
+                    0,
+                    status="unsupported",
+                    message=f"fallocate(2): Operation not supported {EVIL}",
+                    detail=EVIL_DETAIL,
+                    fs="ext2",
+                )
+            ],
         )
         seq += 1
     store.finish_run(rid, "finished")

@@ -232,7 +232,7 @@ def test_html_page_draws_the_stored_series(tmp_path: Path) -> None:
     )
     for t in trials():
         t.id = None
-        store.record_trial(rid, t)
+        store.record_trials(rid, [t])
     page = html.html_report(store, rid)
     assert "Over time: throughput and latency percentiles per second (1)" in page
     assert 'alt="fio: per second"' in page

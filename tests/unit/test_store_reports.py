@@ -90,32 +90,36 @@ def run_id(store: Store) -> int:
             ("xfs", "xfs", "fallocate", b * 0.01),
             ("xfs", "xfs", "write-4k", b),
         ]:
-            store.record_trial(
+            store.record_trials(
                 rid,
-                _trial(
-                    seq,
-                    rep,
-                    config,
-                    fs,
-                    method,
-                    seconds=value,
-                    notes=ignored if fs == "ext4" else None,
-                ),
+                [
+                    _trial(
+                        seq,
+                        rep,
+                        config,
+                        fs,
+                        method,
+                        seconds=value,
+                        notes=ignored if fs == "ext4" else None,
+                    )
+                ],
             )
             seq += 1
-    store.record_trial(
+    store.record_trials(
         rid,
-        _trial(
-            seq,
-            1,
-            "ext2",
-            "ext2",
-            "fallocate",
-            status="unsupported",
-            message="fallocate(2): Operation not supported on ext2",
-        ),
+        [
+            _trial(
+                seq,
+                1,
+                "ext2",
+                "ext2",
+                "fallocate",
+                status="unsupported",
+                message="fallocate(2): Operation not supported on ext2",
+            )
+        ],
     )
-    store.record_trial(rid, _trial(seq + 1, 1, "ext2", "ext2", "write-4k", seconds=3.0))
+    store.record_trials(rid, [_trial(seq + 1, 1, "ext2", "ext2", "write-4k", seconds=3.0)])
     store.finish_run(rid, "finished")
     return rid
 
@@ -132,7 +136,7 @@ def test_store_round_trip(store: Store, run_id: int) -> None:
 
 def test_one_trial_per_schedule_slot(store: Store, run_id: int) -> None:
     with pytest.raises(IntegrityError, match="one_trial_per_slot|UNIQUE"):
-        store.record_trial(run_id, _trial(0, 1, "xfs", "xfs", "fallocate", seconds=1.0))
+        store.record_trials(run_id, [_trial(0, 1, "xfs", "xfs", "fallocate", seconds=1.0)])
 
 
 def test_rows_summarise_per_cell(store: Store, run_id: int) -> None:
@@ -246,7 +250,7 @@ def test_many_processes_open_a_new_store_at_once(new_db: Callable[[], str]) -> N
         assert pool.map(_open_store, dbs) == ["ok"] * len(dbs)
     for db in set(dbs):
         store = Store(db)
-        assert store.run_ids() == [] and store.migrated == []
+        assert [r.id for r in store.list_runs()] == [] and store.migrated == []
         store.close()
 
 

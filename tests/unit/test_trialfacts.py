@@ -34,11 +34,11 @@ def test_the_store_refuses_an_unknown_or_retyped_key(tmp_path: Path) -> None:
         name="t", fsbench_version="0", argv=[], plan={}, overrides={}, schedule=[],
         host={}, target={},
     )  # fmt: skip
-    store.record_trial(run_id, _trial({"flags": {"short": "0.1 s"}, "headline": ["seconds"]}))
+    store.record_trials(run_id, [_trial({"flags": {"short": "0.1 s"}, "headline": ["seconds"]})])
     with pytest.raises(FsbenchError, match="'flagz' is not in fsbench.trialfacts"):
-        store.record_trial(run_id, _trial({"flagz": {}}))
+        store.record_trials(run_id, [_trial({"flagz": {}})])
     with pytest.raises(FsbenchError, match="'headline' is str, not list"):
-        store.record_trial(run_id, _trial({"headline": "seconds"}))
+        store.record_trials(run_id, [_trial({"headline": "seconds"})])
     assert len(store.get_trials(run_id)) == 1  # nothing of the refused trials was written
     store.close()
 

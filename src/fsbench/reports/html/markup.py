@@ -94,11 +94,6 @@ def pre(text: str) -> str:
 # --- how the page names a cell -----------------------------------------------------------------
 
 
-def cell_id(row: Row) -> tuple[str, str, str, str, str]:
-    """A cell's identity: host, config, chain, workload, its parameters and knobs."""
-    return (row.host, row.config, row.chain, row.workload, json.dumps(dims_of(row), default=str))
-
-
 def trial_label(t: TrialRecord) -> str:
     """A trial's config as the tables label its row (reports.tables.label_of)."""
     return f"{t.host} · {t.config}" if t.host else t.config
