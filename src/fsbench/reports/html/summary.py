@@ -68,7 +68,9 @@ def summary_html(
     entries: list[tuple[Table, str, Decision]] = []
     for tb in tables:
         for col, v in zip(tb.columns, tb.verdicts, strict=False):
-            if v is not None:
+            # The headline comparisons (alloc's seconds of an allocation that writes
+            # nothing are shown in its table, but are no headline of theirs).
+            if v is not None and v.headline:
                 entries.append((tb, col, v))
     shown = [v for _, _, v in entries]
     pairs = tally(shown)

@@ -1,0 +1,107 @@
+"""What the default comparison decides: `fsbench run` (the quick preset, repetitions
+decided round by round within its budget) against the same preset at a fixed 3
+repetitions, each in its own store, one after the other; per run the wall time and how
+many pairs of configs its comparisons order, find equivalent or leave undecided (with the
+repetitions that would decide them). As root, on an idle machine: other work moves the
+numbers (the load average is kept with them).
+
+    .venv/bin/python bench/quick_decides.py [--skip-fixed] [--keep DIR]
+
+Writes bench/results/quick_decides.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_file import save  # noqa: E402
+
+FSBENCH = str(Path(sys.executable).with_name("fsbench"))
+
+
+def run(db: Path, extra: list[str]) -> dict[str, Any]:
+    started = time.monotonic()
+    res = subprocess.run(
+        [FSBENCH, "run", "--db", str(db), "--no-report", "--json", *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.monotonic() - started
+    if res.returncode not in (0, 3):
+        raise SystemExit(f"fsbench run failed ({res.returncode}): {res.stderr[-2000:]}")
+    doc = json.loads(res.stdout)
+    return {"seconds": round(seconds, 1), **tally(doc)}
+
+
+def tally(doc: dict[str, Any]) -> dict[str, Any]:
+    """Pairs per kind over the headline comparisons (what the tables show), and the
+    comparisons themselves in a line each."""
+    kinds = {"order": 0, "equivalent": 0, "undecided": 0}
+    lines = []
+    trials = len({(r["config"], r["workload"], json.dumps(r["params"])) for r in doc["rows"]})
+    for c in doc["comparisons"]:
+        if not c["headline"]:
+            continue
+        v = c["verdict"]
+        for p in v["pairs"]:
+            kinds[p["kind"]] += 1
+        dims = " ".join(f"{k}={x}" for k, x in sorted(c["dims"].items()) if x is not None)
+        needed = [p["needed"] for p in v["pairs"] if p["kind"] == "undecided"]
+        lines.append(
+            {
+                "comparison": f"{c['workload']} {v['metric']} {dims}".strip(),
+                "kind": v["kind"],
+                "ranking": v["ranking"],
+                "decided": v["decided"],
+                "pairs": len(v["pairs"]),
+                "undecided_needs": needed,
+            }
+        )
+    total = sum(kinds.values())
+    return {
+        "cells": trials,
+        "comparisons": len(lines),
+        "pairs": total,
+        "pairs_by_kind": kinds,
+        "decided": kinds["order"] + kinds["equivalent"],
+        "decided_share": round((kinds["order"] + kinds["equivalent"]) / total, 3)
+        if total
+        else None,
+        "reps": sorted({r["n"] for r in doc["rows"] if r["n"]}),
+        "lines": lines,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-fixed", action="store_true", help="only the default run")
+    parser.add_argument("--keep", type=Path, help="keep the stores in this directory")
+    args = parser.parse_args()
+    started = datetime.now(UTC)
+    with tempfile.TemporaryDirectory(prefix="fsbench-quick-") as tmp:
+        where = args.keep or Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        results: dict[str, Any] = {"decide": run(where / "decide.db", [])}
+        if not args.skip_fixed:
+            results["fixed_3"] = run(where / "fixed.db", ["--reps", "3"])
+    for name, r in results.items():
+        print(
+            f"{name}: {r['seconds']:.0f} s, {r['decided']}/{r['pairs']} pairs decided "
+            f"{r['pairs_by_kind']}",
+            file=sys.stderr,
+        )
+    save("quick_decides", results, started)
+
+
+if __name__ == "__main__":
+    main()
