@@ -100,3 +100,12 @@ def test_a_value_click_refuses_is_one_line_too(db: Path, args: list[str], said: 
 def test_a_sysctl_knob_that_is_not_the_numbers_it_holds(db: Path, value: str) -> None:
     line = _refused(db, "--knob", f"vm.dirty_ratio={value}", "--fs", "ext4", "-w", "alloc")
     assert line.startswith(f"knob vm.dirty_ratio={value}: a whole number, as "), line
+
+
+def test_an_age_whose_repository_is_not_there(db: Path, tmp_path: Path) -> None:
+    line = _refused(db, "--fs", "ext4", "-w", "alloc", "--age", "git-pulls:repo=/nonexistent")
+    assert line == "age git-pulls: repo: /nonexistent: not a git repository"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    line = _refused(db, "--fs", "ext4", "-w", "alloc", "--age", f"git-pulls:repo={plain}")
+    assert line == f"age git-pulls: repo: {plain}: not a git repository"

@@ -44,7 +44,8 @@ def parse(text: str) -> tuple[str, dict[str, str]]:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or name
-        raise FsbenchError(f"age {name}: {where}: {first.get('msg')}") from None
+        what = str(first.get("msg")).removeprefix("Value error, ")
+        raise FsbenchError(f"age {name}: {where}: {what}") from None
     return name, params
 
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from fsbench import proc, sourcetree
 from fsbench.aging import history
@@ -46,6 +46,16 @@ class GitPullsParams(TreeParams):
         "first-parent history)",
     )
     seed: int = Field(default=1, ge=0, description="seed of the synthesized history")
+
+    @field_validator("repo")
+    @classmethod
+    def _a_repository(cls, value: str | None) -> str | None:
+        # Refused when the plan is read, before a run exists: not at every cell's trial.
+        if value is not None:
+            repo = Path(value)
+            if not (repo / ".git").exists() and not (repo / "HEAD").exists():
+                raise ValueError(f"{value}: not a git repository")
+        return value
 
 
 def _git(*args: str, cwd: Path | None = None) -> str:
