@@ -296,6 +296,11 @@ class Plan(BaseModel):
         description="Two configs are equivalent when the 90% CI of their ratio is within "
         "1 ± this margin (0.05: ±5%).",
     )
+    steady: Literal["both", "spread", "slope"] = Field(
+        default="both",
+        description="What makes a per-second series steady (fio's ss=): both its spread and "
+        "its slope within their limits, or one of them.",
+    )
     budget: float | None = Field(
         default=None,
         gt=0,

@@ -85,9 +85,11 @@ class Runner:
         scale: Scale,
         cache_dir: Path,
         timeout: float | None = None,
+        steady_rule: str = "both",
     ) -> None:
         self.target = target
         self.timeout = timeout
+        self.steady_rule = steady_rule  # steady.REQUIRE: what makes a series steady
         self.mountpoint = mount_root
         self.scale = scale
         self.cache_dir = cache_dir
@@ -325,7 +327,9 @@ class Runner:
         if not name or not found:
             return []
         window = STEADY_WINDOW[self.scale]
-        result = steady.steady_state(found["t"], found["v"], window=window)
+        result = steady.steady_state(
+            found["t"], found["v"], window=window, require=self.steady_rule
+        )
         ctx.facts["steady"] = {"series": name, **result.as_dict()}
         if not result.reached or result.mean is None:
             if result.judged:

@@ -549,3 +549,10 @@ def test_every_test_module_has_a_name_of_its_own() -> None:
     tests = Path(__file__).resolve().parents[1]
     names = [p.name for p in tests.rglob("test_*.py")]
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
+
+
+def test_steady_state_is_both_criteria_unless_the_plan_says_one() -> None:
+    assert _ad_hoc().steady == "both"
+    assert _ad_hoc(steady="slope").steady == "slope"
+    with pytest.raises(Exception, match="'both', 'spread' or 'slope'"):
+        _ad_hoc(steady="either")

@@ -106,6 +106,7 @@ def fleet_run(
     ci_target: pf.CiTargetOpt = None,
     margin: pf.MarginOpt = None,
     budget: pf.BudgetOpt = None,
+    steady: pf.SteadyOpt = None,
     scale: pf.ScaleOpt = None,
     trial_timeout: pf.TrialTimeoutOpt = None,
     seed: pf.SeedOpt = None,

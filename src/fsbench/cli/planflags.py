@@ -80,6 +80,7 @@ RepsOpt = Annotated[str | None, typer.Option("--reps", help=field_help(Plan, "re
 MaxRepsOpt = Annotated[int | None, typer.Option("--max-reps", help=field_help(Plan, "max_reps"))]
 MarginOpt = Annotated[float | None, typer.Option("--margin", help=field_help(Plan, "margin"))]
 BudgetOpt = Annotated[str | None, typer.Option("--budget", help=field_help(Plan, "budget"))]
+SteadyOpt = Annotated[str | None, typer.Option("--steady", help=field_help(Plan, "steady"))]
 CiTargetOpt = Annotated[
     float | None, typer.Option("--ci-target", help=field_help(Plan, "ci_target"))
 ]
@@ -126,6 +127,12 @@ GuestRamOpt = Annotated[
 ]
 
 
+# The flags that set a plan field of the same name as given.
+PLAN_FIELDS = (
+    "scale", "max_reps", "ci_target", "margin", "steady", "trial_timeout", "seed", "warmup",
+)  # fmt: skip
+
+
 @dataclass
 class PlanFlags:
     """Every plan flag as given (None: not given)."""
@@ -142,6 +149,7 @@ class PlanFlags:
     ci_target: float | None = None
     margin: float | None = None
     budget: str | None = None
+    steady: str | None = None
     scale: Scale | None = None
     trial_timeout: float | None = None
     seed: int | None = None
@@ -203,7 +211,7 @@ def build_plan(flags: PlanFlags) -> Plan:
             data["workload"] = [keep.get(n) or WorkloadSpec(name=n) for n in names]
         except ValidationError as exc:
             raise FsbenchError(f"--workload: {planning.one_line(exc)}") from None
-    for name in ("scale", "max_reps", "ci_target", "margin", "trial_timeout", "seed", "warmup"):
+    for name in PLAN_FIELDS:
         value = getattr(flags, name)
         if value is not None:
             data[name] = value

@@ -130,7 +130,12 @@ class LocalExecutor(Executor):
             self.target.close()
             raise
         runner = Runner(
-            self.target, self._mnt, self.plan.scale, cache_root(self.workdir), self.plan.timeout
+            self.target,
+            self._mnt,
+            self.plan.scale,
+            cache_root(self.workdir),
+            self.plan.timeout,
+            self.plan.steady,
         )
         self._slots = SlotRunner(runner)
 

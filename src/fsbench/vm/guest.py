@@ -100,7 +100,10 @@ def run_job(job: VmJob, share: Path) -> None:
         _write(share / STARTED, json.dumps(facts, indent=1, default=str))
         MOUNT_ROOT.mkdir(parents=True, exist_ok=True)
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        runner = Runner(target, MOUNT_ROOT, Scale(job.scale), CACHE_DIR, job.trial_timeout)
+        steady_rule = str((job.plan or {}).get("steady") or "both")
+        runner = Runner(
+            target, MOUNT_ROOT, Scale(job.scale), CACHE_DIR, job.trial_timeout, steady_rule
+        )
         slots = [Slot(vc.seq, vc.rep, vc.position, 0, vc.cell()) for vc in job.cells]
         with open(share / RECORDS, "a") as out:
 
