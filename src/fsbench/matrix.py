@@ -232,9 +232,12 @@ class _Loop:
 
         Without a budget, each group in turn to its answer. With one, first every group
         to its minimum (so that what is left is known, not guessed from groups of other
-        sizes), then the groups still open in turn, each while a round fits its share of
-        what is left: the budget less the time spent, split among the open groups not yet
-        served. A group taken up again after other work starts with a warm-up trial."""
+        sizes), then the groups still open, cheapest answer first: a group's answer costs
+        its rounds (the most repetitions any of its open pairs needs at the noise
+        measured, if within max_reps) times what a round of it took; a group no round
+        within max_reps would settle gets none. Each group runs while its rounds fit what
+        is left of the budget; one taken up again after other work starts with a warm-up
+        trial."""
         groups = list(self._by_group().values())
         design = decisions.Design(True, MIN_AUTO_REPS, self.plan.planned_reps, self.plan.margin)
         clock = time.monotonic()
@@ -247,18 +250,18 @@ class _Loop:
                 started = time.monotonic()
                 ran = self._rounds(group_slots, design, 0, MIN_AUTO_REPS)
                 per_round[index] = (time.monotonic() - started) / max(ran, 1)
-            open_groups = [
-                i for i, g in enumerate(groups) if not self._decided(g, MIN_AUTO_REPS, design)
-            ]
-            for served, index in enumerate(open_groups):
-                group_slots = groups[index]
+            wanted = []  # (cost of the answer, group, the repetitions it needs)
+            for index, group_slots in enumerate(groups):
+                needs = self._needs(group_slots, design)
+                if needs is not None:
+                    wanted.append(((needs - MIN_AUTO_REPS) * per_round[index], index, needs))
+            for _, index, needs in sorted(wanted):
                 left = self.plan.budget - (time.monotonic() - clock)
-                share = left / (len(open_groups) - served)
                 # Whole rounds that fit, half a round kept for the warm-up trial first.
-                rounds = int(share / per_round[index] - 0.5) if per_round[index] > 0 else 0
-                last = min(self.plan.planned_reps, MIN_AUTO_REPS + rounds)
+                fit = int(left / per_round[index] - 0.5) if per_round[index] > 0 else 0
+                last = min(needs, MIN_AUTO_REPS + fit)
                 if last > MIN_AUTO_REPS:
-                    self._rounds(group_slots, design, MIN_AUTO_REPS + 1, last, rewarm=True)
+                    self._rounds(groups[index], design, MIN_AUTO_REPS + 1, last, rewarm=True)
         for group_slots in groups:
             self.dropped += sum(
                 1
@@ -291,14 +294,35 @@ class _Loop:
             ran += 1
         return ran
 
+    def _needs(self, group_slots: Sequence[Slot], design: decisions.Design) -> int | None:
+        """The repetitions that would settle the open pairs of the group's headline
+        comparisons at the noise measured (the most any settleable pair needs), within
+        max_reps; None when nothing is open or no open pair settles within it."""
+        found = self._headline(group_slots, design, explain=True)
+        needs = [
+            p.needed
+            for d in found
+            for p in d.pairs
+            if p.kind == decisions.UNDECIDED and p.needed is not None
+        ]
+        within = [n for n in needs if n <= self.plan.planned_reps]
+        return max(within) if within else None
+
+    def _headline(
+        self, group_slots: Sequence[Slot], design: decisions.Design, explain: bool = False
+    ) -> list[decisions.Decision]:
+        """The group's headline comparisons as its trials so far decide them."""
+        keys = {s.cell.key for s in group_slots}
+        trials = [t for t in self.store.get_trials(self.run_id) if t.cell_key in keys]
+        rows = build_rows(trials, None, (), self.store.get_run(self.run_id).workloads)
+        decided = verdicts.decide_all(rows, design, explain=explain).values()
+        return [d for d in decided if d.headline]
+
     def _decided(self, group_slots: Sequence[Slot], n: int, design: decisions.Design) -> bool:
         """Whether the group's rounds so far (n counted) answer every pair of configs of
         its headline comparisons. Never before MIN_AUTO_REPS for a group with nothing to
         compare (one config): its timings still want their repetitions."""
-        keys = {s.cell.key for s in group_slots}
-        trials = [t for t in self.store.get_trials(self.run_id) if t.cell_key in keys]
-        rows = build_rows(trials, None, (), self.store.get_run(self.run_id).workloads)
-        found = [d for d in verdicts.decide_all(rows, design, explain=False).values() if d.headline]
+        found = self._headline(group_slots, design)
         if not found:
             return n >= MIN_AUTO_REPS
         return all(d.complete for d in found)
