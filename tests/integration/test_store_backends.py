@@ -234,7 +234,7 @@ def _trial(seq: int, step: int, host: str) -> TrialRecord:
         status="ok",
         started_at=f"t{seq}",
         finished_at=f"t{seq + 1}",
-        provenance={"host": host},
+        provenance={"notes": [f"written by {host}"]},
         metrics=[
             MetricRecord("seconds", seq + step / 10, "s", "lower"),
             MetricRecord("fragments", 1, "count", "lower", 1.0),
