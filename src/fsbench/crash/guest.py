@@ -57,7 +57,9 @@ JOURNAL_REPLAYED = ("recovery complete", "Ending recovery", "start tree-log repl
 def ack_port() -> str:
     """The character device of the acknowledgements port (no udev in a job's guest)."""
     proc.run(["modprobe", "-q", "virtio_console"], timeout=30)
-    for _ in range(50):
+    # Up to 30 s: under TCG on a loaded host the port can take seconds to register (5 s
+    # were once too few, and the guest failed with a traceback).
+    for _ in range(300):
         for name_file in Path("/sys/class/virtio-ports").glob("*/name"):
             if name_file.read_text().strip() == ACK_PORT:
                 return f"/dev/{name_file.parent.name}"
