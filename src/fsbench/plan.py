@@ -304,8 +304,9 @@ class Plan(BaseModel):
     budget: float | None = Field(
         default=None,
         gt=0,
-        description="Seconds the whole run may spend on repetitions past the first "
-        "rounds, shared among the groups still undecided (--budget 9m, 1h; default: none).",
+        description="Seconds the whole run may take with --reps decide: every group gets "
+        "its first rounds, then the groups still open get more, cheapest to settle first, "
+        "while the budget lasts (--budget 9m, 1h; default: none).",
     )
     ci_target: float = Field(
         default=0.05, gt=0, lt=1, description="CI half-width / mean that --reps auto aims at."
