@@ -86,7 +86,6 @@ import datetime as dt
 import json
 import math
 import os
-import platform
 import re
 import resource
 import shutil
@@ -103,6 +102,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from fsbench import filesystems, fsops  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_file import machine  # noqa: E402
+
 from fsbench.stats import ratio_ci, t_quantile  # noqa: E402
 from fsbench.targets.loop import LoopImage  # noqa: E402
 from fsbench.units import parse_size  # noqa: E402
@@ -423,32 +426,6 @@ def pooled(trials: list[dict[str, Any]]) -> dict[str, Any]:
         for value in sorted({k[pos] for k in pairs}, key=str):
             out[f"{axis}={value}"] = one([p for k, p in pairs.items() if k[pos] == value])
     return out
-
-
-def machine() -> dict[str, Any]:
-    cpu = next(
-        (
-            ln.split(":", 1)[1].strip()
-            for ln in Path("/proc/cpuinfo").read_text().splitlines()
-            if ln.startswith("model name")
-        ),
-        "?",
-    )
-    mem = next(
-        (
-            ln.split()[1]
-            for ln in Path("/proc/meminfo").read_text().splitlines()
-            if ln.startswith("MemTotal:")
-        ),
-        "0",
-    )
-    return {
-        "host": platform.node(),
-        "kernel": platform.release(),
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "mem_kib": int(mem),
-    }
 
 
 def table(rows: list[dict[str, Any]]) -> str:

@@ -40,7 +40,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -51,6 +50,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_file import machine  # noqa: E402
 
 from fsbench.stats import ratio_ci  # noqa: E402
 from fsbench.units import format_size, parse_size  # noqa: E402
@@ -209,32 +211,6 @@ def describe(name: str, values: list[float], unit: str = "MiB/s") -> str:
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     each = ", ".join(f"{v:.0f}" for v in values)
     return f"{name:<12} {mean:8.1f} {unit}  sd {sd:6.1f}  cv {100 * sd / mean:5.1f}%  [{each}]"
-
-
-def machine() -> dict[str, object]:
-    cpu = next(
-        (
-            ln.split(":", 1)[1].strip()
-            for ln in Path("/proc/cpuinfo").read_text().splitlines()
-            if ln.startswith("model name")
-        ),
-        "?",
-    )
-    mem = next(
-        (
-            ln.split()[1]
-            for ln in Path("/proc/meminfo").read_text().splitlines()
-            if ln.startswith("MemTotal:")
-        ),
-        "0",
-    )
-    return {
-        "host": platform.node(),
-        "kernel": platform.release(),
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "mem_kib": int(mem),
-    }
 
 
 def save(
