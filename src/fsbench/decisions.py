@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fsbench.stats import fisher_exact, shaffer, t_quantile
+from fsbench.stats import fisher_exact, moments, shaffer, t_quantile, welch
 
 ALPHA = 0.05
 DEFAULT_MARGIN = 0.05
@@ -225,36 +225,16 @@ class Pair:
         }
 
 
-def _moments(values: Sequence[float]) -> tuple[int, float, float]:
-    """n, mean and sample variance (plain floats: the simulations call this a million
-    times, and `statistics` computes exactly, in fractions)."""
-    n = len(values)
-    mean = math.fsum(values) / n
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    return n, mean, var
-
-
 def _welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:
-    """Welch's two-sided p (stats.welch, computed here in floats)."""
-    from scipy.special import stdtr
-
-    (na, ma, va), (nb, mb, vb) = _moments(a), _moments(b)
-    if na < 2 or nb < 2:
-        return None
-    sa, sb = va / na, vb / nb
-    se2 = sa + sb
-    if se2 == 0:
-        return 1.0 if ma == mb else 0.0
-    t = (ma - mb) / math.sqrt(se2)
-    df = se2**2 / (sa**2 / (na - 1) + sb**2 / (nb - 1))
-    return float(2 * stdtr(df, -abs(t)))
+    found = welch(a, b)
+    return None if found is None else found.p
 
 
 def _ratio_ci(
     a: Sequence[float], b: Sequence[float], level: float
 ) -> tuple[float | None, tuple[float, float] | None]:
     """mean(b) / mean(a) and its CI at `level` (delta method on the log scale, Welch df)."""
-    (na, ma, va), (nb, mb, vb) = _moments(a), _moments(b)
+    (na, ma, va), (nb, mb, vb) = moments(a), moments(b)
     if ma == 0 or mb == 0 or (ma < 0) != (mb < 0):
         return None, None
     ratio = mb / ma
