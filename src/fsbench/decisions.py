@@ -56,7 +56,6 @@ NEEDED_LIMIT = 1000
 POWER = 0.8
 
 ORDER, EQUIVALENT, UNDECIDED = "order", "equivalent", "undecided"
-KINDS = (ORDER, EQUIVALENT, UNDECIDED)
 
 
 @dataclass(frozen=True)

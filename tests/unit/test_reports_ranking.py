@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from fsbench.decisions import Decision, Design
 from fsbench.records import RunRecord
 from fsbench.reports import render
-from fsbench.reports.ranking import fmt_change
 from fsbench.reports.rows import Row
 from fsbench.reports.tables import build_tables
 from fsbench.reports.verdicts import decide_rows
@@ -180,22 +177,6 @@ def test_a_tool_that_rounds_differs_by_no_more_than_its_step() -> None:
     assert v.kind == "undecided" and v.pairs[0].test == "resolution"
     assert "resolution" in v.text
     assert rank([whole("a", 3), whole("b", 6)]).kind == "order"
-
-
-@pytest.mark.parametrize(
-    "ratio, text",
-    [
-        (0.77, "-23%"),
-        (1.3, "+30%"),
-        (0.955, "-4.5%"),
-        (2.5, "2.5× higher"),
-        (0.1, "10× lower"),
-        (0.0, "-100%"),
-        (None, "n/a"),
-    ],
-)
-def test_fmt_change(ratio: float | None, text: str) -> None:
-    assert fmt_change(ratio, "lower") == text
 
 
 def _sweep_rows() -> list[Row]:
