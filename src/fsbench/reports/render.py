@@ -116,7 +116,8 @@ def render_markdown(
     lines = [f"## fsbench run {run.id}: {run.name}", ""]
     lines += [f"- {md_escape(h)}" for h in header(run, rows, calibration_run)[1:]]
     lines.append("")
-    for t in build_tables(rows, all_metrics, verdicts.for_run(run.plan, rows)):
+    decided = verdicts.for_run(run.plan, rows)
+    for t in build_tables(rows, all_metrics, decided):
         lines += [f"### {t.title}", "", f"_{t.caption}_", ""]
         lines.append("| " + " | ".join([t.row_header, *t.columns]) + " |")
         lines.append("|" + "---|" + "---:|" * len(t.columns))
@@ -135,7 +136,7 @@ def render_markdown(
         lines += [f"{i}. {md_escape(n)}" for i, n in enumerate(t.footnotes, 1)]
         if t.footnotes:
             lines.append("")
-    safety = safety_lines(rows, verdicts.for_run(run.plan, rows))
+    safety = safety_lines(rows, decided)
     if safety:
         lines += ["### Safety beside speed", "", f"_{md_escape(safety_caption(rows))}_", ""]
         for s in safety:
@@ -161,14 +162,15 @@ def print_tables(
 ) -> None:
     for line in header(run, rows, calibration_run):
         console.print(line, style="dim", highlight=False, markup=False)
-    for t in build_tables(rows, all_metrics, verdicts.for_run(run.plan, rows)):
+    decided = verdicts.for_run(run.plan, rows)
+    for t in build_tables(rows, all_metrics, decided):
         console.print()
         console.print(_rich_table(t))
         for i, note in enumerate(t.footnotes, 1):
             console.print(f"  [{i}] {note}", style="dim", highlight=False, markup=False)
         if t.legend:
             console.print(f"  {t.legend}", style="dim", highlight=False, markup=False)
-    safety = safety_lines(rows, verdicts.for_run(run.plan, rows))
+    safety = safety_lines(rows, decided)
     if safety:
         console.print()
         console.print("Safety beside speed", style="bold", highlight=False, markup=False)
