@@ -31,7 +31,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fsbench-aa-", dir=args.workdir) as tmp:
         argv = [
-            sys.executable, "-m", "fsbench", "run",
+            sys.executable, "-m", "fsbench.cli", "run",
             "--fs", "ext4:label=ext4-a", "--fs", "ext4:label=ext4-b",
             "--workload", "fs_mark,fio", "--set", "profile=seq-write",
             "--scale", args.scale, "--reps", args.reps,
@@ -42,10 +42,10 @@ def main() -> int:
             print(res.stderr[-2000:], file=sys.stderr)
             return 2
         rows = json.loads(res.stdout)["rows"]
+        report = [sys.executable, "-m", "fsbench.cli", "report", "--db", f"{tmp}/aa.db"]
         verdicts = subprocess.run(
-            [sys.executable, "-m", "fsbench", "report", "--db", f"{tmp}/aa.db", "--format", "md"],
-            capture_output=True, text=True, check=False, cwd=REPO,
-        ).stdout  # fmt: skip
+            [*report, "--format", "md"], capture_output=True, text=True, check=False, cwd=REPO
+        ).stdout
     failed = False
     for metric in ("files_per_s", "write_mib_s"):
         pair = [r for r in rows if r["metric"] == metric and r["n"]]

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fsbench.units import format_size, parse_size
+from fsbench.system.units import format_size, parse_size
 from fsbench.workloads.alloc import _by_write
 
 

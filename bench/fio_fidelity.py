@@ -54,8 +54,8 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_file import machine  # noqa: E402
 
-from fsbench.stats import ratio_ci  # noqa: E402
-from fsbench.units import format_size, parse_size  # noqa: E402
+from fsbench.analysis.stats import ratio_ci  # noqa: E402
+from fsbench.system.units import format_size, parse_size  # noqa: E402
 
 MIB = 1 << 20
 SETTLE_SECONDS = 3.0

@@ -44,10 +44,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from fsbench.dburl import to_url  # noqa: E402
 from fsbench.fleet.ansible import CALLS, read_calls  # noqa: E402
-from fsbench.merge import merge_store  # noqa: E402
-from fsbench.store import Store  # noqa: E402
+from fsbench.store.dburl import to_url  # noqa: E402
+from fsbench.store.merge import merge_store  # noqa: E402
+from fsbench.store.results import Store  # noqa: E402
 from tests.pgcluster import cluster  # noqa: E402
 from tests.sshd import sshd, write_inventory  # noqa: E402
 

@@ -59,7 +59,7 @@ from fio_fidelity import (  # noqa: E402
     settle,
 )
 
-from fsbench.units import format_size, parse_size  # noqa: E402
+from fsbench.system.units import format_size, parse_size  # noqa: E402
 
 FILE_SIZE = 4096
 FILES_PER_SEC = re.compile(r"^\s*\d+\s+(\d+)\s+(\d+)\s+([\d.]+)\s+\d+", re.MULTILINE)

@@ -21,11 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from results_file import save  # noqa: E402
 
-from fsbench import filesystems, fsops, system  # noqa: E402
-from fsbench.monitors.sampler import Sampler  # noqa: E402
-from fsbench.stats import summarize, welch  # noqa: E402
-from fsbench.targets.loop import LoopImage  # noqa: E402
-from fsbench.units import parse_size  # noqa: E402
+from fsbench.analysis.stats import summarize, welch  # noqa: E402
+from fsbench.execute.targets.loop import LoopImage  # noqa: E402
+from fsbench.system import cache as system
+from fsbench.system import filesystems, fsops  # noqa: E402
+from fsbench.system.monitors.sampler import Sampler  # noqa: E402
+from fsbench.system.units import parse_size  # noqa: E402
 
 
 def one(target: LoopImage, mnt: Path, size: int, monitored: bool) -> float:

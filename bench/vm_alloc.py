@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from fsbench import schedule
-from fsbench.plan import Plan, expand, parse_fs_spec
+from fsbench.execute import schedule
+from fsbench.plan.model import Plan, expand, parse_fs_spec
 from fsbench.vm import VmCell, VmJob, VmSpec, import_records, run_in_vm
 
 

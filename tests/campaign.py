@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.store import Store
+from fsbench.store.results import Store
 from tests.helpers import fsbench, ours
 from tests.safety import root_disk
 
@@ -97,7 +97,7 @@ def run_campaign(workdir: Path, attempts: int, seed: int = 1) -> Summary:
         summary.attempts += 1
         argv = ["run", "--resume", *common] if _unfinished(db) else ["run", *RUN_ARGS, *common]
         child = subprocess.Popen(
-            [sys.executable, "-m", "fsbench", *argv],
+            [sys.executable, "-m", "fsbench.cli", *argv],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

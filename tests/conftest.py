@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import filesystems, fsops
+from fsbench.system import filesystems, fsops
 
 pytest_plugins = ["tests.pgcluster"]  # a real PostgreSQL, started once per session
 

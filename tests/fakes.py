@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from fsbench.executors.base import Executor, OnRecords, OnStart
-from fsbench.plan import Cell, Plan
-from fsbench.records import MetricRecord, TrialRecord, now
-from fsbench.schedule import Slot
+from fsbench.execute.executors.base import Executor, OnRecords, OnStart
+from fsbench.execute.schedule import Slot
+from fsbench.plan.model import Cell, Plan
+from fsbench.store.records import MetricRecord, TrialRecord, now
 
 
 @dataclass

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from fsbench import filesystems, fsops
-from fsbench.context import Context
+from fsbench.execute.context import Context
+from fsbench.system import filesystems, fsops
 from fsbench.workloads.base import Scale
 
 TEST_DATA_HOME = Path("/var/tmp/fsbench-tests/xdg-data")
@@ -46,7 +46,7 @@ def fsbench(
     # The user's ~/.local/share/fsbench (default store, saved feature tables) stays theirs.
     env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
     return subprocess.run(
-        [sys.executable, "-m", "fsbench", *argv],
+        [sys.executable, "-m", "fsbench.cli", *argv],
         env=env,
         capture_output=True,
         text=True,
@@ -92,7 +92,7 @@ def context(fs_name: str, device: str, mountpoint: Path, cache_dir: Path | None 
 def assert_every_slot_once(trials: Sequence[Any], planned: int, restarts: int = 1) -> None:
     """A resumed run kept every planned slot exactly once; beyond them, only the warm-ups
     a restart adds (one per restart at most: the first trial after it is not counted)."""
-    from fsbench.schedule import WARMUP_REP
+    from fsbench.execute.schedule import WARMUP_REP
 
     assert sorted(t.seq for t in trials if t.seq < planned) == list(range(planned))
     extra = [t for t in trials if t.seq >= planned]

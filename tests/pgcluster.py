@@ -231,7 +231,7 @@ def load_sqlite(path: Path, url: str) -> None:
     written in that database."""
     from sqlalchemy import MetaData, create_engine, text
 
-    from fsbench.dburl import to_url
+    from fsbench.store.dburl import to_url
 
     src, dest = create_engine(f"sqlite:///{path}"), create_engine(to_url(url))
     try:

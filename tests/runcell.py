@@ -25,10 +25,12 @@ from typing import Any
 
 import pytest
 
-from fsbench import filesystems, fsops, runner, workloads
-from fsbench.plan import Cell, FsConfig
-from fsbench.records import MetricRecord, TrialRecord
-from fsbench.targets.loop import LoopImage
+from fsbench import workloads
+from fsbench.execute import runner
+from fsbench.execute.targets.loop import LoopImage
+from fsbench.plan.model import Cell, FsConfig
+from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.system import filesystems, fsops
 from fsbench.workloads.base import Scale
 from tests.conftest import TEST_ROOT
 

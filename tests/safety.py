@@ -12,7 +12,7 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-from fsbench.targets import devinfo
+from fsbench.execute.targets import devinfo
 
 
 @cache

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from conftest import MountFactory, available_fs
-from fsbench import plan as planning
-from fsbench.aging import measure
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
-from fsbench.runner import Runner, cache_root, mount_root
-from fsbench.store import Store
-from fsbench.targets.blockdev import BlockDevice
+from fsbench.execute.runner import Runner, cache_root, mount_root
+from fsbench.execute.targets.blockdev import BlockDevice
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
+from fsbench.store.results import Store
+from fsbench.workloads.aging import measure
 from fsbench.workloads.base import Scale
 from tests.helpers import fsbench, ours
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MountFactory, available_fs
-from fsbench import fiemap
+from fsbench.system import fiemap
 from fsbench.workloads import get
 from fsbench.workloads.alloc import FILENAME, METHODS, Alloc, AllocParams
 from fsbench.workloads.base import Scale, fsync_path

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.store import Store
+from fsbench.store.results import Store
 from tests.helpers import fsbench
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.stats import min_detectable, reps_needed
+from fsbench.analysis.stats import min_detectable, reps_needed
 from tests.helpers import fsbench, ours
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.store import Store
+from fsbench.store.results import Store
 from tests.helpers import assert_every_slot_once, default_sigint, fsbench, ours
 from tests.safety import root_disk
 

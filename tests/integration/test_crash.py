@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from fsbench.crash.host import case_seed, cut_after
-from fsbench.store import Store
+from fsbench.store.results import Store
 from fsbench.vm import ensure_image
+from fsbench.vm.crash.host import case_seed, cut_after
 from tests.helpers import VM_CACHE, VM_MARKS, assert_every_slot_once, fsbench
 
 pytestmark = VM_MARKS
@@ -210,7 +210,7 @@ def test_a_killed_crash_run_resumes_where_it_stopped(workdir: Path) -> None:
     ensure_image(None, VM_CACHE)
     db = workdir / "r.db"
     argv = [
-        *[sys.executable, "-m", "fsbench", "run", "--target", "vm", "--workload", "crash"],
+        *[sys.executable, "-m", "fsbench.cli", "run", "--target", "vm", "--workload", "crash"],
         *["--fs", "ext4,xfs", "--set", "pattern=create-tree", "--set", "crashes=1"],
         *["--scale", "tiny", "--guest-ram", "1024", "--image-size", "2G", "--no-report"],
         *["--workdir", str(workdir / "work"), "--db", str(db)],

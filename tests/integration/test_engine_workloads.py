@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import engine as _engine
+from fsbench.system import engine as _engine
 from tests.helpers import fsbench, ours
 
 pytestmark = [

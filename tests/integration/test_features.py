@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from fsbench.features import registry
-from fsbench.features.base import MiB, Settings
-from fsbench.features.model import FeatureTable, Result
-from fsbench.features.runner import run_features
+from fsbench.execute.features import registry
+from fsbench.execute.features.base import MiB, Settings
+from fsbench.execute.features.model import FeatureTable, Result
+from fsbench.execute.features.runner import run_features
 from tests.conftest import TEST_ROOT, available_fs
 from tests.helpers import TEST_DATA_HOME, fsbench, ours
 
@@ -210,7 +210,7 @@ def test_ext4_probes_run_when_another_filesystem_is_missing(
 
     def features(workdir: Path, *hidden: str) -> dict[str, Any]:
         env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
-        command = [sys.executable, "-m", "fsbench", *argv, "--workdir", str(workdir)]
+        command = [sys.executable, "-m", "fsbench.cli", *argv, "--workdir", str(workdir)]
         if hidden:
             # A fixed script; the paths are its arguments.
             cover = 'for p; do [ "$p" = -- ] && break; mount --bind /dev/null "$p"; done'

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import available_fs
-from fsbench.records import MetricRecord
+from fsbench.store.records import MetricRecord
 from fsbench.workloads.fio import Fio
 from fsbench.workloads.fio.profiles import PROFILES, RAND_RW, SEQ_READ, SEQ_WRITE, THREADED
 from fsbench.workloads.sysbench_fileio import SUBDIR

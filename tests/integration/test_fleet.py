@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.store import Store
+from fsbench.store.results import Store
 from tests.helpers import TEST_DATA_HOME, default_sigint, fsbench
 from tests.sshd import SshServer, sshd, write_inventory
 
@@ -210,7 +210,7 @@ def _check_no_password(workdir: Path, db: str, password: str, outputs: list[str]
                 assert secret not in path.read_bytes(), path
     from sqlalchemy import MetaData, create_engine
 
-    from fsbench.dburl import to_url
+    from fsbench.store.dburl import to_url
 
     engine = create_engine(to_url(db))
     try:
@@ -227,7 +227,7 @@ def _check_no_password(workdir: Path, db: str, password: str, outputs: list[str]
 def _controller(workdir: Path, inventory: Path, db: str, *args: str) -> subprocess.Popen[str]:
     """`fsbench fleet run` in the background, for a test that acts on a host meanwhile."""
     env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
-    argv = [sys.executable, "-m", "fsbench", "fleet", "run", "--inventory", str(inventory)]
+    argv = [sys.executable, "-m", "fsbench.cli", "fleet", "run", "--inventory", str(inventory)]
     argv += ["--db", db, "--poll", "1", "--controller-dir", str(workdir / "controller"), *args]
     return subprocess.Popen(
         argv,
@@ -468,7 +468,7 @@ def test_a_controller_killed_with_9_leaves_no_password_on_disk(
     tmp = workdir / "tmp"
     tmp.mkdir()
     env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME), "TMPDIR": str(tmp)}
-    argv = [sys.executable, "-m", "fsbench", "fleet", "run", "--inventory", str(inventory)]
+    argv = [sys.executable, "-m", "fsbench.cli", "fleet", "run", "--inventory", str(inventory)]
     argv += ["--db", pg_url, "--poll", "1", "--controller-dir", str(workdir / "controller")]
     controller = subprocess.Popen(
         [*argv, *ALLOC[:-1], "12"],

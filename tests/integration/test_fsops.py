@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import filesystems, fsops, proc
-from fsbench.errors import Unsupported
+from fsbench.system import filesystems, fsops, proc
+from fsbench.system.errors import Unsupported
 from tests.conftest import MountFactory, available_fs
 
 pytestmark = pytest.mark.integration

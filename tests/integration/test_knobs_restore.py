@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import contention, knobs
-from fsbench import plan as planning
-from fsbench.errors import Unsupported
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
-from fsbench.runner import Runner, cache_root, mount_root
-from fsbench.targets import stale
-from fsbench.targets.loop import LoopImage
+from fsbench.execute.runner import Runner, cache_root, mount_root
+from fsbench.execute.targets import stale
+from fsbench.execute.targets.loop import LoopImage
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
+from fsbench.system import contention, knobs
+from fsbench.system.errors import Unsupported
 from fsbench.workloads.base import Scale
 from tests.helpers import TEST_DATA_HOME, ours
 
@@ -143,7 +143,7 @@ def test_a_killed_run_leaves_no_load_running(workdir: Path) -> None:
     parent-death signal), and the next `fsbench doctor` clears what the run wrote down."""
     work = workdir / "work"
     env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
-    argv = [sys.executable, "-m", "fsbench", "run", "--fs", "ext4", "--workload", "dbench"]
+    argv = [sys.executable, "-m", "fsbench.cli", "run", "--fs", "ext4", "--workload", "dbench"]
     argv += ["--set", "clients=1", "--set", "duration=120", "--knob", "contention=busy"]
     argv += ["--reps", "1", "--warmup", "0", "--scale", "tiny", "--image-size", "1G"]
     argv += ["--workdir", str(work), "--db", str(workdir / "r.db"), "--no-report"]
@@ -160,7 +160,7 @@ def test_a_killed_run_leaves_no_load_running(workdir: Path) -> None:
         child.wait()
     assert _wait_until_gone() == []
     res = subprocess.run(
-        [sys.executable, "-m", "fsbench", "doctor", "--workdir", str(work), "--json"],
+        [sys.executable, "-m", "fsbench.cli", "doctor", "--workdir", str(work), "--json"],
         env=env,
         capture_output=True,
         text=True,
@@ -335,7 +335,7 @@ def test_a_killed_run_leaves_its_knob_changed_and_doctor_restores_it(
     assert _sysctl("vm.dirty_ratio") == changed
     assert [(e.name, e.original) for e in knobs.load(journal)][:1] == [("vm.dirty_ratio", original)]
     res = subprocess.run(
-        [sys.executable, "-m", "fsbench", "doctor", "--workdir", str(work), "--json"],
+        [sys.executable, "-m", "fsbench.cli", "doctor", "--workdir", str(work), "--json"],
         env=env,
         capture_output=True,
         text=True,

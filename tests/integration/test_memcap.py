@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import knobs, memcap
-from fsbench.errors import FsbenchError
-from fsbench.targets import stale
+from fsbench.execute.targets import stale
+from fsbench.system import knobs, memcap
+from fsbench.system.errors import FsbenchError
 from tests.helpers import fsbench
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import available_fs
-from fsbench import servers
-from fsbench.records import TrialRecord
+from fsbench.store.records import TrialRecord
+from fsbench.system import servers
 from fsbench.workloads import get
 from tests.helpers import TEST_DATA_HOME, fsbench, ours
 from tests.runcell import Bench, flags, loop_bench, metrics
@@ -205,7 +205,7 @@ def test_a_killed_run_leaves_the_server_to_doctor(workdir: Path) -> None:
     the mount and the loop device."""
     work = workdir / "work"
     env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
-    argv = [sys.executable, "-m", "fsbench", "run", "--fs", FS[0], "--workload", "pgbench"]
+    argv = [sys.executable, "-m", "fsbench.cli", "run", "--fs", FS[0], "--workload", "pgbench"]
     argv += ["--set", "duration=120", "--reps", "1", "--warmup", "0", "--scale", "tiny"]
     argv += ["--image-size", "2G", "--workdir", str(work), "--db", str(workdir / "r.db")]
     argv += ["--no-report"]
@@ -227,7 +227,7 @@ def test_a_killed_run_leaves_the_server_to_doctor(workdir: Path) -> None:
         time.sleep(0.1)
     assert clients_of(work) == []  # the client died with its parent
     res = subprocess.run(
-        [sys.executable, "-m", "fsbench", "doctor", "--workdir", str(work), "--json"],
+        [sys.executable, "-m", "fsbench.cli", "doctor", "--workdir", str(work), "--json"],
         env=env,
         capture_output=True,
         text=True,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.executors.local import target_summary
-from fsbench.targets.loop import LoopImage, image_name
+from fsbench.execute.executors.local import target_summary
+from fsbench.execute.targets.loop import LoopImage, image_name
 from tests.helpers import fsbench, ours
 
 pytestmark = [
@@ -60,7 +60,7 @@ def test_the_next_run_releases_what_a_killed_run_left(workdir: Path) -> None:
     ]
     killed = subprocess.Popen(
         [
-            *(sys.executable, "-m", "fsbench", "run", "--fs", "ext4", "--workload", "alloc"),
+            *(sys.executable, "-m", "fsbench.cli", "run", "--fs", "ext4", "--workload", "alloc"),
             *("--set", "method=write-4k", "--reps", "50", *common),
         ],
         stdout=subprocess.PIPE,

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from fsbench import engine as _engine
 from fsbench import workloads
-from fsbench.store import Store
+from fsbench.store.results import Store
+from fsbench.system import engine as _engine
 from fsbench.workloads.fio.profiles import PROFILES
 from fsbench.workloads.sysbench_fileio import MODES
 from tests.helpers import fsbench, ours

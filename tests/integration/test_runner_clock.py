@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from fsbench import fsops, system, workloads
+from fsbench import workloads
+from fsbench.system import cache as system
+from fsbench.system import fsops
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
 from tests.runcell import Bench, flags, loop_bench, metrics

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from fsbench import engine, memcap
-from fsbench.records import TrialRecord
+from fsbench.store.records import TrialRecord
+from fsbench.system import engine, memcap
 from tests.helpers import fsbench
 from tests.integration.test_memcap import read_twice
 from tests.runcell import Bench, flags, loop_bench, metrics

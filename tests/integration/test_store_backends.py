@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from sqlalchemy import MetaData, create_engine, inspect, select
 
-from fsbench.dburl import to_url
-from fsbench.errors import FsbenchError
-from fsbench.merge import merge_store, source
-from fsbench.records import MetricRecord, TrialRecord
-from fsbench.store import Store
+from fsbench.store.dburl import to_url
+from fsbench.store.merge import merge_store, source
+from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 from tests.helpers import TEST_DATA_HOME, assert_every_slot_once, fsbench, ours
 from tests.pgcluster import Cluster, cluster
 from tests.unit.test_store_migration import assert_v5_rows
@@ -112,7 +112,7 @@ def test_a_run_in_postgresql_reports_like_one_in_sqlite_and_its_password_is_nowh
     listed = fsbench("list", "runs", "--db", pg_url)
     assert listed.returncode == 0 and "postgresql://fsbench:***@/" in listed.stdout
     env_listed = subprocess.run(
-        [sys.executable, "-m", "fsbench", "list", "runs", "--json"],
+        [sys.executable, "-m", "fsbench.cli", "list", "runs", "--json"],
         env={**os.environ, "FSBENCH_DB": pg_url, "XDG_DATA_HOME": str(TEST_DATA_HOME)},
         capture_output=True,
         text=True,
@@ -148,7 +148,7 @@ def test_a_killed_run_resumes_in_postgresql_and_keeps_every_trial_once(
         *["--workdir", str(workdir / "work"), "--db", pg_url, "--no-report"],
     ]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fsbench", "run", *args],
+        [sys.executable, "-m", "fsbench.cli", "run", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)},

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import available_fs
-from fsbench import runner, servers
-from fsbench.plan import Cell, FsConfig
-from fsbench.records import TrialRecord
+from fsbench.execute import runner
+from fsbench.plan.model import Cell, FsConfig
+from fsbench.store.records import TrialRecord
+from fsbench.system import servers
 from fsbench.workloads import get
 from fsbench.workloads.base import Scale
 from tests.helpers import TEST_DATA_HOME, ours
@@ -162,7 +163,7 @@ def test_a_killed_run_leaves_no_server(workdir: Path) -> None:
     work = workdir / "work"
     log = workdir / "run.log"
     env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
-    argv = [sys.executable, "-m", "fsbench", "run", "--fs", "ext4", "--workload", WORKLOAD]
+    argv = [sys.executable, "-m", "fsbench.cli", "run", "--fs", "ext4", "--workload", WORKLOAD]
     argv += ["--set", "duration=120", "--reps", "1", "--warmup", "0", "--scale", "tiny"]
     argv += ["--image-size", "1G", "--workdir", str(work), "--db", str(workdir / "r.db")]
     argv += ["--no-report"]
@@ -186,7 +187,7 @@ def test_a_killed_run_leaves_no_server(workdir: Path) -> None:
     assert processes("mariadbd", work) != []  # left for the doctor
     assert ours(work)[1] != []
     res = subprocess.run(
-        [sys.executable, "-m", "fsbench", "doctor", "--workdir", str(work), "--json"],
+        [sys.executable, "-m", "fsbench.cli", "doctor", "--workdir", str(work), "--json"],
         env=env,
         capture_output=True,
         text=True,

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import plan as planning
-from fsbench.errors import FsbenchError, TrialFailed, UnsafeDeviceError
-from fsbench.filesystems import FSBENCH_LABEL
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
-from fsbench.runner import Runner, cache_root, mount_root
-from fsbench.targets import devinfo, stale
-from fsbench.targets.blockdev import BlockDevice
-from fsbench.targets.loop import LoopImage, attached_loops
+from fsbench.execute.runner import Runner, cache_root, mount_root
+from fsbench.execute.targets import devinfo, stale
+from fsbench.execute.targets.blockdev import BlockDevice
+from fsbench.execute.targets.loop import LoopImage, attached_loops
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
+from fsbench.system.errors import FsbenchError, TrialFailed, UnsafeDeviceError
+from fsbench.system.filesystems import FSBENCH_LABEL
 from fsbench.workloads.base import Scale
 from tests.safety import root_disk
 

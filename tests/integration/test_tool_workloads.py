@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import available_fs
-from fsbench import proc
-from fsbench.records import TrialRecord
+from fsbench.store.records import TrialRecord
+from fsbench.system import proc
 from fsbench.workloads import get
 from tests.runcell import Bench, flags, loop_bench, metrics
 

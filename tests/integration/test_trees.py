@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from fsbench import fiemap, filesystems, proc, sourcetree, system
+from fsbench.system import cache as system
+from fsbench.system import fiemap, filesystems, proc, sourcetree
 from fsbench.workloads import fsck
 from tests.helpers import fsbench, ours
 

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from fsbench.plan import Cell, FsConfig
-from fsbench.store import Store
+from fsbench.plan.model import Cell, FsConfig
+from fsbench.store.results import Store
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, ensure_image, import_records, run_in_vm
 from fsbench.vm.doctor import host_lacks
 from tests.helpers import VM_CACHE, VM_MARKS, default_sigint, fsbench
@@ -97,7 +97,7 @@ def test_doctor_facts() -> None:
 CHILD = """
 import sys
 from pathlib import Path
-from fsbench.plan import Cell, FsConfig
+from fsbench.plan.model import Cell, FsConfig
 from fsbench.vm import VmCell, VmJob, VmSpec, run_in_vm
 cell = Cell(FsConfig(type="f2fs"), "alloc", {"method": "write-4k", "size": 8 << 20})
 run_in_vm(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fsbench.store import Store
+from fsbench.store.results import Store
 from fsbench.vm import ensure_image, qemu
 from tests.helpers import VM_CACHE, VM_MARKS, fsbench, ours
 

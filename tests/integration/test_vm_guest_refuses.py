@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.plan import FsConfig
+from fsbench.plan.model import FsConfig
 from fsbench.vm import guestcheck, qemu
 from fsbench.vm.protocol import JOB, VmCell, VmJob
 
@@ -32,7 +32,7 @@ sys.addaudithook(hook)
 log, entry, *rest = sys.argv[1:]
 try:
     if entry == "crash_boot":
-        from fsbench.crash.guest import crash_boot
+        from fsbench.vm.crash.guest import crash_boot
         job = json.loads(open(rest[0]).read())["crash"]
         crash_boot(job, "/dev/vdb", __import__("pathlib").Path(rest[0]).parent)
     else:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fsbench import __version__
 from fsbench.cli.planflags import PlanFlags, build
-from fsbench.store import Store
+from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.helpers import VM_MARKS, fsbench
 

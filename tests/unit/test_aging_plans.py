@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import aging, knobs, sourcetree
-from fsbench import plan as planning
-from fsbench.aging import history, measure
-from fsbench.aging.apply import Ager
 from fsbench.cli import planflags as pf
-from fsbench.errors import FsbenchError
+from fsbench.plan import model as planning
+from fsbench.system import knobs, sourcetree
+from fsbench.system.errors import FsbenchError
 from fsbench.vm import qemu
-from fsbench.workloads import get
+from fsbench.workloads import aging, get
+from fsbench.workloads.aging import history, measure
+from fsbench.workloads.aging.apply import Ager
 from fsbench.workloads.base import Scale
 
 

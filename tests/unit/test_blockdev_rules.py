@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from fsbench.filesystems import FSBENCH_LABEL
-from fsbench.targets.blockdev import BlockNode, DeviceFacts, refusal
-from fsbench.targets.devinfo import MountEntry, parse_mountinfo
+from fsbench.execute.targets.blockdev import BlockNode, DeviceFacts, refusal
+from fsbench.execute.targets.devinfo import MountEntry, parse_mountinfo
+from fsbench.system.filesystems import FSBENCH_LABEL
 
 DISK = BlockNode("/dev/sdb", "disk", "8:16")
 SAFE = DeviceFacts(

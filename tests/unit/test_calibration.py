@@ -9,12 +9,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fsbench import calibration, matrix
-from fsbench import plan as planning
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.analysis import aa_check as calibration
+from fsbench.execute import loop as matrix
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
-from fsbench.reports.calibrate import document, print_screen, resolves
-from fsbench.store import Store
+from fsbench.reports.aa_screen import document, print_screen, resolves
+from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran
 
@@ -104,7 +105,7 @@ def _set_run(store: Store, run_id: int, **values: object) -> None:
 
     from sqlalchemy import update
 
-    from fsbench.schema import runs
+    from fsbench.store.schema import runs
 
     encoded = {k: json.dumps(v) if isinstance(v, dict) else v for k, v in values.items()}
     with store.engine.begin() as conn:

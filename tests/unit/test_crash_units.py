@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from fsbench import stats
-from fsbench.crash import host, logwrites, patterns
-from fsbench.crash.patterns import PATTERNS, READY, read_acks
-from fsbench.plan import FsConfig, parse_fs_spec
-from fsbench.records import TrialRecord
-from fsbench.reports.rows import Row
+from fsbench.analysis import stats
+from fsbench.analysis.rows import Row
+from fsbench.plan.model import FsConfig, parse_fs_spec
 from fsbench.reports.safety import crash_text, safety_lines
+from fsbench.store.records import TrialRecord
+from fsbench.vm.crash import host, logwrites, patterns
+from fsbench.vm.crash.patterns import PATTERNS, READY, read_acks
 from fsbench.vm.qemu import Machine
 
 
@@ -366,9 +366,9 @@ def test_an_ad_hoc_crash_run_plans_no_warmup_and_one_repetition() -> None:
 
 
 def test_a_count_reads_with_its_n_in_rows_and_tables() -> None:
-    from fsbench.records import MetricRecord
-    from fsbench.reports.rows import build_rows
+    from fsbench.analysis.rows import build_rows
     from fsbench.reports.tables import fmt_value
+    from fsbench.store.records import MetricRecord
 
     def trial(seq: int, rep: int, damaged: int) -> TrialRecord:
         return TrialRecord(
@@ -388,8 +388,8 @@ def test_a_count_reads_with_its_n_in_rows_and_tables() -> None:
 
 
 def test_counts_out_of_n_are_judged_by_fishers_exact_test() -> None:
-    from fsbench.decisions import Design
-    from fsbench.reports.verdicts import decide_rows
+    from fsbench.analysis.decisions import Design
+    from fsbench.analysis.verdicts import decide_rows
 
     def damaged(config: str, k: int, n: int) -> Row:
         row = _row(config, "crash", "damaged_crashes", [k])

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import dburl
-from fsbench.errors import FsbenchError
+from fsbench.store import dburl
+from fsbench.system.errors import FsbenchError
 
 
 @pytest.fixture(autouse=True)

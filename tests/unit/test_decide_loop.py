@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import matrix
-from fsbench import plan as planning
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.execute import loop as matrix
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
 from fsbench.reports.html.summary import summary_html
 from fsbench.reports.tables import build_tables, order_design_line
-from fsbench.store import Store
+from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran
 
@@ -144,8 +144,8 @@ def test_a_progress_line_names_no_unset_parameter() -> None:
 
 
 def test_the_power_note_of_a_metric_column_is_its_own(store: Store) -> None:
-    from fsbench.reports.rows import Row
-    from fsbench.stats import min_detectable, reps_needed
+    from fsbench.analysis.rows import Row
+    from fsbench.analysis.stats import min_detectable, reps_needed
     from tests.unit.test_reports_ranking import make_row
 
     def row(config: str, values: list[float], **kw: str) -> Row:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from fsbench.features.model import FeatureRow, FeatureTable, Result
-from fsbench.features.render import (
+from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
+from fsbench.reports.features_table import (
     FEATURES_CSS,
     features_table_html,
     html_page,

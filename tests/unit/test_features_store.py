@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.features import load_features, save_features
-from fsbench.features.model import FeatureRow, FeatureTable, Result
+from fsbench.execute.features import load_features, save_features
+from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
 
 
 def _table(fs: list[str], value: str) -> FeatureTable:

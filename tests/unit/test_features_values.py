@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import proc
-from fsbench.features import base, registry, runner
-from fsbench.features.model import Result
-from fsbench.features.probes import checksums, fallocate, inodes
-from fsbench.features.values import human_size, value_text
-from fsbench.filesystems import get
+from fsbench.execute.features import base, registry, runner
+from fsbench.execute.features.model import Result
+from fsbench.execute.features.probes import checksums, fallocate, inodes
+from fsbench.execute.features.values import human_size, value_text
+from fsbench.system import proc
+from fsbench.system.filesystems import get
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def test_registry_rows_are_unique_and_grouped() -> None:
 def test_unavailable_filesystem_is_a_column_of_reasons(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fsbench import filesystems
+    from fsbench.system import filesystems
 
     def lacking(
         fs: filesystems.FsType, kernel_fs: set[str] | None = None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fsbench import fiemap
-from fsbench.fiemap import (
+from fsbench.system import fiemap
+from fsbench.system.fiemap import (
     FIEMAP_EXTENT_DATA_INLINE,
     FIEMAP_EXTENT_DELALLOC,
     FIEMAP_EXTENT_LAST,

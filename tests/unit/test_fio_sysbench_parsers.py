@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from fsbench import proc
-from fsbench.checks import cold_read_shortfall
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.execute.checks import cold_read_shortfall
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import get
 from fsbench.workloads.base import Better, Scale
 from fsbench.workloads.fio import Fio

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from fsbench import matrix
-from fsbench import plan as planning
-from fsbench.errors import FsbenchError
+from fsbench.execute import loop as matrix
 from fsbench.fleet.ansible import Ansible, Event
 from fsbench.fleet.executor import FleetExecutor, HostRun
 from fsbench.fleet.inventory import FleetHost, hosts_of
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports.tables import run_header
-from fsbench.store import Store
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 from fsbench.workloads.base import Scale
 
 POLL_SECONDS = 10.0  # simulated time one status poll takes
@@ -375,7 +375,7 @@ def test_the_source_hosts_install_from_is_the_whole_package_without_build_output
     with executor, tarfile.open(executor._vars()["fsbench_source_tar"]) as tar:
         names = tar.getnames()
     assert {"src/Makefile", "src/pyproject.toml", "src/README.md"} <= set(names)
-    assert "src/src/fsbench/targets/loop.py" in names  # not taken for cargo's target/
+    assert "src/src/fsbench/execute/targets/loop.py" in names  # not taken for cargo's target/
     assert "src/src/fsbench/fleet/playbooks/start.yml" in names
     assert "src/engine/Cargo.toml" in names
     assert not [n for n in names if n.startswith("src/engine/target") or "__pycache__" in n]

@@ -3,11 +3,11 @@ controller's machine (whose facts the fleet run's `host` holds)."""
 
 from __future__ import annotations
 
-from fsbench.records import RunRecord
 from fsbench.reports.compare.cells import Comparison
 from fsbench.reports.compare.sections import header_lines
 from fsbench.reports.html.provenance import host_items
 from fsbench.reports.tables import machine_line
+from fsbench.store.records import RunRecord
 
 
 def _run(kind: str, run_id: int = 1) -> RunRecord:

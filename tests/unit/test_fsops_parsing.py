@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fsbench import filesystems, fsops, kmsg
+from fsbench.system import filesystems, fsops, kmsg
 
 XFS_INFO = """\
 meta-data=/dev/loop0             isize=512    agcount=4, agsize=65536 blks

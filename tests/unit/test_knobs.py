@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import knobs
-from fsbench import plan as planning
-from fsbench.errors import FsbenchError, TrialFailed
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
+from fsbench.system import knobs
+from fsbench.system.errors import FsbenchError, TrialFailed
 from fsbench.workloads.base import Scale
 
 
@@ -246,9 +246,9 @@ def test_a_knob_not_restored_is_printed_after_its_trial(tmp_path: Path) -> None:
     from rich.console import Console
 
     from fsbench.cli.run import ProgressHooks
-    from fsbench.records import TrialRecord
-    from fsbench.schedule import Slot
-    from fsbench.store import Store
+    from fsbench.execute.schedule import Slot
+    from fsbench.store.records import TrialRecord
+    from fsbench.store.results import Store
 
     plan = Plan(fs=[FsConfig(type="ext4")], workload=[WorkloadSpec(name="alloc")], seed=1)
     cell = planning.expand(plan)[0]

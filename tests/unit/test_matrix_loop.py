@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import matrix
-from fsbench import plan as planning
-from fsbench.calibration import label
-from fsbench.decisions import Decision, Design
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.analysis.aa_check import label
+from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.verdicts import decide_rows
+from fsbench.execute import loop as matrix
+from fsbench.execute.schedule import Slot
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
-from fsbench.reports.verdicts import decide_rows
-from fsbench.schedule import Slot
-from fsbench.store import Store
+from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Measure, Ran, steady
 

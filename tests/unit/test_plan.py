@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from fsbench import plan as planning
-from fsbench import presets
-from fsbench.errors import FsbenchError
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.plan import model as planning
+from fsbench.plan import presets
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
+from fsbench.system.errors import FsbenchError
 from fsbench.workloads.base import Scale
 
 

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from fsbench import plan as planning
-from fsbench import presets, workloads
+from fsbench import workloads
 from fsbench.cli import planflags
 from fsbench.cli.app import app
-from fsbench.crash.patterns import PATTERNS
-from fsbench.errors import FsbenchError
-from fsbench.plan import Cell, Plan
+from fsbench.plan import model as planning
+from fsbench.plan import presets
+from fsbench.plan.model import Cell, Plan
+from fsbench.system.errors import FsbenchError
+from fsbench.vm.crash.patterns import PATTERNS
 from fsbench.workloads.base import Scale
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -15,16 +15,19 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from fsbench import dburl, filesystems, fsops, matrix, validity
-from fsbench import plan as planning
+from fsbench.analysis import validity
 from fsbench.cli import planflags
 from fsbench.cli.app import app
 from fsbench.cli.run import report_dir
-from fsbench.executors.local import target_summary
-from fsbench.features.registry import PROBES
-from fsbench.plan import FsConfig, LoopTargetSpec, Plan, WorkloadSpec
+from fsbench.execute import loop as matrix
+from fsbench.execute.executors.local import target_summary
+from fsbench.execute.features.registry import PROBES
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, LoopTargetSpec, Plan, WorkloadSpec
 from fsbench.reports import render, source
-from fsbench.store import Store
+from fsbench.store import dburl
+from fsbench.store.results import Store
+from fsbench.system import filesystems, fsops
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran, steady
 
@@ -199,7 +202,7 @@ def test_bad_repetition_flags_are_one_line_before_anything_runs(
 
     argv = ["run", "--fs", "ext4", "-w", "alloc", "--db", str(tmp_path / "r.db"), *args]
     res = subprocess.run(
-        [sys.executable, "-m", "fsbench", *argv], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "fsbench.cli", *argv], capture_output=True, text=True, timeout=120
     )
     assert res.returncode == 2, res.stderr
     assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr

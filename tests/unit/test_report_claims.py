@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from fsbench import matrix
-from fsbench import plan as planning
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.execute import loop as matrix
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import render, source
-from fsbench.store import Store
+from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from fsbench.analysis.rows import Row
+from fsbench.analysis.stats import summarize
 from fsbench.reports import charts
 from fsbench.reports.charts.style import wrap
-from fsbench.reports.rows import Row
-from fsbench.stats import summarize
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

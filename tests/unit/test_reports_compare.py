@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from fsbench.analysis.rows import Row
+from fsbench.analysis.stats import summarize
 from fsbench.cli.app import app
-from fsbench.records import MetricRecord, RunRecord, TrialRecord
 from fsbench.reports import compare as cmp
-from fsbench.reports.rows import Row
-from fsbench.stats import summarize
-from fsbench.store import Store
+from fsbench.store.records import MetricRecord, RunRecord, TrialRecord
+from fsbench.store.results import Store
 
 
 def make_row(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.features.model import FeatureRow, FeatureTable, Result
-from fsbench.records import MetricRecord, TrialRecord
+from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
 from fsbench.reports import html, source
-from fsbench.store import Store
+from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.store.results import Store
 
 EVIL = "<script>alert(1)</script>"
 EVIL_DETAIL = "<img src=x onerror=alert(2)>"
@@ -298,7 +298,7 @@ def test_the_page_is_made_of_what_the_run_stored(
 ) -> None:
     """Workload summaries, headline metrics and the features table come from the run, not
     from the live workload registry or the features file of this machine."""
-    import fsbench.features.store
+    import fsbench.execute.features.store
     import fsbench.workloads
 
     def refuse(*_args: object, **_kwargs: object) -> None:
@@ -307,8 +307,8 @@ def test_the_page_is_made_of_what_the_run_stored(
     for module, name in (
         (fsbench.workloads, "get"),
         (fsbench.workloads, "all_workloads"),
-        (fsbench.features.store, "load_features"),
-        (fsbench.features, "load_features"),
+        (fsbench.execute.features.store, "load_features"),
+        (fsbench.execute.features, "load_features"),
     ):
         monkeypatch.setattr(module, name, refuse)
     s, rid = store
@@ -341,7 +341,7 @@ def test_no_report_module_imports_the_workload_registry() -> None:
                 names = [base, *(f"{base}.{a.name}" for a in node.names)]
             for name in names:
                 assert not name.startswith("fsbench.workloads"), (info.name, name)
-                assert not name.startswith("fsbench.runfacts"), (info.name, name)
+                assert not name.startswith("fsbench.store.runfacts"), (info.name, name)
                 assert "load_features" not in name and "features.store" not in name, (
                     info.name,
                     name,

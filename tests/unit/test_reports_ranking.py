@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsbench.decisions import Decision, Design
-from fsbench.records import RunRecord
+from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.rows import Row
+from fsbench.analysis.stats import summarize
+from fsbench.analysis.verdicts import decide_rows
 from fsbench.reports import render
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import build_tables
-from fsbench.reports.verdicts import decide_rows
-from fsbench.stats import summarize
+from fsbench.store.records import RunRecord
 
 
 def make_row(

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from matplotlib import rc_context
 
-from fsbench.records import MetricRecord, TrialRecord
 from fsbench.reports import charts, html
 from fsbench.reports.charts import series as sc
 from fsbench.reports.charts.style import STYLE
-from fsbench.store import Store
+from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.store.results import Store
 from tests.unit.test_reports_charts import PNG_MAGIC, assert_valid, make_row
 
 RULE = "3 s window: spread <= 10% or slope <= 0.1% of the mean per s"

@@ -13,13 +13,15 @@ import re
 from html import escape
 from pathlib import Path
 
-from fsbench import calibration, matrix, validity
-from fsbench import plan as planning
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.analysis import aa_check as calibration
+from fsbench.analysis import validity
+from fsbench.analysis.rows import Row
+from fsbench.execute import loop as matrix
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import html, render, source
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import fmt_share
-from fsbench.store import Store
+from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Measure, Ran
 

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from fsbench.decisions import Design
-from fsbench.records import MetricRecord, TrialRecord
-from fsbench.reports.rows import build_rows
-from fsbench.reports.verdicts import decide_rows
+from fsbench.analysis.decisions import Design
+from fsbench.analysis.rows import build_rows
+from fsbench.analysis.verdicts import decide_rows
+from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.workloads.fio.parse import FIO_PLAT_BITS, Direction, direction_metrics
 from fsbench.workloads.metric import bucket_width
 from fsbench.workloads.personalities import HDR_BITS, _hdr_step

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from fsbench import steady
-from fsbench.errors import FsbenchError
-from fsbench.executors.base import check_fits
-from fsbench.plan import Cell, FsConfig
+from fsbench.analysis import steady
+from fsbench.execute.executors.base import check_fits
+from fsbench.plan.model import Cell, FsConfig
 from fsbench.reports.compare.cells import cell_key
+from fsbench.system.errors import FsbenchError
 from fsbench.workloads.fio import Fio
 from fsbench.workloads.fio.profiles import FioParams
 from fsbench.workloads.personalities import Fileserver, PersonalityParams

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from fsbench import plan as planning
-from fsbench import schedule
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.execute import schedule
+from fsbench.plan import model as planning
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.workloads.base import Scale
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from fsbench.decisions import ALPHA, Decision, Design, Side, control_run, decide
+from fsbench.analysis.decisions import ALPHA, Decision, Design, Side, control_run, decide
 
 N_MAX = 10
 CV = 0.05

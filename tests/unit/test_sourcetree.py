@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import plan as planning
-from fsbench import presets, sourcetree
-from fsbench.fiemap import Extent, gaps
-from fsbench.plan import FsConfig, Plan, WorkloadSpec
+from fsbench.plan import model as planning
+from fsbench.plan import presets
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
+from fsbench.system import sourcetree
+from fsbench.system.fiemap import Extent, gaps
 from fsbench.workloads.base import Scale
 
 

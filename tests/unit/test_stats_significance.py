@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from scipy import stats as sp
 
-from fsbench.stats import (
+from fsbench.analysis.stats import (
     holm,
     min_detectable,
     order_effect,
@@ -101,7 +101,7 @@ def test_order_effect_finds_a_place_trend_and_a_carry_over() -> None:
 
 
 def test_shaffer_is_holm_with_the_hypotheses_that_can_be_true_together() -> None:
-    from fsbench.stats import shaffer
+    from fsbench.analysis.stats import shaffer
 
     # Three configs: once two differ, at most one pair is equal: alpha/3, then alpha, alpha.
     assert shaffer([0.01, 0.03, 0.04], 3) == pytest.approx([0.03, 0.03, 0.04])

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Column, Integer, MetaData, Table, create_engine, insert, inspect, select
 
-from fsbench import schema
-from fsbench.dburl import to_url
-from fsbench.errors import FsbenchError
 from fsbench.reports import source
-from fsbench.store import Store
+from fsbench.store import schema
+from fsbench.store.dburl import to_url
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 from tests.pgcluster import load_sqlite
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stores"

@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 import pytest
 from sqlalchemy.exc import IntegrityError
 
-from fsbench.records import MetricRecord, TrialRecord
+from fsbench.analysis.rows import build_rows
 from fsbench.reports import render
-from fsbench.reports.rows import build_rows
-from fsbench.store import Store
+from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.store.results import Store
 
 
 def _trial(

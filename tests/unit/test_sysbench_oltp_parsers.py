@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from fsbench import proc
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import get
 from fsbench.workloads.base import Better, Scale
 from fsbench.workloads.sysbench_oltp import SysbenchOltp

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import proc
-from fsbench.checks import cold_read_shortfall
-from fsbench.errors import TrialFailed
+from fsbench.execute.checks import cold_read_shortfall
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed
 from fsbench.workloads import _tools, get
 from fsbench.workloads import dbench as db
 from fsbench.workloads import fs_mark as fm

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import trialfacts
-from fsbench.errors import FsbenchError
-from fsbench.records import TrialRecord
-from fsbench.store import Store
+from fsbench.store import trialfacts
+from fsbench.store.records import TrialRecord
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stores"
 
@@ -35,7 +35,7 @@ def test_the_store_refuses_an_unknown_or_retyped_key(tmp_path: Path) -> None:
         host={}, target={},
     )  # fmt: skip
     store.record_trials(run_id, [_trial({"flags": {"short": "0.1 s"}, "headline": ["seconds"]})])
-    with pytest.raises(FsbenchError, match="'flagz' is not in fsbench.trialfacts"):
+    with pytest.raises(FsbenchError, match="'flagz' is not in fsbench.store.trialfacts"):
         store.record_trials(run_id, [_trial({"flagz": {}})])
     with pytest.raises(FsbenchError, match="'headline' is str, not list"):
         store.record_trials(run_id, [_trial({"headline": "seconds"})])

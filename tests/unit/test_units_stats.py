@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from fsbench.stats import summarize, t_quantile
-from fsbench.units import format_size, human_bytes, parse_size
+from fsbench.analysis.stats import summarize, t_quantile
+from fsbench.system.units import format_size, human_bytes, parse_size
 
 
 @pytest.mark.parametrize(

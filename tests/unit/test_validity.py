@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import validity
+from fsbench.analysis import validity
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "fsbench"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fsbench.decisions import Design
-from fsbench.reports.verdicts import decide_rows
+from fsbench.analysis.decisions import Design
+from fsbench.analysis.verdicts import decide_rows
 from tests.unit.test_reports_ranking import make_row
 
 

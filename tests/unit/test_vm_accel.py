@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import plan as planning
-from fsbench import presets
-from fsbench.errors import FsbenchError
-from fsbench.executors.vm import VmExecutor
-from fsbench.records import RunRecord
+from fsbench.plan import model as planning
+from fsbench.plan import presets
 from fsbench.reports.tables import run_header
+from fsbench.store.records import RunRecord
+from fsbench.system.errors import FsbenchError
 from fsbench.vm import qemu, rootfs
 from fsbench.vm.cache import DEFAULT_CACHE
+from fsbench.vm.executor import VmExecutor
 
 KVM = "/dev/kvm"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import executors
-from fsbench.errors import FsbenchError
-from fsbench.plan import Plan
+from fsbench.execute import executors
+from fsbench.plan.model import Plan
+from fsbench.system.errors import FsbenchError
 from fsbench.vm import boot, bootroot, qemu
 
 

@@ -4,10 +4,10 @@ and the schedule's order kept."""
 
 from __future__ import annotations
 
-from fsbench import knobs
-from fsbench.executors.vm import chunks
-from fsbench.plan import Cell, FsConfig
-from fsbench.schedule import Slot, build
+from fsbench.execute.schedule import Slot, build
+from fsbench.plan.model import Cell, FsConfig
+from fsbench.system import knobs
+from fsbench.vm.executor import chunks
 
 
 def _cells(fs: list[str], sizes: list[int], kernels: list[str | None]) -> list[Cell]:

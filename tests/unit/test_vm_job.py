@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.errors import FsbenchError
-from fsbench.plan import Cell, FsConfig
-from fsbench.records import MetricRecord, TrialRecord
+from fsbench.plan.model import Cell, FsConfig
+from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.system.errors import FsbenchError
 from fsbench.vm import images, kernels, pyenv, qemu, rootfs
 from fsbench.vm.job import JobWatch, VmResult
 from fsbench.vm.protocol import DONE, RECORDS, STARTED, VmCell, VmJob

@@ -1,10 +1,11 @@
-"""The VM target's packages are stated once: the guest root's list is fsbench.packages'
+"""The VM target's packages are stated once: the guest root's list is fsbench.system.packages'
 (the catalogue, the workloads' tools, what the runner and a booted guest need), and the
 host packages the VM's doctor and preflight name are among those `make install` installs."""
 
 from __future__ import annotations
 
-from fsbench import filesystems, packages, workloads
+from fsbench import workloads
+from fsbench.system import filesystems, packages
 from fsbench.vm import guestfiles, qemu, rootfs
 from fsbench.vm.cache import content_key
 

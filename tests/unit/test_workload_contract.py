@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import checks, proc, workloads
-from fsbench.monitors.sampler import CpuTimes, Totals
-from fsbench.validity import COLD_READ_FRACTION, FLAGS
+from fsbench import workloads
+from fsbench.analysis.validity import COLD_READ_FRACTION, FLAGS
+from fsbench.execute import checks
+from fsbench.system import proc
+from fsbench.system.monitors.sampler import CpuTimes, Totals
 from fsbench.workloads import fsck
 from fsbench.workloads.base import Params, Scale
 

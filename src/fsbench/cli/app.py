@@ -7,7 +7,7 @@ import sys
 import typer
 
 from fsbench.cli import calibrate, compare, doctor, features, fleet, listing, merge, report, run
-from fsbench.errors import FsbenchError
+from fsbench.system.errors import FsbenchError
 
 app = typer.Typer(
     name="fsbench",

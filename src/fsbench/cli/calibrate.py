@@ -10,13 +10,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from fsbench import calibration
-from fsbench import plan as planning
+from fsbench.analysis import aa_check as calibration
 from fsbench.cli import planflags as pf
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.run import execute, exit_status, write_report
-from fsbench.reports.calibrate import document, print_screen
-from fsbench.store import Store
+from fsbench.plan import model as planning
+from fsbench.reports.aa_screen import document, print_screen
+from fsbench.store.results import Store
 
 DEFAULT_REPS = 5
 

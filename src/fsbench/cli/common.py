@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from fsbench.dburl import default_db_path
-from fsbench.plan import DEFAULT_WORKDIR
+from fsbench.plan.model import DEFAULT_WORKDIR
+from fsbench.store.dburl import default_db_path
 
 
 def shown_path(path: Path) -> str:

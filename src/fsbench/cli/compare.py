@@ -14,13 +14,13 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from fsbench.analysis.rows import Row
 from fsbench.cli.common import DbOption, JsonOption
-from fsbench.errors import FsbenchError
-from fsbench.records import RunRecord
 from fsbench.reports import compare as cmp
 from fsbench.reports import formats, hosts, source
-from fsbench.reports.rows import Row
-from fsbench.store import Store
+from fsbench.store.records import RunRecord
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 
 
 def compare(

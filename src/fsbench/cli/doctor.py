@@ -7,9 +7,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from fsbench import doctor as checks
 from fsbench.cli.common import DEFAULT_WORKDIR_PATH, DbOption, JsonOption, WorkdirOption
-from fsbench.targets import stale
+from fsbench.execute import doctor as checks
+from fsbench.execute.targets import stale
 
 
 def doctor(

@@ -14,15 +14,16 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from fsbench import filesystems
 from fsbench.cli.common import DEFAULT_WORKDIR_PATH, JsonOption, WorkdirOption
-from fsbench.errors import FsbenchError
-from fsbench.features import registry, render
-from fsbench.features.base import Settings
-from fsbench.features.runner import run_features
-from fsbench.features.store import save_features
-from fsbench.targets import stale
-from fsbench.units import parse_size
+from fsbench.execute.features import registry
+from fsbench.execute.features.base import Settings
+from fsbench.execute.features.runner import run_features
+from fsbench.execute.features.store import save_features
+from fsbench.execute.targets import stale
+from fsbench.reports import features_table as render
+from fsbench.system import filesystems
+from fsbench.system.errors import FsbenchError
+from fsbench.system.units import parse_size
 
 EXIT_INTERRUPTED = 130
 

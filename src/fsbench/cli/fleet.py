@@ -18,21 +18,16 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from fsbench import matrix
-from fsbench import plan as planning
 from fsbench.cli import planflags as pf
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
 from fsbench.cli.run import EXIT_FAILED, exit_status, resumable, sigterm_interrupts
-from fsbench.errors import FsbenchError
+from fsbench.execute import loop as matrix
 from fsbench.fleet import inventory as inv
-from fsbench.fleet.executor import (
-    DEFAULT_POLL,
-    DEFAULT_UNREACHABLE_TIMEOUT,
-    FleetExecutor,
-    HostRun,
-)
-from fsbench.store import Store
+from fsbench.fleet.executor import DEFAULT_POLL, DEFAULT_UNREACHABLE_TIMEOUT, FleetExecutor, HostRun
+from fsbench.plan import model as planning
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 
 app = typer.Typer(help="Many machines: one plan on a fleet through Ansible, one store.")
 

@@ -12,10 +12,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fsbench import filesystems, presets
 from fsbench.cli.common import DbOption, JsonOption
+from fsbench.plan import presets
 from fsbench.reports import formats
-from fsbench.store import Store
+from fsbench.store.results import Store
+from fsbench.system import filesystems
 from fsbench.workloads import describe
 
 LIST = (formats.TABLE, formats.JSON)

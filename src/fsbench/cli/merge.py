@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from fsbench.cli.common import DbOption, JsonOption
-from fsbench.merge import MergeResult, merge_store, source
-from fsbench.store import Store
+from fsbench.store.merge import MergeResult, merge_store, source
+from fsbench.store.results import Store
 
 
 def merge(

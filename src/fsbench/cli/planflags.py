@@ -11,11 +11,13 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ValidationError
 
-from fsbench import aging, presets, workloads
-from fsbench import plan as planning
-from fsbench.errors import FsbenchError
-from fsbench.plan import FsConfig, LoopTargetSpec, Plan, VmTargetSpec, WorkloadSpec
-from fsbench.units import format_size, parse_size
+from fsbench import workloads
+from fsbench.plan import model as planning
+from fsbench.plan import presets
+from fsbench.plan.model import FsConfig, LoopTargetSpec, Plan, VmTargetSpec, WorkloadSpec
+from fsbench.system.errors import FsbenchError
+from fsbench.system.units import format_size, parse_size
+from fsbench.workloads import aging
 from fsbench.workloads.base import Scale
 
 

@@ -10,9 +10,9 @@ import typer
 from rich.console import Console
 
 from fsbench.cli.common import DbOption
-from fsbench.errors import FsbenchError
 from fsbench.reports import formats, render, source
-from fsbench.store import Store
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 
 
 def report(

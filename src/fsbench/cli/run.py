@@ -26,18 +26,19 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from fsbench import matrix, trialfacts
-from fsbench import plan as planning
 from fsbench.cli import planflags as pf
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
-from fsbench.dburl import default_db_path
-from fsbench.errors import FsbenchError
-from fsbench.plan import Plan
-from fsbench.records import TrialRecord
+from fsbench.execute import loop as matrix
+from fsbench.execute.schedule import Slot
+from fsbench.plan import model as planning
+from fsbench.plan.model import Plan
 from fsbench.reports import source
-from fsbench.schedule import Slot
-from fsbench.store import Store
+from fsbench.store import trialfacts
+from fsbench.store.dburl import default_db_path
+from fsbench.store.records import TrialRecord
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 
 # Exit codes: a run that measured everything is 0; unsupported cells are results, not
 # errors, but scripts should be able to tell.

@@ -26,8 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fsbench import proc
-from fsbench.errors import FsbenchError
+from fsbench.system import proc
+from fsbench.system.errors import FsbenchError
 
 PLAYBOOKS = ("start", "status", "stop", "collect")
 # One line per ansible-playbook call: playbook, hosts, start, seconds, controller CPU seconds.

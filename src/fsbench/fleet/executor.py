@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from fsbench.dburl import pgpass_line, strip_password
-from fsbench.errors import FsbenchError
-from fsbench.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.execute.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.execute.schedule import Slot
 from fsbench.fleet.ansible import Ansible, Event, binary
 from fsbench.fleet.inventory import FleetHost
-from fsbench.plan import Cell, LoopTargetSpec, Plan
-from fsbench.schedule import Slot
-from fsbench.store import Store
+from fsbench.plan.model import Cell, LoopTargetSpec, Plan
+from fsbench.store.dburl import pgpass_line, strip_password
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 
 # fsbench's exit codes on a host that ran its plan (run.py): measured, some unsupported,
 # some trials failed. Anything else is the host failing.
@@ -324,7 +324,7 @@ class FleetExecutor(Executor):
         """Fetch the stores of hosts that kept their own, merge them into the shared one;
         on every host this controller started or tried to start (one that failed before
         its job began may hold the password file too), forget the password and the job."""
-        from fsbench.merge import merge_store
+        from fsbench.store.merge import merge_store
 
         names = [h.host.name for h in self.hosts if h.launched or h.jid or h.state == "done"]
         if not names:

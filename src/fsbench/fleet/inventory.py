@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import proc
-from fsbench.errors import FsbenchError
 from fsbench.fleet.ansible import binary
+from fsbench.system import proc
+from fsbench.system.errors import FsbenchError
 
 # Host variables fsbench reads (README "Many machines").
 HOST_VARS = {

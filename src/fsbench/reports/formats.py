@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fsbench.errors import FsbenchError
+from fsbench.system.errors import FsbenchError
 
 TABLE, MARKDOWN, CSV, JSON, HTML = "table", "md", "csv", "json", "html"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fsbench.reports.rows import Row
+from fsbench.analysis.rows import Row
 
 
 def headline_metrics(rows: Iterable[Row], all_metrics: bool = False) -> list[str]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fsbench.records import RunRecord
-from fsbench.store import Store
-from fsbench.units import human_bytes
+from fsbench.store.records import RunRecord
+from fsbench.store.results import Store
+from fsbench.system.units import human_bytes
 
 
 @dataclass(frozen=True)

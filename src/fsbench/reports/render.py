@@ -12,13 +12,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from fsbench.records import RunRecord
-from fsbench.reports import calibrated, verdicts
+from fsbench.analysis import verdicts
+from fsbench.analysis.rows import Row, report_document
+from fsbench.reports import noise_notes as calibrated
 from fsbench.reports.formats import CSV, JSON, MARKDOWN, TABLE, md_escape, rich_escape
-from fsbench.reports.rows import Row, report_document
 from fsbench.reports.safety import baseline, safety_lines
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import Table, build_tables, run_header
+from fsbench.store.records import RunRecord
 
 # The CSV columns, in order: a row's identity and summary, its values, then what the
 # statistics say of them (columns are only ever added at the end).
@@ -59,7 +60,7 @@ def render_json(run: RunRecord, rows: list[Row], calibration_run: int | None = N
 
 def render_csv(run: RunRecord, rows: list[Row]) -> str:
     """One line per row; lists space-separated (`outliers`: indexes into `values`,
-    `flags`: their names; the meanings are in fsbench.validity)."""
+    `flags`: their names; the meanings are in fsbench.analysis.validity)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)

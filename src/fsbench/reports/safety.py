@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fsbench import stats
-from fsbench.decisions import EQUIVALENT, ORDER, Decision, Design
+from fsbench.analysis import stats
+from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision, Design
+from fsbench.analysis.pvalues import fmt_p
+from fsbench.analysis.rows import Row
+from fsbench.analysis.verdicts import Key, decide_all, key_of, label_of
 from fsbench.reports.headline import headline_metrics
-from fsbench.reports.ranking import fmt_p
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of
-from fsbench.reports.verdicts import Key, decide_all, key_of, label_of
 
 CRASH = "crash"
 

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from fsbench import calibration
-from fsbench.decisions import Decision
-from fsbench.plan import FsConfig
-from fsbench.records import RunRecord, TrialRecord
-from fsbench.reports import verdicts
-from fsbench.reports.rows import Row, build_rows, convergence_key
-from fsbench.store import Store
+from fsbench.analysis import aa_check as calibration
+from fsbench.analysis import verdicts
+from fsbench.analysis.decisions import Decision
+from fsbench.analysis.rows import Row, build_rows, convergence_key
+from fsbench.plan.model import FsConfig
+from fsbench.store.records import RunRecord, TrialRecord
+from fsbench.store.results import Store
 
 
 @dataclass

@@ -9,13 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench import validity
-from fsbench.decisions import Decision, Design
-from fsbench.records import RunRecord
-from fsbench.reports import verdicts as run_verdicts
-from fsbench.reports.rows import Row
-from fsbench.schedule import williams as schedule_williams
-from fsbench.units import human_bytes
+from fsbench.analysis import validity
+from fsbench.analysis import verdicts as run_verdicts
+from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.rows import Row
+from fsbench.execute.schedule import williams as schedule_williams
+from fsbench.store.records import RunRecord
+from fsbench.system.units import human_bytes
 
 
 @dataclass

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import filesystems, system
-from fsbench.errors import FsbenchError, TrialFailed, Unsupported
-from fsbench.monitors.sampler import Sampler
-from fsbench.plan import FsConfig
-from fsbench.records import MetricRecord, TrialRecord, now
+from fsbench.plan.model import FsConfig
+from fsbench.store.records import MetricRecord, TrialRecord, now
+from fsbench.system import cache as system
+from fsbench.system import filesystems
+from fsbench.system.errors import FsbenchError, TrialFailed, Unsupported
+from fsbench.system.monitors.sampler import Sampler
 from fsbench.vm import bootroot, qemu
 from fsbench.vm.bootdisks import BootRoot, ensure_boot_root
 from fsbench.vm.cache import LogFn, quiet

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fsbench import filesystems, fsops, mounts, proc
-from fsbench.errors import FsbenchError, TrialFailed, Unsupported
-from fsbench.plan import FsConfig
-from fsbench.targets.loop import detach_loop
+from fsbench.execute.targets.loop import detach_loop
+from fsbench.plan.model import FsConfig
+from fsbench.system import filesystems, fsops, mounts, proc
+from fsbench.system.errors import FsbenchError, TrialFailed, Unsupported
 from fsbench.vm import bootroot
 from fsbench.vm.cache import LogFn, content_key, json_files, locked, quiet
 from fsbench.vm.images import GuestImage

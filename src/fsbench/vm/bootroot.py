@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from fsbench.errors import FsbenchError
+from fsbench.system.errors import FsbenchError
 from fsbench.vm.qemu import GUEST_ROOT, SHARE_FSTAB
 
 MARKER = "FSBENCH-BOOT-MARKER"

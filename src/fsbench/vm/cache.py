@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fsbench import proc
-from fsbench.errors import FsbenchError
+from fsbench.system import proc
+from fsbench.system.errors import FsbenchError
 
 DEFAULT_CACHE = Path("/var/tmp/fsbench/cache/vm")
 LogFn = Callable[[str], None]  # what a builder says it is doing (the CLI's progress line)

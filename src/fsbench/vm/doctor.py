@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fsbench import filesystems
+from fsbench.system import filesystems
 from fsbench.vm import qemu
 from fsbench.vm.bootdisks import cached_boot_roots
 from fsbench.vm.cache import DEFAULT_CACHE

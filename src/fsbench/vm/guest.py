@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from fsbench import filesystems, proc
+from fsbench.system import filesystems, proc
 from fsbench.vm import guestcheck
 from fsbench.vm.protocol import DONE, FAILED, RECORDS, STARTED, VmJob
 
@@ -83,10 +83,10 @@ def run_job(job: VmJob, share: Path) -> None:
     """The job's slots through the same SlotRunner as on the host: a cell the kernel
     refused is not asked again, each record says where it ran in its round and what ran
     just before it in this guest."""
-    from fsbench.executors.local import SlotRunner
-    from fsbench.runner import Runner
-    from fsbench.schedule import Slot
-    from fsbench.targets.blockdev import BlockDevice
+    from fsbench.execute.executors.local import SlotRunner
+    from fsbench.execute.runner import Runner
+    from fsbench.execute.schedule import Slot
+    from fsbench.execute.targets.blockdev import BlockDevice
     from fsbench.workloads.base import Scale
 
     _say("modules imported")
@@ -129,8 +129,8 @@ NEW_ROOT = Path("/run/fsbench/newroot")
 def make_root(config_data: dict[str, Any], share: Path) -> None:
     """The scratch disk becomes this guest's root on another filesystem (a boot root for
     a filesystem the host kernel cannot write): mkfs, copy /, the boot files."""
-    from fsbench import fsops
-    from fsbench.plan import FsConfig
+    from fsbench.plan.model import FsConfig
+    from fsbench.system import fsops
     from fsbench.vm import bootroot
 
     guestcheck.require(SCRATCH)
@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
         if job.make_root is not None:
             make_root(job.make_root, share)
         elif job.crash is not None:
-            from fsbench.crash.guest import crash_boot
+            from fsbench.vm.crash.guest import crash_boot
 
             _write(share / STARTED, json.dumps(guest_facts(), indent=1, default=str))
             crash_boot(job.crash, SCRATCH, share)

@@ -12,7 +12,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from fsbench import filesystems
+from fsbench.system import filesystems
 from fsbench.vm import pyenv
 from fsbench.vm.cache import LogFn, build_step, content_key
 from fsbench.vm.kernels import Kernel
@@ -242,7 +242,7 @@ def install_fsbench_venv(root: Path, log: LogFn) -> None:
         "compileall in the guest root",
     )
     build_step(
-        ["chroot", str(root), GUEST_PY, "-c", "import fsbench.runner"],
+        ["chroot", str(root), GUEST_PY, "-c", "import fsbench.execute.runner"],
         "import fsbench in the guest root",
     )
 

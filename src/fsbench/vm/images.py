@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import fsbench
-from fsbench import packages, proc
-from fsbench.errors import FsbenchError
+from fsbench.system import packages, proc
+from fsbench.system.errors import FsbenchError
 from fsbench.vm import guestfiles, pyenv, rootfs
 from fsbench.vm.cache import (
     DEFAULT_CACHE,

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from fsbench import __version__, workloads
-from fsbench.errors import FsbenchError
-from fsbench.plan import DEFAULT_WORKDIR
-from fsbench.records import TrialRecord
+from fsbench.plan.model import DEFAULT_WORKDIR
+from fsbench.store.records import TrialRecord
+from fsbench.system.errors import FsbenchError
 from fsbench.vm import pyenv, qemu
 from fsbench.vm.cache import DEFAULT_CACHE, LogFn, quiet
 from fsbench.vm.guestfiles import GUEST_INIT

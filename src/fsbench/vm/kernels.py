@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fsbench import proc
-from fsbench.errors import FsbenchError
+from fsbench.system import proc
+from fsbench.system.errors import FsbenchError
 from fsbench.vm.cache import DEFAULT_CACHE, LogFn, json_files, locked, quiet
 
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench.plan import Cell, FsConfig
+from fsbench.plan.model import Cell, FsConfig
 
 # Share files: written by the host / by the guest.
 JOB = "job.json"
@@ -70,7 +70,7 @@ class VmJob:
     make_root: dict[str, Any] | None = None
     # Cell keys the kernel refused before this job: skipped, as on the host.
     refused: list[str] = field(default_factory=list)
-    # Instead of cells: one boot of a crash cell (fsbench.crash.guest: check the disk the
+    # Instead of cells: one boot of a crash cell (fsbench.vm.crash.guest: check the disk the
     # last power cut left, then run the pattern until the power goes).
     crash: dict[str, Any] | None = None
 

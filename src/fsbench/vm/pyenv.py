@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import fsbench
-from fsbench.errors import FsbenchError
+from fsbench.system.errors import FsbenchError
 
 # bookworm's python3: the host's fsbench environment must have the same minor version,
 # since its packages (C extensions included) are copied into the guest.

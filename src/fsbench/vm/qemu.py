@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsbench import proc
-from fsbench.errors import FsbenchError
+from fsbench.system import proc
+from fsbench.system.errors import FsbenchError
 
 QEMU = "qemu-system-x86_64"
 # The VM target's side on the host, as Debian packages and the command each gives: QEMU

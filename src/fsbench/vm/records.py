@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fsbench.plan import FsConfig
-from fsbench.records import MetricRecord, TrialRecord, now
+from fsbench.plan.model import FsConfig
+from fsbench.store.records import MetricRecord, TrialRecord, now
 
 if TYPE_CHECKING:
     from fsbench.vm.job import VmResult

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench.errors import FsbenchError
-from fsbench.plan import DEFAULT_WORKDIR
-from fsbench.targets.stale import pid_alive
+from fsbench.execute.targets.stale import pid_alive
+from fsbench.plan.model import DEFAULT_WORKDIR
+from fsbench.system.errors import FsbenchError
 
 PREFIX = "vm-"
 PIDFILE = "qemu.pid"  # QEMU writes its pid there (-pidfile): a stale one is killed by it

@@ -5,7 +5,7 @@ Adding a workload is adding its module (or package) here and naming it in `MODUL
 nothing else in this package is loaded as a workload, whatever its name. The contract is
 `base`; what several workloads share lives beside them (`_tools`: running a tool with our
 clock and its failures; `_trees`: the source trees; `fio/`: fio's profiles, parser and job
-files); fsbench-engine is driven through `fsbench.engine`.
+files); fsbench-engine is driven through `fsbench.system.engine`.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from fsbench import proc
-from fsbench.errors import TrialFailed
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed
 
 MB = 1_000_000  # rates are MB/s in SI units, as dbench prints them
 # Words that mark the line of a tool's output that says what went wrong.

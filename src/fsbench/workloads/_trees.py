@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from fsbench import proc, sourcetree
-from fsbench.errors import TrialFailed
-from fsbench.sourcetree import SourceTree
+from fsbench.system import proc, sourcetree
+from fsbench.system.errors import TrialFailed
+from fsbench.system.sourcetree import SourceTree
 from fsbench.workloads.base import Params, Scale, TrialContext, Workload
 
 TREES_DIR = "trees"

@@ -20,9 +20,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from fsbench import fiemap
-from fsbench.errors import TrialFailed, Unsupported
-from fsbench.units import Bytes
+from fsbench.system import fiemap
+from fsbench.system.errors import TrialFailed, Unsupported
+from fsbench.system.units import Bytes
 from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric

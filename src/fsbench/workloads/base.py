@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict
 
 # Re-exported for the modules that take every workload noun from here (plans, runner).
-from fsbench.units import Bytes as Bytes
+from fsbench.system.units import Bytes as Bytes
 from fsbench.workloads.metric import Better as Better
 from fsbench.workloads.metric import Metric as Metric
 
@@ -241,7 +241,7 @@ class Workload(ABC, Generic[P]):
     def missing(cls) -> str | None:
         """Why this machine cannot run the workload (one line, with what to install), or
         None. Tools by default; workloads with other needs (the engine) say more."""
-        from fsbench import proc  # here: base stays free of process helpers
+        from fsbench.system import proc  # here: base stays free of process helpers
 
         absent = [t for t in cls.tools if proc.which(t.command) is None]
         if not absent:

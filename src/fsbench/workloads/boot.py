@@ -11,7 +11,7 @@ runs this workload itself.
 
 from __future__ import annotations
 
-from fsbench.errors import Unsupported
+from fsbench.system.errors import Unsupported
 from fsbench.workloads import register
 from fsbench.workloads.base import Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Metric

@@ -1,13 +1,13 @@
 """crash: what each config loses when the power goes (VM target only).
 
-In the guest, an application pattern (fsbench.crash.patterns: an fsync()ed log, replace
+In the guest, an application pattern (fsbench.vm.crash.patterns: an fsync()ed log, replace
 by rename with and without fsync, an untarred tree then sync(), SQLite commits in WAL
 mode) runs on a fresh filesystem of the config and acknowledges each operation to the
 host over a virtio serial port as it happens; the host kills QEMU at a seeded moment,
 boots the guest again on the same disk, runs the read-only fsck, mounts (journal
 recovery, timed) and checks the files against the acknowledgements. One trial is
 `crashes` power cuts; every metric is a count over them, never one lucky run. The work
-is in `fsbench.crash.host`; the runner never runs this workload itself.
+is in `fsbench.vm.crash.host`; the runner never runs this workload itself.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from fsbench.errors import Unsupported
+from fsbench.system.errors import Unsupported
 from fsbench.workloads import register
 from fsbench.workloads.base import Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Metric
@@ -66,7 +66,7 @@ class Crash(Workload[CrashParams]):
         "cache_damaged",
     )
     vm_only = True
-    vm_host = "fsbench.crash.host:run_crash_cell"
+    vm_host = "fsbench.vm.crash.host:run_crash_cell"
     # The N crashes inside a trial are the repetitions; each boots fresh guests, so a
     # warm-up round would only cost time.
     default_reps = 1

@@ -22,8 +22,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from fsbench import proc
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import _tools, register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from fsbench import filesystems, proc
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.system import filesystems, proc
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import _trees, register
 from fsbench.workloads._tools import first_error_line, tool_failed
 from fsbench.workloads.base import CacheState, Flush, TrialContext, Workload

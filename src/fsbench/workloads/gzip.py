@@ -21,7 +21,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from fsbench.units import Bytes
+from fsbench.system.units import Bytes
 from fsbench.workloads import _tools, register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate

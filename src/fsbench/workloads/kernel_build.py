@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from fsbench import proc
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import _trees, register
 from fsbench.workloads.base import CacheState, Flush, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Metric

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import Field
 
-from fsbench import engine
-from fsbench.units import Bytes
+from fsbench.system import engine
+from fsbench.system.units import Bytes
 from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, bucket_width

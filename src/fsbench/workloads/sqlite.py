@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate

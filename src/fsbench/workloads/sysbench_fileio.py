@@ -23,9 +23,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fsbench import proc
-from fsbench.errors import TrialFailed, Unsupported
-from fsbench.units import Bytes, format_size, parse_size
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed, Unsupported
+from fsbench.system.units import Bytes, format_size, parse_size
 from fsbench.workloads import _tools, register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from fsbench.errors import TrialFailed
-from fsbench.sourcetree import SourceTree
+from fsbench.system.errors import TrialFailed
+from fsbench.system.sourcetree import SourceTree
 from fsbench.workloads import _trees, register
 from fsbench.workloads.base import CacheState, Flush, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fsbench import proc
-from fsbench.errors import TrialFailed
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed
 from fsbench.workloads import _trees, register
 from fsbench.workloads.base import CacheState, Flush, TrialContext
 from fsbench.workloads.metric import Better, Metric, rate

@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from fsbench import fiemap, sourcetree
-from fsbench.sourcetree import SourceTree
+from fsbench.system import fiemap, sourcetree
+from fsbench.system.sourcetree import SourceTree
 from fsbench.workloads import _trees, register
 from fsbench.workloads.base import CacheState, Flush, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate

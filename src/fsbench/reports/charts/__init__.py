@@ -18,17 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from fsbench.decisions import Decision, Design
+from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.rows import Row
+from fsbench.analysis.verdicts import Key, decide_all
 from fsbench.reports.charts.bars import bar_chart_set, bar_charts
 from fsbench.reports.charts.figure import Chart, slug
 from fsbench.reports.charts.layout import layout_chart_set, layout_charts
 from fsbench.reports.charts.lines import line_chart_set, line_charts, numeric_sweep
-from fsbench.reports.charts.series import (
-    TrialSeries,
-    series_chart_set,
-    series_charts,
-    trial_series,
-)
+from fsbench.reports.charts.series import TrialSeries, series_chart_set, series_charts, trial_series
 from fsbench.reports.charts.style import config_colors
 from fsbench.reports.charts.timelines import (
     Timeline,
@@ -37,8 +34,6 @@ from fsbench.reports.charts.timelines import (
     timeline_charts,
 )
 from fsbench.reports.formats import IMAGES
-from fsbench.reports.rows import Row
-from fsbench.reports.verdicts import Key, decide_all
 
 __all__ = [
     "Chart",

@@ -14,14 +14,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fsbench.decisions import Decision
+from fsbench.analysis.decisions import Decision
+from fsbench.analysis.rows import Row
+from fsbench.analysis.verdicts import Key, key_of
 from fsbench.reports.charts import figure, style
 from fsbench.reports.charts.figure import Chart, Drawing, ok
 from fsbench.reports.charts.style import INK, MUTED
 from fsbench.reports.headline import headline_metrics
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, params_label, split_dims
-from fsbench.reports.verdicts import Key, key_of
 
 STAR_NOTE = "★ ordered better than every other config (the table's verdict)"
 

@@ -14,12 +14,12 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from fsbench.decisions import Decision, Design
+from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.rows import Row
+from fsbench.analysis.verdicts import Key, decide_all
 from fsbench.reports.charts.style import INK, MUTED, STYLE, config_colors
 from fsbench.reports.formats import IMAGES
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of
-from fsbench.reports.verdicts import Key, decide_all
 
 
 @dataclass(frozen=True)

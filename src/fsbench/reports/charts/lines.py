@@ -14,10 +14,10 @@ from typing import Any
 from matplotlib import ticker
 from matplotlib.lines import Line2D
 
+from fsbench.analysis.rows import Row
 from fsbench.reports.charts import figure, style
 from fsbench.reports.charts.figure import Chart, Drawing, ok
 from fsbench.reports.headline import headline_metrics
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, split_dims
 
 # Parameters whose sweep is the x axis before any other, and how the axis reads them.

@@ -31,7 +31,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from fsbench import trialfacts
 from fsbench.reports.charts.figure import (
     Chart,
     Namer,
@@ -46,6 +45,7 @@ from fsbench.reports.charts.figure import (
 )
 from fsbench.reports.charts.style import MUTED, PALETTE, STYLE, config_colors, tick
 from fsbench.reports.formats import IMAGES
+from fsbench.store import trialfacts
 
 ROLLING_S = 5  # seconds in the rolling mean (centred)
 MIN_POINTS = 3  # a cell is drawn when one of its series has this many seconds

@@ -18,11 +18,19 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.decisions import EQUIVALENT, ORDER, Decision, Design, Side, control_run, decide
+from fsbench.analysis.decisions import (
+    EQUIVALENT,
+    ORDER,
+    Decision,
+    Design,
+    Side,
+    control_run,
+    decide,
+)
+from fsbench.analysis.rows import Row
+from fsbench.analysis.stats import ratio_ci
+from fsbench.analysis.verdicts import side_of
 from fsbench.reports.headline import headline_metrics
-from fsbench.reports.rows import Row
-from fsbench.reports.verdicts import side_of
-from fsbench.stats import ratio_ci
 
 ALPHA = 0.05
 BETTER, WORSE, NOT_COMPARED = "better", "worse", "not compared"

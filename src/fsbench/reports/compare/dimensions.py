@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from fsbench.errors import FsbenchError
+from fsbench.analysis.rows import Row
+from fsbench.analysis.stats import min_detectable, summarize
 from fsbench.reports.compare.cells import Comparison, cell_key, compare_rows
-from fsbench.reports.rows import Row
-from fsbench.stats import min_detectable, summarize
+from fsbench.system.errors import FsbenchError
 
 
 @dataclass(frozen=True)

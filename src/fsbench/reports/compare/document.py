@@ -6,9 +6,9 @@ import json
 import math
 from typing import Any
 
-from fsbench.records import RunRecord
+from fsbench.analysis.rows import Row
 from fsbench.reports.compare.cells import Comparison
-from fsbench.reports.rows import Row
+from fsbench.store.records import RunRecord
 
 
 def _num(x: float | None) -> float | None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fsbench.records import RunRecord
 from fsbench.reports.compare import sections as layout
 from fsbench.reports.compare.cells import BETTER, WORSE, Comparison
 from fsbench.reports.formats import md_escape
+from fsbench.store.records import RunRecord
 
 
 def _table(header: list[str], numeric: set[str], rows: list[list[str]]) -> list[str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsbench.records import RunRecord
+from fsbench.analysis.rows import Row
 from fsbench.reports.compare.cells import Comparison, compare_rows
-from fsbench.reports.rows import Row
+from fsbench.store.records import RunRecord
 
 # Facts that differ between any two runs and say nothing about the results.
 _INCIDENTAL = {"hostname", "image", "loop_device", "owner_pid", "diskstats_name"}

@@ -7,11 +7,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from fsbench.records import RunRecord
+from fsbench.analysis.pvalues import p_value
+from fsbench.analysis.rows import Row
 from fsbench.reports.compare.cells import BETTER, WORSE, CellComparison, CellKey, Comparison
-from fsbench.reports.ranking import p_value
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import fleet_hosts, fmt_value
+from fsbench.store.records import RunRecord
 
 NUMERIC = {"A", "B", "B/A", "p"}  # right-aligned columns
 GEOMEAN_HEADER = ["workload", "metric", "cells", "geomean B/A", "verdicts"]

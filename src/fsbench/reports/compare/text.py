@@ -8,10 +8,10 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from fsbench.records import RunRecord
 from fsbench.reports.compare import sections as layout
 from fsbench.reports.compare.cells import BETTER, NOT_COMPARED, WORSE, Comparison
 from fsbench.reports.formats import rich_escape
+from fsbench.store.records import RunRecord
 
 STYLES = {BETTER: "bold green", WORSE: "bold red", NOT_COMPARED: "yellow", "equivalent": "blue"}
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from fsbench.features.model import FeatureTable
-from fsbench.features.render import FEATURES_CSS, features_table_html
-from fsbench.records import RunRecord, TrialRecord
+from fsbench.execute.features.model import FeatureTable
+from fsbench.reports.features_table import FEATURES_CSS, features_table_html
 from fsbench.reports.html.markup import e, tag
+from fsbench.store.records import RunRecord, TrialRecord
 
 SECTION_ID = "features"
 

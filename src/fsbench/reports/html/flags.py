@@ -1,5 +1,5 @@
 """Validity flags: per cell and flag, which repetitions, its meaning (the one registry,
-fsbench.validity) and the first detail. Trial flags come from the trials' provenance;
+fsbench.analysis.validity) and the first detail. Trial flags come from the trials' provenance;
 cell flags (outliers, not-converged, order-effect, below-calibration) from the rows."""
 
 from __future__ import annotations
@@ -8,20 +8,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fsbench import trialfacts, validity
-from fsbench.records import TrialRecord
-from fsbench.reports.html.markup import (
-    badge,
-    e,
-    head,
-    table,
-    tag,
-    trial_label,
-    varying,
-    where,
-)
-from fsbench.reports.rows import Row
+from fsbench.analysis import validity
+from fsbench.analysis.rows import Row
+from fsbench.reports.html.markup import badge, e, head, table, tag, trial_label, varying, where
 from fsbench.reports.tables import dims_of, label_of
+from fsbench.store import trialfacts
+from fsbench.store.records import TrialRecord
 
 Key = tuple[str, ...]  # config, chain, workload, dimensions, flag
 

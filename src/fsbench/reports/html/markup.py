@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from fsbench.records import TrialRecord
-from fsbench.reports.rows import Row
+from fsbench.analysis.rows import Row
 from fsbench.reports.tables import dims_of
+from fsbench.store.records import TrialRecord
 
 
 def e(value: Any) -> str:

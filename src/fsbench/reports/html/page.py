@@ -11,14 +11,15 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from fsbench import __version__, calibration
+from fsbench import __version__
+from fsbench.analysis import aa_check as calibration
 from fsbench.reports import source
 from fsbench.reports.charts import Chart, all_charts, first_rep_timelines, trial_series
-from fsbench.reports.html.calibration import calibration_html, warning_html
 from fsbench.reports.html.features import SECTION_ID as FEATURES_ID
 from fsbench.reports.html.features import features_section
 from fsbench.reports.html.flags import flags_html
 from fsbench.reports.html.markup import e, tag
+from fsbench.reports.html.noise import calibration_html, warning_html
 from fsbench.reports.html.problems import ignored_html, problems_html
 from fsbench.reports.html.provenance import provenance_html
 from fsbench.reports.html.raw import raw_html
@@ -29,7 +30,7 @@ from fsbench.reports.html.safety import safety_section
 from fsbench.reports.html.summary import summary_html
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import build_tables
-from fsbench.store import Store
+from fsbench.store.results import Store
 
 REPORT_NAME = "report.html"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from fsbench.records import TrialRecord
+from fsbench.analysis.rows import Row
 from fsbench.reports.html.markup import (
     badge,
     details,
@@ -20,8 +20,8 @@ from fsbench.reports.html.markup import (
     varying,
     where,
 )
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import dims_of, label_of
+from fsbench.store.records import TrialRecord
 
 CellKey = tuple[str, str, str, str]
 

@@ -7,12 +7,12 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from fsbench import trialfacts
-from fsbench.records import RunRecord, TrialRecord
+from fsbench.analysis.rows import Row
 from fsbench.reports.html.markup import details, e, facts, head, plain, pre, table, tag
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import fleet_hosts, run_header
-from fsbench.units import human_bytes
+from fsbench.store import trialfacts
+from fsbench.store.records import RunRecord, TrialRecord
+from fsbench.system.units import human_bytes
 
 # Host facts shown under their own names (the rest are listed as stored).
 _HOST_SHOWN = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fsbench.records import TrialRecord
 from fsbench.reports.html.markup import details, e, status_badge, table, tag, trial_label
 from fsbench.reports.html.repetitions import WARMUP
+from fsbench.store.records import TrialRecord
 
 
 def _fmt_raw(v: float) -> str:

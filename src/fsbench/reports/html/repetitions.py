@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fsbench import validity
+from fsbench.analysis import validity
+from fsbench.analysis.rows import TARGET_DIFFERENCE, Row
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.html.markup import badge, details, e, head, named, table, tag, varying
-from fsbench.reports.rows import TARGET_DIFFERENCE, Row
 from fsbench.reports.tables import dims_of, fmt_share, label_of
-from fsbench.units import human_bytes
+from fsbench.system.units import human_bytes
 
 OUTLIER = "outlier by modified z-score: shown and counted, never dropped"
 WARMUP = "warm-up, not counted"

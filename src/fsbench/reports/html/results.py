@@ -7,14 +7,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from fsbench.records import RunRecord
+from fsbench.analysis.rows import Row
 from fsbench.reports.charts import Chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import details, e, facts, slug, tag
 from fsbench.reports.html.overtime import over_time_html
 from fsbench.reports.html.repetitions import repetitions_html
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import Table
+from fsbench.store.records import RunRecord
 
 _MARKS = re.compile(r"((?: \[\d+\])+)$")
 

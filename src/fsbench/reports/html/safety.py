@@ -7,13 +7,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fsbench import trialfacts
-from fsbench.decisions import Decision
-from fsbench.records import TrialRecord
+from fsbench.analysis.decisions import Decision
+from fsbench.analysis.rows import Row
+from fsbench.analysis.verdicts import Key
 from fsbench.reports.html.markup import badge, details, e, head, pre, table, tag
-from fsbench.reports.rows import Row
 from fsbench.reports.safety import CRASH, baseline, safety_lines
-from fsbench.reports.verdicts import Key
+from fsbench.store import trialfacts
+from fsbench.store.records import TrialRecord
 
 SECTION_ID = "safety"
 TITLE = "Safety beside speed"

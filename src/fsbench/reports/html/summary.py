@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fsbench.decisions import EQUIVALENT, ORDER, Decision
-from fsbench.records import TrialRecord
+from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision
+from fsbench.analysis.rows import Row
+from fsbench.analysis.verdicts import Key, tally
 from fsbench.reports.html.markup import badge, e, head, table, tag
-from fsbench.reports.rows import Row
 from fsbench.reports.tables import Table
-from fsbench.reports.verdicts import Key, tally
+from fsbench.store.records import TrialRecord
 
 # The badge of each kind of answer, and its style.
 BADGES = {

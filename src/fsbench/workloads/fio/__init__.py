@@ -45,9 +45,9 @@ import tempfile
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from fsbench import servers
-from fsbench.errors import TrialFailed
-from fsbench.units import parse_size
+from fsbench.system import servers
+from fsbench.system.errors import TrialFailed
+from fsbench.system.units import parse_size
 from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.fio import jobfile, logs, tool

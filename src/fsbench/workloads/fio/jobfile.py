@@ -7,7 +7,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from fsbench.errors import TrialFailed
+from fsbench.system.errors import TrialFailed
 from fsbench.workloads.fio.parse import JobResult
 from fsbench.workloads.fio.tool import Where, run_fio
 

@@ -45,7 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.units import parse_size
+from fsbench.system.units import parse_size
 from fsbench.workloads.fio.parse import DIRECTIONS, Direction
 
 INTERVAL_MS = 1000

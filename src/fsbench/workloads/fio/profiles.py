@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from fsbench.units import Bytes
+from fsbench.system.units import Bytes
 from fsbench.workloads.base import Params
 from fsbench.workloads.fio.tool import Where
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import proc
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads.base import TrialContext
 from fsbench.workloads.fio.parse import FioOutputError, JobResult, parse_fio_json
 

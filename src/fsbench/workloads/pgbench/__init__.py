@@ -31,8 +31,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from fsbench import proc, servers
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.system import proc, servers
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import _tools, register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric

@@ -10,7 +10,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import servers
+from fsbench.system import servers
 from fsbench.workloads.base import TrialContext
 
 USER = "postgres"

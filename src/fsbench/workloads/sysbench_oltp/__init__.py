@@ -32,8 +32,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from fsbench import proc, servers
-from fsbench.errors import TrialFailed
+from fsbench.system import proc, servers
+from fsbench.system.errors import TrialFailed
 from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Metric

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench import proc
-from fsbench.errors import TrialFailed
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed
 from fsbench.workloads import _tools
 from fsbench.workloads.sysbench_oltp.params import (
     _READY_S,

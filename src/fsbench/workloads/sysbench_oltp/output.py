@@ -7,8 +7,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from fsbench import proc
-from fsbench.errors import TrialFailed, Unsupported
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import _tools
 from fsbench.workloads.metric import Better, Metric
 

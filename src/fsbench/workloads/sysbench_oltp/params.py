@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from fsbench.units import Bytes, format_size
+from fsbench.system.units import Bytes, format_size
 from fsbench.workloads.base import Params
 
 Test = Literal["oltp_read_write", "oltp_read_only", "oltp_write_only"]

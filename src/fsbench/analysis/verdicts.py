@@ -1,0 +1,126 @@
+"""From rows to the run's decisions: one per comparison, with the run's false orders
+controlled over all of them (decisions.control_run). Every format (table, markdown, CSV,
+JSON, HTML) reads its verdicts from here, so they always agree."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fsbench.analysis.decisions import Decision, Design, Side, control_run, decide, design_of
+from fsbench.analysis.rows import Row
+
+# A comparison: (chain, workload, dimensions as JSON, metric).
+Key = tuple[str, str, str, str]
+
+
+def label_of(row: Row) -> str:
+    """A config as tables label it: after its host in a fleet run."""
+    return f"{row.host} · {row.config}" if row.host else row.config
+
+
+def key_of(row: Row) -> Key:
+    dims = {**row.params, **row.knobs}
+    return (
+        row.chain,
+        row.workload,
+        json.dumps(dims, sort_keys=True, default=str),
+        row.metric or "",
+    )
+
+
+def side_of(row: Row, label: str | None = None) -> Side:
+    over = int(row.over["n"]) if row.over and row.unit == "count" else None
+    reps = tuple(row.reps) if len(row.reps) == len(row.values) else ()
+    return Side(label or label_of(row), tuple(row.values), reps, over)
+
+
+def decide_rows(
+    labelled: Sequence[tuple[str, Row]],
+    design: Design,
+    headline: bool = True,
+    key: tuple[str, ...] = (),
+    explain: bool = True,
+) -> Decision | None:
+    """One comparison's decision over (label, row) pairs, before the run's control."""
+    usable = [(label, r) for label, r in labelled if r.values and r.status == "ok"]
+    if len(usable) < 2:
+        return None
+    first = usable[0][1]
+    if first.better not in ("higher", "lower"):
+        return None
+    sides = [side_of(r, label) for label, r in usable]
+    if any(s.over is not None for s in sides) and not all(s.over is not None for s in sides):
+        sides = [Side(s.label, s.values, s.reps) for s in sides]
+    return decide(
+        sides,
+        better=first.better,
+        metric=first.metric,
+        unit=first.unit,
+        resolution=max(r.resolution for _, r in usable),
+        design=design,
+        headline=headline,
+        key=key,
+        explain=explain,
+    )
+
+
+def _has_headline(rows: Iterable[Row]) -> set[tuple[str, str]]:
+    """The (chain, workload) pairs that name headline metrics at all."""
+    return {(r.chain, r.workload) for r in rows if r.headline is not None}
+
+
+def decide_all(rows: Sequence[Row], design: Design, explain: bool = True) -> dict[Key, Decision]:
+    """Every comparison of these rows (configs measured alike, one metric), decided, the
+    run's false orders controlled over them. A workload with no headline metric has all
+    its metrics in the headline family (they are what its table shows)."""
+    groups: dict[Key, list[tuple[str, Row]]] = {}
+    for r in rows:
+        if r.metric is None:
+            continue
+        groups.setdefault(key_of(r), []).append((label_of(r), r))
+    named = _has_headline(rows)
+    drafts: list[Decision] = []
+    for key, labelled in groups.items():
+        chain, workload, _, _ = key
+        # A headline metric of these cells (alloc's seconds are not, for an allocation
+        # that writes nothing), or any metric of a workload that names none.
+        headline = (chain, workload) not in named or any(
+            r.headline is not None for _, r in labelled
+        )
+        decision = decide_rows(labelled, design, headline=headline, key=key, explain=explain)
+        if decision is not None:
+            drafts.append(decision)
+    return {tuple(d.key): d for d in control_run(drafts, design.alpha)}  # type: ignore[misc]
+
+
+def for_run(plan: Mapping[str, Any], rows: Sequence[Row]) -> dict[Key, Decision]:
+    """A stored run's decisions, with the design it ran under."""
+    return decide_all(rows, design_of(plan))
+
+
+def documents(decisions: Mapping[Key, Decision]) -> list[dict[str, Any]]:
+    """The decisions as the JSON report states them: each comparison's identity, then
+    its verdict (kind, ranking, pairs with their evidence)."""
+    out = []
+    for (chain, workload, dims, _), d in decisions.items():
+        out.append(
+            {
+                "chain": chain,
+                "workload": workload,
+                "dims": json.loads(dims),
+                "headline": d.headline,
+                "verdict": d.as_dict(),
+            }
+        )
+    return out
+
+
+def tally(decisions: Iterable[Decision]) -> dict[str, int]:
+    """Pairs per kind, over these decisions."""
+    out = {"order": 0, "equivalent": 0, "undecided": 0}
+    for d in decisions:
+        for p in d.pairs:
+            out[p.kind] += 1
+    return out

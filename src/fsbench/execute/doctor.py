@@ -1,0 +1,219 @@
+"""What this machine can test, and what is missing: facts for `fsbench doctor`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from fsbench import workloads
+from fsbench.execute.targets import stale
+from fsbench.plan.model import DEFAULT_IMAGE_SIZE
+from fsbench.store.results import Store
+from fsbench.system import filesystems, knobs, memcap, proc
+from fsbench.system.units import human_bytes
+from fsbench.workloads import aging
+
+
+class Check(BaseModel):
+    name: str
+    ok: bool
+    detail: str
+
+
+class FsStatus(BaseModel):
+    name: str
+    available: bool
+    reason: str
+    kernel: bool
+    version: str | None
+    package: str
+
+
+class WorkloadStatus(BaseModel):
+    name: str
+    available: bool
+    reason: str
+    tools: list[str]
+
+
+class VmStatus(BaseModel):
+    usable: bool
+    reason: str
+    qemu: str | None
+    accel: str
+    images: list[str]  # kernel versions with a cached guest image
+    filesystems: dict[str, list[str]]  # guest kernel -> filesystems it adds
+    boot_roots: list[str] = []  # cached root images of the boot workload: "xfs (host)"
+
+
+class DoctorReport(BaseModel):
+    checks: list[Check]
+    filesystems: list[FsStatus]
+    workloads: list[WorkloadStatus]
+    released: list[str]
+    vm: VmStatus | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+def _existing_parent(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
+    checks = [
+        Check(
+            name="root",
+            ok=os.geteuid() == 0,
+            detail="running as root" if os.geteuid() == 0 else "mkfs, mount and losetup need root",
+        )
+    ]
+    loop_ok = Path("/dev/loop-control").exists() and proc.which("losetup") is not None
+    free = proc.run(["losetup", "--find"], timeout=10) if loop_ok else None
+    checks.append(
+        Check(
+            name="loop devices",
+            ok=bool(free and free.ok),
+            detail=(
+                f"free: {free.stdout.strip()}"
+                if free and free.ok
+                else "no /dev/loop-control or no free loop device (modprobe loop)"
+            ),
+        )
+    )
+    where = _existing_parent(workdir)
+    usage = shutil.disk_usage(where)
+    checks.append(
+        Check(
+            name="image space",
+            ok=usage.free >= DEFAULT_IMAGE_SIZE,
+            detail=f"{human_bytes(usage.free)} free at {where} (default image "
+            f"{human_bytes(DEFAULT_IMAGE_SIZE)}, sparse; workloads write into it)",
+        )
+    )
+    checks.append(_knob_check(workdir, released))
+    h = memcap.hierarchy()
+    checks.append(
+        Check(
+            name="memory cgroup",
+            ok=h is not None,
+            detail=(
+                f"cgroup v{h.version} at {h.mount}: the mem knob caps a workload's memory"
+                if h is not None
+                else "none: the mem knob is unsupported here"
+            ),
+        )
+    )
+    recipes = {name: r().missing() for name, r in aging.RECIPES.items()}
+    checks.append(
+        Check(
+            name="aging recipes",
+            ok=not any(recipes.values()),
+            detail="; ".join(f"{n}: {why or 'ok'}" for n, why in recipes.items()),
+        )
+    )
+    try:
+        store = Store(db)
+        integrity = store.integrity()
+        checks.append(
+            Check(
+                name="result store",
+                ok=integrity == "ok",
+                detail=f"{store.url} (integrity: {integrity})",
+            )
+        )
+        store.close()
+    except Exception as exc:  # doctor reports, never crashes
+        checks.append(Check(name="result store", ok=False, detail=str(exc)))
+
+    kernel = filesystems.kernel_filesystems()
+    fs_status = []
+    for fs in filesystems.CATALOGUE.values():
+        a = filesystems.availability(fs, kernel)
+        fs_status.append(
+            FsStatus(
+                name=fs.name,
+                available=a.available,
+                reason=a.reason,
+                kernel=a.kernel,
+                version=a.version,
+                package=fs.package,
+            )
+        )
+    wl_status = []
+    for name, wl in workloads.all_workloads().items():
+        missing = wl.missing()
+        wl_status.append(
+            WorkloadStatus(
+                name=name,
+                available=missing is None,
+                reason=missing or "ok",
+                tools=[t.command for t in wl.tools],
+            )
+        )
+    return DoctorReport(
+        checks=checks,
+        filesystems=fs_status,
+        workloads=wl_status,
+        released=released,
+        vm=_vm_status(),
+    )
+
+
+def _knob_check(workdir: Path, released: list[str]) -> Check:
+    """System knobs left changed: by dead runs (restored just now by the stale release,
+    or not restorable) and by runs still going (theirs to restore)."""
+    restored = [ln for ln in released if ln.startswith("restored ")]
+    failed = [ln for ln in released if ln.startswith("could not restore ")]
+    running = []
+    if workdir.is_dir():
+        for path in sorted(workdir.iterdir()):
+            m = knobs.JOURNAL_RE.match(path.name)
+            if m and stale.pid_alive(int(m.group(1))):
+                changed = ", ".join(e.name for e in knobs.load(path))
+                running.append(f"{changed} changed by fsbench pid {m.group(1)} (running)")
+    if failed:
+        detail = "; ".join(failed)
+    elif restored:
+        detail = f"restored what dead runs left changed: {'; '.join(restored)}"
+    else:
+        detail = "none left changed by a dead run"
+    return Check(name="system knobs", ok=not failed, detail="; ".join([detail, *running]))
+
+
+def _vm_status() -> VmStatus | None:
+    """The VM target: QEMU, the accelerator, cached guest images and what they add."""
+    try:
+        from fsbench.vm import doctor_facts
+
+        facts = doctor_facts(probe=False)
+    except Exception as exc:  # doctor reports, never crashes
+        return VmStatus(
+            usable=False,
+            reason=f"cannot inspect: {exc}",
+            qemu=None,
+            accel="-",
+            images=[],
+            filesystems={},
+        )
+    adds = {
+        kernel: [fs for fs, ok in found.items() if ok]
+        for kernel, found in (facts.get("guest_filesystems") or {}).items()
+    }
+    qemu = facts.get("qemu") or {}
+    return VmStatus(
+        usable=bool(facts.get("usable")),
+        reason=str(facts.get("reason") or ""),
+        qemu=qemu.get("version") if isinstance(qemu, dict) else None,
+        accel=str(facts.get("accel") or "-"),
+        images=[str(i.get("kernel_version")) for i in facts.get("images") or []],
+        filesystems=adds,
+        boot_roots=[f"{r['config']} ({r['made_in']})" for r in facts.get("boot_roots") or []],
+    )

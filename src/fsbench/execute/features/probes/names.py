@@ -1,0 +1,61 @@
+"""The longest file name: names of n ASCII bytes, from 255 up (256, then doubling) until
+ENAMETOOLONG, then a binary search."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
+from fsbench.execute.features.model import Feature, Result
+
+NAMES = Feature(
+    "longest file name",
+    "How many bytes long can one file name be (ENAMETOOLONG beyond)?",
+    quantity=True,
+)
+LIMIT = 4096  # PATH_MAX: nothing longer could be named anyway
+
+
+def _creates(d: Path, n: int) -> OSError | None:
+    path = d / ("n" * n)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return exc
+        raise
+    os.close(fd)
+    path.unlink()
+    return None
+
+
+def run(s: Scratch) -> dict[str, Result]:
+    ev = Evidence()
+    d = s.workdir("names")
+    good, bad = 0, None
+    n = 255
+    while n <= LIMIT:
+        err = _creates(d, n)
+        ev.say(f"create a {n}-byte name: " + ("ok" if err is None else os_error(err)))
+        if err is not None:
+            bad = n
+            break
+        good = n
+        n = 256 if n == 255 else n * 2
+    if good == 0:  # even 255 refused: search below
+        good, bad = 0, 255
+    if bad is not None:
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            if _creates(d, mid) is None:
+                good = mid
+            else:
+                bad = mid
+    if good == 0:
+        return {NAMES.name: ev.result("no", note="no name could be created")}
+    return {NAMES.name: ev.result("yes", good, "bytes")}
+
+
+PROBE = Probe(name="names", features=(NAMES,), run=run, setup=Setup())

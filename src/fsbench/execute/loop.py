@@ -1,0 +1,373 @@
+"""The run: one repetition loop for every place trials run.
+
+It decides what runs and in which order (schedule.py: comparison groups, a warm-up round,
+balanced shuffled rounds), hands the slots to an executor (executors/: this host, a QEMU
+guest, ...), stores every trial as soon as it comes back, and owns what every run shares:
+`--reps auto`, resume of an interrupted run, interrupts, the run's status and outcome. It
+knows nothing of where the trials run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fsbench import __version__, workloads
+from fsbench.analysis import decisions, verdicts
+from fsbench.analysis.convergence import convergence, group_needs_more
+from fsbench.analysis.decisions import MIN_REPS_EXACT
+from fsbench.analysis.rows import build_rows
+from fsbench.execute import schedule
+from fsbench.execute.executors import Executor, for_plan
+from fsbench.execute.schedule import WARMUP_REP, Slot
+from fsbench.plan.model import MIN_AUTO_REPS, Cell, Plan
+from fsbench.store import runfacts
+from fsbench.store.records import TrialRecord
+from fsbench.store.results import Store
+from fsbench.system import hostfacts as provenance
+
+
+@dataclass(frozen=True)
+class FleetPart:
+    """This run is one host's part of a fleet run: the fleet run's uid, the host's
+    inventory name and groups."""
+
+    uid: str
+    host: str
+    groups: tuple[str, ...] = ()
+
+
+@dataclass
+class Outcome:
+    run_id: int
+    counts: dict[str, int] = field(default_factory=dict)  # status -> trials stored now
+    interrupted: bool = False
+
+
+class Hooks:
+    """What a run tells whoever watches it (the CLI's progress bar); no-ops by default."""
+
+    def note(self, text: str) -> None:
+        """A line worth showing before the trials start (warnings, stale releases)."""
+
+    def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
+        """The run starts (or resumes with `done` trials stored) with `total` slots planned;
+        `plan` is the plan as stored (with its order seed)."""
+
+    def started(self, slot: Slot, done: int, total: int) -> None:
+        """A slot (or a batch starting with it, in a guest) starts."""
+
+    def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
+        """A slot's records are stored."""
+
+
+def with_seed(plan: Plan) -> Plan:
+    """The plan with its order seed fixed (a fresh one if it names none): the stored plan
+    then reproduces the run's order exactly, on resume too."""
+    if plan.seed is not None:
+        return plan
+    return plan.model_copy(update={"seed": schedule.new_seed()})
+
+
+def slots_of(plan: Plan, cells: Sequence[Cell]) -> list[Slot]:
+    if plan.seed is None:
+        raise ValueError("slots_of needs a plan with its seed (with_seed)")
+    return schedule.build(
+        cells,
+        plan.planned_reps,
+        plan.seed,
+        plan.warmup,
+        warms,
+    )
+
+
+def warms(cell: Cell) -> bool:
+    """Whether a cell's trials are warmed up (a crash series boots fresh guests: no)."""
+    return all(workloads.get(name).warms for name, _ in cell.steps)
+
+
+def run(
+    plan: Plan,
+    cells: Sequence[Cell],
+    store: Store,
+    *,
+    argv: list[str],
+    overrides: dict[str, list[str]],
+    hooks: Hooks | None = None,
+    resume_run: int | None = None,
+    executor: Executor | None = None,
+    kind: str = "run",
+    uid: str | None = None,
+    part: FleetPart | None = None,
+) -> Outcome:
+    """Run (or with `resume_run`, finish) the plan's matrix; every trial is stored as it
+    ends. Returns with `interrupted` set after Ctrl-C or SIGTERM (the run is then marked
+    `interrupted` and `--resume` finishes it); any other error marks it `failed`."""
+    hooks = hooks or Hooks()
+    cells = list(cells)
+    executor = executor or for_plan(plan, cells)
+    for warning in executor.preflight():
+        hooks.note(f"warning: {warning}")
+    for line in executor.release_stale():
+        hooks.note(f"released stale: {line}")
+    if resume_run is None:
+        plan = with_seed(plan)
+    slots = slots_of(plan, cells)
+    with executor:  # a real device's safety checks happen in open(), before any write
+        if resume_run is None:
+            fs_types = sorted({c.type for c in plan.fs})
+            steps = sorted({s for w in plan.workloads for s in w.steps})
+            host = provenance.host(fs_types, steps)
+            run_id = store.create_run(
+                name=plan.name,
+                fsbench_version=__version__,
+                argv=argv,
+                plan=plan.model_dump(mode="json", by_alias=True),
+                overrides=overrides,
+                schedule=[(s.rep, s.cell.key) for s in slots],
+                host=host,
+                target=executor.describe(),
+                kind=kind,
+                workloads=runfacts.workload_facts(steps),
+                features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
+                uid=uid,
+                fleet_uid=part.uid if part else "",
+                fleet_host=part.host if part else "",
+                fleet_groups=list(part.groups) if part else None,
+            )
+        else:
+            run_id = resume_run
+            store.reopen_run(run_id)
+        loop = _Loop(plan, cells, slots, store, executor, hooks, run_id)
+        try:
+            loop.run()
+        except KeyboardInterrupt:
+            store.set_target(run_id, executor.describe())
+            store.finish_run(run_id, "interrupted")
+            loop.outcome.interrupted = True
+            return loop.outcome
+        except BaseException:
+            store.finish_run(run_id, "failed")
+            raise
+        store.set_target(run_id, executor.describe())
+        store.finish_run(run_id, "incomplete" if executor.unfinished() else "finished")
+        return loop.outcome
+
+
+class _Loop:
+    def __init__(
+        self,
+        plan: Plan,
+        cells: list[Cell],
+        slots: list[Slot],
+        store: Store,
+        executor: Executor,
+        hooks: Hooks,
+        run_id: int,
+    ) -> None:
+        self.plan, self.cells, self.slots = plan, cells, slots
+        self.store, self.executor, self.hooks = store, executor, hooks
+        self.outcome = Outcome(run_id)
+        trials = store.get_trials(run_id)
+        self.stored = {t.seq for t in trials}
+        self.refused = {t.cell_key for t in trials if t.status == "unsupported"}
+        self.dropped = 0  # slots --reps auto decided not to run
+        self.scheduled = {s.seq for s in slots}
+        # Warm-ups added after the schedule (a resumed run, a fresh guest) take the seqs
+        # after it, so every trial keeps a seq of its own across resumes.
+        self.next_seq = max([len(slots), *(s + 1 for s in self.stored)])
+        self.handed = False  # nothing has run in this process yet
+
+    @property
+    def total(self) -> int:
+        """Slots that will have run at the end, as far as is known now: a refused cell's
+        and a converged group's remaining slots do not count."""
+        skipped = sum(
+            1 for s in self.slots if s.cell.key in self.refused and s.seq not in self.stored
+        )
+        return len(self.slots) - skipped - self.dropped
+
+    @property
+    def run_id(self) -> int:
+        return self.outcome.run_id
+
+    def run(self) -> None:
+        self.hooks.begin(self.run_id, self.plan, self.done, self.total, self.executor.banner())
+        if self.executor.whole_plan:
+            self.executor.run(self.slots, self.refused, self._started, self._finished)
+            return
+        if self.plan.reps == "decide":
+            self._until_decided()
+            return
+        if self.plan.reps != "auto":
+            self._hand(self.slots)
+            return
+        by_group: dict[int, list[Slot]] = {}
+        for slot in self.slots:
+            by_group.setdefault(slot.group, []).append(slot)
+        for group_slots in by_group.values():
+            members = list({s.cell.key: s.cell for s in group_slots}.values())
+            self._hand([s for s in group_slots if s.rep <= MIN_AUTO_REPS])
+            for rep in range(MIN_AUTO_REPS + 1, self.plan.planned_reps + 1):
+                rest = [s for s in group_slots if s.rep >= rep]
+                if not group_needs_more(self.plan, members, self.store.get_trials(self.run_id)):
+                    self.dropped += sum(
+                        1
+                        for s in rest
+                        if s.seq not in self.stored and s.cell.key not in self.refused
+                    )
+                    break
+                self._hand([s for s in rest if s.rep == rep])
+        self.store.set_convergence(
+            self.run_id, convergence(self.plan, self.cells, self.store.get_trials(self.run_id))
+        )
+
+    def _by_group(self) -> dict[int, list[Slot]]:
+        out: dict[int, list[Slot]] = {}
+        for slot in self.slots:
+            out.setdefault(slot.group, []).append(slot)
+        return out
+
+    def _until_decided(self) -> None:
+        """`--reps decide`: rounds per group until every pair of its configs is ordered
+        or equivalent (counts at n = 2, timings from n = 3), at most max_reps.
+
+        Without a budget, each group in turn to its answer. With one, first every group
+        to its minimum (so that what is left is known, not guessed from groups of other
+        sizes), then the groups still open, cheapest answer first: a group's answer costs
+        its rounds (the most repetitions any of its open pairs needs at the noise
+        measured, if within max_reps) times what a round of it took; a group no round
+        within max_reps would settle gets none. Each group runs while its rounds fit what
+        is left of the budget; one taken up again after other work starts with a warm-up
+        trial."""
+        groups = list(self._by_group().values())
+        design = decisions.Design(True, MIN_AUTO_REPS, self.plan.planned_reps, self.plan.margin)
+        clock = time.monotonic()
+        if self.plan.budget is None:
+            for group_slots in groups:
+                self._rounds(group_slots, design, 0, self.plan.planned_reps)
+        else:
+            per_round: dict[int, float] = {}
+            for index, group_slots in enumerate(groups):
+                started = time.monotonic()
+                ran = self._rounds(group_slots, design, 0, MIN_AUTO_REPS)
+                per_round[index] = (time.monotonic() - started) / max(ran, 1)
+            wanted = []  # (cost of the answer, group, the repetitions it needs)
+            for index, group_slots in enumerate(groups):
+                needs = self._needs(group_slots, design)
+                if needs is not None:
+                    wanted.append(((needs - MIN_AUTO_REPS) * per_round[index], index, needs))
+            for _, index, needs in sorted(wanted):
+                left = self.plan.budget - (time.monotonic() - clock)
+                # Whole rounds that fit, half a round kept for the warm-up trial first.
+                fit = int(left / per_round[index] - 0.5) if per_round[index] > 0 else 0
+                last = min(needs, MIN_AUTO_REPS + fit)
+                if last > MIN_AUTO_REPS:
+                    self._rounds(groups[index], design, MIN_AUTO_REPS + 1, last, rewarm=True)
+        for group_slots in groups:
+            self.dropped += sum(
+                1
+                for s in group_slots
+                if s.seq not in self.stored and s.cell.key not in self.refused
+            )
+
+    def _rounds(
+        self,
+        group_slots: Sequence[Slot],
+        design: decisions.Design,
+        first: int,
+        last: int,
+        rewarm: bool = False,
+    ) -> int:
+        """Rounds `first`..`last` of one group (0: its warm-up round), stopping before a
+        round once the group is decided; the rounds run. `rewarm`: the group is taken up
+        again after other work, so its first round starts with a warm-up trial."""
+        ran = 0
+        start = first
+        if first == 0 and last >= MIN_REPS_EXACT:
+            # The warm-up round and the rounds before any answer is possible in one go:
+            # a VM executor boots one guest for them, not one a round.
+            self._hand([s for s in group_slots if s.rep <= MIN_REPS_EXACT], rewarm=rewarm)
+            ran = start = MIN_REPS_EXACT + 1
+        for rep in range(start, last + 1):
+            if rep > MIN_REPS_EXACT and self._decided(group_slots, rep - 1, design):
+                break
+            self._hand([s for s in group_slots if s.rep == rep], rewarm=rewarm and ran == 0)
+            ran += 1
+        return ran
+
+    def _needs(self, group_slots: Sequence[Slot], design: decisions.Design) -> int | None:
+        """The repetitions that would settle the open pairs of the group's headline
+        comparisons at the noise measured (the most any settleable pair needs), within
+        max_reps; None when nothing is open or no open pair settles within it."""
+        found = self._headline(group_slots, design, explain=True)
+        needs = [
+            p.needed
+            for d in found
+            for p in d.pairs
+            if p.kind == decisions.UNDECIDED and p.needed is not None
+        ]
+        within = [n for n in needs if n <= self.plan.planned_reps]
+        return max(within) if within else None
+
+    def _headline(
+        self, group_slots: Sequence[Slot], design: decisions.Design, explain: bool = False
+    ) -> list[decisions.Decision]:
+        """The group's headline comparisons as its trials so far decide them."""
+        keys = {s.cell.key for s in group_slots}
+        trials = [t for t in self.store.get_trials(self.run_id) if t.cell_key in keys]
+        rows = build_rows(trials, None, (), self.store.get_run(self.run_id).workloads)
+        decided = verdicts.decide_all(rows, design, explain=explain).values()
+        return [d for d in decided if d.headline]
+
+    def _decided(self, group_slots: Sequence[Slot], n: int, design: decisions.Design) -> bool:
+        """Whether the group's rounds so far (n counted) answer every pair of configs of
+        its headline comparisons. Never before MIN_AUTO_REPS for a group with nothing to
+        compare (one config): its timings still want their repetitions."""
+        found = self._headline(group_slots, design)
+        if not found:
+            return n >= MIN_AUTO_REPS
+        return all(d.complete for d in found)
+
+    def _hand(self, slots: Sequence[Slot], rewarm: bool = False) -> None:
+        """Slots not stored yet (a resumed run skips the rest) to the executor, after a
+        warm-up where they would otherwise start cold with a counted trial (`rewarm`: the
+        group is taken up again after other work)."""
+        pending = [s for s in slots if s.seq not in self.stored]
+        pending = [s for s in pending if s.cell.key not in self.refused]
+        if not pending:
+            return
+        cold = rewarm or not self.handed or self.executor.fresh_start(pending[0])
+        if cold and not pending[0].warmup and self.plan.warmup > 0 and warms(pending[0].cell):
+            pending.insert(0, self._rewarm(pending[0]))
+        self.handed = True
+        self.executor.run(pending, self.refused, self._started, self._finished)
+        self.store.set_target(self.run_id, self.executor.describe())
+
+    def _rewarm(self, first: Slot) -> Slot:
+        """A warm-up trial before `first`, of the cell the schedule runs just before it in
+        its group (so `first` follows what the design meant it to follow): stored, never
+        counted, like the warm-up round. The first trial after a restart or in a freshly
+        booted guest then counts for nobody."""
+        before = [s for s in self.slots if s.group == first.group and s.seq < first.seq]
+        cell = before[-1].cell if before else first.cell
+        slot = Slot(self.next_seq, WARMUP_REP, first.position, first.group, cell)
+        self.next_seq += 1
+        return slot
+
+    @property
+    def done(self) -> int:
+        """Scheduled slots stored (added warm-ups are extra, not progress)."""
+        return len(self.stored & self.scheduled)
+
+    def _started(self, slot: Slot) -> None:
+        self.hooks.started(slot, self.done, self.total)
+
+    def _finished(self, slot: Slot, records: list[TrialRecord]) -> None:
+        self.store.record_trials(self.run_id, records)
+        self.stored.add(slot.seq)
+        counts = self.outcome.counts
+        for record in records:
+            counts[record.status] = counts.get(record.status, 0) + 1
+        self.hooks.finished(slot, records, self.done, self.total)

@@ -1,0 +1,636 @@
+"""Plans: what to compare, validated (pydantic), loaded from TOML or built from CLI flags,
+and expanded into the matrix of cells the runner measures."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from fsbench import workloads
+from fsbench.analysis.decisions import DEFAULT_MARGIN
+from fsbench.system import filesystems, knobs
+from fsbench.system.errors import FsbenchError
+from fsbench.workloads import aging
+from fsbench.workloads.base import Bytes, Scale
+
+DEFAULT_WORKDIR = Path("/var/tmp/fsbench")
+DEFAULT_IMAGE_SIZE = 8 << 30
+
+
+class FsConfig(BaseModel):
+    """One filesystem configuration: type + mkfs options + mount options (+ a label)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str
+    mkfs: tuple[str, ...] = ()
+    mount: str = ""
+    label: str = ""
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        try:
+            filesystems.get(value)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+        return value
+
+    @field_validator("mkfs", mode="before")
+    @classmethod
+    def _split_mkfs(cls, value: Any) -> Any:
+        # A string is split like a shell would split it: into argv, never run by a shell.
+        if isinstance(value, str):
+            try:
+                return tuple(shlex.split(value))
+            except ValueError as exc:
+                raise ValueError(f"mkfs options {value!r}: {exc}") from None
+        return value
+
+    @property
+    def display(self) -> str:
+        """The label reports use: the given one, or type + options."""
+        if self.label:
+            return self.label
+        parts = [self.type]
+        if self.mkfs:
+            # Quote only what needs it for reading: `-O ^flex_bg` stays as people write it.
+            parts.append(" ".join(shlex.quote(a) if " " in a else a for a in self.mkfs))
+        if self.mount:
+            parts.append(self.mount)
+        return " ".join(parts)
+
+    @property
+    def spec(self) -> str:
+        """The `--fs` value that gives this config back (parse_fs_spec's inverse)."""
+        parts = [self.type]
+        if self.mkfs:
+            parts.append("mkfs=" + shlex.join(self.mkfs))
+        if self.mount:
+            parts.append("mount=" + self.mount)
+        if self.label:
+            parts.append("label=" + self.label)
+        return ":".join(parts)
+
+
+CHAIN_SEP = "+"
+
+
+class WorkloadSpec(BaseModel):
+    """A workload, or a chain `untar+tree-read+fsck` whose steps share one mkfs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    # Scalars or lists; a list is a sweep: one cell per value. In a chain, a parameter
+    # applies to every step that has it.
+    params: dict[str, Any] = Field(default_factory=dict)
+    # Parameters for one scale only, over `params` (`[workload.params_at.quick]`): a preset
+    # sized for its own scale still shrinks to the workload's tiny defaults at --scale tiny.
+    params_at: dict[Scale, dict[str, Any]] = Field(default_factory=dict)
+    # Run only on these configs (by label: `ext4`, `btrfs zstd`); empty = every config.
+    configs: tuple[str, ...] = ()
+    # Run only at these scales (kernel-build: full); empty = every scale.
+    scales: tuple[Scale, ...] = ()
+    # Knobs for this workload only (added to the plan's): {"vm.dirty_ratio": [1, 20]}.
+    knobs: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _known_workload(cls, value: str) -> str:
+        for step in value.split(CHAIN_SEP):
+            try:
+                workloads.get(step.strip())
+            except KeyError as exc:
+                raise ValueError(exc.args[0]) from None
+        return CHAIN_SEP.join(step.strip() for step in value.split(CHAIN_SEP))
+
+    @property
+    def steps(self) -> list[str]:
+        return self.name.split(CHAIN_SEP)
+
+
+class AgeSpec(BaseModel):
+    """`[[age]] recipe = "git-pulls"  pulls = 500`: a recipe and its parameters."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    recipe: str
+
+    @property
+    def text(self) -> str:
+        """As the age knob writes it: 'git-pulls:pulls=500'."""
+        params = self.model_extra or {}
+        return ":".join([self.recipe, *(f"{k}={v}" for k, v in sorted(params.items()))])
+
+    @model_validator(mode="after")
+    def _known(self) -> AgeSpec:
+        try:
+            aging.parse(self.text)
+        except FsbenchError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+
+class _TargetBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # What a target kind is, it says here: the executor that runs its trials ("module:Class",
+    # imported only when a run asks for it), and the command-line flags (`--kernel`) it takes,
+    # each with the field it sets (any other target flag is refused).
+    executor: ClassVar[str]
+    flags: ClassVar[dict[str, str]] = {"image-size": "image_size", "workdir": "workdir"}
+
+    # The loop image, or the VM's scratch disk.
+    image_size: Bytes = Field(
+        default=DEFAULT_IMAGE_SIZE, gt=0, description="Loop image (or VM scratch disk) size."
+    )
+    workdir: Path = Field(default=DEFAULT_WORKDIR, description="Where images and mounts go.")
+
+    def dimensions(self) -> dict[str, list[str]]:
+        """Matrix dimensions the target itself adds (the VM's kernels)."""
+        return {}
+
+
+class LoopTargetSpec(_TargetBase):
+    """This host: a sparse loop image, or a real disk (`device` + `destroy_data`)."""
+
+    kind: Literal["loop"] = "loop"
+    executor: ClassVar[str] = "fsbench.execute.executors.local:LocalExecutor"
+    flags: ClassVar[dict[str, str]] = {
+        **_TargetBase.flags,
+        "device": "device",
+        "destroy-data": "destroy_data",
+    }
+    device: str | None = Field(
+        default=None, description="A real block device instead of a loop image."
+    )
+    destroy_data: bool = Field(default=False, description="Allow fsbench to overwrite device.")
+
+
+class VmTargetSpec(_TargetBase):
+    """A QEMU guest with its own kernel: filesystems the host lacks, other kernels."""
+
+    kind: Literal["vm"] = "vm"
+    executor: ClassVar[str] = "fsbench.vm.executor:VmExecutor"
+    flags: ClassVar[dict[str, str]] = {
+        **_TargetBase.flags,
+        "kernel": "kernel",
+        "guest-ram": "guest_ram_mb",
+    }
+    # Debian's default, "6.1", a package, or a bzImage path; several ("6.1,6.12" or a list)
+    # make the kernel a dimension of the matrix (the `kernel` knob of every cell).
+    kernel: str | list[str] | None = None
+    guest_ram_mb: int = Field(default=2048, ge=256, description="Guest RAM in MiB.")
+    vcpus: int = Field(default=2, ge=1, le=64)
+    throttle: dict[str, int] = Field(default_factory=dict)  # QEMU: iops-total, bps-total...
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel_list(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and not [v for v in value if str(v).strip()]:
+            raise ValueError("kernel: an empty list")
+        return value
+
+    @property
+    def kernels(self) -> list[str | None]:
+        """The kernels to run under, in order: [None] for the VM's default."""
+        if self.kernel is None:
+            return [None]
+        items = self.kernel if isinstance(self.kernel, list) else self.kernel.split(",")
+        out = [str(k).strip() for k in items if str(k).strip()]
+        return list(dict.fromkeys(out)) or [None]
+
+    def dimensions(self) -> dict[str, list[str]]:
+        kernels = self.kernels
+        return {knobs.KERNEL: [str(k) for k in kernels]} if len(kernels) > 1 else {}
+
+
+TargetSpec = Annotated[LoopTargetSpec | VmTargetSpec, Field(discriminator="kind")]
+# Every target kind by its name (`--target NAME`), the first the default.
+TARGET_KINDS: dict[str, type[LoopTargetSpec] | type[VmTargetSpec]] = {
+    "loop": LoopTargetSpec,
+    "vm": VmTargetSpec,
+}
+
+# Fields of one kind that plans stored before the target was a union carry for the other
+# (every target had every field, at its default): dropped when read back.
+_VM_ONLY_DEFAULTS: dict[str, Any] = {
+    "kernel": None,
+    "guest_ram_mb": 2048,
+    "vcpus": 2,
+    "throttle": {},
+}
+_LOOP_ONLY_DEFAULTS: dict[str, Any] = {"device": None, "destroy_data": False}
+
+
+def _target_input(value: Any) -> Any:
+    """A target as given (TOML, CLI, or a stored plan): `kind` defaults to loop, and the
+    other kind's fields left at their defaults by an older fsbench are dropped."""
+    if not isinstance(value, dict):
+        return value
+    data = dict(value)
+    kind = data.setdefault("kind", "loop")
+    other = _VM_ONLY_DEFAULTS if kind == "loop" else _LOOP_ONLY_DEFAULTS
+    for key, default in other.items():
+        if key in data and data[key] == default:
+            del data[key]
+    foreign = [key for key in other if key in data]
+    if foreign:
+        need = 'the VM target (kind = "vm", --target vm)' if kind == "loop" else "a loop target"
+        raise ValueError(f"{', '.join(foreign)} needs {need}")
+    return data
+
+
+MIN_AUTO_REPS = 3
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '9m', '1h30m' -> seconds."""
+    given = text.strip().lower()
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([smhd]?)", given)
+    if not given or not parts or re.sub(r"(\d+(?:\.\d+)?)\s*([smhd]?)", "", given).strip():
+        raise ValueError(f"duration {text!r}: a number of seconds or e.g. 90s, 9m, 1h30m")
+    return sum(float(n) * DURATION_UNITS[u or "s"] for n, u in parts)
+
+
+DEFAULT_TRIAL_TIMEOUT = {Scale.TINY: 600.0, Scale.QUICK: 3600.0, Scale.FULL: 12 * 3600.0}
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = "custom"
+    description: str = ""
+    scale: Scale = Field(
+        default=Scale.QUICK, description="tiny, quick or full: each workload's sizes per scale."
+    )
+    # "decide" (the default): balanced rounds per comparison group until every pair of its
+    # configs is ordered or equivalent (decisions.py), at most max_reps, within the budget;
+    # a number: a fixed design; "auto": rounds until the 95% CI half-width of every cell
+    # is within ci_target of the mean.
+    reps: int | Literal["decide", "auto"] = Field(
+        default="decide",
+        description="Repetitions per cell: decide (rounds until every pair of configs is "
+        "ordered or equivalent, at most --max-reps, within --budget), a number (a fixed "
+        "design), or auto (until the 95% CI half-width is within --ci-target).",
+    )
+    margin: float = Field(
+        default=DEFAULT_MARGIN,
+        gt=0,
+        lt=1,
+        description="Two configs are equivalent when the 90% CI of their ratio is within "
+        "1 ± this margin (0.05: ±5%).",
+    )
+    steady: Literal["both", "spread", "slope"] = Field(
+        default="both",
+        description="What makes a per-second series steady (fio's ss=): both its spread and "
+        "its slope within their limits, or one of them.",
+    )
+    budget: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds the whole run may take with --reps decide: every group gets "
+        "its first rounds, then the groups still open get more, cheapest to settle first, "
+        "while the budget lasts (--budget 9m, 1h; default: none).",
+    )
+    ci_target: float = Field(
+        default=0.05, gt=0, lt=1, description="CI half-width / mean that --reps auto aims at."
+    )
+    # Seconds one cell (mkfs + every step) may take before it is failed; default by scale.
+    trial_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds a trial may take before it is failed and the run goes on "
+        "(default by scale: "
+        + ", ".join(f"{k} {v:.0f}" for k, v in DEFAULT_TRIAL_TIMEOUT.items())
+        + ").",
+    )
+    max_reps: int = Field(
+        default=10, le=1000, description="The most repetitions of --reps decide or auto."
+    )
+    warmup: int = Field(
+        default=1,
+        ge=0,
+        le=3,
+        description="Warm-up rounds per comparison group: each cell runs once more, stored "
+        "but never counted.",
+    )
+    seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="Seed of the shuffled, balanced order of configs in each round "
+        "(default: a fresh one, recorded with the run).",
+    )
+    fs: list[FsConfig] = Field(min_length=1)
+    workloads: list[WorkloadSpec] = Field(min_length=1, alias="workload")
+    target: TargetSpec = Field(default_factory=LoopTargetSpec)
+    # System knobs, each a dimension when a list: {"vm.dirty_ratio": [1, 20],
+    # "scheduler": ["none", "bfq"], "contention": ["idle", "busy"]}.
+    knobs: dict[str, Any] = Field(default_factory=dict)
+    # The filesystem's age, a dimension like a knob (`[[age]]` tables; --age): fresh
+    # (`recipe = "none"`) or aged by a recipe with its parameters.
+    age: list[AgeSpec] = Field(default_factory=list)
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_kind(cls, value: Any) -> Any:
+        return _target_input(value)
+
+    @field_validator("reps")
+    @classmethod
+    def _reps_range(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and not 1 <= value <= 1000:
+            raise ValueError("reps must be between 1 and 1000, decide or auto")
+        return value
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget_duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
+
+    @field_validator("max_reps")
+    @classmethod
+    def _max_reps_floor(cls, value: int) -> int:
+        if value < MIN_AUTO_REPS:
+            raise ValueError(
+                f"max_reps {value}: at least {MIN_AUTO_REPS} (--reps decide and auto make "
+                f"{MIN_AUTO_REPS} repetitions before they judge)"
+            )
+        return value
+
+    @property
+    def timeout(self) -> float:
+        return self.trial_timeout or DEFAULT_TRIAL_TIMEOUT[self.scale]
+
+    @property
+    def planned_reps(self) -> int:
+        """Repetitions per cell at most."""
+        return int(self.reps) if isinstance(self.reps, int) else self.max_reps
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the repetition loop decides, round by round, when a group has enough."""
+        return not isinstance(self.reps, int)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix: a filesystem config, a workload, scalar parameters."""
+
+    config: FsConfig
+    workload: str
+    params: dict[str, Any]
+    knobs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        key = f"{self.config.display}|{self.workload}|{json.dumps(self.params, sort_keys=True)}"
+        return key + (f"|{json.dumps(self.knobs, sort_keys=True)}" if self.knobs else "")
+
+    @property
+    def is_chain(self) -> bool:
+        return CHAIN_SEP in self.workload
+
+    @property
+    def steps(self) -> list[tuple[str, dict[str, Any]]]:
+        """(workload, its own parameters) for each step of the cell."""
+        out = []
+        for name in self.workload.split(CHAIN_SEP):
+            fields = workloads.get(name).params_model.model_fields
+            out.append((name, {k: v for k, v in self.params.items() if k in fields}))
+        return out
+
+    def describe(self) -> str:
+        """'ext4 · fio profile=seq-write size=6G': the parameters set (None: the tool's own
+        default, not worth a word)."""
+        given = {**self.params, **self.knobs}
+        shown = " ".join(f"{k}={v}" for k, v in given.items() if v is not None)
+        return f"{self.config.display} · {self.workload} {shown}".rstrip()
+
+
+def one_line(exc: ValidationError) -> str:
+    """First validation error as `where: what`, for a one-line CLI message."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    if where in ("type", "name"):  # the message names the thing already
+        where = ""
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    extra = f" ({len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{where}: {msg}{extra}" if where else f"{msg}{extra}"
+
+
+_SPEC_KEYS = ("mkfs", "mount", "label")
+
+
+def parse_fs_spec(text: str) -> list[FsConfig]:
+    """`ext4,xfs` -> two configs; `ext4:mkfs=-I 256:mount=data=writeback,nodelalloc` -> one.
+
+    A comma separates configs only when the spec has no `:` (mount options use commas).
+    """
+    text = text.strip()
+    if not text:
+        raise FsbenchError("empty --fs value")
+    try:
+        if ":" not in text:
+            return [FsConfig(type=t.strip()) for t in text.split(",") if t.strip()]
+        head, *rest = re.split(":(?=(?:" + "|".join(_SPEC_KEYS) + ")=)", text)
+        fields: dict[str, Any] = {"type": head.strip()}
+        for part in rest:
+            key, _, value = part.partition("=")
+            if key in fields:
+                raise FsbenchError(f"--fs {text!r}: {key}= given twice")
+            fields[key] = value
+        if ":" in fields["type"]:
+            raise FsbenchError(
+                f"--fs {text!r}: expected TYPE[:mkfs=OPTS][:mount=OPTS][:label=NAME]"
+            )
+        return [FsConfig(**fields)]
+    except ValidationError as exc:
+        raise FsbenchError(f"--fs {text!r}: {one_line(exc)}") from None
+
+
+def parse_set(items: list[str], flag: str = "--set") -> dict[str, list[str]]:
+    """`--set method=fallocate,write-4k --set size=64M` -> {name: [values]}."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not value.strip():
+            raise FsbenchError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...]")
+        out[name] = [v.strip() for v in value.split(",") if v.strip()]
+    return out
+
+
+def load_toml(text: str, source: str) -> Plan:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FsbenchError(f"{source}: invalid TOML: {exc}") from None
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise FsbenchError(f"{source}: {one_line(exc)}") from None
+
+
+def load_plan_file(path: Path) -> Plan:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise FsbenchError(f"cannot read plan {path}: {exc.strerror}") from None
+    if path.suffix == ".json":  # a plan as fsbench stores it (a fleet host gets one)
+        try:
+            return Plan.model_validate_json(text)
+        except ValidationError as exc:
+            raise FsbenchError(f"{path}: {one_line(exc)}") from None
+    return load_toml(text, str(path))
+
+
+def knob_combinations(
+    plan: Plan,
+    knob_overrides: dict[str, list[str]] | None = None,
+    spec: WorkloadSpec | None = None,
+) -> list[dict[str, str]]:
+    """Every combination of the plan's knobs, the workload's own and --knob, validated."""
+    values: dict[str, Any] = {
+        **plan.knobs,
+        **({aging.KNOB: [a.text for a in plan.age]} if plan.age else {}),
+        **(spec.knobs if spec else {}),
+        **(knob_overrides or {}),
+    }
+    if spec is not None and aging.KNOB not in values:
+        # A workload that ages the filesystem itself needs an age: its own default.
+        own = [workloads.get(s).default_age for s in spec.steps]
+        if any(own):
+            values[aging.KNOB] = [next(a for a in own if a)]
+    if knobs.KERNEL in values:
+        raise FsbenchError(
+            "knob kernel: the kernel is chosen by the VM target: --target vm --kernel A,B"
+        )
+    values.update(plan.target.dimensions())
+    dims: dict[str, list[str]] = {}
+    for name, value in values.items():
+        vals = value if isinstance(value, list) else [value]
+        if not vals:
+            raise FsbenchError(f"knob {name} has an empty list")
+        dims[name] = [knobs.validate(name, v) for v in vals]
+    names = list(dims)
+    return [
+        dict(zip(names, combo, strict=True))
+        for combo in itertools.product(*(dims[n] for n in names))
+    ]
+
+
+def with_overrides(plan: Plan, overrides: dict[str, list[str]]) -> Plan:
+    """The plan with --set values written into its workloads' parameters (a list of
+    several values stays a sweep): the same cells as expand(plan, overrides), from the
+    plan alone. A fleet host gets this plan."""
+    if not overrides:
+        return plan
+    specs = []
+    for spec in plan.workloads:
+        fields: set[str] = set()
+        for step in spec.steps:
+            fields |= set(workloads.get(step).params_model.model_fields)
+        params = dict(spec.params)
+        given = {n: v for n, v in overrides.items() if n in fields}
+        for name, values in given.items():
+            params[name] = values[0] if len(values) == 1 else list(values)
+        # --set beats a preset's per-scale values too.
+        params_at = {
+            s: {k: v for k, v in p.items() if k not in given} for s, p in spec.params_at.items()
+        }
+        specs.append(spec.model_copy(update={"params": params, "params_at": params_at}))
+    return plan.model_copy(update={"workloads": specs})
+
+
+def expand(
+    plan: Plan,
+    overrides: dict[str, list[str]] | None = None,
+    knob_overrides: dict[str, list[str]] | None = None,
+) -> list[Cell]:
+    """The matrix: configs x workloads x parameter sweeps, with scale defaults filled in.
+
+    Cells of one workload and parameter set are adjacent for every config, so configs that
+    are compared with each other run close together in time.
+    """
+    overrides = overrides or {}
+    labels = [c.display for c in plan.fs]
+    dup = next((lab for lab in labels if labels.count(lab) > 1), None)
+    if dup:
+        raise FsbenchError(f"two filesystem configs share the label {dup!r}: add label=NAME")
+    known_names: set[str] = set()
+    for spec in plan.workloads:
+        for step in spec.steps:
+            known_names |= set(workloads.get(step).params_model.model_fields)
+    unknown = sorted(set(overrides) - known_names)
+    if unknown:
+        names = ", ".join(s.name for s in plan.workloads)
+        raise FsbenchError(
+            f"--set {unknown[0]}: no such parameter for {names} "
+            f"(known: {', '.join(sorted(known_names))})"
+        )
+    cells: list[Cell] = []
+    for spec in plan.workloads:
+        if spec.scales and plan.scale not in spec.scales:
+            continue
+        knob_sets = knob_combinations(plan, knob_overrides, spec)
+        if unknown := sorted(set(spec.configs) - set(labels)):
+            raise FsbenchError(f"workload {spec.name}: no config labelled {unknown[0]!r}")
+        steps = [workloads.get(step) for step in spec.steps]
+        fields: dict[str, None] = {}
+        values: dict[str, Any] = {}
+        for wl in steps:
+            fields.update(dict.fromkeys(wl.params_model.model_fields))
+            for k, v in wl.defaults(plan.scale).items():
+                values.setdefault(k, v)
+        given = {**spec.params, **spec.params_at.get(plan.scale, {})}
+        unknown_params = sorted(
+            {k for p in (spec.params, *spec.params_at.values()) for k in p} - set(fields)
+        )
+        if unknown_params:
+            raise FsbenchError(
+                f"workload {spec.name}: unknown parameter {unknown_params[0]!r} "
+                f"(known: {', '.join(fields)})"
+            )
+        values.update(given)
+        values.update({k: v for k, v in overrides.items() if k in fields})
+        dims = {k: (v if isinstance(v, list) else [v]) for k, v in values.items()}
+        for pname, vals in dims.items():
+            if not vals:
+                raise FsbenchError(f"workload {spec.name}: parameter {pname} has an empty list")
+        param_names = list(dims)
+        for combo in itertools.product(*(dims[n] for n in param_names)):
+            chosen = dict(zip(param_names, combo, strict=True))
+            dumped: dict[str, Any] = {}
+            for wl in steps:
+                own = {k: v for k, v in chosen.items() if k in wl.params_model.model_fields}
+                try:
+                    dumped.update(wl.params_model.model_validate(own).model_dump(mode="json"))
+                except ValidationError as exc:
+                    raise FsbenchError(f"workload {wl.name}: {one_line(exc)}") from None
+            for knob_set in knob_sets:
+                for config in plan.fs:
+                    if not spec.configs or config.display in spec.configs:
+                        cells.append(Cell(config, spec.name, dumped, knob_set))
+    if not cells:
+        raise FsbenchError(
+            f"nothing to run at scale {plan.scale}: every workload is limited to other scales"
+        )
+    return cells

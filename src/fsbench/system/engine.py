@@ -1,0 +1,91 @@
+"""Finding and running fsbench-engine, the native workload engine in engine/ (Rust): JSON
+spec in, JSON results out, errors as one line on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from fsbench.system import proc
+from fsbench.system.errors import TrialFailed, Unsupported
+
+ENGINE = "fsbench-engine"
+SCHEMA = 1
+
+
+def find_engine() -> Path | None:
+    """$FSBENCH_ENGINE, then the checkout's release build (`make install` builds it),
+    then PATH."""
+    override = os.environ.get("FSBENCH_ENGINE")
+    if override:
+        return Path(override) if Path(override).is_file() else None
+    built = Path(__file__).resolve().parents[2] / "engine" / "target" / "release" / ENGINE
+    if built.is_file():
+        return built
+    found = proc.which(ENGINE)
+    return Path(found) if found else None
+
+
+def engine() -> Path:
+    path = find_engine()
+    if path is None:
+        raise Unsupported(
+            f"{ENGINE} not built: `make install` builds it (needs Rust >= 1.88: rustup)"
+        )
+    return path
+
+
+def _call(argv: list[str], spec: dict[str, Any] | None, timeout: float) -> dict[str, Any]:
+    res = proc.run(
+        [str(engine()), *argv],
+        input_text=json.dumps(spec) if spec is not None else None,
+        timeout=timeout,
+    )
+    if not res.ok:
+        line = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.output
+        raise TrialFailed(f"{ENGINE} {argv[0]}: {line}", res.stderr[-4000:])
+    try:
+        data: dict[str, Any] = json.loads(res.stdout)
+    except ValueError as exc:
+        raise TrialFailed(f"{ENGINE} {argv[0]}: not JSON ({exc})", res.stdout[-2000:]) from None
+    if data.get("schema") != SCHEMA:
+        raise TrialFailed(f"{ENGINE}: result schema {data.get('schema')}, expected {SCHEMA}")
+    return data
+
+
+def personality(
+    name: str,
+    scale: str,
+    directory: Path,
+    *,
+    threads: int | None,
+    duration: float | None,
+    warmup: float | None,
+    seed: int,
+    fileset_bytes: int | None = None,
+) -> dict[str, Any]:
+    argv = ["personality", name, "--scale", scale, "--dir", str(directory), "--seed", str(seed)]
+    if fileset_bytes is not None:
+        argv += ["--fileset-bytes", str(fileset_bytes)]
+    if threads is not None:
+        argv += ["--threads", str(threads)]
+    if duration is not None:
+        argv += ["--duration", str(duration)]
+    if warmup is not None:
+        argv += ["--warmup", str(warmup)]
+    return _call(argv, None, timeout=60)
+
+
+def prepare(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    return _call(["prepare", "-"], spec, timeout)
+
+
+def run(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    return _call(["run", "-"], spec, timeout)
+
+
+def churn(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Create and delete files toward a fullness, having written a volume (aging)."""
+    return _call(["churn", "-"], spec, timeout)

@@ -1,0 +1,83 @@
+"""Host provenance kept beside every run: what machine, kernel and tools made the numbers."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from fsbench import __version__, workloads
+from fsbench.system import filesystems, proc
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _meminfo_kib(key: str) -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _git_commit() -> str | None:
+    src = Path(__file__).resolve().parents[2]
+    if not (src / ".git").exists():
+        return None
+    res = proc.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], timeout=10)
+    return res.stdout.strip() if res.ok else None
+
+
+def package_version(package: str) -> str | None:
+    res = proc.run(["dpkg-query", "-W", "-f", "${Version}", package], timeout=20)
+    return f"{package} {res.stdout.strip()}" if res.ok and res.stdout.strip() else None
+
+
+def host(fs_types: list[str], workload_names: list[str]) -> dict[str, Any]:
+    tools: dict[str, str | None] = {}
+    for name in fs_types:
+        fs = filesystems.get(name)
+        if fs.version:
+            tools[fs.version[0]] = proc.tool_version(fs.version)
+    for wname in workload_names:
+        for tool in workloads.get(wname).tools:
+            # From the package database: several tools have no --version (postmark reads
+            # commands from stdin, fs_mark rejects it).
+            tools[tool.command] = package_version(tool.package)
+    mem = _meminfo_kib("MemTotal")
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "memory_bytes": mem * 1024 if mem else None,
+        "cpufreq_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "dirty_ratio": _read("/proc/sys/vm/dirty_ratio"),
+        "dirty_background_ratio": _read("/proc/sys/vm/dirty_background_ratio"),
+        "python": sys.version.split()[0],
+        "fsbench_version": __version__,
+        "fsbench_commit": _git_commit(),
+        "tools": tools,
+    }
