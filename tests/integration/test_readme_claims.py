@@ -1,5 +1,6 @@
-"""README claims on real loop devices: the next `fsbench run` releases what a killed run
-left; the report states the loop image's backing device and whether it is rotational."""
+"""Claims of docs/running.md on real loop devices: the next `fsbench run` releases what a
+killed run left; the report states the loop image's backing device and whether it is
+rotational."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Every figure the README quotes from a bench of fsbench itself (bench/*.py) is in a
-committed result file of that bench, bench/results/<bench>*.json, which says on which
-machine and when it was measured.
+"""Every figure the README and its guides (docs/*.md) quote from a bench of fsbench itself
+(bench/*.py) is in a committed result file of that bench, bench/results/<bench>*.json,
+which says on which machine and when it was measured.
 
-How the README marks a bench-sourced figure, so that the rule can be checked:
+How a document marks a bench-sourced figure, so that the rule can be checked:
 
 - A passage that quotes a bench's results sits between the lines `<!-- bench: NAME -->`
   and `<!-- /bench -->` (HTML comments: nothing shows on the rendered page), NAME being the
@@ -27,6 +27,20 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+
+
+# docs/engine.md came under this rule with the rest of docs/ and does not mark its
+# passages yet (its tables of engine_vs_filebench and fio_fidelity figures): until it
+# does, it is the one guide left out. Remove it from here when it is marked.
+NOT_MARKED_YET = {"docs/engine.md"}
+
+
+def documents() -> list[Path]:
+    """The README and every guide under docs/ but those not marked yet."""
+    docs = sorted((ROOT / "docs").glob("*.md"))
+    return [README, *(p for p in docs if str(p.relative_to(ROOT)) not in NOT_MARKED_YET)]
+
+
 BENCH = ROOT / "bench"
 RESULTS = BENCH / "results"
 
@@ -87,9 +101,9 @@ def _passages(text: str) -> Iterator[tuple[list[str], str, int]]:
         stems = [s.strip() for s in opened.group(1).split(",") if s.strip()]
         j = i + 1
         while j < len(lines) and not _CLOSE.search(lines[j]):
-            assert not _OPEN.search(lines[j]), f"README line {j + 1}: a passage in a passage"
+            assert not _OPEN.search(lines[j]), f"line {j + 1}: a passage in a passage"
             j += 1
-        assert j < len(lines), f"README line {i + 1}: <!-- bench: --> never closed"
+        assert j < len(lines), f"line {i + 1}: <!-- bench: --> never closed"
         yield stems, "\n".join(lines[i + 1 : j]), i + 2
         i = j + 1
 
@@ -131,13 +145,13 @@ def _bench_names(text: str) -> set[str]:
     return named
 
 
-def check(text: str) -> list[str]:
-    """What the README quotes from a bench that no result file holds, one line each."""
+def check(text: str, name: str = "README") -> list[str]:
+    """What a document quotes from a bench that no result file holds, one line each."""
     problems = []
     for stems, passage, line in _passages(text):
         files = [f for s in stems for f in _result_files(s)]
         if not files:
-            problems.append(f"README line {line}: no bench/results/ file of {', '.join(stems)}")
+            problems.append(f"{name} line {line}: no bench/results/ file of {', '.join(stems)}")
             continue
         held: list[float] = []
         for path in files:
@@ -150,21 +164,29 @@ def check(text: str) -> list[str]:
             candidates = held + ([h * 100 for h in held] if pct else [])
             if not any(_shown_as(value, decimals, h) for h in candidates):
                 problems.append(
-                    f"README line {line}+: {shown} is in no result file of {', '.join(stems)}"
+                    f"{name} line {line}+: {shown} is in no result file of {', '.join(stems)}"
                 )
     for line, block in _blocks(_outside_passages(text)):
         named = _bench_names(block)
         quoted = [shown for shown, *_ in _figures(block)]
         if named and quoted:
             problems.append(
-                f"README line {line}: names bench {', '.join(sorted(named))} and quotes "
+                f"{name} line {line}: names bench {', '.join(sorted(named))} and quotes "
                 f"{', '.join(quoted)} outside a <!-- bench: --> passage"
             )
     return problems
 
 
 def test_the_readme_quotes_from_benches_only_what_their_result_files_hold() -> None:
-    assert check(README.read_text()) == []
+    problems = []
+    quoted: set[str] = set()
+    for path in documents():
+        text = path.read_text()
+        problems += check(text, str(path.relative_to(ROOT)))
+        quoted |= {stem for stems, _, _ in _passages(text) for stem in stems}
+    assert problems == []
+    # The passages the guides hold: the check has something to check.
+    assert {"engine_vs_filebench", "monitor_overhead", "fleet_scale"} <= quoted
 
 
 def test_the_rule_catches_a_figure_no_result_file_holds(tmp_path: Path) -> None:

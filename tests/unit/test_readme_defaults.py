@@ -1,5 +1,6 @@
-"""README claims that had no test: defaults, where results go, what overrides a plan, the
-documented JSON row, the features list, the commands block, argv-only commands."""
+"""Claims of the README and its guides (docs/*.md) that had no test: defaults, where
+results go, what overrides a plan, the documented JSON row, the features list, the
+commands shown, argv-only commands."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from fsbench.store.results import Store
 from fsbench.system import filesystems, fsops
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran, steady
+from tests.unit.test_docs_links import argvs, command_lines, documents
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -37,7 +39,8 @@ SRC = ROOT / "src" / "fsbench"
 
 
 def _readme() -> str:
-    return README.read_text()
+    """The README and every guide under docs/, one after the other."""
+    return "\n".join(path.read_text() for path in documents())
 
 
 def _flat(text: str) -> str:
@@ -505,11 +508,14 @@ _PLACEHOLDERS = {"RUN": "1", "RUN_A": "1", "RUN_B": "2", "FILE": "report.html"}
 
 
 def _readme_command_lines() -> list[list[str]]:
-    """Each command of the README's Commands block as argv (after `fsbench`): optional
-    parts in, each alternative of `a|b|c` on a line of its own, placeholders filled."""
-    block = _readme().split("## Commands", 1)[1].split("```", 2)[1]
+    """Each command of the README's Commands block, then every `fsbench` command line of
+    the guides (code blocks and inline code), as argv (after `fsbench`): optional parts in, each
+    alternative of `a|b|c` on a line of its own, placeholders filled."""
+    block = README.read_text().split("## Commands", 1)[1].split("```", 2)[1]
+    shown = block.strip().splitlines()
+    assert len(shown) == 10, shown  # the ten commands people use most
     lines: list[list[str]] = []
-    for line in block.strip().splitlines():
+    for line in shown:
         words = [w.strip("[]") for w in shlex.split(line, comments=True)]
         assert words[0] == "fsbench", line
         choices = [
@@ -517,6 +523,9 @@ def _readme_command_lines() -> list[list[str]]:
             for w in words[1:]
         ]
         lines += [list(argv) for argv in itertools.product(*choices)]
+    for guide in documents()[1:]:
+        for _, line in command_lines(guide.read_text()):
+            lines += argvs(line)
     return lines
 
 
@@ -540,8 +549,8 @@ def test_every_command_shown_exists_and_takes_the_flags_shown() -> None:
 def test_every_host_variable_fsbench_reads_is_in_the_readme() -> None:
     from fsbench.fleet.inventory import HOST_VARS
 
-    text = README.read_text()
-    section = text.split("### Many machines", 1)[1].split("\n### ", 1)[0]
+    text = (ROOT / "docs" / "fleet.md").read_text()
+    section = text.split("## Host variables", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^- `(fsbench_[a-z_]+)`", section, flags=re.MULTILINE))
     assert listed == set(HOST_VARS)
 

@@ -1,5 +1,5 @@
-"""README claims about what every table says: the order seed and warm-up in the header,
-what the noise lets a table see, outliers with their values."""
+"""Claims of docs/statistics.md about what every table says: the order seed and warm-up
+in the header, what the noise lets a table see, outliers with their values."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The README's VM target: Debian 12 cached under /var/tmp/fsbench/cache/vm; KVM only when
-a short probe proves it works, else TCG (decided with a stand-in QEMU: a shell script that
-exits as a real guest would, or does not); TCG runs carry a note in every report."""
+"""The VM target (docs/vm.md): Debian 12 cached under /var/tmp/fsbench/cache/vm; KVM only
+when a short probe proves it works, else TCG (decided with a stand-in QEMU: a shell script
+that exits as a real guest would, or does not); TCG runs carry a note in every report."""
 
 from __future__ import annotations
 

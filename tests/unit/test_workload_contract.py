@@ -62,7 +62,7 @@ def test_no_isinstance_asserts_on_params() -> None:
 
 
 def test_every_parameter_has_a_description() -> None:
-    """`fsbench list workloads`, the stored run facts and the README show it."""
+    """`fsbench list workloads`, the stored run facts and docs/workloads.md show it."""
     missing = [
         f"{name}.{field}"
         for name, cls in workloads.all_workloads().items()
@@ -171,18 +171,17 @@ def test_fsck_exit_codes(argv0: str, code: int, checked: bool, failed: bool) -> 
             assert "timed out" in error.message
 
 
-def test_the_readme_parameter_table_is_the_workloads_own() -> None:
-    """The README's table of parameters is what `fsbench list workloads --format md`
-    prints from the workloads' models: regenerate it when a parameter changes
-    (`python -m fsbench.workloads.describe README.md`)."""
+def test_the_docs_parameter_table_is_the_workloads_own() -> None:
+    """The table of parameters in docs/workloads.md is what `fsbench list workloads
+    --format md` prints from the workloads' models: regenerate it when a parameter changes
+    (`python -m fsbench.workloads.describe docs/workloads.md`)."""
     from pathlib import Path
 
     from fsbench.workloads import describe
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    begin = readme.index(describe.README_BEGIN) + len(describe.README_BEGIN) + 1
-    end = readme.index(describe.README_END)
-    assert readme[begin:end] == describe.markdown()
+    root = Path(__file__).resolve().parents[2]
+    table = describe.table_in((root / describe.DOC).read_text())
+    assert table == describe.markdown()
     for item in describe.describe_all():
         for param in item["descriptions"]:
-            assert f"| `{param}` |" in readme[begin:end], (item["name"], param)
+            assert f"| `{param}` |" in table, (item["name"], param)
