@@ -38,7 +38,7 @@ def list_(
         typer.Option(
             "--format",
             "-f",
-            help="table or json; workloads also md: the parameter table of the README.",
+            help="table or json; workloads also md: the parameter table of docs/workloads.md.",
         ),
     ] = formats.TABLE,
     db: DbOption = None,
