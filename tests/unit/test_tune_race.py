@@ -1,0 +1,293 @@
+"""The race of `fsbench tune`: drops, equivalence, constraints, safety, and simulations
+that check it keeps the true best and drops nothing when nothing differs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import friedmanchisquare
+
+from fsbench.analysis.race import (
+    AT_MAX,
+    BUDGET,
+    CONSTRAINT,
+    EQUIVALENT,
+    FRIEDMAN_TEST,
+    ONE_LEFT,
+    PAIRED_TEST,
+    UNSAFE,
+    UNSUPPORTED,
+    WORSE,
+    Constraint,
+    Race,
+    RaceResult,
+    RaceSettings,
+    friedman_p,
+    parse_requirements,
+    race,
+)
+from fsbench.system.errors import FsbenchError
+
+
+def noisy(rng: np.random.Generator, means: list[float], cv: float, rounds: int) -> np.ndarray:
+    """rounds x configs values: each mean times lognormal noise of this CV, and a common
+    drift per round (a block effect the race's blocks cancel)."""
+    sigma = math.sqrt(math.log(1 + cv**2))
+    noise = rng.standard_normal((rounds, len(means))) * sigma - sigma**2 / 2
+    drift = rng.standard_normal((rounds, 1)) * 0.05
+    return np.asarray(means) * np.exp(noise + drift)
+
+
+def run(names: list[str], values: np.ndarray, settings: RaceSettings) -> RaceResult:
+    rounds = [{c: float(v) for c, v in zip(names, row, strict=True)} for row in values]
+    return race(names, rounds, settings)
+
+
+# --------------------------------------------------------------------------- parts
+
+
+def test_constraints_parse() -> None:
+    assert Constraint.parse("lat_p99_us<5000") == Constraint("lat_p99_us", "<", 5000.0)
+    assert Constraint.parse(" tps >= 1e3 ") == Constraint("tps", ">=", 1000.0)
+    found = Constraint.parse("lat_p99_us<=5000")
+    assert found.upper and found.holds(5000) and not found.holds(5001)
+    assert str(found) == "lat_p99_us<=5000"
+    assert parse_requirements(["safe", "lat_p99_us<5000"]) == (
+        (Constraint("lat_p99_us", "<", 5000.0),),
+        True,
+    )
+    for bad in ("lat_p99_us", "lat<fast", "<5000", "lat<inf", "lat==5"):
+        with pytest.raises(FsbenchError, match="--require"):
+            Constraint.parse(bad)
+
+
+def test_the_looks_share_alpha() -> None:
+    settings = RaceSettings(alpha=0.05, min_rounds=3, max_rounds=12)
+    levels = [settings.level(r) for r in range(1, 13)]
+    assert levels[:2] == [0.0, 0.0]
+    assert all(x > 0 for x in levels[2:])
+    assert sum(levels) == pytest.approx(0.05)
+    assert 0.9 < settings.equivalence_level < 0.99
+    with pytest.raises(FsbenchError):
+        RaceSettings(max_rounds=2)
+    with pytest.raises(FsbenchError):
+        RaceSettings(margin=0)
+
+
+def test_friedman_is_scipys() -> None:
+    rng = np.random.default_rng(11)
+    for shape in ((3, 3), (5, 12), (20, 4)):
+        x = rng.standard_normal(shape)
+        for y in (x, np.round(x)):  # with ties too
+            assert friedman_p(y) == pytest.approx(friedmanchisquare(*y.T).pvalue, rel=1e-9)
+    assert friedman_p(np.ones((4, 3))) == 1.0
+
+
+# --------------------------------------------------------------------------- races
+
+
+def test_a_clearly_worse_config_is_dropped_with_its_evidence() -> None:
+    rng = np.random.default_rng(1)
+    names = [f"c{i}" for i in range(6)]
+    values = noisy(rng, [1.0, 0.98, 0.97, 0.99, 0.96, 0.5], 0.03, 20)
+    state = Race(names, RaceSettings(max_rounds=20))
+    dropped = []
+    for row in values:
+        dropped += state.record(dict(zip(names, map(float, row), strict=True)))
+        if "c5" not in state.alive:
+            break
+    first = dropped[0]
+    assert first.config == "c5"
+    assert first.reason == WORSE
+    assert first.test == FRIEDMAN_TEST
+    assert first.p is not None and first.level is not None and first.p < first.level
+    assert first.p_omnibus is not None and first.p_omnibus < first.level
+    assert first.round == state.rounds <= 8
+    assert first.versus in names[:5]
+    assert first.means["c5"] == pytest.approx(0.5, rel=0.1)
+    assert first.mean_ranks["c5"] == min(first.mean_ranks.values())
+    assert "worse than" in first.detail
+
+
+def test_two_configs_use_a_paired_test_and_stop_with_one_left() -> None:
+    rng = np.random.default_rng(2)
+    result = run(["a", "b"], noisy(rng, [100.0, 80.0], 0.05, 20), RaceSettings())
+    assert result.stop == ONE_LEFT and result.decided
+    assert result.leader == "a"
+    (drop,) = result.dropped
+    assert drop.config == "b" and drop.test == PAIRED_TEST
+    assert result.trials == 2 * result.rounds
+    assert result.grid_trials() == result.trials
+    assert result.grid_trials(10) == 20
+
+
+def test_equally_good_configs_end_the_race_together() -> None:
+    rng = np.random.default_rng(3)
+    names = ["a", "b", "c", "d"]
+    result = run(names, noisy(rng, [1.0, 1.004, 0.6, 0.62], 0.005, 20), RaceSettings())
+    assert result.stop == EQUIVALENT and result.decided
+    assert {w.config for w in result.winners} == {"a", "b"}
+    assert all(w.equivalent for w in result.winners)
+    lo, hi = result.winners[1].ratio_ci or (0.0, 0.0)
+    assert 0.95 <= lo <= hi <= 1.05
+    assert {d.config for d in result.dropped} == {"c", "d"}
+
+
+def test_lower_is_better() -> None:
+    rng = np.random.default_rng(4)
+    names = ["fast", "slow", "slower"]
+    settings = RaceSettings(higher_is_better=False, max_rounds=20)
+    result = run(names, noisy(rng, [1.0, 1.5, 2.0], 0.04, 20), settings)
+    assert result.leader == "fast"
+    assert {d.config for d in result.dropped} == {"slow", "slower"}
+    winner = result.winners[0]
+    assert winner.mean == pytest.approx(1.0, rel=0.1)
+    assert winner.ci is not None and winner.mean is not None
+    assert winner.ci[0] < winner.mean < winner.ci[1]
+
+
+def test_max_rounds_and_the_grid() -> None:
+    rng = np.random.default_rng(5)
+    names = ["a", "b", "c"]
+    result = run(names, noisy(rng, [1.0, 1.0, 1.0], 0.2, 10), RaceSettings(max_rounds=6))
+    assert result.stop == AT_MAX and not result.decided
+    assert result.rounds == 6
+    assert result.alive_per_round == (3,) * 6
+    assert result.trials == result.grid_trials() == 18
+    assert len(result.winners) == 3
+
+
+def test_a_failed_trial_leaves_its_round_out_of_the_tests() -> None:
+    state = Race(["a", "b", "c"], RaceSettings(max_rounds=5))
+    state.record({"a": 1.0, "b": 2.0, "c": 3.0})
+    state.record({"a": 1.1, "b": None, "c": 3.1})  # b's trial failed
+    state.record({"a": 1.0, "c": 3.0})  # b absent: failed too
+    state.record({"a": 1.2, "b": 2.2, "c": 3.2})
+    assert state.rounds == 4 and state.alive == ["a", "b", "c"]
+    result = state.result()
+    assert result.trials == 11
+    b = next(w for w in result.winners if w.config == "b")
+    assert b.n == 2
+
+
+def test_a_constraint_drops_a_config_whose_mean_is_clearly_past_it() -> None:
+    rng = np.random.default_rng(6)
+    names = ["ok", "borderline", "too-slow"]
+    settings = RaceSettings(constraints=(Constraint.parse("lat_p99_us<5000"),), max_rounds=10)
+    tps = noisy(rng, [1.0, 1.0, 1.0], 0.3, 10)
+    lat = noisy(rng, [3000.0, 4950.0, 7000.0], 0.1, 10)
+    state = Race(names, settings)
+    for r in range(10):
+        if state.done:
+            break
+        alive = state.alive
+        state.record(
+            {c: float(tps[r, i]) for i, c in enumerate(names) if c in alive},
+            {"lat_p99_us": {c: float(lat[r, i]) for i, c in enumerate(names) if c in alive}},
+        )
+    result = state.result()
+    (drop,) = [d for d in result.dropped if d.reason == CONSTRAINT]
+    assert drop.config == "too-slow"
+    assert drop.p is not None and drop.level is not None and drop.p < drop.level
+    assert "breaks lat_p99_us<5000" in drop.detail
+    assert {"ok", "borderline"} <= {w.config for w in result.winners}
+
+
+def test_unsafe_configs_are_reported_with_their_evidence() -> None:
+    state = Race(["fast", "safe"])
+    assert state.safety("safe", True, "0 of 20 crashes lost an acknowledged write") is None
+    drop = state.safety("fast", False, "3 of 20 crashes lost acknowledged writes")
+    assert drop is not None and drop.reason == UNSAFE
+    assert state.done and state.alive == ["safe"]
+    result = state.result()
+    assert result.unsafe == (drop,)
+    assert result.unsafe[0].detail == "3 of 20 crashes lost acknowledged writes"
+    assert result.safety["safe"].startswith("0 of 20")
+    assert result.stop == ONE_LEFT
+
+
+def test_an_unsupported_config_costs_the_grid_one_trial() -> None:
+    state = Race(["a", "b", "c"], RaceSettings(max_rounds=3))
+    state.drop("c", UNSUPPORTED, "mount: Unknown parameter 'nomballoc'")
+    for a, b in ((1.0, 1.3), (1.2, 1.0), (1.0, 1.1)):
+        state.record({"a": a, "b": b})
+    result = state.result()
+    assert result.stop == AT_MAX
+    assert result.grid_trials() == 2 * 3 + 1
+
+
+def test_the_budget_stops_the_race() -> None:
+    state = Race(["a", "b"])
+    state.record({"a": 1.0, "b": 2.0})
+    state.stop()
+    assert state.done and state.result().stop == BUDGET
+    with pytest.raises(FsbenchError, match="stopped"):
+        state.record({"a": 1.0, "b": 2.0})
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(FsbenchError):
+        Race(["a", "a"])
+    state = Race(["a", "b"])
+    with pytest.raises(FsbenchError, match="not in the race"):
+        state.record({"a": 1.0, "z": 2.0})
+
+
+# --------------------------------------------------------------------------- simulation
+
+RACES = 1000
+CONFIGS = 12
+MAX_ROUNDS = 20
+
+
+def test_the_race_keeps_the_true_best_and_spends_less_than_a_grid() -> None:
+    """1,000 seeded races of 12 configs: the best 5-10% ahead of the next, the rest
+    spread below, every config's noise lognormal with a CV of 5-10% and a drift per
+    round. The true best (or a config within the margin of it) survives in at least 95%
+    of races, and the races spend fewer trials than a grid at the same final n."""
+    rng = np.random.default_rng(20261126)
+    names = [f"c{i}" for i in range(CONFIGS)]
+    settings = RaceSettings(max_rounds=MAX_ROUNDS)
+    kept = 0
+    trials = grid = 0
+    for _ in range(RACES):
+        gap = rng.uniform(0.05, 0.10)
+        means = np.concatenate([[1.0], np.linspace(1 / (1 + gap), 0.6, CONFIGS - 1)])
+        cv = rng.uniform(0.05, 0.10, CONFIGS)
+        sigma = np.sqrt(np.log(1 + cv**2))
+        noise = rng.standard_normal((MAX_ROUNDS, CONFIGS)) * sigma - sigma**2 / 2
+        drift = rng.standard_normal((MAX_ROUNDS, 1)) * 0.05
+        order = rng.permutation(CONFIGS)  # the best is not always the first config
+        values = (means * np.exp(noise + drift))[:, order]
+        true_means = means[order]
+        result = run(names, values, settings)
+        survivors = [names.index(w.config) for w in result.winners]
+        kept += any(true_means[i] >= 1 - settings.margin for i in survivors)
+        assert result.trials <= result.grid_trials()
+        trials += result.trials
+        grid += result.grid_trials()
+    assert kept / RACES >= 0.95
+    assert trials < grid
+    assert trials / grid < 0.75  # about 0.4-0.5 in practice
+
+
+def aa_false_drops(configs: int, races: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    names = [f"c{i}" for i in range(configs)]
+    settings = RaceSettings(max_rounds=MAX_ROUNDS)
+    dropped = 0
+    for _ in range(races):
+        values = noisy(rng, [1.0] * configs, rng.uniform(0.05, 0.10), MAX_ROUNDS)
+        result = run(names, values, settings)
+        dropped += bool(result.dropped)
+    return dropped / races
+
+
+@pytest.mark.parametrize(("configs", "races"), [(12, 1000), (3, 500), (2, 1000)])
+def test_equal_configs_are_dropped_no_more_often_than_alpha(configs: int, races: int) -> None:
+    """A/A: with every config alike, a race drops any config at all in at most alpha
+    (5%) of races: the looks share alpha, the Friedman gate (the paired test with two)
+    keeps the post-hoc comparisons from firing on noise."""
+    assert aa_false_drops(configs, races, seed=configs) <= 0.05

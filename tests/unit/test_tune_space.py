@@ -1,0 +1,172 @@
+"""The search space of `fsbench tune`: braces in --fs values and the [search] table."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from fsbench.plan.model import parse_fs_spec
+from fsbench.plan.space import (
+    describe,
+    expand_braces,
+    expand_fs_spec,
+    expand_space,
+    search_configs,
+)
+from fsbench.system.errors import FsbenchError
+
+
+def specs(text: str) -> list[str]:
+    return [c.spec for c in expand_fs_spec(text)]
+
+
+def test_the_issues_examples() -> None:
+    assert specs("ext4:mount=data={ordered,writeback},commit={5,30,60}") == [
+        "ext4:mount=data=ordered,commit=5",
+        "ext4:mount=data=ordered,commit=30",
+        "ext4:mount=data=ordered,commit=60",
+        "ext4:mount=data=writeback,commit=5",
+        "ext4:mount=data=writeback,commit=30",
+        "ext4:mount=data=writeback,commit=60",
+    ]
+    assert specs("xfs:mkfs=-b size={4k,16k}") == ["xfs:mkfs=-b size=4k", "xfs:mkfs=-b size=16k"]
+
+
+def test_expanded_strings_are_valid_fs_values() -> None:
+    for config in expand_fs_spec("ext4:mkfs=-I {128,256}:mount=data={ordered,writeback}"):
+        assert parse_fs_spec(config.spec) == [config]
+    config = expand_fs_spec("ext4:mkfs=-I {256}:mount=data=writeback")[0]
+    assert config.mkfs == ("-I", "256")
+    assert config.mount == "data=writeback"
+
+
+def test_braces_nest_and_multiply() -> None:
+    assert expand_braces("{a,b{1,2}}x") == ["ax", "b1x", "b2x"]
+    assert expand_braces("{a,b}{1,2}") == ["a1", "a2", "b1", "b2"]
+    assert expand_braces("{a,{b,c}}") == ["a", "b", "c"]
+    assert expand_braces("no braces, commas kept") == ["no braces, commas kept"]
+    assert len(expand_fs_spec("{ext4,xfs}:mount={noatime,relatime}")) == 4
+
+
+def test_an_empty_alternative_leaves_the_option_out() -> None:
+    assert specs("ext4:mount=data=ordered,{,nodelalloc}") == [
+        "ext4:mount=data=ordered",
+        "ext4:mount=data=ordered,nodelalloc",
+    ]
+    assert specs("ext4:mount={,noatime}") == ["ext4", "ext4:mount=noatime"]
+
+
+def test_a_value_without_braces_is_what_parse_fs_spec_gives() -> None:
+    assert expand_fs_spec("ext4,xfs") == parse_fs_spec("ext4,xfs")
+    assert expand_fs_spec("ext4:mkfs=-I 256:mount=data=writeback") == parse_fs_spec(
+        "ext4:mkfs=-I 256:mount=data=writeback"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ext4:mount=data={ordered,writeback", "column 17 is never closed"),
+        ("ext4:mount=data=ordered}", "column 24 closes no '{'"),
+        ("ext4:mount=data={}", "empty braces '{}' at column 17"),
+        ("ext4:mount={a,{b}", "column 12 is never closed"),
+        ("{ext4,nofs}", "nofs"),
+        ("ext4:mount=data={a,b}:label=x", "label 'x' names more than one config"),
+    ],
+)
+def test_errors_are_one_clear_line(text: str, message: str) -> None:
+    with pytest.raises(FsbenchError) as caught:
+        expand_fs_spec(text)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_identical_results_are_kept_once() -> None:
+    assert specs("ext4:mount=data={ordered,ordered,writeback}") == [
+        "ext4:mount=data=ordered",
+        "ext4:mount=data=writeback",
+    ]
+    space = expand_space(["ext4:mount=data={ordered,writeback}", "ext4:mount=data=ordered", "xfs"])
+    assert space.specs == ["ext4:mount=data=ordered", "ext4:mount=data=writeback", "xfs"]
+    assert space.duplicates == 1
+
+
+SEARCH = """
+[search.ext4]
+mkfs = [["-I 128", "-I 256"]]
+mount = [["data=ordered", "data=writeback"], ["commit=5", "commit=30"], ["", "nodelalloc"]]
+
+[search.xfs]
+mkfs = [["-b size=4096", "-b size=16384"]]
+mount = "logbsize=256k"
+
+[search.ext4-nojournal]
+type = "ext4"
+mkfs = ["-O ^has_journal", ["-I 128", "-I 256"]]
+"""
+
+
+def test_the_search_table_is_the_product_of_its_dimensions() -> None:
+    table = tomllib.loads(SEARCH)["search"]
+    configs = search_configs(table)
+    ext4 = [c for c in configs if c.type == "ext4" and "^has_journal" not in c.mkfs]
+    assert len(ext4) == 2 * 2 * 2 * 2
+    assert ext4[0].spec == "ext4:mkfs=-I 128:mount=data=ordered,commit=5"
+    assert ext4[1].spec == "ext4:mkfs=-I 128:mount=data=ordered,commit=5,nodelalloc"
+    xfs = [c.spec for c in configs if c.type == "xfs"]
+    assert xfs == [
+        "xfs:mkfs=-b size=4096:mount=logbsize=256k",
+        "xfs:mkfs=-b size=16384:mount=logbsize=256k",
+    ]
+    nojournal = [c.mkfs for c in configs if "^has_journal" in c.mkfs]
+    assert nojournal == [("-O", "^has_journal", "-I", "128"), ("-O", "^has_journal", "-I", "256")]
+    assert len(configs) == 16 + 2 + 2
+
+
+def test_search_and_braces_give_the_same_configs() -> None:
+    table = {"ext4": {"mount": [["data=ordered", "data=writeback"], ["commit=5", "commit=30"]]}}
+    braces = expand_fs_spec("ext4:mount=data={ordered,writeback},commit={5,30}")
+    assert search_configs(table) == braces
+    space = expand_space(["ext4:mount=data={ordered,writeback},commit={5,30}"], table)
+    assert len(space) == 4
+    assert space.duplicates == 4
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"ext4": {"mount": [[]]}}, "mount dimension 1 has no alternatives"),
+        ({"ext4": {"mkfs": [["-I 128"]], "mnt": []}}, "mnt"),
+        ({"nofs": {"mount": ["noatime"]}}, "nofs"),
+        ({"ext4": {"mkfs": [["-O 'unclosed"]]}}, "mkfs options"),
+    ],
+)
+def test_search_errors(table: dict[str, object], message: str) -> None:
+    with pytest.raises(FsbenchError) as caught:
+        search_configs(table)
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("[search.")
+
+
+def test_the_space_is_counted_before_it_runs() -> None:
+    space = expand_space(
+        ["ext4:mount=data={ordered,writeback},commit={5,30,60}", "xfs:mkfs=-b size={4k,16k}"],
+        {"xfs": {"mkfs": [["-b size=4k"]]}, "btrfs": {"mount": [["compress=zstd", ""]]}},
+    )
+    summary = describe(space)
+    assert summary.per_type == {"ext4": 6, "xfs": 2, "btrfs": 2}
+    assert summary.total == 10
+    assert summary.duplicates == 1
+    assert summary.lines() == [
+        "ext4: 6 configs",
+        "xfs: 2 configs",
+        "btrfs: 2 configs",
+        "total: 10 configs (1 duplicate dropped)",
+    ]
+    assert summary.specs[-1] == "btrfs"
+
+
+def test_an_empty_space_is_an_error() -> None:
+    with pytest.raises(FsbenchError, match="empty"):
+        expand_space([], {})
