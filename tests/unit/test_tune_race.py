@@ -291,3 +291,14 @@ def test_equal_configs_are_dropped_no_more_often_than_alpha(configs: int, races:
     (5%) of races: the looks share alpha, the Friedman gate (the paired test with two)
     keeps the post-hoc comparisons from firing on noise."""
     assert aa_false_drops(configs, races, seed=configs) <= 0.05
+
+
+def test_a_metric_that_can_be_zero_is_compared_on_its_own_scale() -> None:
+    rng = np.random.default_rng(7)
+    values = np.column_stack(
+        [rng.normal(10.0, 0.5, 20), rng.normal(10.1, 0.5, 20), rng.normal(0.0, 0.5, 20)]
+    )
+    result = run(["a", "b", "zero"], values, RaceSettings())
+    assert "zero" in {d.config for d in result.dropped}
+    b = next(w for w in result.winners if w.config != result.leader)
+    assert b.ratio == pytest.approx(1.0, abs=0.05)

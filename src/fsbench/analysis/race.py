@@ -436,10 +436,10 @@ class Race:
         sign = 1.0 if self.settings.higher_is_better else -1.0
         if log_scale:
             scores = sign * np.log(raw)
-        else:  # a metric that can be 0 or negative: differences relative to the mean
-            scale = float(np.abs(raw.mean())) or 1.0
-            scores = sign * raw / scale
-        best = int(np.argmax(scores.mean(axis=0)))
+            best = int(np.argmax(scores.mean(axis=0)))
+        else:  # a metric that can be 0 or negative: differences relative to the best's mean
+            best = int(np.argmax(sign * raw.mean(axis=0)))
+            scores = sign * raw / (abs(float(raw[:, best].mean())) or 1.0)
         n = len(scores)
         diff = (scores - scores[:, [best]]) * sign  # log(config / best), own units
         mean = diff.mean(axis=0)
