@@ -317,8 +317,8 @@ def test_a_fleet_with_a_failed_host_is_stored_incomplete_and_resumed_on_it(
         schedule=[],
         host={},
         target={},
-        fleet_uid="f00d",
-        fleet_host="a",
+        part_of="f00d",
+        part_host="a",
     )
     store.finish_run(member, "finished")
     again, ansible, _ = _executor(tmp_path, {"a": [[]], "b": [finished("b", 0)]}, store=store)
@@ -356,14 +356,13 @@ def test_the_report_header_of_a_fleet_run_names_its_hosts_not_the_controller(
     run = store.get_run(outcome.run_id)
     header = run_header(run)
     assert header[1] == (
-        "hosts: a fleet of 3 hosts (h2, h3, gone), each its own machine "
-        "(compare --by host says what differs)"
+        "hosts: 3 hosts (h2, h3, gone), each its own machine (compare --by host says what differs)"
     )
     assert not any(line.startswith("host:") for line in header)
     assert header[2].startswith("target: fleet of 3 hosts from hosts.ini")
     many = replace(run, target={"hosts": {f"n{i}": {} for i in range(12)}})
     assert run_header(many)[1].startswith(
-        "hosts: a fleet of 12 hosts (n0, n1, n2, n3, n4, n5, n6, n7, n8, n9 and 2 more),"
+        "hosts: 12 hosts (n0, n1, n2, n3, n4, n5, n6, n7, n8, n9 and 2 more),"
     )
 
 

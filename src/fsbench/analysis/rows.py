@@ -72,8 +72,8 @@ class Row:
     # Its place among the workload's headline metrics (0 = first), None when not one:
     # tables, charts and comparisons show the headline metrics unless asked for all.
     headline: int | None = None
-    # The fleet host it ran on (inventory name) and that host's inventory groups; "" and
-    # [] for a run on one machine.
+    # The host it ran on in a run on many machines (inventory name) and that host's
+    # inventory groups; "" and [] for a run on one machine.
     host: str = ""
     groups: list[str] = field(default_factory=list)
     # A workload whose every trial counts over N events of its own (the crash workload:
@@ -119,7 +119,7 @@ def _group_id(t: TrialRecord) -> tuple[str, str, str, str, str]:
 
 def convergence_key(host: str, cell_key: str) -> str:
     """Where a run's convergence record keeps a cell: its key, after the host's name in a
-    fleet run (each host converges on its own)."""
+    run on many machines (each host converges on its own)."""
     return f"{host}|{cell_key}" if host else cell_key
 
 

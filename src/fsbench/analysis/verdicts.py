@@ -16,7 +16,7 @@ Key = tuple[str, str, str, str]
 
 
 def label_of(row: Row) -> str:
-    """A config as tables label it: after its host in a fleet run."""
+    """A config as tables label it: after its host in a run on many machines."""
     return f"{row.host} · {row.config}" if row.host else row.config
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
 
 import typer
 
-from fsbench.cli import calibrate, compare, doctor, features, fleet, listing, merge, report, run
+from fsbench import cli
 from fsbench.system.errors import FsbenchError
 
 app = typer.Typer(
@@ -17,15 +19,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
-app.command("run")(run.run)
-app.command("calibrate")(calibrate.calibrate)
-app.command("doctor")(doctor.doctor)
-app.command("report")(report.report)
-app.command("compare")(compare.compare)
-app.command("list")(listing.list_)
-app.command("features")(features.features)
-app.command("merge")(merge.merge)
-app.add_typer(fleet.app, name="fleet")
+
+
+def _register_commands() -> None:
+    """Every module of this package with a `register(app)` is a command (or a group of
+    them), listed in the order of its RANK: a new command is a new module, nothing here."""
+    modules = [
+        importlib.import_module(f"{cli.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(cli.__path__)
+        if not info.name.startswith("_") and info.name != "app"
+    ]
+    for module in sorted(modules, key=lambda m: getattr(m, "RANK", 1000)):
+        if hasattr(module, "register"):
+            module.register(app)
+
+
+_register_commands()
 
 
 def main() -> None:

@@ -65,3 +65,11 @@ def calibrate(
     if not no_report:
         write_report(store, outcome.run_id)
     raise typer.Exit(exit_status(store, outcome.run_id))
+
+
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 20
+
+
+def register(app: typer.Typer) -> None:
+    app.command("calibrate")(calibrate)

@@ -35,8 +35,9 @@ def compare(
             "--by",
             metavar="DIM[=A,B]",
             help="Within RUN_A: the cells under one value of a dimension against another, "
-            "e.g. --by kernel (two kernels), --by vm.dirty_ratio=10,40, or in a fleet run "
-            "--by host=A,B or --by group=baseline,dev (with what differs between the hosts).",
+            "e.g. --by kernel (two kernels), --by vm.dirty_ratio=10,40, or in a run on many "
+            "machines --by host=A,B or --by group=baseline,dev (with what differs between "
+            "the hosts).",
         ),
     ] = None,
     fmt: Annotated[
@@ -53,7 +54,7 @@ def compare(
     verdict only where Welch's t-test says so (p < 0.05, Holm-corrected)."""
     fmt = formats.check(formats.JSON if json_out else fmt, formats.COMPARE)
     store = Store(db)
-    machines: list[hosts.HostFacts] = []  # the fleet hosts compared, for --by host/group
+    machines: list[hosts.HostFacts] = []  # the hosts compared, for --by host/group
     if by is not None:
         if run_b is not None:
             raise FsbenchError("--by compares within one run: give RUN_A only")
@@ -62,7 +63,7 @@ def compare(
         name = by.partition("=")[0].strip()
         a = replace(run, name=f"{run.name}, {name}={level_a}")
         b = replace(run, name=f"{run.name}, {name}={level_b}")
-        if name in ("host", "group") and run.kind == "fleet":
+        if name in ("host", "group") and store.parts(run.uid):
             machines = _machines(store, run, name, (level_a, level_b))
     elif run_b is None:
         raise FsbenchError("compare needs RUN_B, or --by KNOB to compare within RUN_A")
@@ -124,6 +125,14 @@ def _differences_table(machines: list[hosts.HostFacts]) -> RichTable:
 
 
 def _rows(store: Store, run_id: int) -> tuple[RunRecord, list[Row]]:
-    """A run and its rows, as every report reads them (a fleet run's from its hosts)."""
+    """A run and its rows, as every report reads them (a run on many machines, from its hosts)."""
     loaded = source.load(store, run_id)
     return loaded.run, loaded.rows
+
+
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 50
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)

@@ -78,3 +78,11 @@ def _print(report: checks.DoctorReport) -> None:
         console.print(t)
     for line in report.released:
         console.print(f"released stale: {line}", style="yellow", markup=False)
+
+
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 30
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

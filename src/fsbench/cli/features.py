@@ -141,3 +141,11 @@ def features(
         render.print_table(table, Console(width=width), evidence)
     else:
         typer.echo(render.render(table, fmt, evidence), nl=False)
+
+
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 70
+
+
+def register(app: typer.Typer) -> None:
+    app.command("features")(features)

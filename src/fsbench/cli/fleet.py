@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -21,10 +22,19 @@ from rich.progress import (
 from fsbench.cli import planflags as pf
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
-from fsbench.cli.run import EXIT_FAILED, exit_status, resumable, sigterm_interrupts
+from fsbench.cli.run import (
+    EXIT_FAILED,
+    execute,
+    exit_status,
+    finish,
+    resumable,
+    resume_run,
+    sigterm_interrupts,
+)
 from fsbench.execute import loop as matrix
 from fsbench.fleet import inventory as inv
 from fsbench.fleet.executor import DEFAULT_POLL, DEFAULT_UNREACHABLE_TIMEOUT, FleetExecutor, HostRun
+from fsbench.fleet.member import MemberEntry, ProgressFile
 from fsbench.plan import model as planning
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
@@ -196,3 +206,50 @@ def fleet_run(
         )
         raise typer.Exit(130)
     raise typer.Exit(EXIT_FAILED if failed else exit_status(store, outcome.run_id))
+
+
+@app.command("member", hidden=True)
+def fleet_member(
+    plan_file: pf.PlanFile = None,
+    entry: Annotated[
+        str, typer.Option("--entry", help="This host's part, as JSON (fleet.member.MemberEntry).")
+    ] = "",
+    workdir: pf.WorkdirOpt = None,
+    device: pf.DeviceOpt = None,
+    destroy_data: pf.DestroyOpt = False,
+    db: DbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """One host's part of a fleet run, as the controller's playbook starts it: the plan into
+    a member run of the fleet run, its progress in the entry's file. A part already there
+    is resumed, or, finished, only reported."""
+    try:
+        job = MemberEntry.model_validate_json(entry)
+    except ValidationError as exc:
+        raise FsbenchError(f"--entry: not a member entry: {planning.one_line(exc)}") from None
+    flags = pf.flags_of(locals())
+    store = Store(db)
+    member = store.part(job.uid, job.host)
+    if member is not None and member.status == "finished":  # the controller sees it at once
+        stored = len({t.seq for t in store.get_trials(member.id)})
+        ProgressFile(job.progress, matrix.Hooks()).done(member.id, stored)
+        finish(store, matrix.Outcome(member.id), json_out, report=False)
+
+    def watch(bar: matrix.Hooks) -> matrix.Hooks:
+        return ProgressFile(job.progress, bar)
+
+    if member is not None:
+        outcome = resume_run(store, Path(str(member.id)), watch)
+    else:
+        built = pf.build(flags)
+        outcome = execute(
+            built.plan, built.cells, store, built.overrides, part=job.part, watch=watch
+        )
+    finish(store, outcome, json_out, report=False)
+
+
+RANK = 90
+
+
+def register(parent: typer.Typer) -> None:
+    parent.add_typer(app, name="fleet")

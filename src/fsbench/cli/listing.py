@@ -128,3 +128,11 @@ def _print_workloads(items: list[dict[str, Any]]) -> None:
         lines.append(f"  ({extra})")
         table.add_row(item["name"], "\n".join(lines))
     Console().print(table, markup=False, highlight=False)
+
+
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 60
+
+
+def register(app: typer.Typer) -> None:
+    app.command("list")(list_)

@@ -51,3 +51,11 @@ def merge(
             f"into {dest}: {len(total.runs_added)} runs added, {len(total.runs_updated)} "
             f"updated, {total.trials_added} trials added"
         )
+
+
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 80
+
+
+def register(app: typer.Typer) -> None:
+    app.command("merge")(merge)

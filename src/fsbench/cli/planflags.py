@@ -1,4 +1,5 @@
-"""The plan flags every command that runs a plan takes (`run`, `calibrate`, `fleet run`),
+"""The plan flags every command that runs a plan takes (`run`, `calibrate`, and
+the run on many machines),
 and the plan they build. Help texts and defaults come from the plan model's own fields,
 so a default is stated once."""
 

@@ -73,3 +73,11 @@ def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: 
         render.print_tables(console, run, rows, all_metrics, cal)
         return
     _write(render.RENDERERS[fmt](loaded, all_metrics), output)
+
+
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 40
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

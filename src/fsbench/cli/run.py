@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import socket
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -43,6 +39,9 @@ from fsbench.system.errors import FsbenchError
 # Exit codes: a run that measured everything is 0; unsupported cells are results, not
 # errors, but scripts should be able to tell.
 EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
+
+# What a caller wraps around the run's progress bar (a progress file others poll).
+Watch = Callable[[matrix.Hooks], matrix.Hooks]
 
 
 def run(
@@ -84,46 +83,27 @@ def run(
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
-    fleet: Annotated[str | None, typer.Option("--fleet", hidden=True)] = None,
-    host: Annotated[str | None, typer.Option("--host", hidden=True)] = None,
-    groups: Annotated[str, typer.Option("--groups", hidden=True)] = "",
-    progress: Annotated[Path | None, typer.Option("--progress", hidden=True)] = None,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
     flags = pf.flags_of(locals())
-    # --fleet/--host/--groups/--progress: how `fsbench fleet run` starts a host's part.
-    part = None
-    if fleet is not None:
-        if not host:
-            raise FsbenchError("--fleet needs --host NAME")
-        part = matrix.FleetPart(fleet, host, tuple(g for g in groups.split(",") if g))
-    store: Store | None = None
-    if part is not None and not resume:
-        store = Store(db)
-        member = store.fleet_member(part.uid, part.host)
-        if member is not None and member.status == "finished":
-            if progress is not None:  # nothing left: the controller sees it at once
-                stored = len({t.seq for t in store.get_trials(member.id)})
-                ProgressFile(progress, matrix.Hooks()).done(member.id, stored)
-            finish(store, matrix.Outcome(member.id), json_out, report=False)
-        if member is not None:
-            resume, plan_file = True, Path(str(member.id))
+    store = Store(db)
     if resume:
-        store = store or Store(db)
-        run_id, plan, overrides = resumable(store, plan_file)
-        cells = planning.expand(plan, overrides)
-        done = len({t.seq for t in store.get_trials(run_id)})
-        Console(stderr=True).print(
-            f"fsbench: resuming run {run_id} ({done} trials stored)", highlight=False
-        )
-        outcome = execute(plan, cells, store, overrides, resume_run=run_id, progress=progress)
+        outcome = resume_run(store, plan_file)
     else:
         built = pf.build(flags)
-        store = store or Store(db)
-        outcome = execute(
-            built.plan, built.cells, store, built.overrides, part=part, progress=progress
-        )
+        outcome = execute(built.plan, built.cells, store, built.overrides)
     finish(store, outcome, json_out, report=not no_report)
+
+
+def resume_run(store: Store, run_arg: Path | None, watch: Watch | None = None) -> matrix.Outcome:
+    """Finish the run given (or the last unfinished one) where it stopped."""
+    run_id, plan, overrides = resumable(store, run_arg)
+    cells = planning.expand(plan, overrides)
+    done = len({t.seq for t in store.get_trials(run_id)})
+    Console(stderr=True).print(
+        f"fsbench: resuming run {run_id} ({done} trials stored)", highlight=False
+    )
+    return execute(plan, cells, store, overrides, resume_run=run_id, watch=watch)
 
 
 def resumable(store: Store, run_arg: Path | None) -> tuple[int, Plan, dict[str, list[str]]]:
@@ -242,14 +222,14 @@ def execute(
     overrides: dict[str, list[str]],
     resume_run: int | None = None,
     kind: str = "run",
-    part: matrix.FleetPart | None = None,
-    progress: Path | None = None,
+    part: matrix.Part | None = None,
+    watch: Watch | None = None,
 ) -> matrix.Outcome:
-    """The run with a progress bar (and a progress file when asked); exits 130 after an
-    interrupt, naming the run."""
+    """The run with a progress bar (and whatever else `watch` wraps around it); exits 130
+    after an interrupt, naming the run."""
     err = Console(stderr=True)
     bar = ProgressHooks(plan, len(cells), store, err)
-    hooks: matrix.Hooks = bar if progress is None else ProgressFile(progress, bar)
+    hooks = bar if watch is None else watch(bar)
     state = "failed"
     with sigterm_interrupts():
         try:
@@ -267,8 +247,7 @@ def execute(
             state = "interrupted" if outcome.interrupted else "finished"
         finally:
             bar.stop()
-            if isinstance(hooks, ProgressFile):
-                hooks.state(state)
+            hooks.ended(state)
     if outcome.interrupted:
         err.print(
             f"fsbench: interrupted; finished trials are stored in run {outcome.run_id} "
@@ -319,52 +298,9 @@ def write_report(store: Store, run_id: int) -> None:
         )
 
 
-class ProgressFile(matrix.Hooks):
-    """Progress as a small JSON file (pid, run, trials done / total, ETA, state), rewritten
-    atomically after every trial: what a fleet controller polls on each host."""
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 10
 
-    def __init__(self, path: Path, inner: matrix.Hooks) -> None:
-        self.path, self.inner = path, inner
-        self.data: dict[str, object] = {
-            "pid": os.getpid(),
-            "hostname": socket.gethostname(),
-            "state": "starting",
-        }
-        self.t0 = time.monotonic()
-        self._write()
 
-    def _write(self) -> None:
-        self.data["updated"] = time.time()
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(json.dumps(self.data))
-        os.replace(tmp, self.path)
-
-    def state(self, state: str) -> None:
-        self.data["state"] = state
-        self._write()
-
-    def done(self, run_id: int, stored: int) -> None:
-        """A run that had nothing left to do: finished with its trials stored."""
-        self.data.update(run_id=run_id, state="finished", done=stored, total=stored)
-        self._write()
-
-    def note(self, text: str) -> None:
-        self.inner.note(text)
-
-    def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
-        self.inner.begin(run_id, plan, done, total, banner)
-        self.first_done = done
-        self.data.update(run_id=run_id, done=done, total=total, state="running")
-        self._write()
-
-    def started(self, slot: Slot, done: int, total: int) -> None:
-        self.inner.started(slot, done, total)
-        self.data.update(current=slot.cell.describe(), total=total)
-        self._write()
-
-    def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
-        self.inner.finished(slot, records, done, total)
-        made = done - self.first_done
-        rate = made / max(time.monotonic() - self.t0, 1e-9)
-        self.data.update(done=done, total=total, eta_s=(total - done) / rate if made else None)
-        self._write()
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

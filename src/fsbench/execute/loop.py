@@ -29,8 +29,8 @@ from fsbench.system import hostfacts as provenance
 
 
 @dataclass(frozen=True)
-class FleetPart:
-    """This run is one host's part of a fleet run: the fleet run's uid, the host's
+class Part:
+    """This run is one host's part of a run on many hosts: that run's uid, the host's
     inventory name and groups."""
 
     uid: str
@@ -60,6 +60,9 @@ class Hooks:
 
     def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
         """A slot's records are stored."""
+
+    def ended(self, state: str) -> None:
+        """The run ended: finished, interrupted or failed (its trials so far are stored)."""
 
 
 def with_seed(plan: Plan) -> Plan:
@@ -99,7 +102,7 @@ def run(
     executor: Executor | None = None,
     kind: str = "run",
     uid: str | None = None,
-    part: FleetPart | None = None,
+    part: Part | None = None,
 ) -> Outcome:
     """Run (or with `resume_run`, finish) the plan's matrix; every trial is stored as it
     ends. Returns with `interrupted` set after Ctrl-C or SIGTERM (the run is then marked
@@ -132,9 +135,9 @@ def run(
                 workloads=runfacts.workload_facts(steps),
                 features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
                 uid=uid,
-                fleet_uid=part.uid if part else "",
-                fleet_host=part.host if part else "",
-                fleet_groups=list(part.groups) if part else None,
+                part_of=part.uid if part else "",
+                part_host=part.host if part else "",
+                part_groups=list(part.groups) if part else None,
             )
         else:
             run_id = resume_run

@@ -20,7 +20,6 @@ refused by start.yml rather than given a second one).
 from __future__ import annotations
 
 import base64
-import json
 import tarfile
 import time
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from fsbench.execute.executors.base import Executor, OnRecords, OnStart, check_f
 from fsbench.execute.schedule import Slot
 from fsbench.fleet.ansible import Ansible, Event, binary
 from fsbench.fleet.inventory import FleetHost
+from fsbench.fleet.member import MemberProgress
 from fsbench.plan.model import Cell, LoopTargetSpec, Plan
 from fsbench.store.dburl import pgpass_line, strip_password
 from fsbench.store.results import Store
@@ -57,7 +57,7 @@ class HostRun:
     jid: str = ""
     rc: int | None = None
     error: str = ""
-    progress: dict[str, Any] = field(default_factory=dict)
+    progress: MemberProgress = field(default_factory=MemberProgress)
     started: float = 0.0
     finished: float = 0.0
     seen: float = 0.0  # when the host last answered (its start, a poll)
@@ -65,11 +65,11 @@ class HostRun:
 
     @property
     def done(self) -> int:
-        return int(self.progress.get("done") or 0)
+        return self.progress.done
 
     @property
     def total(self) -> int:
-        return int(self.progress.get("total") or 0)
+        return self.progress.total
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -79,8 +79,8 @@ class HostRun:
             "error": self.error,
             "done": self.done,
             "total": self.total,
-            "hostname": self.progress.get("hostname"),
-            "member_run": self.progress.get("run_id"),
+            "hostname": self.progress.hostname,
+            "member_run": self.progress.run_id,
             "launched": self.launched,
         }
 
@@ -121,11 +121,11 @@ class FleetExecutor(Executor):
         self.hosts = [HostRun(h) for h in hosts]
         for h in self.hosts:
             # A resumed fleet: a host whose part is finished in the store has nothing left.
-            member = store.fleet_member(uid, h.host.name)
+            member = store.part(uid, h.host.name)
             if member is not None and member.status == "finished":
                 stored = len({t.seq for t in store.get_trials(member.id)})
                 h.state = "done"
-                h.progress = {"run_id": member.id, "done": stored, "total": stored}
+                h.progress = MemberProgress(run_id=member.id, done=stored, total=stored)
         self.inventory = inventory
         self.store = store
         self.uid = uid
@@ -308,7 +308,9 @@ class FleetExecutor(Executor):
         for event in answers:
             if event.task == "progress" and event.data.get("content"):
                 try:
-                    h.progress = json.loads(base64.b64decode(event.data["content"]))
+                    h.progress = MemberProgress.model_validate_json(
+                        base64.b64decode(event.data["content"])
+                    )
                 except ValueError:
                     pass
             if event.task == "job" and event.data.get("finished"):

@@ -494,7 +494,9 @@ def load_plan_file(path: Path) -> Plan:
         text = path.read_text()
     except OSError as exc:
         raise FsbenchError(f"cannot read plan {path}: {exc.strerror}") from None
-    if path.suffix == ".json":  # a plan as fsbench stores it (a fleet host gets one)
+    if (
+        path.suffix == ".json"
+    ):  # a plan as fsbench stores it (each host of a run on many hosts gets one)
         try:
             return Plan.model_validate_json(text)
         except ValidationError as exc:
@@ -540,7 +542,7 @@ def knob_combinations(
 def with_overrides(plan: Plan, overrides: dict[str, list[str]]) -> Plan:
     """The plan with --set values written into its workloads' parameters (a list of
     several values stays a sweep): the same cells as expand(plan, overrides), from the
-    plan alone. A fleet host gets this plan."""
+    plan alone. Each host of a run on many hosts gets this plan."""
     if not overrides:
         return plan
     specs = []

@@ -1,4 +1,4 @@
-"""What differs between the hosts of a fleet run: the facts each host's member run stored
+"""What differs between the hosts of a run on many machines: the facts each host's part stored
 (kernel, CPU, memory, device model, rotational, tool versions, fsbench version), and the
 ones whose values are not the same everywhere. Read only from the store."""
 
@@ -43,13 +43,13 @@ def facts_of(member: RunRecord) -> dict[str, str]:
     return out
 
 
-def hosts_of(store: Store, fleet: RunRecord) -> list[HostFacts]:
-    """The hosts of a fleet run, in the order their parts were made (the last part of a
+def hosts_of(store: Store, run: RunRecord) -> list[HostFacts]:
+    """The hosts of a run on many machines, in the order their parts were made (the last part of a
     host, if it ran more than once)."""
     parts: dict[str, RunRecord] = {}
-    for member in store.fleet_members(fleet.uid):
-        parts[member.fleet_host] = member
-    return [HostFacts(name, tuple(m.fleet_groups), m.id, facts_of(m)) for name, m in parts.items()]
+    for member in store.parts(run.uid):
+        parts[member.part_host] = member
+    return [HostFacts(name, tuple(m.part_groups), m.id, facts_of(m)) for name, m in parts.items()]
 
 
 def differences(hosts: list[HostFacts]) -> list[tuple[str, dict[str, str]]]:

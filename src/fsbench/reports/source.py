@@ -50,49 +50,39 @@ def rows_of(run: RunRecord, trials: list[TrialRecord]) -> list[Row]:
     return build_rows(trials, run.convergence, config_order(run), run.workloads)
 
 
-FLEET = "fleet"
-
-
 def trials_of(store: Store, run: RunRecord) -> list[TrialRecord]:
-    """A run's trials; a fleet run's are its member runs' (one per host), each stamped
-    with its host."""
-    if run.kind != FLEET:
-        return store.get_trials(run.id)
-    out: list[TrialRecord] = []
-    for member in store.fleet_members(run.uid):
-        for trial in store.get_trials(member.id):
-            trial.host = member.fleet_host
-            out.append(trial)
-    return out
+    """A run's trials, each with the host it ran on (store.run_trials: a run made of
+    parts, one per host, has its trials in its parts)."""
+    return store.run_trials(run)
 
 
-def convergence_of(store: Store, run: RunRecord) -> dict[str, Any]:
-    """A run's convergence record; a fleet run's gathers its members', keyed by host."""
-    if run.kind != FLEET:
+def convergence_of(store: Store, run: RunRecord, parts: list[RunRecord]) -> dict[str, Any]:
+    """A run's convergence record; a run made of parts gathers its parts', keyed by host
+    (each host converges on its own)."""
+    if not parts:
         return run.convergence
     return {
-        convergence_key(member.fleet_host, key): value
-        for member in store.fleet_members(run.uid)
-        for key, value in member.convergence.items()
+        convergence_key(part.part_host, key): value
+        for part in parts
+        for key, value in part.convergence.items()
     }
 
 
 def load(store: Store, run_id: int) -> RunReport:
     run = store.get_run(run_id)
     trials = trials_of(store, run)
-    if run.kind == FLEET:
-        run.convergence = convergence_of(store, run)
+    parts = store.parts(run.uid)
+    run.convergence = convergence_of(store, run, parts)
     report = RunReport(run, trials, rows_of(run, trials))
-    if run.kind == FLEET:
-        groups = {m.fleet_host: m.fleet_groups for m in store.fleet_members(run.uid)}
+    if parts:
+        groups = {m.part_host: m.part_groups for m in parts}
         for row in report.rows:
             row.groups = list(groups.get(row.host, []))
-    if run.kind == FLEET:
         # Each host's rows against that host's own calibration, where the store has one.
-        for member in store.fleet_members(run.uid):
+        for member in parts:
             cal = latest_calibration(store, member)
             if cal is not None:
-                mine = [r for r in report.rows if r.host == member.fleet_host]
+                mine = [r for r in report.rows if r.host == member.part_host]
                 calibration.flag_below(mine, calibration.analyze(cal, store.get_trials(cal.id)))
     elif run.kind != calibration.KIND:
         cal = latest_calibration(store, run)

@@ -346,19 +346,21 @@ def build_tables(
     return tables
 
 
-def fleet_hosts(run: RunRecord) -> list[str] | None:
-    """A fleet run's hosts (its trials ran there, not on the controller whose facts the
-    run's `host` holds); None for a run on one machine."""
-    return list(run.target.get("hosts") or {}) if run.kind == "fleet" else None
+def run_hosts(run: RunRecord) -> list[str] | None:
+    """The hosts of a run on many machines, as its target describes them (its trials ran
+    there, not on the machine whose facts the run's `host` holds); None for a run on one
+    machine."""
+    hosts = run.target.get("hosts")
+    return list(hosts) if isinstance(hosts, dict) and hosts else None
 
 
 def machine_line(run: RunRecord) -> str:
     """Where the trials ran, in one line."""
-    names = fleet_hosts(run)
+    names = run_hosts(run)
     if names is not None:
         shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
         return (
-            f"hosts: a fleet of {len(names)} host{'s' if len(names) != 1 else ''} ({shown}), "
+            f"hosts: {len(names)} host{'s' if len(names) != 1 else ''} ({shown}), "
             "each its own machine (compare --by host says what differs)"
         )
     h = run.host

@@ -120,7 +120,7 @@ def redact_argv(argv: list[str]) -> list[str]:
 
 def pgpass_line(url: str) -> str:
     """A libpq password file line (host:port:database:user:password) for a PostgreSQL
-    URL with a password, so that a fleet host connects without the password in its URL."""
+    URL with a password, so that a remote host connects without the password in its URL."""
     u, password = make_url(url), password_of(url)
     if not password:
         return ""
@@ -130,11 +130,11 @@ def pgpass_line(url: str) -> str:
     return ":".join(f.replace("\\", "\\\\").replace(":", "\\:") for f in fields)
 
 
-# A fleet host's fsbench is given the database password in a libpq password file that it
-# takes: reads once, deletes, and keeps in memory only (this environment variable names
-# the file). The file then exists on the host for the second between Ansible writing it
-# and fsbench starting, not for the whole run (nor after it, when the controller that
-# would have removed it was killed).
+# A remote host's fsbench (one part of a run on many hosts) is given the database password
+# in a libpq password file that it takes: reads once, deletes, and keeps in memory only
+# (this environment variable names the file). The file then exists on the host for the
+# second between Ansible writing it and fsbench starting, not for the whole run (nor after
+# it, when the controller that would have removed it was killed).
 TAKE_PGPASSFILE = "FSBENCH_TAKE_PGPASSFILE"
 _taken: list[list[str]] = []  # the fields of the line taken, once per process
 

@@ -2,8 +2,8 @@
 
 A run is the same run in every store by its uid, a trial the same trial by its uid. Merging
 copies the rows of the runs DEST lacks (every column: host, target, plan, argv, status,
-times, convergence, fleet membership) with their trials, metrics and samples; to a run it
-already has, it adds the trials the run lacks (a fleet host's store fetched again after a
+times, convergence, the run a part belongs to) with their trials, metrics and samples; to a run it
+already has, it adds the trials the run lacks (a host's store fetched again after a
 resume), then takes the source's status, end and convergence when the source got further.
 Each run is merged in one transaction. Merging the same store twice adds nothing. Integer
 ids are per store: they change, the uids stay.

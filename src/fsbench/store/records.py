@@ -47,8 +47,8 @@ class TrialRecord:
     # run just before it ("" = the first of its process or guest).
     position: int = 0
     previous_cell: str = ""
-    # The fleet host (inventory name) whose member run holds the trial; "" on one machine.
-    # Not a column: a member run says its host once (runs.fleet_host).
+    # The host (its inventory name) whose part of the run holds the trial; "" on one machine.
+    # Not a column: a part says its host once (runs.part_host).
     host: str = ""
     id: int | None = None
     uid: str = ""  # the trial's identity in every store; given when it is first stored
@@ -79,7 +79,7 @@ class RunRecord:
     workloads: dict[str, Any] = field(default_factory=dict)
     features: dict[str, Any] = field(default_factory=dict)
     uid: str = ""  # the run's identity in every store
-    # A fleet host's part of a fleet run (the fleet run's uid, the host, its groups).
-    fleet_uid: str = ""
-    fleet_host: str = ""
-    fleet_groups: list[str] = field(default_factory=list)
+    # A host's part of a run on many hosts (that run's uid, the host, its groups).
+    part_of: str = ""
+    part_host: str = ""
+    part_groups: list[str] = field(default_factory=list)

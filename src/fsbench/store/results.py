@@ -230,9 +230,9 @@ class Store:
         workloads: dict[str, Any] | None = None,
         features: dict[str, Any] | None = None,
         uid: str | None = None,
-        fleet_uid: str = "",
-        fleet_host: str = "",
-        fleet_groups: list[str] | None = None,
+        part_of: str = "",
+        part_host: str = "",
+        part_groups: list[str] | None = None,
     ) -> int:
         """A new run; its argv is stored with any URL's password hidden."""
         with self.engine.begin() as conn:
@@ -253,9 +253,9 @@ class Store:
                     workloads=json.dumps(workloads or {}),
                     features=json.dumps(features or {}),
                     uid=uid or schema.new_uid(),
-                    fleet_uid=fleet_uid,
-                    fleet_host=fleet_host,
-                    fleet_groups=json.dumps(list(fleet_groups or [])),
+                    part_of=part_of,
+                    part_host=part_host,
+                    part_groups=json.dumps(list(part_groups or [])),
                 )
             )
             return _new_id(res.inserted_primary_key)
@@ -323,11 +323,11 @@ class Store:
         return trial_id
 
     def latest_run_id(self) -> int | None:
-        """The run started last. A fleet host's member run is a part of its fleet run, not
-        a run of its own, where that fleet run is in the store (it was made first; the
-        members are written or merged after it)."""
-        fleet = runs.alias("fleet")
-        part = select(fleet.c.id).where(fleet.c.uid == runs.c.fleet_uid).exists()
+        """The run started last. A host's part of a run on many hosts is not a run of its
+        own, where the run it is part of is in the store (it was made first; the parts are
+        written or merged after it)."""
+        whole = runs.alias("whole")
+        part = select(whole.c.id).where(whole.c.uid == runs.c.part_of).exists()
         with self.engine.connect() as conn:
             found = conn.execute(select(func.max(runs.c.id)).where(~part)).scalar()
         return None if found is None else int(found)
@@ -339,19 +339,33 @@ class Store:
             raise FsbenchError(f"no run {run_id} in {self.url}")
         return _run_record(row)
 
-    def fleet_members(self, fleet_uid: str) -> list[RunRecord]:
-        """The member runs of a fleet run (one per host), in the order they were made."""
+    def parts(self, part_of: str) -> list[RunRecord]:
+        """The parts of the run with uid `part_of` (one run per host, each with its own
+        repetition loop), in the order they were made; [] for a run on one machine."""
         with self.engine.connect() as conn:
             rows = (
-                conn.execute(select(runs).where(runs.c.fleet_uid == fleet_uid).order_by(runs.c.id))
+                conn.execute(select(runs).where(runs.c.part_of == part_of).order_by(runs.c.id))
                 .mappings()
                 .all()
             )
         return [_run_record(r) for r in rows]
 
-    def fleet_member(self, fleet_uid: str, host: str) -> RunRecord | None:
-        found = [r for r in self.fleet_members(fleet_uid) if r.fleet_host == host]
+    def part(self, part_of: str, host: str) -> RunRecord | None:
+        found = [r for r in self.parts(part_of) if r.part_host == host]
         return found[-1] if found else None
+
+    def run_trials(self, run: RunRecord) -> list[TrialRecord]:
+        """The one view of a run's trials that reports read: its own, or, for a run made of
+        parts, its parts' trials, each stamped with the host it ran on."""
+        parts = self.parts(run.uid) if run.uid else []
+        if not parts:
+            return self.get_trials(run.id)
+        out: list[TrialRecord] = []
+        for part in parts:
+            for trial in self.get_trials(part.id):
+                trial.host = part.part_host
+                out.append(trial)
+        return out
 
     def list_runs(self) -> list[RunRecord]:
         with self.engine.connect() as conn:
@@ -427,7 +441,7 @@ _RUN_JSON: dict[str, str] = {
     "convergence": "{}",
     "workloads": "{}",
     "features": "{}",
-    "fleet_groups": "[]",
+    "part_groups": "[]",
 }
 
 
@@ -450,7 +464,7 @@ def _run_record(row: Any) -> RunRecord:
     for name, empty in _RUN_JSON.items():
         values[name] = json.loads(row[name] or empty)
     values["schedule"] = [(int(a), str(b)) for a, b in values["schedule"]]
-    values["fleet_groups"] = list(values["fleet_groups"])
+    values["part_groups"] = list(values["part_groups"])
     return RunRecord(**values)
 
 

@@ -35,7 +35,7 @@ from sqlalchemy import (
     update,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 metadata = MetaData()
 
@@ -51,7 +51,7 @@ runs = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     # The run's identity in every store (ids are per store): merging stores, and the many
-    # hosts of a fleet writing one store, never mix two runs up.
+    # hosts of one run writing one store, never mix two runs up.
     Column("uid", String(32), nullable=False, server_default=""),
     Column("schema_version", Integer, nullable=False),  # of the fsbench that created it
     Column("name", String(200), nullable=False),
@@ -76,14 +76,15 @@ runs = Table(
     # JSON: the `fsbench features` table of the run's filesystems measured on its kernel
     # when the run started ({} when none was measured).
     Column("features", Text, nullable=False, server_default="{}"),
-    # A fleet host's part of a fleet run: the fleet run's uid, the host's inventory name
-    # and its groups (JSON list); "" for a run on one machine.
-    Column("fleet_uid", String(32), nullable=False, server_default=""),
-    Column("fleet_host", String(200), nullable=False, server_default=""),
-    Column("fleet_groups", Text, nullable=False, server_default="[]"),
+    # A run made of parts, one per host (each its own run with its own repetition loop):
+    # a part names the uid of the run it is part of, its host's name and groups (JSON
+    # list); "" for a run that is not a part.
+    Column("part_of", String(32), nullable=False, server_default=""),
+    Column("part_host", String(200), nullable=False, server_default=""),
+    Column("part_groups", Text, nullable=False, server_default="[]"),
 )
-Index("runs_uid", runs.c.uid, unique=True)
-Index("runs_fleet", runs.c.fleet_uid, runs.c.fleet_host)
+runs_uid = Index("runs_uid", runs.c.uid, unique=True)
+runs_part = Index("runs_part", runs.c.part_of, runs.c.part_host)
 
 trials = Table(
     "trials",
@@ -117,7 +118,7 @@ trials = Table(
     Column("provenance", Text, nullable=False),  # JSON: mkfs argv, effective options, geometry
     UniqueConstraint("run_id", "seq", "step", name="one_trial_per_slot"),
 )
-Index("trials_uid", trials.c.uid, unique=True)
+trials_uid = Index("trials_uid", trials.c.uid, unique=True)
 
 samples = Table(
     "samples",
@@ -172,9 +173,19 @@ class Added:
     default: str
 
 
-# What each version added to the one before. Tables (samples in 4, meta in 6) are created
-# by create_all; columns need ALTER TABLE.
-MIGRATIONS: dict[int, tuple[Added, ...]] = {
+@dataclass(frozen=True)
+class Renamed:
+    """A column a version renamed (ALTER TABLE ... RENAME COLUMN: SQLite 3.25+, PostgreSQL);
+    its indexes follow it."""
+
+    table: str
+    old: str
+    new: str
+
+
+# What each version added to (or renamed in) the one before. Tables (samples in 4, meta in
+# 6) are created by create_all; columns need ALTER TABLE.
+MIGRATIONS: dict[int, tuple[Added | Renamed, ...]] = {
     2: (
         Added("trials", "step", "INTEGER", "0"),
         Added("trials", "chain", "VARCHAR(300)", "''"),
@@ -194,6 +205,13 @@ MIGRATIONS: dict[int, tuple[Added, ...]] = {
         Added("trials", "position", "INTEGER", "0"),
         Added("trials", "previous_cell", "TEXT", "''"),
         Added("metrics", "resolution", "FLOAT", "0"),
+    ),
+    # The parts of a run on many hosts are named by what they are, not by the one executor
+    # that makes them (version 6 named them after it).
+    7: (
+        Renamed("runs", "fleet_uid", "part_of"),
+        Renamed("runs", "fleet_host", "part_host"),
+        Renamed("runs", "fleet_groups", "part_groups"),
     ),
 }
 
@@ -219,7 +237,7 @@ def stored_version(conn: Connection) -> int | None:
         wanted = MIGRATIONS[v]
         if v == 4 and "samples" not in tables:
             break
-        if all(a.column in columns.get(a.table, set()) for a in wanted):
+        if all(a.column in columns.get(a.table, set()) for a in wanted if isinstance(a, Added)):
             version = v
         else:
             break
@@ -232,12 +250,18 @@ def migrate(conn: Connection, version: int) -> list[str]:
     done: list[str] = []
     found = inspect(conn)
     for v in range(version + 1, SCHEMA_VERSION + 1):
-        for add in MIGRATIONS.get(v, ()):
-            have = {c["name"] for c in found.get_columns(add.table)}
-            if add.column in have:
+        for step in MIGRATIONS.get(v, ()):
+            have = {c["name"] for c in found.get_columns(step.table)}
+            if isinstance(step, Renamed):
+                if step.old not in have or step.new in have:
+                    continue
+                rename_column(conn, step)
+                done.append(f"schema {v}: {step.table}.{step.old} -> {step.new}")
                 continue
-            add_column(conn, add)
-            done.append(f"schema {v}: {add.table}.{add.column}")
+            if step.column in have:
+                continue
+            add_column(conn, step)
+            done.append(f"schema {v}: {step.table}.{step.column}")
         found = inspect(conn)  # the inspector caches what it saw
         fill = DATA_MIGRATIONS.get(v)
         if fill is not None:
@@ -252,6 +276,15 @@ def add_column(conn: Connection, add: Added) -> None:
         text(
             f"ALTER TABLE {quote(add.table)} ADD COLUMN "
             f"{quote(add.column)} {add.ddl_type} NOT NULL DEFAULT {add.default}"
+        )
+    )
+
+
+def rename_column(conn: Connection, step: Renamed) -> None:
+    quote = conn.dialect.identifier_preparer.quote
+    conn.execute(
+        text(
+            f"ALTER TABLE {quote(step.table)} RENAME COLUMN {quote(step.old)} TO {quote(step.new)}"
         )
     )
 
@@ -350,9 +383,22 @@ def _fill_uids(conn: Connection) -> list[str]:
 
 def _fill_6(conn: Connection) -> list[str]:
     done = _fill_uids(conn) + _fill_run_facts(conn)
-    for index in [*runs.indexes, *trials.indexes]:
+    for index in [runs_uid, trials_uid]:
         index.create(conn, checkfirst=True)
     return done
+
+
+def _fill_7(conn: Connection) -> list[str]:
+    """Schema 7: the index on a part's run and host under its own name (version 6's, on the
+    columns now renamed, followed them: it is dropped rather than kept twice)."""
+    wanted = list(runs_part.columns.keys())
+    for found in inspect(conn).get_indexes("runs"):
+        if found["column_names"] == wanted and found["name"] != runs_part.name:
+            conn.execute(
+                text(f"DROP INDEX {conn.dialect.identifier_preparer.quote(found['name'] or '')}")
+            )
+    runs_part.create(conn, checkfirst=True)
+    return []
 
 
 def new_uid() -> str:
@@ -380,7 +426,7 @@ def legacy_trial_uid(run_uid: str, seq: int, step: int) -> str:
 
 
 # Data a version's reports need that older rows lack, filled after its columns exist.
-DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {6: _fill_6}
+DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {6: _fill_6, 7: _fill_7}
 
 
 def write_version(conn: Connection) -> None:

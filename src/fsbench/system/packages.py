@@ -50,7 +50,7 @@ EXTRA: tuple[Extra, ...] = (
     Extra(("chromium",), "the test that renders the HTML report in a real browser"),
     Extra(
         ("postgresql", "openssh-server"),
-        "many machines: the PostgreSQL store and the fleet's SSH (tests run both locally)",
+        "many machines: the PostgreSQL store and the SSH Ansible uses (tests run both locally)",
     ),
 )
 # What a booted guest itself is: modprobe, udev for the scratch disk, systemd (the boot

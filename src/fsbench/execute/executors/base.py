@@ -37,9 +37,9 @@ class Executor(Opened, ABC):
 
     kind: ClassVar[str]
     # Capability: the executor runs the whole plan elsewhere, each place with its own
-    # repetition loop that stores its own trials (a fleet's hosts). It gets every slot in
-    # one call and never calls on_records; the loop here neither adapts repetitions nor
-    # counts trials for it.
+    # repetition loop that stores its own trials (many hosts, each running its part). It
+    # gets every slot in one call and never calls on_records; the loop here neither adapts
+    # repetitions nor counts trials for it.
     whole_plan: ClassVar[bool] = False
 
     def __init__(self, plan: Plan, cells: Sequence[Cell]) -> None:
@@ -79,9 +79,9 @@ class Executor(Opened, ABC):
         return False
 
     def unfinished(self) -> list[str]:
-        """What this executor could not finish although the run was not interrupted (a
-        fleet's failed hosts), one line each. The run is then stored `incomplete`, and
-        `--resume` finishes what is missing."""
+        """What this executor could not finish although the run was not interrupted (the
+        failed hosts of a run on many machines), one line each. The run is then stored
+        `incomplete`, and `--resume` finishes what is missing."""
         return []
 
     def banner(self) -> str:
@@ -93,7 +93,7 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
     """Refuse, before anything runs, a cell whose workload cannot fit on the target. A
     working set sized to memory (`scale_to_mem`) is sized as its trials will size it: to
     the cell's mem knob, else to `machine_mem`, the RAM of the machine the trials run on
-    (None where that is not known here, on a fleet's controller: each host checks again
+    (None where that is not known here, on the machine that controls many hosts: each checks again
     before it runs)."""
     usable = target_size - max(FS_OVERHEAD_MIN, int(target_size * FS_OVERHEAD_FRACTION))
     if usable <= 0:

@@ -73,7 +73,7 @@ class TrialSeries(TrialOf):
 
 def trial_series(trials: Sequence[Any]) -> list[TrialSeries]:
     """Every counted (not warm-up) ok trial with series, in schedule order (TrialRecords;
-    a fleet's trials carry their host, shown beside the config)."""
+    the trials of a run on many machines carry their host, shown beside the config)."""
     out = []
     for t in sorted(trials, key=lambda t: (t.seq, t.step)):
         series = trialfacts.series(t.provenance)
@@ -281,7 +281,7 @@ def series_chart_set(
 ) -> list[Chart]:
     """One figure per cell with series (workload x params x knobs), a colour per config."""
     colors = dict(colors or config_colors([ts.config for ts in trials]))
-    for ts in trials:  # a fleet's `config @ host` labels get colours of their own
+    for ts in trials:  # `config @ host` labels (many machines) get colours of their own
         colors.setdefault(ts.config, PALETTE[len(colors) % len(PALETTE)])
     name = Namer()
     groups: dict[tuple[str, str, str], list[TrialSeries]] = {}

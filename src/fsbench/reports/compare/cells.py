@@ -39,7 +39,7 @@ UNDECIDED = "undecided"
 
 @dataclass(frozen=True, order=True)
 class CellKey:
-    host: str  # the fleet host ("" for a run on one machine)
+    host: str  # the host of a run on many machines ("" for a run on one machine)
     config: str
     chain: str
     workload: str
@@ -52,7 +52,7 @@ class CellKey:
 
     @property
     def label(self) -> str:
-        """The config, after its host in a fleet run (as the tables label rows)."""
+        """The config, after its host in a run on many machines (as the tables label rows)."""
         return f"{self.host} · {self.config}" if self.host else self.config
 
     def as_dict(self) -> dict[str, Any]:

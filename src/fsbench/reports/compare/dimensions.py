@@ -1,8 +1,8 @@
 """Within one run: the rows under one level of a dimension against those under another
 (kernel 6.1 vs 6.12, vm.dirty_ratio 10 vs 40). A dimension is data: which levels a row
 belongs to, and the row without it, so that the cells of two levels match. A knob is one;
-a new kind of dimension (the fleet's hosts, its groups) is one more entry in `NAMED`, not
-a new path."""
+a new kind of dimension (the hosts of a run on many machines, their groups) is one more
+entry in `NAMED`, not a new path."""
 
 from __future__ import annotations
 
@@ -70,15 +70,15 @@ def knob(name: str) -> Dimension:
 
 
 def host() -> Dimension:
-    """The hosts of a fleet run: each host's cells against another's."""
+    """The hosts of a run on many machines: each host's cells against another's."""
     return Dimension(
         "host", lambda r: [r.host] if r.host else [], lambda r: replace(r, host="", groups=[])
     )
 
 
 def group() -> Dimension:
-    """The inventory groups of a fleet run (baseline, dev): the cells of every host of one
-    group pooled, against another group's."""
+    """The inventory groups of a run on many machines (baseline, dev): the cells of every
+    host of one group pooled, against another group's."""
     return Dimension("group", lambda r: list(r.groups), lambda r: replace(r, host="", groups=[]))
 
 

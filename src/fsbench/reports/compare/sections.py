@@ -10,7 +10,7 @@ from typing import Any
 from fsbench.analysis.pvalues import p_value
 from fsbench.analysis.rows import Row
 from fsbench.reports.compare.cells import BETTER, WORSE, CellComparison, CellKey, Comparison
-from fsbench.reports.tables import fleet_hosts, fmt_value
+from fsbench.reports.tables import fmt_value, run_hosts
 from fsbench.store.records import RunRecord
 
 NUMERIC = {"A", "B", "B/A", "p"}  # right-aligned columns
@@ -146,7 +146,7 @@ def unmatched(cmp: Comparison) -> list[tuple[str, list[str]]]:
 
 
 def _where(run: RunRecord) -> str:
-    names = fleet_hosts(run)
+    names = run_hosts(run)
     if names is not None:
-        return f"a fleet of {len(names)} hosts"
+        return f"{len(names)} hosts"
     return f"host Linux {run.host.get('kernel')}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from fsbench.analysis.rows import Row
 from fsbench.reports.html.markup import details, e, facts, head, plain, pre, table, tag
-from fsbench.reports.tables import fleet_hosts, run_header
+from fsbench.reports.tables import run_header, run_hosts
 from fsbench.store import trialfacts
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.system.units import human_bytes
@@ -56,11 +56,11 @@ def target_items(t: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def host_items(run: RunRecord) -> list[tuple[str, Any]]:
-    names = fleet_hosts(run)
+    names = run_hosts(run)
     if names is not None:  # the controller's facts are not where the trials ran
         hosts = run.target.get("hosts") or {}
         return [
-            ("hosts", f"a fleet of {len(names)}: compare --by host says what differs"),
+            ("hosts", f"{len(names)}: compare --by host says what differs"),
             *((n, ", ".join(hosts[n].get("groups") or []) or "no group") for n in names),
             ("fsbench", run.fsbench_version),
         ]
