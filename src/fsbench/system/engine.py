@@ -21,7 +21,7 @@ def find_engine() -> Path | None:
     override = os.environ.get("FSBENCH_ENGINE")
     if override:
         return Path(override) if Path(override).is_file() else None
-    built = Path(__file__).resolve().parents[2] / "engine" / "target" / "release" / ENGINE
+    built = Path(__file__).resolve().parents[3] / "engine" / "target" / "release" / ENGINE
     if built.is_file():
         return built
     found = proc.which(ENGINE)

@@ -41,7 +41,7 @@ def _read(path: str) -> str | None:
 
 
 def _git_commit() -> str | None:
-    src = Path(__file__).resolve().parents[2]
+    src = Path(__file__).resolve().parents[3]  # the checkout: system/ fsbench/ src/ root
     if not (src / ".git").exists():
         return None
     res = proc.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], timeout=10)
