@@ -187,7 +187,7 @@ def one_size(n: int, base: Path, db: str, poll: float, pg: bool) -> dict[str, An
     try:
         fleet = store.get_run(run_id)
         firsts, lasts, trials = [], [], 0
-        for member in store.fleet_members(fleet.uid):
+        for member in store.parts(fleet.uid):
             got = store.get_trials(member.id)
             trials += len(got)
             firsts.append(min(_ts(t.started_at) for t in got) - t0)

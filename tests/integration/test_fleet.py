@@ -123,7 +123,7 @@ def test_into_postgresql_beside_a_fetched_host_that_installs_fsbench_then_compar
     # h3's were made by the fsbench it installed.
     store = Store(pg_url)
     try:
-        members = {m.fleet_host: m for m in store.fleet_members(store.get_run(int(run_id)).uid)}
+        members = {m.part_host: m for m in store.parts(store.get_run(int(run_id)).uid)}
         assert set(members) == {"h2", "h3"}
         for member in members.values():
             trials = store.get_trials(member.id)
@@ -393,8 +393,8 @@ def test_ctrl_c_on_the_controller_ends_every_hosts_run_and_keeps_their_trials(
     store = Store(db)
     run_id = store.latest_run_id() or 0
     assert store.get_run(run_id).status == "interrupted"
-    members = store.fleet_members(store.get_run(run_id).uid)
-    assert {m.fleet_host for m in members} == {"h2", "h3"}
+    members = store.parts(store.get_run(run_id).uid)
+    assert {m.part_host for m in members} == {"h2", "h3"}
     assert all(m.status == "interrupted" for m in members), [m.status for m in members]
     assert all(2 <= len(store.get_trials(m.id)) < len(m.schedule) for m in members)
 
@@ -445,8 +445,8 @@ def test_limit_and_each_hosts_own_device_with_its_safety_checks(
     store = Store(db)
     run_id = store.latest_run_id() or 0
     assert set(store.get_run(run_id).target["hosts"]) == set(disks)  # --limit: no h2, h3
-    members = store.fleet_members(store.get_run(run_id).uid)
-    assert [m.fleet_host for m in members] == ["used"]
+    members = store.parts(store.get_run(run_id).uid)
+    assert [m.part_host for m in members] == ["used"]
     assert members[0].target["kind"] == "device"
     assert members[0].target["path"] == os.path.realpath(used)
     assert {(r["host"], r["n"]) for r in _report(db, run_id)} == {("used", 2)}
@@ -516,8 +516,8 @@ def test_a_controller_killed_with_9_leaves_no_password_on_disk(
     store = Store(pg_url)
     try:
         run = store.get_run(store.latest_run_id() or 0)
-        members = store.fleet_members(run.uid)
-        assert {m.fleet_host: m.status for m in members} == {"h2": "finished", "h3": "finished"}
+        members = store.parts(run.uid)
+        assert {m.part_host: m.status for m in members} == {"h2": "finished", "h3": "finished"}
         for member in members:
             assert len({t.seq for t in store.get_trials(member.id)}) == len(member.schedule)
     finally:

@@ -272,9 +272,9 @@ def _run(
         schedule=[(1, "c")] * cells,
         host={"kernel": "6.18", "hostname": host},
         target={"kind": "loop", "summary": "loop image"},
-        fleet_uid="f" * 32,
-        fleet_host=host,
-        fleet_groups=["baseline"],
+        part_of="f" * 32,
+        part_host=host,
+        part_groups=["baseline"],
     )
     for seq in range(cells):
         store.record_trials(run_id, [_trial(seq, 0, host), _trial(seq, 1, host)])
@@ -299,12 +299,12 @@ def test_many_writers_at_once_never_collide(store_db: str) -> None:
     assert [proc.exitcode for proc in procs] == [0] * writers
     store = Store(store_db)
     runs = store.list_runs()
-    assert sorted(r.fleet_host for r in runs) == [f"h{i}" for i in range(writers)]
+    assert sorted(r.part_host for r in runs) == [f"h{i}" for i in range(writers)]
     assert len({r.uid for r in runs}) == writers
     trial_ids, trial_uids = set(), set()
     for run in runs:
         trials = store.get_trials(run.id)
-        host = run.fleet_host
+        host = run.part_host
         assert [(t.seq, t.step) for t in trials] == [(s, p) for s in range(CELLS) for p in (0, 1)]
         assert all(t.params["writer"] == host and len(t.metrics) == 2 for t in trials)
         assert all(len(store.get_samples(t.id or 0)) == 4 for t in trials)
@@ -468,11 +468,11 @@ def test_the_latest_run_is_a_fleet_run_not_its_members(store_db: str) -> None:
             **fields,
         )
 
-    alone = make(fleet_uid="a" * 32, fleet_host="h1")  # a host's own store: its part only
+    alone = make(part_of="a" * 32, part_host="h1")  # a host's own store: its part only
     assert store.latest_run_id() == alone
     fleet = make(kind="fleet")
     uid = store.get_run(fleet).uid
-    make(fleet_uid=uid, fleet_host="h1")  # written or merged after their fleet run
-    make(fleet_uid=uid, fleet_host="h2")
+    make(part_of=uid, part_host="h1")  # written or merged after their fleet run
+    make(part_of=uid, part_host="h2")
     assert store.latest_run_id() == fleet
     store.close()

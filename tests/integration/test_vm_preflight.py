@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fsbench import __version__
-from fsbench.cli.planflags import PlanFlags, build
+from fsbench.cli.planflags import build, flags_of
 from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.helpers import VM_MARKS, fsbench
@@ -47,15 +47,17 @@ def test_resumed_vm_run_is_refused_like_a_fresh_one(workdir: Path) -> None:
     # The same plan stored as an interrupted run (as a version that did not check it
     # on resume left it): --resume checks it like a fresh run and refuses the same way.
     built = build(
-        PlanFlags(
-            fs=["f2fs"],
-            workload=["alloc"],
-            set_=["method=fallocate", "size=1G"],
-            scale=Scale.TINY,
-            image_size="256M",
-            workdir=workdir / "work",
-            target_kind="vm",
-            seed=1,
+        flags_of(
+            {
+                "fs": ["f2fs"],
+                "workload": ["alloc"],
+                "set_": ["method=fallocate", "size=1G"],
+                "scale": Scale.TINY,
+                "image_size": "256M",
+                "workdir": workdir / "work",
+                "target_kind": "vm",
+                "seed": 1,
+            }
         )
     )
     run_id = store.create_run(

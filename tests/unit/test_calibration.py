@@ -148,20 +148,20 @@ def test_false_winners_are_judged_over_the_calibrations_metrics(tmp_path: Path) 
 def test_each_fleet_host_is_checked_against_its_own_calibration(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
     cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=calibration.KIND)
-    fleet_uid = "f" * 32
+    part_of = "f" * 32
     fleet = store.create_run(
         name="fleet", fsbench_version="0", argv=[], plan=_base(3).model_dump(mode="json"),
         overrides={}, schedule=[], host={}, target={"kind": "fleet"}, kind="fleet",
-        uid=fleet_uid,
+        uid=part_of,
     )  # fmt: skip
     for name, seed in (("h1", 2), ("h2", 3)):
         cells = planning.expand(_base(3))
         matrix.run(
             _base(3), cells, store, argv=["fsbench"], overrides={},
             executor=FakeExecutor(_base(3), cells, _noisy(0.05, seed, {"xfs": 1.02})),
-            part=matrix.FleetPart(fleet_uid, name, ("all",)),
+            part=matrix.Part(part_of, name, ("all",)),
         )  # fmt: skip
-    h2 = store.fleet_member(fleet_uid, "h2")
+    h2 = store.part(part_of, "h2")
     assert h2 is not None
     _set_run(store, h2.id, host={**h2.host, "hostname": "another-machine"})
     rows = [r for r in source.load(store, fleet).rows if r.metric == "seconds"]

@@ -193,7 +193,7 @@ def test_a_host_unreachable_past_the_bound_fails_alone(tmp_path: Path) -> None:
     assert "\n" not in hosts["a"].error
     assert [p.count("a") for p in ansible.polls()] == [1] * 5 + [0] * 3  # not polled again
     assert hosts["b"].state == "done"
-    assert executor.unfinished() == [f"a: {hosts['a'].error}"]
+    assert executor.unfinished() == [f"host a failed: {hosts['a'].error}"]
     assert set(ansible.limit_of("collect")) == {"a", "b"}
 
 
@@ -229,7 +229,7 @@ def test_the_job_exit_status_decides(
     executor, _, _ = _executor(tmp_path, {"a": [running("a", 1), finished("a", rc, stderr)]})
     hosts = _drive(executor)
     assert (hosts["a"].state, hosts["a"].rc, hosts["a"].error) == (state, rc, error)
-    assert executor.unfinished() == ([] if state == "done" else [f"a: {error}"])
+    assert executor.unfinished() == ([] if state == "done" else [f"host a failed: {error}"])
 
 
 def test_a_job_ansible_cannot_find_fails_the_host(tmp_path: Path) -> None:

@@ -99,9 +99,9 @@ def test_several_kernels_are_a_dimension_of_the_vm_matrix() -> None:
 
 
 def test_kernel_dimension_needs_the_vm_target(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="kernel needs the VM target"):
+    with pytest.raises(ValueError, match="kernel needs --target vm"):
         _kernel_plan("loop", "6.1,6.12")
-    with pytest.raises(FsbenchError, match="target: kernel needs the VM target"):
+    with pytest.raises(FsbenchError, match="target: kernel needs --target vm"):
         planning.load_toml(
             'fs = [{type = "ext4"}]\nworkload = [{name = "alloc"}]\n'
             '[target]\nkernel = "6.1,6.12"\n',

@@ -202,7 +202,8 @@ def test_workload_knobs_apply_to_that_workload_only() -> None:
 def _target_of(**flags: object) -> dict[str, object]:
     from fsbench.cli import planflags
 
-    plan = planflags.build_plan(planflags.PlanFlags(fs=["ext4"], workload=["alloc"], **flags))
+    given = {"fs": ["ext4"], "workload": ["alloc"], **flags}
+    plan = planflags.build_plan(planflags.flags_of(given))
     return plan.target.model_dump()
 
 
@@ -225,7 +226,7 @@ def test_each_target_kind_takes_its_own_flags() -> None:
         ({"guest_ram": 512}, r"--guest-ram needs --target vm"),
         ({"target_kind": "vm", "device": "/dev/sdz"}, r"--device needs --target loop"),
         ({"target_kind": "vm", "destroy_data": True}, r"--destroy-data needs --target loop"),
-        ({"target_kind": "cloud"}, r"--target 'cloud': loop or vm"),
+        ({"target_kind": "cloud"}, r"--target 'cloud': loop or fleet or vm"),
         ({"image_size": "huge"}, r"--image-size: "),
     ],
 )

@@ -24,7 +24,9 @@ from fsbench.execute import loop as matrix
 from fsbench.execute.executors.local import target_summary
 from fsbench.execute.features.registry import PROBES
 from fsbench.plan import model as planning
-from fsbench.plan.model import FsConfig, LoopTargetSpec, Plan, WorkloadSpec
+from fsbench.plan import targets
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
+from fsbench.plan.targets import LoopTargetSpec
 from fsbench.reports import render, source
 from fsbench.store import dburl
 from fsbench.store.results import Store
@@ -59,8 +61,8 @@ def test_make_run_is_a_bare_fsbench_run() -> None:
 
 
 def test_a_bare_run_is_the_quick_preset_on_an_8_gib_image_under_var_tmp() -> None:
-    assert planning.DEFAULT_IMAGE_SIZE == 8 << 30
-    assert planning.DEFAULT_WORKDIR == Path("/var/tmp/fsbench")
+    assert targets.DEFAULT_IMAGE_SIZE == 8 << 30
+    assert targets.DEFAULT_WORKDIR == Path("/var/tmp/fsbench")
     target = LoopTargetSpec()
     assert (target.image_size, target.workdir, target.device) == (
         8 << 30,
@@ -143,14 +145,16 @@ def test_flags_override_the_plan(tmp_path: Path) -> None:
     assert as_written.target.image_size == 8 << 30
     assert as_written.target.workdir == Path("/var/tmp/fsbench-plan")
 
-    flags = planflags.PlanFlags(
-        plan_file=plan_file,
-        scale=Scale.TINY,
-        reps="7",
-        fs=["xfs,btrfs"],
-        workload=["alloc,fs_mark"],
-        image_size="2G",
-        workdir=tmp_path / "work",
+    flags = planflags.flags_of(
+        {
+            "plan_file": plan_file,
+            "scale": Scale.TINY,
+            "reps": "7",
+            "fs": ["xfs,btrfs"],
+            "workload": ["alloc,fs_mark"],
+            "image_size": "2G",
+            "workdir": tmp_path / "work",
+        }
     )
     plan = planflags.build_plan(flags)
     assert (plan.scale, plan.reps) == (Scale.TINY, 7)
@@ -167,7 +171,8 @@ def test_flags_override_the_plan(tmp_path: Path) -> None:
 
 
 def _ad_hoc(**flags: Any) -> Plan:
-    return planflags.build_plan(planflags.PlanFlags(fs=["ext4"], workload=["alloc"], **flags))
+    given = {"fs": ["ext4"], "workload": ["alloc"], **flags}
+    return planflags.build_plan(planflags.flags_of(given))
 
 
 def test_repetition_defaults() -> None:

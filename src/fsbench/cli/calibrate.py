@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from fsbench.analysis import aa_check as calibration
 from fsbench.cli import planflags as pf
+from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.run import execute, exit_status, write_report
 from fsbench.plan import model as planning
@@ -21,6 +22,7 @@ from fsbench.store.results import Store
 DEFAULT_REPS = 5
 
 
+@targetflags.with_target_flags()
 def calibrate(
     plan_file: pf.PlanFile = None,
     preset: pf.PresetOpt = None,
@@ -35,15 +37,13 @@ def calibrate(
     scale: pf.ScaleOpt = None,
     trial_timeout: pf.TrialTimeoutOpt = None,
     seed: pf.SeedOpt = None,
-    image_size: pf.ImageSizeOpt = None,
-    workdir: pf.WorkdirOpt = None,
     target_kind: pf.TargetOpt = None,
-    kernel: pf.KernelOpt = None,
     no_report: Annotated[
         bool, typer.Option("--no-report", help="Do not write the HTML report.")
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
+    **target_flags: Any,
 ) -> None:
     """Measure this machine's noise: the plan's workloads on its first filesystem config
     (default: the quick preset on ext4) twice, as configs A and B. Prints, per workload,

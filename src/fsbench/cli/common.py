@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fsbench.plan.model import DEFAULT_WORKDIR
+from fsbench.plan.targets import DEFAULT_WORKDIR
 from fsbench.store.dburl import default_db_path
 
 

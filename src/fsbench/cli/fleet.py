@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -20,6 +19,7 @@ from rich.progress import (
 )
 
 from fsbench.cli import planflags as pf
+from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
 from fsbench.cli.run import (
@@ -32,43 +32,26 @@ from fsbench.cli.run import (
     sigterm_interrupts,
 )
 from fsbench.execute import loop as matrix
-from fsbench.fleet import inventory as inv
-from fsbench.fleet.executor import DEFAULT_POLL, DEFAULT_UNREACHABLE_TIMEOUT, FleetExecutor, HostRun
+from fsbench.execute.hooks import Hooks
+from fsbench.fleet.executor import HostRun
 from fsbench.fleet.member import MemberEntry, ProgressFile
+from fsbench.fleet.target import FleetTargetSpec
 from fsbench.plan import model as planning
+from fsbench.plan.model import Plan
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 
 app = typer.Typer(help="Many machines: one plan on a fleet through Ansible, one store.")
 
-InventoryOpt = Annotated[
-    Path, typer.Option("--inventory", "-i", help="An Ansible inventory (INI, YAML, script).")
-]
-LimitOpt = Annotated[
-    str | None, typer.Option("--limit", "-l", help="Only hosts matching this Ansible pattern.")
-]
-PollOpt = Annotated[
-    float, typer.Option("--poll", help="Seconds between looks at the hosts' progress.")
-]
-UnreachableOpt = Annotated[
-    float,
-    typer.Option(
-        "--unreachable-timeout",
-        help="Seconds a started host may stay unreachable (since it last answered) before it "
-        "fails alone; its run may go on there, and --resume finishes what is missing.",
-    ),
-]
-ForksOpt = Annotated[int, typer.Option("--forks", help="Hosts Ansible talks to at once.")]
-ControllerDirOpt = Annotated[
-    Path,
-    typer.Option("--controller-dir", help="Where the controller keeps logs and fetched stores."),
-]
+FLEET = "fleet"
 
 
-class HostProgress:
-    """One bar per host: trials done / total and its ETA, or its state."""
+class HostProgress(Hooks):
+    """One bar per host: trials done / total and its ETA, or its state (the fleet executor
+    calls `hosts` at every poll)."""
 
-    def __init__(self, err: Console) -> None:
+    def __init__(self, err: Console, store: Store) -> None:
+        self.err, self.store = err, store
         self.progress = Progress(
             TextColumn("{task.fields[host]:<16}"),
             MofNCompleteColumn(),
@@ -81,7 +64,17 @@ class HostProgress:
         )
         self.tasks: dict[str, TaskID] = {}
 
-    def __call__(self, hosts: list[HostRun]) -> None:
+    def note(self, text: str) -> None:
+        self.err.print(text, markup=False, highlight=False)
+
+    def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
+        self.err.print(
+            f"fsbench fleet: run {run_id}, {plan.name} {banner}, store {self.store}",
+            markup=False,
+            highlight=False,
+        )
+
+    def hosts(self, hosts: list[HostRun]) -> None:
         for h in hosts:
             name = h.host.name
             if name not in self.tasks:
@@ -96,10 +89,9 @@ class HostProgress:
 
 
 @app.command("run")
+@targetflags.with_target_flags(only="fleet")
 def fleet_run(
     plan_file: pf.PlanFile = None,
-    inventory: InventoryOpt = Path("hosts.ini"),
-    limit: LimitOpt = None,
     preset: pf.PresetOpt = None,
     fs: pf.FsOpt = [],  # noqa: B006 - typer's list options
     workload: pf.WorkloadOpt = [],  # noqa: B006
@@ -116,11 +108,6 @@ def fleet_run(
     trial_timeout: pf.TrialTimeoutOpt = None,
     seed: pf.SeedOpt = None,
     warmup: pf.WarmupOpt = None,
-    image_size: pf.ImageSizeOpt = None,
-    poll: PollOpt = DEFAULT_POLL,
-    unreachable_timeout: UnreachableOpt = DEFAULT_UNREACHABLE_TIMEOUT,
-    forks: ForksOpt = 20,
-    controller_dir: ControllerDirOpt = Path("/var/tmp/fsbench-fleet-controller"),
     resume: Annotated[
         bool,
         typer.Option(
@@ -131,50 +118,37 @@ def fleet_run(
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
+    **target_flags: Any,
 ) -> None:
     """Run the plan on every inventory host (each its own loop image, or the disk its
     fsbench_device names), as async Ansible tasks, into one store: a PostgreSQL --db the
     hosts write into, or their own stores fetched and merged. Prints per-host progress,
     then one table with the host beside each config."""
-    flags = pf.flags_of(locals())
+    flags = pf.flags_of(locals(), target_kind=FLEET)
     store = Store(db)
     err = Console(stderr=True)
+    run_id: int | None = None
     if resume:
         run_id, plan, overrides = resumable(store, plan_file)
         record = store.get_run(run_id)
-        if record.kind != "fleet":
+        if record.kind != FLEET:
             raise FsbenchError(f"run {run_id} is not a fleet run: fsbench run --resume {run_id}")
-        uid = record.uid
+        # The fleet target as stored (or, stored before it was one, made from the loop
+        # image's size), with the target flags given now.
+        stored = plan.target.model_dump()
+        if not isinstance(plan.target, FleetTargetSpec):
+            stored = {"image_size": plan.target.image_size}
+        target = pf.target_of(stored, flags)
+        plan = plan.model_copy(update={"target": FleetTargetSpec.model_validate(target)})
         cells = planning.expand(plan, overrides)
     else:
         built = pf.build(flags)
-        run_id, uid = None, uuid.uuid4().hex
         # Each host gets the plan alone: --set values go into it.
         plan = matrix.with_seed(planning.with_overrides(built.plan, built.overrides))
         overrides, cells = {}, planning.expand(plan)
         if [c.key for c in cells] != [c.key for c in built.cells]:
             raise FsbenchError("--set values could not be written into the plan")
-    hosts = inv.load(inventory, limit)
-    display = HostProgress(err)
-    executor = FleetExecutor(
-        plan,
-        cells,
-        hosts=hosts,
-        inventory=inventory.resolve(),
-        store=store,
-        uid=uid,
-        workdir=controller_dir,
-        poll=poll,
-        unreachable_timeout=unreachable_timeout,
-        forks=forks,
-        on_progress=display,
-    )
-    err.print(
-        f"fsbench fleet: {plan.name} on {len(hosts)} hosts "
-        f"({', '.join(h.name for h in hosts)}), store {store}",
-        markup=False,
-        highlight=False,
-    )
+    display = HostProgress(err, store)
     with sigterm_interrupts(), display.progress:
         outcome = matrix.run(
             plan,
@@ -183,42 +157,32 @@ def fleet_run(
             argv=sys.argv,
             overrides=overrides,
             resume_run=run_id,
-            executor=executor,
-            kind="fleet",
-            uid=uid,
+            hooks=display,
+            kind=FLEET,
         )
-    failed = [h for h in executor.hosts if h.state != "done"]
-    for h in failed:
-        # One line each, however long: scripts and people grep for "host NAME failed".
-        err.print(
-            f"host {h.host.name} failed: {h.error}",
-            style="red",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+    for line in outcome.unfinished:
+        err.print(line, style="red", markup=False, highlight=False, soft_wrap=True)
     emit(store, outcome.run_id, "json" if json_out else "table", None, False)
     if outcome.interrupted:
         err.print(
             f"fsbench fleet: interrupted; `fsbench fleet run --resume {outcome.run_id} "
-            f"--inventory {inventory}` finishes it",
+            f"--inventory {plan.target.model_dump().get('inventory')}` finishes it",
             style="yellow",
         )
         raise typer.Exit(130)
-    raise typer.Exit(EXIT_FAILED if failed else exit_status(store, outcome.run_id))
+    raise typer.Exit(EXIT_FAILED if outcome.unfinished else exit_status(store, outcome.run_id))
 
 
 @app.command("member", hidden=True)
+@targetflags.with_target_flags(only="loop")
 def fleet_member(
     plan_file: pf.PlanFile = None,
     entry: Annotated[
         str, typer.Option("--entry", help="This host's part, as JSON (fleet.member.MemberEntry).")
     ] = "",
-    workdir: pf.WorkdirOpt = None,
-    device: pf.DeviceOpt = None,
-    destroy_data: pf.DestroyOpt = False,
     db: DbOption = None,
     json_out: JsonOption = False,
+    **target_flags: Any,
 ) -> None:
     """One host's part of a fleet run, as the controller's playbook starts it: the plan into
     a member run of the fleet run, its progress in the entry's file. A part already there
@@ -232,10 +196,10 @@ def fleet_member(
     member = store.part(job.uid, job.host)
     if member is not None and member.status == "finished":  # the controller sees it at once
         stored = len({t.seq for t in store.get_trials(member.id)})
-        ProgressFile(job.progress, matrix.Hooks()).done(member.id, stored)
+        ProgressFile(job.progress, Hooks()).done(member.id, stored)
         finish(store, matrix.Outcome(member.id), json_out, report=False)
 
-    def watch(bar: matrix.Hooks) -> matrix.Hooks:
+    def watch(bar: Hooks) -> Hooks:
         return ProgressFile(job.progress, bar)
 
     if member is not None:

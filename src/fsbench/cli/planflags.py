@@ -13,9 +13,10 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from fsbench import workloads
+from fsbench.cli import targetflags
 from fsbench.plan import model as planning
-from fsbench.plan import presets
-from fsbench.plan.model import FsConfig, LoopTargetSpec, Plan, VmTargetSpec, WorkloadSpec
+from fsbench.plan import presets, targets
+from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.system.errors import FsbenchError
 from fsbench.system.units import format_size, parse_size
 from fsbench.workloads import aging
@@ -93,41 +94,7 @@ TrialTimeoutOpt = Annotated[
 ]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help=field_help(Plan, "seed"))]
 WarmupOpt = Annotated[int | None, typer.Option("--warmup", help=field_help(Plan, "warmup"))]
-ImageSizeOpt = Annotated[
-    str | None, typer.Option("--image-size", help=field_help(LoopTargetSpec, "image_size"))
-]
-WorkdirOpt = Annotated[
-    Path | None, typer.Option("--workdir", help=field_help(LoopTargetSpec, "workdir"))
-]
-DeviceOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--device", help="A real block device instead of a loop image (needs --destroy-data)."
-    ),
-]
-DestroyOpt = Annotated[
-    bool, typer.Option("--destroy-data", help="Allow fsbench to overwrite --device.")
-]
-TargetOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--target",
-        help="loop (an image on this host) or vm: a QEMU guest with its own kernel, for "
-        "filesystems this kernel lacks (jfs, reiserfs, f2fs, nilfs2) or other kernels.",
-    ),
-]
-KernelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--kernel",
-        help="vm: Debian's default, a version (6.1), a linux-image package, or the "
-        "path of your own bzImage; several (6.1,6.12) make the kernel a dimension.",
-    ),
-]
-GuestRamOpt = Annotated[
-    int | None,
-    typer.Option("--guest-ram", help="vm: " + field_help(VmTargetSpec, "guest_ram_mb")),
-]
+TargetOpt = targetflags.TargetOpt
 
 
 # The flags that set a plan field of the same name as given.
@@ -157,20 +124,19 @@ class PlanFlags:
     trial_timeout: float | None = None
     seed: int | None = None
     warmup: int | None = None
-    image_size: str | None = None
-    workdir: Path | None = None
-    device: str | None = None
-    destroy_data: bool = False
     target_kind: str | None = None
-    kernel: str | None = None
-    guest_ram: int | None = None
+    # The target flags given, by flag name ({"image-size": "2G"}): cli/targetflags.py.
+    target: dict[str, Any] = field(default_factory=dict)
 
 
 def flags_of(arguments: dict[str, Any], **changes: Any) -> PlanFlags:
     """The plan flags among a command's arguments (its `locals()` on entry): each command
     declares the flags it takes, and this is the one place they become a PlanFlags."""
-    names = {f.name for f in fields(PlanFlags)}
-    return PlanFlags(**{k: v for k, v in {**arguments, **changes}.items() if k in names})
+    names = {f.name for f in fields(PlanFlags)} - {"target"}
+    given = {**arguments, **arguments.get("target_flags", {}), **changes}
+    return PlanFlags(
+        **{k: v for k, v in given.items() if k in names}, target=targetflags.given(given)
+    )
 
 
 @dataclass
@@ -241,7 +207,7 @@ def build_plan(flags: PlanFlags) -> Plan:
         # No warm-up round where no workload warms (a crash series boots fresh guests):
         # the stored plan, the banner and the report then say what ran.
         data["warmup"] = 0
-    data["target"] = _target(dict(data["target"]), flags)
+    data["target"] = target_of(dict(data["target"]), flags)
     if not explicit and (flags.fs or flags.workload):
         data["name"] = "custom"
         data["description"] = ""
@@ -252,20 +218,21 @@ def build_plan(flags: PlanFlags) -> Plan:
         raise FsbenchError(planning.one_line(exc)) from None
 
 
-def _target(target: dict[str, Any], flags: PlanFlags) -> dict[str, Any]:
+def target_of(target: dict[str, Any], flags: PlanFlags) -> dict[str, Any]:
     """The plan's target with the target flags applied. Each target kind says which flags
-    it takes (plan.TARGET_KINDS[kind].flags); a flag another kind takes is refused."""
-    kinds = planning.TARGET_KINDS
-    kind = flags.target_kind or target.get("kind") or next(iter(kinds))
+    it takes (TargetSpec.flags); a flag another kind takes is refused."""
+    kinds = targets.kinds()
+    default = next(iter(kinds))
+    kind = flags.target_kind or target.get("kind") or default
     spec = kinds.get(kind)
     if spec is None:
         raise FsbenchError(f"--target {kind!r}: {' or '.join(kinds)} (a disk: --device)")
-    if kind != target.get("kind", next(iter(kinds))):
+    if kind != target.get("kind", default):
         # Only what every kind has carries over.
         common = set.intersection(*(set(k.model_fields) for k in kinds.values())) - {"kind"}
         target = {k: v for k, v in target.items() if k in common}
     target["kind"] = kind
-    for flag, value in _target_flags(flags).items():
+    for flag, value in flags.target.items():
         name = spec.flags.get(flag)
         if name is None:
             takers = [k for k, s in kinds.items() if flag in s.flags]
@@ -279,19 +246,6 @@ def _target(target: dict[str, Any], flags: PlanFlags) -> dict[str, Any]:
                 raise FsbenchError(f"--image-size: {exc}") from None
         target[name] = value
     return target
-
-
-def _target_flags(flags: PlanFlags) -> dict[str, Any]:
-    """The target flags given (by their command-line names)."""
-    given: dict[str, Any] = {
-        "image-size": flags.image_size,
-        "workdir": flags.workdir,
-        "device": flags.device,
-        "destroy-data": flags.destroy_data or None,
-        "kernel": flags.kernel,
-        "guest-ram": flags.guest_ram,
-    }
-    return {k: v for k, v in given.items() if v is not None}
 
 
 def _parse_reps(text: str) -> int | str:

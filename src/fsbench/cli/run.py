@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -23,9 +23,11 @@ from rich.progress import (
 )
 
 from fsbench.cli import planflags as pf
+from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
 from fsbench.execute import loop as matrix
+from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
 from fsbench.plan.model import Plan
@@ -41,9 +43,10 @@ from fsbench.system.errors import FsbenchError
 EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 
 # What a caller wraps around the run's progress bar (a progress file others poll).
-Watch = Callable[[matrix.Hooks], matrix.Hooks]
+Watch = Callable[[Hooks], Hooks]
 
 
+@targetflags.with_target_flags()
 def run(
     plan_file: pf.PlanFile = None,
     preset: pf.PresetOpt = None,
@@ -62,13 +65,7 @@ def run(
     trial_timeout: pf.TrialTimeoutOpt = None,
     seed: pf.SeedOpt = None,
     warmup: pf.WarmupOpt = None,
-    image_size: pf.ImageSizeOpt = None,
-    workdir: pf.WorkdirOpt = None,
-    device: pf.DeviceOpt = None,
     target_kind: pf.TargetOpt = None,
-    kernel: pf.KernelOpt = None,
-    guest_ram: pf.GuestRamOpt = None,
-    destroy_data: pf.DestroyOpt = False,
     no_report: Annotated[
         bool,
         typer.Option("--no-report", help="Do not write the HTML report and charts at the end."),
@@ -83,6 +80,7 @@ def run(
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
+    **target_flags: Any,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
     flags = pf.flags_of(locals())
@@ -143,7 +141,7 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-class ProgressHooks(matrix.Hooks):
+class ProgressHooks(Hooks):
     """A progress bar on stderr (trial i of n, elapsed, ETA, the current cell) and one line
     per trial that is not ok."""
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from fsbench import workloads
 from fsbench.execute.targets import stale
-from fsbench.plan.model import DEFAULT_IMAGE_SIZE
+from fsbench.plan.targets import DEFAULT_IMAGE_SIZE
 from fsbench.store.results import Store
 from fsbench.system import filesystems, knobs, memcap, proc
 from fsbench.system.units import human_bytes

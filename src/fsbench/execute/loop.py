@@ -19,12 +19,14 @@ from fsbench.analysis.convergence import convergence, group_needs_more
 from fsbench.analysis.decisions import MIN_REPS_EXACT
 from fsbench.analysis.rows import build_rows
 from fsbench.execute import schedule
-from fsbench.execute.executors import Executor, for_plan
+from fsbench.execute.executors import Binding, Executor, for_plan
+from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import WARMUP_REP, Slot
 from fsbench.plan.model import MIN_AUTO_REPS, Cell, Plan
 from fsbench.store import runfacts
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
+from fsbench.store.schema import new_uid
 from fsbench.system import hostfacts as provenance
 
 
@@ -43,26 +45,8 @@ class Outcome:
     run_id: int
     counts: dict[str, int] = field(default_factory=dict)  # status -> trials stored now
     interrupted: bool = False
-
-
-class Hooks:
-    """What a run tells whoever watches it (the CLI's progress bar); no-ops by default."""
-
-    def note(self, text: str) -> None:
-        """A line worth showing before the trials start (warnings, stale releases)."""
-
-    def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
-        """The run starts (or resumes with `done` trials stored) with `total` slots planned;
-        `plan` is the plan as stored (with its order seed)."""
-
-    def started(self, slot: Slot, done: int, total: int) -> None:
-        """A slot (or a batch starting with it, in a guest) starts."""
-
-    def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
-        """A slot's records are stored."""
-
-    def ended(self, state: str) -> None:
-        """The run ended: finished, interrupted or failed (its trials so far are stored)."""
+    # What the executor could not finish (Executor.unfinished), one line each.
+    unfinished: list[str] = field(default_factory=list)
 
 
 def with_seed(plan: Plan) -> Plan:
@@ -110,6 +94,9 @@ def run(
     hooks = hooks or Hooks()
     cells = list(cells)
     executor = executor or for_plan(plan, cells)
+    if uid is None:
+        uid = store.get_run(resume_run).uid if resume_run is not None else new_uid()
+    executor.bind(Binding(store, uid, hooks))
     for warning in executor.preflight():
         hooks.note(f"warning: {warning}")
     for line in executor.release_stale():
@@ -154,7 +141,8 @@ def run(
             store.finish_run(run_id, "failed")
             raise
         store.set_target(run_id, executor.describe())
-        store.finish_run(run_id, "incomplete" if executor.unfinished() else "finished")
+        loop.outcome.unfinished = executor.unfinished()
+        store.finish_run(run_id, "incomplete" if loop.outcome.unfinished else "finished")
         return loop.outcome
 
 

@@ -27,12 +27,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from fsbench.execute.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.execute.executors.base import (
+    Binding,
+    Executor,
+    OnRecords,
+    OnStart,
+    check_fits,
+    check_workloads,
+)
 from fsbench.execute.schedule import Slot
+from fsbench.fleet import inventory as inv
 from fsbench.fleet.ansible import Ansible, Event, binary
 from fsbench.fleet.inventory import FleetHost
 from fsbench.fleet.member import MemberProgress
-from fsbench.plan.model import Cell, LoopTargetSpec, Plan
+from fsbench.fleet.target import FleetTargetSpec
+from fsbench.plan.model import Cell, Plan
+from fsbench.plan.targets import LoopTargetSpec
 from fsbench.store.dburl import pgpass_line, strip_password
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
@@ -40,10 +50,6 @@ from fsbench.system.errors import FsbenchError
 # fsbench's exit codes on a host that ran its plan (run.py): measured, some unsupported,
 # some trials failed. Anything else is the host failing.
 RAN = {0: "ok", 3: "ok (some cells unsupported)", 4: "some trials failed"}
-DEFAULT_POLL = 10.0
-# A host that stops answering may come back (an SSH drop, a reboot of the network): its
-# async job goes on meanwhile. Past this many seconds since it last answered it fails.
-DEFAULT_UNREACHABLE_TIMEOUT = 900.0
 # An async job Ansible lets run at most this long (the plan's own limits end it sooner).
 ASYNC_LIMIT = 7 * 24 * 3600
 
@@ -103,22 +109,53 @@ class FleetExecutor(Executor):
         plan: Plan,
         cells: Sequence[Cell],
         *,
-        hosts: Sequence[FleetHost],
-        inventory: Path,
-        store: Store,
-        uid: str,
-        workdir: Path,
-        poll: float = DEFAULT_POLL,
-        unreachable_timeout: float = DEFAULT_UNREACHABLE_TIMEOUT,
-        forks: int = 20,
+        hosts: Sequence[FleetHost] | None = None,
+        inventory: Path | None = None,
+        store: Store | None = None,
+        uid: str | None = None,
+        workdir: Path | None = None,
+        poll: float | None = None,
+        unreachable_timeout: float | None = None,
+        forks: int | None = None,
         on_progress: OnProgress = _quiet,
         ansible: Ansible | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """Made from the plan's fleet target by the executor registry (then bound to its
+        run); the keywords stand in for it and for the run where a test drives the
+        controller's logic (a scripted Ansible, a simulated clock)."""
         super().__init__(plan, cells)
+        spec = plan.target if isinstance(plan.target, FleetTargetSpec) else FleetTargetSpec()
+        self.spec = spec
+        self.inventory = (inventory or spec.inventory).resolve()
+        if hosts is None:
+            hosts = inv.load(self.inventory, spec.limit)
         if not hosts:
             raise FsbenchError("the inventory has no hosts (after --limit)")
         self.hosts = [HostRun(h) for h in hosts]
+        self.workdir = workdir or spec.controller_dir
+        self.poll = spec.poll if poll is None else poll
+        self.unreachable_timeout = (
+            spec.unreachable_timeout if unreachable_timeout is None else unreachable_timeout
+        )
+        self.forks = forks or spec.forks
+        self.on_progress = on_progress
+        self.clock = clock
+        self._ansible = ansible
+        self._opened = False
+        if store is not None and uid is not None:
+            self._bind(store, uid)
+
+    def bind(self, run: Binding) -> None:
+        view = getattr(run.hooks, "hosts", None)
+        if callable(view):  # a display of every host's progress (fsbench fleet run)
+            self.on_progress = view
+        self._bind(run.store, run.uid)
+
+    def _bind(self, store: Store, uid: str) -> None:
+        self.store = store
+        self.uid = uid
+        self.dir = self.workdir / f"fleet-{uid}"
         for h in self.hosts:
             # A resumed fleet: a host whose part is finished in the store has nothing left.
             member = store.part(uid, h.host.name)
@@ -126,35 +163,25 @@ class FleetExecutor(Executor):
                 stored = len({t.seq for t in store.get_trials(member.id)})
                 h.state = "done"
                 h.progress = MemberProgress(run_id=member.id, done=stored, total=stored)
-        self.inventory = inventory
-        self.store = store
-        self.uid = uid
-        self.dir = workdir / f"fleet-{uid}"
-        self.poll = poll
-        self.unreachable_timeout = unreachable_timeout
-        self.on_progress = on_progress
-        # `ansible` and `clock` are given by the tests of the controller's logic (a scripted
-        # Ansible, a simulated clock).
-        self.clock = clock
         self.ansible = (
-            ansible
-            if ansible is not None
-            else Ansible(inventory, self.dir, forks=max(1, min(forks, len(hosts))))
+            self._ansible
+            if self._ansible is not None
+            else Ansible(self.inventory, self.dir, forks=max(1, min(self.forks, len(self.hosts))))
         )
-        self._opened = False
 
     # -- the contract -----------------------------------------------------------------
 
     def preflight(self) -> list[str]:
         if binary("ansible-playbook") is None:
             raise FsbenchError("fleet runs need Ansible: make install (ansible-core from PyPI)")
-        if not isinstance(self.plan.target, LoopTargetSpec):
-            raise FsbenchError("a fleet runs each host's own loop image or disk: no --target vm")
-        if self.plan.target.device is not None:
+        target = self.plan.target
+        if isinstance(target, LoopTargetSpec) and target.device is not None:
             raise FsbenchError(
                 "a fleet's real disks are per host: fsbench_device and fsbench_destroy_data "
                 "in the inventory, not --device"
             )
+        if not isinstance(target, LoopTargetSpec | FleetTargetSpec):
+            raise FsbenchError("a fleet runs each host's own loop image or disk: no --target vm")
         for h in self.hosts:
             store = h.host.vars.get("fsbench_store")
             if store is not None and store not in ("direct", "fetch"):
@@ -172,7 +199,11 @@ class FleetExecutor(Executor):
 
     def open(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "plan.json").write_text(self.plan.model_dump_json(by_alias=True))
+        # Each host gets the plan with its own loop image as its target.
+        hosts_plan = self.plan.model_copy(update={"target": self.spec.for_hosts()})
+        if isinstance(self.plan.target, LoopTargetSpec):  # a plan stored before fleet targets
+            hosts_plan = self.plan
+        (self.dir / "plan.json").write_text(hosts_plan.model_dump_json(by_alias=True))
         self._opened = True
 
     def close(self) -> None:
@@ -184,7 +215,8 @@ class FleetExecutor(Executor):
                 self._wait(grace=120.0)
                 self._collect()
         finally:
-            self.ansible.close()
+            if hasattr(self, "ansible"):  # bound to a run
+                self.ansible.close()
 
     def describe(self) -> dict[str, Any]:
         states = [h.state for h in self.hosts]
@@ -198,7 +230,8 @@ class FleetExecutor(Executor):
         }
 
     def unfinished(self) -> list[str]:
-        return [f"{h.host.name}: {h.error}" for h in self.hosts if h.state != "done"]
+        # One line each, however long: scripts and people grep for "host NAME failed".
+        return [f"host {h.host.name} failed: {h.error}" for h in self.hosts if h.state != "done"]
 
     def banner(self) -> str:
         return f"on {len(self.hosts)} hosts through Ansible, polled every {self.poll:g} s"

@@ -10,12 +10,13 @@ import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializeAsAny,
     ValidationError,
     field_validator,
     model_validator,
@@ -23,13 +24,12 @@ from pydantic import (
 
 from fsbench import workloads
 from fsbench.analysis.decisions import DEFAULT_MARGIN
+from fsbench.plan import targets
+from fsbench.plan.targets import LoopTargetSpec, TargetSpec
 from fsbench.system import filesystems, knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.workloads import aging
-from fsbench.workloads.base import Bytes, Scale
-
-DEFAULT_WORKDIR = Path("/var/tmp/fsbench")
-DEFAULT_IMAGE_SIZE = 8 << 30
+from fsbench.workloads.base import Scale
 
 
 class FsConfig(BaseModel):
@@ -147,116 +147,6 @@ class AgeSpec(BaseModel):
         return self
 
 
-class _TargetBase(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    # What a target kind is, it says here: the executor that runs its trials ("module:Class",
-    # imported only when a run asks for it), and the command-line flags (`--kernel`) it takes,
-    # each with the field it sets (any other target flag is refused).
-    executor: ClassVar[str]
-    flags: ClassVar[dict[str, str]] = {"image-size": "image_size", "workdir": "workdir"}
-
-    # The loop image, or the VM's scratch disk.
-    image_size: Bytes = Field(
-        default=DEFAULT_IMAGE_SIZE, gt=0, description="Loop image (or VM scratch disk) size."
-    )
-    workdir: Path = Field(default=DEFAULT_WORKDIR, description="Where images and mounts go.")
-
-    def dimensions(self) -> dict[str, list[str]]:
-        """Matrix dimensions the target itself adds (the VM's kernels)."""
-        return {}
-
-
-class LoopTargetSpec(_TargetBase):
-    """This host: a sparse loop image, or a real disk (`device` + `destroy_data`)."""
-
-    kind: Literal["loop"] = "loop"
-    executor: ClassVar[str] = "fsbench.execute.executors.local:LocalExecutor"
-    flags: ClassVar[dict[str, str]] = {
-        **_TargetBase.flags,
-        "device": "device",
-        "destroy-data": "destroy_data",
-    }
-    device: str | None = Field(
-        default=None, description="A real block device instead of a loop image."
-    )
-    destroy_data: bool = Field(default=False, description="Allow fsbench to overwrite device.")
-
-
-class VmTargetSpec(_TargetBase):
-    """A QEMU guest with its own kernel: filesystems the host lacks, other kernels."""
-
-    kind: Literal["vm"] = "vm"
-    executor: ClassVar[str] = "fsbench.vm.executor:VmExecutor"
-    flags: ClassVar[dict[str, str]] = {
-        **_TargetBase.flags,
-        "kernel": "kernel",
-        "guest-ram": "guest_ram_mb",
-    }
-    # Debian's default, "6.1", a package, or a bzImage path; several ("6.1,6.12" or a list)
-    # make the kernel a dimension of the matrix (the `kernel` knob of every cell).
-    kernel: str | list[str] | None = None
-    guest_ram_mb: int = Field(default=2048, ge=256, description="Guest RAM in MiB.")
-    vcpus: int = Field(default=2, ge=1, le=64)
-    throttle: dict[str, int] = Field(default_factory=dict)  # QEMU: iops-total, bps-total...
-
-    @field_validator("kernel")
-    @classmethod
-    def _kernel_list(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if isinstance(value, list) and not [v for v in value if str(v).strip()]:
-            raise ValueError("kernel: an empty list")
-        return value
-
-    @property
-    def kernels(self) -> list[str | None]:
-        """The kernels to run under, in order: [None] for the VM's default."""
-        if self.kernel is None:
-            return [None]
-        items = self.kernel if isinstance(self.kernel, list) else self.kernel.split(",")
-        out = [str(k).strip() for k in items if str(k).strip()]
-        return list(dict.fromkeys(out)) or [None]
-
-    def dimensions(self) -> dict[str, list[str]]:
-        kernels = self.kernels
-        return {knobs.KERNEL: [str(k) for k in kernels]} if len(kernels) > 1 else {}
-
-
-TargetSpec = Annotated[LoopTargetSpec | VmTargetSpec, Field(discriminator="kind")]
-# Every target kind by its name (`--target NAME`), the first the default.
-TARGET_KINDS: dict[str, type[LoopTargetSpec] | type[VmTargetSpec]] = {
-    "loop": LoopTargetSpec,
-    "vm": VmTargetSpec,
-}
-
-# Fields of one kind that plans stored before the target was a union carry for the other
-# (every target had every field, at its default): dropped when read back.
-_VM_ONLY_DEFAULTS: dict[str, Any] = {
-    "kernel": None,
-    "guest_ram_mb": 2048,
-    "vcpus": 2,
-    "throttle": {},
-}
-_LOOP_ONLY_DEFAULTS: dict[str, Any] = {"device": None, "destroy_data": False}
-
-
-def _target_input(value: Any) -> Any:
-    """A target as given (TOML, CLI, or a stored plan): `kind` defaults to loop, and the
-    other kind's fields left at their defaults by an older fsbench are dropped."""
-    if not isinstance(value, dict):
-        return value
-    data = dict(value)
-    kind = data.setdefault("kind", "loop")
-    other = _VM_ONLY_DEFAULTS if kind == "loop" else _LOOP_ONLY_DEFAULTS
-    for key, default in other.items():
-        if key in data and data[key] == default:
-            del data[key]
-    foreign = [key for key in other if key in data]
-    if foreign:
-        need = 'the VM target (kind = "vm", --target vm)' if kind == "loop" else "a loop target"
-        raise ValueError(f"{', '.join(foreign)} needs {need}")
-    return data
-
-
 MIN_AUTO_REPS = 3
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -340,7 +230,8 @@ class Plan(BaseModel):
     )
     fs: list[FsConfig] = Field(min_length=1)
     workloads: list[WorkloadSpec] = Field(min_length=1, alias="workload")
-    target: TargetSpec = Field(default_factory=LoopTargetSpec)
+    # The spec of its kind (plan/targets.py), dumped with every field of that kind.
+    target: SerializeAsAny[TargetSpec] = Field(default_factory=LoopTargetSpec)
     # System knobs, each a dimension when a list: {"vm.dirty_ratio": [1, 20],
     # "scheduler": ["none", "bfq"], "contention": ["idle", "busy"]}.
     knobs: dict[str, Any] = Field(default_factory=dict)
@@ -351,7 +242,7 @@ class Plan(BaseModel):
     @field_validator("target", mode="before")
     @classmethod
     def _target_kind(cls, value: Any) -> Any:
-        return _target_input(value)
+        return targets.parse(value)
 
     @field_validator("reps")
     @classmethod

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from fsbench import workloads
 from fsbench.execute.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
 from fsbench.execute.schedule import Slot
-from fsbench.plan.model import Cell, Plan, VmTargetSpec
+from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord
 from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.system.units import human_bytes
+from fsbench.vm.target import VmTargetSpec
 
 if TYPE_CHECKING:  # QEMU, images: imported when a VM run asks for them
     from fsbench.vm import VmCell, VmSpec

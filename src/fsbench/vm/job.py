@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench import __version__, workloads
-from fsbench.plan.model import DEFAULT_WORKDIR
+from fsbench.plan.targets import DEFAULT_WORKDIR
 from fsbench.store.records import TrialRecord
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import pyenv, qemu

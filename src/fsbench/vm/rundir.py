@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsbench.execute.targets.stale import pid_alive
-from fsbench.plan.model import DEFAULT_WORKDIR
+from fsbench.plan.targets import DEFAULT_WORKDIR
 from fsbench.system.errors import FsbenchError
 
 PREFIX = "vm-"

@@ -1,8 +1,9 @@
 """Where trials run: one executor per kind of target (see base.py for the contract).
 
-The plan's target names its executor (`plan.TARGET_KINDS[kind].executor`); each is imported
-only when a run asks for it (the VM one brings QEMU and image handling). Adding a place to
-run is adding its target spec to plan.py and its executor module here.
+The plan's target names its executor (`TargetSpec.executor`, plan/targets.py); each is
+imported only when a run asks for it (the VM one brings QEMU and image handling, the fleet
+one Ansible). Adding a place to run is one module with its target spec and its executor,
+registered as a target kind.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 
-from fsbench.execute.executors.base import Executor
-from fsbench.plan.model import TARGET_KINDS, Cell, Plan
+from fsbench.execute.executors.base import Binding, Executor
+from fsbench.plan import targets
+from fsbench.plan.model import Cell, Plan
 
 
 def for_plan(plan: Plan, cells: Sequence[Cell]) -> Executor:
-    module, _, name = TARGET_KINDS[plan.target.kind].executor.partition(":")
+    module, _, name = targets.kinds()[plan.target.kind].executor.partition(":")
     cls: type[Executor] = getattr(importlib.import_module(module), name)
     return cls(plan, cells)
 
 
-__all__ = ["Executor", "for_plan"]
+__all__ = ["Binding", "Executor", "for_plan"]

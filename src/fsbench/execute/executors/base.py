@@ -10,16 +10,30 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fsbench import workloads
+from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord
+from fsbench.store.results import Store
 from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.system.opened import Opened
 from fsbench.system.units import human_bytes, parse_size
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The run an executor works for, given before preflight: the store, the run's uid
+    (known before the run is stored), and its hooks."""
+
+    store: Store
+    uid: str
+    hooks: Hooks
+
 
 OnStart = Callable[[Slot], None]
 OnRecords = Callable[[Slot, list[TrialRecord]], None]
@@ -45,6 +59,10 @@ class Executor(Opened, ABC):
     def __init__(self, plan: Plan, cells: Sequence[Cell]) -> None:
         self.plan = plan
         self.cells = list(cells)
+
+    def bind(self, run: Binding) -> None:
+        """The run this executor works for, before preflight. Most need nothing of it; one
+        that runs the plan's parts elsewhere names them after the run's uid."""
 
     @abstractmethod
     def preflight(self) -> list[str]:

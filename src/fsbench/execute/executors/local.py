@@ -29,7 +29,8 @@ from fsbench.execute.targets import stale
 from fsbench.execute.targets.base import Target
 from fsbench.execute.targets.blockdev import BlockDevice
 from fsbench.execute.targets.loop import LoopImage
-from fsbench.plan.model import Cell, LoopTargetSpec, Plan
+from fsbench.plan.model import Cell, Plan
+from fsbench.plan.targets import LoopTargetSpec
 from fsbench.system import cache as system
 from fsbench.system import filesystems, servers
 from fsbench.system.errors import FsbenchError

@@ -1,0 +1,57 @@
+"""The fleet target kind: every host of an Ansible inventory runs the whole plan on its own
+loop image or disk (registered as an entry point of `fsbench.targets`; its executor is
+fleet/executor.py, its command `fsbench fleet run`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field
+
+from fsbench.plan.targets import LoopTargetSpec, TargetSpec
+
+DEFAULT_POLL = 10.0
+# A host that stops answering may come back (an SSH drop, a reboot of the network): its
+# async job goes on meanwhile. Past this many seconds since it last answered it fails.
+DEFAULT_UNREACHABLE_TIMEOUT = 900.0
+
+
+class FleetTargetSpec(TargetSpec):
+    """Many machines: every host of an Ansible inventory, each its own loop image or disk."""
+
+    kind: str = "fleet"
+    executor: ClassVar[str] = "fsbench.fleet.executor:FleetExecutor"
+    flags: ClassVar[dict[str, str]] = {
+        "image-size": "image_size",
+        "inventory": "inventory",
+        "limit": "limit",
+        "poll": "poll",
+        "unreachable-timeout": "unreachable_timeout",
+        "forks": "forks",
+        "controller-dir": "controller_dir",
+    }
+    short_flags: ClassVar[dict[str, str]] = {"inventory": "-i", "limit": "-l"}
+    inventory: Path = Field(
+        default=Path("hosts.ini"), description="An Ansible inventory (INI, YAML, script)."
+    )
+    limit: str | None = Field(default=None, description="Only hosts matching this Ansible pattern.")
+    poll: float = Field(
+        default=DEFAULT_POLL, gt=0, description="Seconds between looks at the hosts' progress."
+    )
+    unreachable_timeout: float = Field(
+        default=DEFAULT_UNREACHABLE_TIMEOUT,
+        gt=0,
+        description="Seconds a started host may stay unreachable (since it last answered) "
+        "before it fails alone; its run may go on there, and --resume finishes what is missing.",
+    )
+    forks: int = Field(default=20, ge=1, description="Hosts Ansible talks to at once.")
+    controller_dir: Path = Field(
+        default=Path("/var/tmp/fsbench-fleet-controller"),
+        description="Where the controller keeps logs and fetched stores.",
+    )
+
+    def for_hosts(self) -> LoopTargetSpec:
+        """The target each host runs its part on: its own loop image of this size (or the
+        disk its inventory's fsbench_device names)."""
+        return LoopTargetSpec(image_size=self.image_size)

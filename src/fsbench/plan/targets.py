@@ -1,0 +1,113 @@
+"""Where a plan's trials run: one spec model per target kind, found by its `kind`.
+
+A target kind is one spec class (a pydantic model with `kind`, its fields, the executor that
+runs its trials and the command-line flags it takes) registered here: `loop` below, the
+others declared by their packages as entry points of the group `fsbench.targets` (see
+pyproject.toml), or registered by `register` (a test's toy kind). The plan holds one
+target, validated by the class its `kind` names; the CLI builds the target flags of every
+command from the classes (cli/targetflags.py), so no kind is listed by hand anywhere else.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fsbench.system.units import Bytes
+
+DEFAULT_WORKDIR = Path("/var/tmp/fsbench")
+DEFAULT_IMAGE_SIZE = 8 << 30
+ENTRY_POINTS = "fsbench.targets"
+
+
+class TargetSpec(BaseModel):
+    """What every target kind has, and what it says of itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    # The executor that runs its trials ("module:Class", imported only when a run asks for
+    # it), and the command-line flags it takes, each with the field it sets (a flag of
+    # another kind is refused). Help and type come from the field.
+    executor: ClassVar[str]
+    flags: ClassVar[dict[str, str]] = {"image-size": "image_size", "workdir": "workdir"}
+    short_flags: ClassVar[dict[str, str]] = {}  # flag -> its one-letter form: {"limit": "-l"}
+
+    # The loop image, or the VM's scratch disk.
+    image_size: Bytes = Field(
+        default=DEFAULT_IMAGE_SIZE, gt=0, description="Loop image (or VM scratch disk) size."
+    )
+    workdir: Path = Field(default=DEFAULT_WORKDIR, description="Where images and mounts go.")
+
+    def dimensions(self) -> dict[str, list[str]]:
+        """Matrix dimensions the target itself adds (the VM's kernels)."""
+        return {}
+
+
+class LoopTargetSpec(TargetSpec):
+    """This host: a sparse loop image, or a real disk (`device` + `destroy_data`)."""
+
+    kind: str = "loop"
+    executor: ClassVar[str] = "fsbench.execute.executors.local:LocalExecutor"
+    flags: ClassVar[dict[str, str]] = {
+        **TargetSpec.flags,
+        "device": "device",
+        "destroy-data": "destroy_data",
+    }
+    device: str | None = Field(
+        default=None, description="A real block device instead of a loop image (needs "
+        "--destroy-data)."
+    )  # fmt: skip
+    destroy_data: bool = Field(default=False, description="Allow fsbench to overwrite --device.")
+
+
+T = TypeVar("T", bound=type[TargetSpec])
+DEFAULT_KIND = "loop"
+_KINDS: dict[str, type[TargetSpec]] = {DEFAULT_KIND: LoopTargetSpec}
+_loaded = False
+
+
+def register(cls: T) -> T:
+    """Make a target kind known by its `kind` (its default)."""
+    spec: type[TargetSpec] = cls
+    _KINDS[str(spec.model_fields["kind"].default)] = spec
+    return cls
+
+
+def kinds() -> dict[str, type[TargetSpec]]:
+    """Every target kind by its name (`--target NAME`), the default first."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
+            register(point.load())
+    return dict(_KINDS)
+
+
+def parse(value: Any) -> Any:
+    """A target as given (TOML, CLI flags, or a plan an older fsbench stored) as the spec
+    of its kind: `kind` defaults to loop. Plans stored before the target had kinds carry
+    every kind's fields at their defaults: those of other kinds are dropped where they
+    are at a default, refused where they are set."""
+    if not isinstance(value, dict):
+        return value
+    data = dict(value)
+    known = kinds()
+    kind = str(data.setdefault("kind", DEFAULT_KIND))
+    spec = known.get(kind)
+    if spec is None:
+        raise ValueError(f"target kind {kind!r}: one of {', '.join(known)}")
+    for key in [k for k in data if k not in spec.model_fields]:
+        owners = [c for c in known.values() if key in c.model_fields]
+        if any(data[key] == c.model_fields[key].default for c in owners):
+            del data[key]
+        elif owners:
+            needs = " or ".join(
+                f'--target {name} (kind = "{name}" in a plan)'
+                for name in (c.model_fields["kind"].default for c in owners)
+            )
+            raise ValueError(f"{key} needs {needs}; this target is {kind}")
+    return spec.model_validate(data)
