@@ -1,0 +1,238 @@
+"""A race of `fsbench tune` from its stored trials: the settings a tune run keeps, the
+objective's value of a trial, and the replay that rebuilds the race round by round.
+
+A tune run is stored like any run: its plan (the space's configs as `fs`), one trial per
+config per round with the round as `rep` (0: the uncounted warm-up), and the race's
+settings in the run's convergence record under `race` (what the repetition loop decided,
+for a race). The race itself is never stored: it is replayed from the trials, the same
+way by the command that runs it (after a kill, `--resume` goes on from there) and by every
+report, so a report years later shows the race as it ran.
+
+A trial the kernel refused (`unsupported`) drops its config at that round; a failed trial
+drops its config too (`failed`: a config that fails would leave every later round
+incomplete, and a race compares complete rounds only).
+
+Pure: stored records in, a `Race` out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from fsbench.analysis.decisions import ALPHA, DEFAULT_MARGIN
+from fsbench.analysis.race import (
+    MAX_ROUNDS,
+    MIN_ROUNDS,
+    UNSUPPORTED,
+    Constraint,
+    Drop,
+    Race,
+    RaceSettings,
+)
+from fsbench.store.records import TrialRecord
+from fsbench.system.errors import FsbenchError
+
+KIND = "tune"  # the run's kind in the store
+RACE_KEY = "race"  # where the run's convergence record keeps the race
+FAILED = "failed"  # a config whose trial failed leaves the race
+
+
+class TuneSpec(BaseModel):
+    """What a race decides by, stored with the run (its convergence record, `race`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    metric: str  # NAME, or STEP:NAME in a chain
+    margin: float = DEFAULT_MARGIN
+    alpha: float = ALPHA
+    min_rounds: int = MIN_ROUNDS
+    max_rounds: int = MAX_ROUNDS
+    require: list[str] = []  # METRIC<VALUE constraints
+    budget: float | None = None  # seconds of trials
+    duplicates: int = 0  # identical configs given more than once, kept once
+    stop: str = ""  # why the race stopped, once it has (kept: a budget is not replayable)
+
+    def constraints(self) -> tuple[Constraint, ...]:
+        return tuple(Constraint.parse(text) for text in self.require)
+
+    def settings(self, higher_is_better: bool) -> RaceSettings:
+        return RaceSettings(
+            higher_is_better=higher_is_better,
+            alpha=self.alpha,
+            margin=self.margin,
+            min_rounds=self.min_rounds,
+            max_rounds=self.max_rounds,
+            constraints=self.constraints(),
+        )
+
+
+def split_metric(metric: str) -> tuple[str, str]:
+    """`STEP:NAME` -> (STEP, NAME); `NAME` -> ("", NAME)."""
+    step, sep, name = metric.rpartition(":")
+    return (step, name) if sep else ("", metric)
+
+
+def value_of(records: Sequence[TrialRecord], metric: str) -> float | None:
+    """The metric's value in one slot's records (a chain has one per step): the step named
+    (`STEP:NAME`), else the first step that reports it; None when no ok step does."""
+    step, name = split_metric(metric)
+    for record in records:
+        if record.status != "ok" or (step and record.workload != step):
+            continue
+        for m in record.metrics:
+            if m.name == name and math.isfinite(m.value):
+                return float(m.value)
+    return None
+
+
+def better_of(records: Iterable[TrialRecord], metric: str) -> str | None:
+    """Which direction is better for the metric, as the first ok trial reporting it says
+    ("higher" or "lower"); None when no trial reported it."""
+    step, name = split_metric(metric)
+    for record in records:
+        if record.status != "ok" or (step and record.workload != step):
+            continue
+        for m in record.metrics:
+            if m.name == name:
+                return m.better
+    return None
+
+
+def reported(records: Iterable[TrialRecord]) -> list[str]:
+    """The metrics ok trials reported, for an error message."""
+    names: dict[str, None] = {}
+    for record in records:
+        if record.status == "ok":
+            names.update(dict.fromkeys(m.name for m in record.metrics))
+    return list(names)
+
+
+def seconds(record: TrialRecord) -> float:
+    """A trial's wall time from its stored start and end (0 when unknown)."""
+    try:
+        start = datetime.fromisoformat(record.started_at)
+        end = datetime.fromisoformat(record.finished_at)
+    except ValueError:
+        return 0.0
+    return max(0.0, (end - start).total_seconds())
+
+
+class Replay:
+    """A race fed round by round from stored trials. `feed(round, by_config)` takes the
+    records of every config alive (each config's slot records; a config missing: its trial
+    is not stored yet) and returns the configs dropped, or None when the round is not
+    complete. The race is made at the first round that tells the metric's direction."""
+
+    def __init__(self, configs: Sequence[str], spec: TuneSpec) -> None:
+        self.configs = list(configs)
+        self.spec = spec
+        self.race: Race | None = None
+        self.rounds: list[dict[str, Any]] = []  # per fed round: alive, dropped (names)
+        self._pending: list[tuple[str, str, str]] = []  # drops before the race is made
+        self._seen: list[TrialRecord] = []
+
+    @property
+    def alive(self) -> list[str]:
+        if self.race is not None:
+            return self.race.alive
+        gone = {c for c, _, _ in self._pending}
+        return [c for c in self.configs if c not in gone]
+
+    @property
+    def done(self) -> bool:
+        return self.race is not None and self.race.done
+
+    def feed(self, rnd: int, by_config: Mapping[str, Sequence[TrialRecord]]) -> list[Drop] | None:
+        alive = self.alive
+        if any(not by_config.get(c) for c in alive):
+            return None
+        for config in alive:
+            self._seen.extend(by_config[config])
+        before = len(alive)
+        outside: list[tuple[str, str, str]] = []
+        values: dict[str, float | None] = {}
+        for config in alive:
+            records = by_config[config]
+            bad = next((r for r in records if r.status != "ok"), None)
+            if bad is not None:
+                reason = UNSUPPORTED if bad.status == "unsupported" else FAILED
+                outside.append((config, reason, bad.message or bad.status))
+                continue
+            values[config] = value_of(records, self.spec.metric)
+        self._pending.extend(outside)
+        if self.race is None:
+            self._make()
+        assert self.race is not None
+        dropped: list[Drop] = []
+        if rnd > 0:
+            for config in self.alive:
+                if config not in values or values[config] is not None:
+                    continue
+                message = f"its trial reported no {self.spec.metric}"
+                self._pending.append((config, FAILED, message))
+        for config, reason, message in self._pending:
+            if config in self.race.alive and not self.race.done:
+                dropped.append(self.race.drop(config, reason, message, "trial " + reason))
+        self._pending = []
+        if rnd > 0 and not self.race.done:
+            constraint_metrics = {
+                c.metric: {cfg: value_of(by_config[cfg], c.metric) for cfg in self.race.alive}
+                for c in self.spec.constraints()
+            }
+            dropped += self.race.record({c: values[c] for c in self.race.alive}, constraint_metrics)
+        self.rounds.append({"round": rnd, "alive": before, "dropped": [d.config for d in dropped]})
+        return dropped
+
+    def _make(self) -> None:
+        better = better_of(self._seen, self.spec.metric)
+        if better is None and any(r.status == "ok" for r in self._seen):
+            raise FsbenchError(
+                f"metric {self.spec.metric!r}: no trial reports it (they report: "
+                f"{', '.join(reported(self._seen))}); pick one with --metric"
+            )
+        self.race = Race(self.configs, self.spec.settings(better != "lower"))
+
+    def finish(self) -> Race:
+        """The race (made now if no round told the metric's direction), with the stored
+        stop applied when its rounds alone do not end it (a budget)."""
+        if self.race is None:
+            self._make()
+        assert self.race is not None
+        for config, reason, message in self._pending:
+            if config in self.race.alive and not self.race.done:
+                self.race.drop(config, reason, message, "trial " + reason)
+        self._pending = []
+        if self.spec.stop and not self.race.done:
+            self.race.stop(self.spec.stop)
+        return self.race
+
+
+def replay(
+    configs: Sequence[str],
+    spec: TuneSpec,
+    trials: Iterable[TrialRecord],
+    config_of: Mapping[str, str],
+    max_seq: int,
+) -> Replay:
+    """The race as far as the stored trials go: rounds 0 (warm-up) to the last complete
+    one. `config_of` maps a cell key to its config's name; trials of seq >= `max_seq` (the
+    warm-ups a resumed race adds) are not part of any round."""
+    by_round: dict[int, dict[str, list[TrialRecord]]] = {}
+    for t in sorted(trials, key=lambda t: (t.seq, t.step)):
+        if t.seq >= max_seq or t.cell_key not in config_of:
+            continue
+        by_round.setdefault(t.rep, {}).setdefault(config_of[t.cell_key], []).append(t)
+    state = Replay(configs, spec)
+    for rnd in range(0, spec.max_rounds + 1):
+        if state.done:
+            break
+        if rnd == 0 and 0 not in by_round:
+            continue  # no warm-up round (a workload that does not warm)
+        if state.feed(rnd, by_round.get(rnd, {})) is None:
+            break
+    return state

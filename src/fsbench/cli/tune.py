@@ -1,0 +1,340 @@
+"""`fsbench tune`: race filesystem configs on a workload, drop the worse ones round by
+round, end with the best (or a group of equally good ones). See docs/tune.md."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import tomllib
+import typing
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from fsbench import workloads
+from fsbench.analysis.decisions import DEFAULT_MARGIN
+from fsbench.analysis.race import MAX_ROUNDS, Drop, parse_requirements
+from fsbench.analysis.race_trials import KIND, RACE_KEY, TuneSpec, value_of
+from fsbench.cli import planflags as pf
+from fsbench.cli import targetflags
+from fsbench.cli.common import DbOption, JsonOption
+from fsbench.cli.run import EXIT_INTERRUPTED, sigterm_interrupts, write_report
+from fsbench.execute.race import TuneOutcome, Watch, run_race
+from fsbench.execute.schedule import Slot
+from fsbench.plan import model as planning
+from fsbench.plan import presets
+from fsbench.plan.model import Plan
+from fsbench.plan.space import describe, expand_space, search_configs
+from fsbench.reports import tune as tune_report
+from fsbench.store.records import TrialRecord
+from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
+
+F = TypeVar("F", bound=typing.Callable[..., Any])
+
+# The presets of the race: plan files with a [search] table, beside the shipped plans.
+TUNE_PRESETS = Path(presets.__file__).parent / "tune"
+
+SAFE_REFUSED = (
+    "--require safe is not available yet: race the configs first, then check the winners "
+    "with `fsbench run --target vm --workload crash --fs ...`"
+)
+
+
+def _resolved(func: F) -> F:
+    """The function with its annotations evaluated (this module's are strings): the target
+    flags' decorator builds a signature typer reads as it is."""
+    func.__annotations__ = typing.get_type_hints(func, include_extras=True)
+    return func
+
+
+@targetflags.with_target_flags()
+@_resolved
+def tune(
+    plan_file: pf.PlanFile = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            "-p",
+            help="A shipped plan (`fsbench list presets`) or a race preset: "
+            + ", ".join(sorted(p.stem for p in TUNE_PRESETS.glob("*.toml")))
+            + ".",
+        ),
+    ] = None,
+    fs: Annotated[
+        list[str],
+        typer.Option(
+            "--fs",
+            help="Configs to race, with alternatives in braces: "
+            "'ext4:mount=data={ordered,writeback},commit={5,30}' is 4 configs. Repeatable; "
+            "replaces the plan's configs and its [search] table.",
+        ),
+    ] = [],  # noqa: B006 - typer's list options
+    workload: pf.WorkloadOpt = [],  # noqa: B006
+    set_: pf.SetOpt = [],  # noqa: B006
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            help="The objective: a metric of the workload (STEP:NAME in a chain); its "
+            "direction is the metric's own \\[default: the workload's first headline metric].",
+        ),
+    ] = None,
+    margin: Annotated[
+        float,
+        typer.Option("--margin", help="Configs within ± this ratio of the best are equally good."),
+    ] = DEFAULT_MARGIN,
+    max_rounds: Annotated[
+        int, typer.Option("--max-rounds", help="The race stops after this many rounds.")
+    ] = MAX_ROUNDS,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            help="Trial time the race may spend (9m, 1h): a round that would go past it is "
+            "not started.",
+        ),
+    ] = None,
+    require: Annotated[
+        list[str],
+        typer.Option(
+            "--require",
+            help="A constraint on another metric, METRIC<VALUE (<=, >, >=): a config whose "
+            "mean is clearly past it leaves the race. Repeatable.",
+        ),
+    ] = [],  # noqa: B006
+    scale: pf.ScaleOpt = None,
+    trial_timeout: pf.TrialTimeoutOpt = None,
+    seed: pf.SeedOpt = None,
+    target_kind: pf.TargetOpt = None,
+    no_report: Annotated[
+        bool, typer.Option("--no-report", help="Do not write the HTML report at the end.")
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Go on with an interrupted race: the last unfinished one in --db, or the run "
+            "id given in place of PLAN. Its stored rounds are replayed, the rest run.",
+        ),
+    ] = False,
+    db: DbOption = None,
+    json_out: JsonOption = False,
+    **target_flags: Any,
+) -> None:
+    """Race filesystem configs on one workload: every config alive runs once per round
+    (after an uncounted warm-up round, in a balanced shuffled order); from the third round
+    the ones a test shows worse than the best are dropped; ends with the winner or a group
+    of equally good configs, and the trials a full grid would have spent."""
+    err = Console(stderr=True)
+    out = err if json_out else Console(highlight=False)
+    store = Store(db)
+    if resume:
+        run_id = _resumable(store, plan_file)
+        run = store.get_run(run_id)
+        plan = Plan.model_validate(run.plan)
+        spec = TuneSpec.model_validate(run.convergence[RACE_KEY])
+        cells = planning.expand(plan, run.overrides)
+        done = len({t.seq for t in store.get_trials(run_id)})
+        err.print(f"fsbench: resuming race {run_id} ({done} trials stored)", highlight=False)
+        outcome = _run(plan, cells, store, spec, run.overrides, err, resume_run=run_id)
+    else:
+        constraints, safe = parse_requirements(require)
+        if safe:
+            raise FsbenchError(SAFE_REFUSED)
+        if budget is not None:
+            try:
+                budget_s: float | None = planning.parse_duration(budget)
+            except ValueError as exc:
+                raise FsbenchError(f"--budget: {exc}") from None
+        else:
+            budget_s = None
+        arguments = locals()
+        with _plan_source(plan_file, preset) as (path, named, search):
+            flags = pf.flags_of(arguments, plan_file=path, preset=named)
+            if fs:
+                space = expand_space(fs)
+            else:
+                base = pf.build(flags).plan
+                space = expand_space([c.spec for c in base.fs], search)
+            built = pf.build(
+                pf.flags_of(
+                    arguments,
+                    plan_file=path,
+                    preset=named,
+                    fs=space.specs,
+                    budget=None,
+                    max_reps=max(max_rounds, planning.MIN_AUTO_REPS),
+                    margin=margin,
+                )
+            )
+        summary = describe(space)
+        out.print("search space:", highlight=False)
+        for line in summary.lines():
+            out.print(f"  {line}", highlight=False)
+        for spec_text in summary.specs:
+            out.print(f"    {spec_text}", highlight=False, markup=False)
+        spec = TuneSpec(
+            metric=metric or default_metric(built.plan),
+            margin=margin,
+            max_rounds=max_rounds,
+            require=[str(c) for c in constraints],
+            budget=budget_s,
+            duplicates=space.duplicates,
+        )
+        spec.settings(True)  # refuse bad settings before anything runs
+        outcome = _run(built.plan, built.cells, store, spec, built.overrides, err)
+    doc = tune_report.document(store, outcome.run_id)
+    if json_out:
+        typer.echo(json.dumps(doc.model_dump(mode="json"), indent=2))
+    else:
+        console = Console() if sys.stdout.isatty() else Console(width=160)
+        tune_report.print_report(console, doc)
+    if not no_report:
+        write_report(store, outcome.run_id)
+
+
+def default_metric(plan: Plan) -> str:
+    """The first headline metric of the plan's (first) workload; STEP:NAME in a chain."""
+    steps = plan.workloads[0].steps
+    name = workloads.get(steps[0]).headline[0]
+    return f"{steps[0]}:{name}" if len(steps) > 1 else name
+
+
+@contextmanager
+def _plan_source(
+    plan_file: Path | None, preset: str | None
+) -> Iterator[tuple[Path | None, str | None, dict[str, Any] | None]]:
+    """The plan file or preset to build the plan from, and its [search] table. A plan with
+    a [search] table (a race preset) is handed on without it, as a plan file of its own,
+    its configs from the table when it lists none."""
+    source: Path | None = plan_file
+    if preset is not None and (TUNE_PRESETS / f"{preset}.toml").is_file():
+        source = TUNE_PRESETS / f"{preset}.toml"
+    if source is None or source.suffix == ".json":
+        yield plan_file, preset, None
+        return
+    try:
+        data = tomllib.loads(source.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise FsbenchError(f"{source}: {exc}") from None
+    search = data.pop("search", None)
+    if search is None:
+        yield plan_file, preset, None
+        return
+    if not data.get("fs"):
+        data["fs"] = [
+            {"type": c.type, "mkfs": list(c.mkfs), "mount": c.mount, "label": c.label}
+            for c in search_configs(search)[:1]
+        ]
+    with tempfile.TemporaryDirectory(prefix="fsbench-tune-") as tmp:
+        path = Path(tmp) / f"{source.stem}.json"
+        path.write_text(json.dumps(data))
+        yield path, None, search
+
+
+def _resumable(store: Store, run_arg: Path | None) -> int:
+    if run_arg is not None:
+        if not str(run_arg).isdigit():
+            raise FsbenchError(f"--resume takes a run id, not {str(run_arg)!r}")
+        run_id = int(str(run_arg))
+    else:
+        open_races = [r.id for r in store.list_runs() if r.kind == KIND and r.status != "finished"]
+        if not open_races:
+            raise FsbenchError(f"no unfinished race of fsbench tune in {store.url} to resume")
+        run_id = open_races[-1]
+    record = store.get_run(run_id)
+    if record.kind != KIND or RACE_KEY not in record.convergence:
+        raise FsbenchError(f"run {run_id} is not a race of fsbench tune")
+    if record.status == "finished":
+        raise FsbenchError(f"race {run_id} is finished: nothing to resume")
+    return run_id
+
+
+def _run(
+    plan: Plan,
+    cells: list[planning.Cell],
+    store: Store,
+    spec: TuneSpec,
+    overrides: dict[str, list[str]],
+    err: Console,
+    resume_run: int | None = None,
+) -> TuneOutcome:
+    with sigterm_interrupts():
+        outcome = run_race(
+            plan,
+            cells,
+            store,
+            spec,
+            argv=sys.argv,
+            overrides=overrides,
+            watch=LiveView(err, spec, store),
+            resume_run=resume_run,
+        )
+    if outcome.interrupted:
+        err.print(
+            f"fsbench: interrupted; the race's trials are stored in run {outcome.run_id} "
+            f"(`fsbench tune --resume {outcome.run_id}` goes on from its last round)",
+            style="yellow",
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
+    return outcome
+
+
+class LiveView(Watch):
+    """The race on stderr, round by round: configs alive, each trial, who was dropped."""
+
+    def __init__(self, err: Console, spec: TuneSpec, store: Store) -> None:
+        self.err, self.spec, self.store = err, spec, store
+        self.done = 0
+        self.pending = 0
+
+    def _say(self, text: str, style: str | None = None) -> None:
+        self.err.print(text, style=style, markup=False, highlight=False)
+
+    def note(self, text: str) -> None:
+        self._say(text, "yellow")
+
+    def begin(self, run_id: int, plan: Plan, resumed: int, banner: str) -> None:
+        self._say(
+            f"fsbench tune: run {run_id}, {len(plan.fs)} configs, {self.spec.metric}, up to "
+            f"{self.spec.max_rounds} rounds after {plan.warmup} warm-up, margin "
+            f"±{self.spec.margin:.0%}, scale {plan.scale}, order seed {plan.seed}, store "
+            f"{self.store.url}" + (f"; {banner}" if banner else "")
+        )
+
+    def round_begins(self, rnd: int, alive: Sequence[str], pending: int) -> None:
+        self.done, self.pending = 0, pending
+        what = "warm-up round (not counted)" if rnd == 0 else f"round {rnd}"
+        ran = f", {pending} trials to run" if pending else ", stored (replayed)"
+        self._say(f"{what}: {len(alive)} configs alive{ran}", "bold")
+
+    def trial(self, slot: Slot, records: list[TrialRecord]) -> None:
+        if not slot.warmup:
+            self.done += 1
+        first = records[0]
+        value = value_of(records, self.spec.metric)
+        shown = f"{value:.4g}" if value is not None else f"{first.status}: {first.message}"
+        tag = "warm-up" if slot.warmup else f"{self.done}/{self.pending}"
+        self._say(f"  [{tag}] {first.config}: {self.spec.metric} {shown}", "dim")
+
+    def round_ends(self, rnd: int, alive: Sequence[str], dropped: Sequence[Drop]) -> None:
+        for d in dropped:
+            self._say(f"  dropped {d.config} ({d.reason}): {d.detail or d.test}", "yellow")
+        if rnd > 0:
+            self._say(f"  after round {rnd}: {len(alive)} alive: {', '.join(alive)}")
+
+
+# Where `fsbench --help` lists it (app.py registers every command module by its rank).
+RANK = 15
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune")(tune)

@@ -1,0 +1,247 @@
+"""The race of `fsbench tune`, run: rounds of trials through an executor, stored like any
+run's, each fed to the race (analysis/race.py) as soon as it is complete.
+
+- The schedule is the repetition loop's (schedule.py): one comparison group, an uncounted
+  warm-up round, then rounds in a Williams order (positions and neighbours balanced over
+  the rounds), configs cast into the design by the run's seed, planned up to the last
+  round. A round runs the slots of the configs still alive, in that order: dropping a
+  config takes its slots out and keeps the others' order. Every slot keeps its `seq` in
+  the planned schedule, so a resumed race numbers its trials as the first one would have.
+- Trials are stored as they end (kind `tune`, `rep` = the round); the race's settings are
+  kept in the run's convergence record (`race`). The race is never stored: it is replayed
+  from the trials (analysis/race_trials.py), by `--resume` and by reports alike.
+- Resume: the stored rounds are replayed into a new race; the round a kill cut short
+  keeps its stored trials and runs the rest, after a warm-up trial (the first trial of a
+  process counts for nobody, as in the loop).
+- `--budget`: the trials' own time (stored start to end, warm-ups included); a round that
+  would go past it is not started.
+
+Interrupts (Ctrl-C, SIGTERM) end the race `interrupted`; anything else `failed`; the
+executor releases its devices on every path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from fsbench import __version__
+from fsbench.analysis.race import BUDGET, Drop, Race
+from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec, seconds
+from fsbench.execute import schedule
+from fsbench.execute.executors import Executor, for_plan
+from fsbench.execute.loop import slots_of, warms, with_seed
+from fsbench.execute.schedule import WARMUP_REP, Slot
+from fsbench.plan.model import Cell, Plan
+from fsbench.store import runfacts
+from fsbench.store.records import TrialRecord
+from fsbench.store.results import Store
+from fsbench.system import hostfacts
+from fsbench.system.errors import FsbenchError
+
+
+class Watch:
+    """What a race tells whoever watches it (the CLI's live view); no-ops by default."""
+
+    def note(self, text: str) -> None:
+        """A line worth showing before the trials start."""
+
+    def begin(self, run_id: int, plan: Plan, resumed: int, banner: str) -> None:
+        """The race starts (or resumes with `resumed` trials stored)."""
+
+    def round_begins(self, rnd: int, alive: Sequence[str], pending: int) -> None:
+        """Round `rnd` (0: the warm-up) starts with these configs, `pending` trials to run."""
+
+    def trial(self, slot: Slot, records: list[TrialRecord]) -> None:
+        """A trial is stored."""
+
+    def round_ends(self, rnd: int, alive: Sequence[str], dropped: Sequence[Drop]) -> None:
+        """Round `rnd` is fed to the race: who is left, who was dropped."""
+
+
+@dataclass
+class TuneOutcome:
+    run_id: int
+    race: Race
+    interrupted: bool = False
+    counts: dict[str, int] = field(default_factory=dict)  # status -> trials stored now
+
+
+def check_one_group(cells: Sequence[Cell]) -> None:
+    """A race compares configs at one workload and one set of parameters: one cell each."""
+    found = schedule.groups(cells)
+    if len(found) != 1:
+        raise FsbenchError(
+            f"fsbench tune races configs on one workload at one set of parameters; this plan "
+            f"has {len(found)} comparison groups (several workloads, a --set or --knob list): "
+            "give one"
+        )
+    names = [c.config.display for c in cells]
+    if len(set(names)) != len(names):
+        raise FsbenchError("fsbench tune: one cell per config expected")
+
+
+def config_names(cells: Sequence[Cell]) -> dict[str, str]:
+    """Cell key -> the config's name in the race (its display label)."""
+    return {c.key: c.config.display for c in cells}
+
+
+def run_race(
+    plan: Plan,
+    cells: Sequence[Cell],
+    store: Store,
+    spec: TuneSpec,
+    *,
+    argv: list[str],
+    overrides: dict[str, list[str]],
+    watch: Watch | None = None,
+    resume_run: int | None = None,
+    executor: Executor | None = None,
+) -> TuneOutcome:
+    """Run (or with `resume_run`, go on with) the race; every trial is stored as it ends.
+    Returns with `interrupted` set after Ctrl-C or SIGTERM."""
+    watch = watch or Watch()
+    cells = list(cells)
+    check_one_group(cells)
+    executor = executor or for_plan(plan, cells)
+    if executor.whole_plan:
+        raise FsbenchError(f"fsbench tune runs on one machine, not on a {plan.target.kind} target")
+    for warning in executor.preflight():
+        watch.note(f"warning: {warning}")
+    for line in executor.release_stale():
+        watch.note(f"released stale: {line}")
+    if resume_run is None:
+        plan = with_seed(plan)
+    planned = plan.model_copy(update={"reps": spec.max_rounds})
+    slots = slots_of(planned, cells)
+    with executor:
+        if resume_run is None:
+            fs_types = sorted({c.type for c in plan.fs})
+            steps = sorted({s for w in plan.workloads for s in w.steps})
+            host = hostfacts.host(fs_types, steps)
+            run_id = store.create_run(
+                name=plan.name,
+                fsbench_version=__version__,
+                argv=argv,
+                plan=plan.model_dump(mode="json", by_alias=True),
+                overrides=overrides,
+                schedule=[(s.rep, s.cell.key) for s in slots],
+                host=host,
+                target=executor.describe(),
+                kind=KIND,
+                workloads=runfacts.workload_facts(steps),
+                features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
+            )
+            store.set_convergence(run_id, {RACE_KEY: spec.model_dump(mode="json")})
+        else:
+            run_id = resume_run
+            store.reopen_run(run_id)
+        driver = _Driver(plan, cells, slots, store, executor, watch, run_id, spec)
+        try:
+            driver.run()
+        except KeyboardInterrupt:
+            store.set_target(run_id, executor.describe())
+            store.finish_run(run_id, "interrupted")
+            return TuneOutcome(run_id, driver.state.finish(), True, driver.counts)
+        except BaseException:
+            store.finish_run(run_id, "failed")
+            raise
+        store.set_target(run_id, executor.describe())
+        race = driver.state.finish()
+        final = spec.model_copy(update={"stop": race.result().stop})
+        store.set_convergence(run_id, {RACE_KEY: final.model_dump(mode="json")})
+        store.finish_run(run_id, "finished")
+        return TuneOutcome(run_id, race, False, driver.counts)
+
+
+class _Driver:
+    def __init__(
+        self,
+        plan: Plan,
+        cells: list[Cell],
+        slots: list[Slot],
+        store: Store,
+        executor: Executor,
+        watch: Watch,
+        run_id: int,
+        spec: TuneSpec,
+    ) -> None:
+        self.plan, self.slots, self.store = plan, slots, store
+        self.executor, self.watch, self.run_id, self.spec = executor, watch, run_id, spec
+        self.names = config_names(cells)
+        self.configs = list(dict.fromkeys(c.config.display for c in cells))
+        self.records: dict[int, list[TrialRecord]] = {}
+        for t in store.get_trials(run_id):
+            self.records.setdefault(t.seq, []).append(t)
+        self.refused = {
+            t.cell_key for ts in self.records.values() for t in ts if t.status == "unsupported"
+        }
+        self.resumed = len(self.records)
+        self.next_seq = max([len(slots), *(s + 1 for s in self.records)])
+        self.handed = False
+        self.counts: dict[str, int] = {}
+        self.state = Replay(self.configs, spec)
+
+    def run(self) -> None:
+        self.watch.begin(self.run_id, self.plan, self.resumed, self.executor.banner())
+        rounds = sorted({s.rep for s in self.slots})
+        for rnd in rounds:
+            if self.state.done:
+                break
+            alive = set(self.state.alive)
+            mine = [s for s in self.slots if s.rep == rnd and self.names[s.cell.key] in alive]
+            pending = [s for s in mine if s.seq not in self.records]
+            if pending and rnd != WARMUP_REP and self._over_budget(len(pending)):
+                race = self.state.finish()
+                race.stop(BUDGET)
+                return
+            self.watch.round_begins(rnd, self.state.alive, len(pending))
+            self._hand(pending)
+            by_config: dict[str, list[TrialRecord]] = {}
+            for slot in mine:
+                by_config[self.names[slot.cell.key]] = self.records.get(slot.seq, [])
+            dropped = self.state.feed(rnd, by_config)
+            if dropped is None:
+                # A trial of the round did not come back (the executor skipped it):
+                # nothing can be decided on an incomplete round.
+                raise FsbenchError(f"round {rnd}: some trials did not run")
+            self.watch.round_ends(rnd, self.state.alive, dropped)
+
+    def _over_budget(self, pending: int) -> bool:
+        if self.spec.budget is None:
+            return False
+        stored = [t for ts in self.records.values() for t in ts[:1]]
+        spent = sum(seconds(t) for t in stored)
+        counted = [seconds(t) for t in stored if t.rep != WARMUP_REP] or [
+            seconds(t) for t in stored
+        ]
+        per_trial = sum(counted) / len(counted) if counted else 0.0
+        return spent + per_trial * pending > self.spec.budget
+
+    def _hand(self, pending: list[Slot]) -> None:
+        pending = [s for s in pending if s.cell.key not in self.refused]
+        if not pending:
+            return
+        cold = (self.resumed and not self.handed) or self.executor.fresh_start(pending[0])
+        if cold and not pending[0].warmup and self.plan.warmup > 0 and warms(pending[0].cell):
+            pending.insert(0, self._rewarm(pending[0]))
+        self.handed = True
+        self.executor.run(pending, self.refused, lambda slot: None, self._finished)
+        self.store.set_target(self.run_id, self.executor.describe())
+
+    def _rewarm(self, first: Slot) -> Slot:
+        """A warm-up trial before `first` (stored, never counted): of the config alive that
+        the design runs just before it, else its own."""
+        alive = set(self.state.alive)
+        before = [s for s in self.slots if s.seq < first.seq and self.names[s.cell.key] in alive]
+        cell = before[-1].cell if before else first.cell
+        slot = Slot(self.next_seq, WARMUP_REP, first.position, first.group, cell)
+        self.next_seq += 1
+        return slot
+
+    def _finished(self, slot: Slot, records: list[TrialRecord]) -> None:
+        self.store.record_trials(self.run_id, records)
+        self.records[slot.seq] = records
+        for record in records:
+            self.counts[record.status] = self.counts.get(record.status, 0) + 1
+        self.watch.trial(slot, records)
