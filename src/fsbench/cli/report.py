@@ -39,7 +39,7 @@ def report(
     """Print a stored run like a mailing-list post: configs x metrics, mean ± 95% CI (n),
     the best config marked where the difference is significant. `--format html -o FILE`
     writes one self-contained page with every chart."""
-    formats.check(fmt, formats.REPORT)
+    formats.check(fmt, render.report_formats())
     if charts is not None and fmt != formats.HTML:
         raise FsbenchError("--charts goes with --format html")
     store = Store(db)

@@ -14,8 +14,9 @@ from rich.table import Table as RichTable
 
 from fsbench.analysis import verdicts
 from fsbench.analysis.rows import Row, report_document
+from fsbench.reports import formats
 from fsbench.reports import noise_notes as calibrated
-from fsbench.reports.formats import CSV, JSON, MARKDOWN, TABLE, md_escape, rich_escape
+from fsbench.reports.formats import CSV, HTML, JSON, MARKDOWN, TABLE, md_escape, rich_escape
 from fsbench.reports.safety import baseline, safety_lines
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import Table, build_tables, run_header
@@ -231,9 +232,10 @@ def render_text(
 
 
 # `fsbench report`'s text formats (the HTML page is reports.html), each a pure function of
-# what the store gave and whether every metric gets a table. A new format is its function
-# here and its name in reports/formats.py.
-RENDERERS: dict[str, Callable[[RunReport, bool], str]] = {
+# what the store gave and whether every metric gets a table. A new format is one function
+# given to `register_format` (from its own module, anywhere).
+Renderer = Callable[[RunReport, bool], str]
+RENDERERS: dict[str, Renderer] = {
     TABLE: lambda r, all_metrics: render_text(
         r.run, r.rows, all_metrics=all_metrics, calibration_run=r.calibration_run
     ),
@@ -241,3 +243,18 @@ RENDERERS: dict[str, Callable[[RunReport, bool], str]] = {
     CSV: lambda r, _: render_csv(r.run, r.rows),
     JSON: lambda r, _: render_json(r.run, r.rows, r.calibration_run),
 }
+
+
+def register_format(name: str, renderer: Renderer) -> Renderer:
+    """A report format more: `fsbench report --format NAME` writes `renderer(report,
+    all_metrics)`."""
+    if name in RENDERERS or name == HTML:
+        raise ValueError(f"report format {name!r} exists already")
+    RENDERERS[name] = renderer
+    return renderer
+
+
+def report_formats() -> tuple[str, ...]:
+    """Every format `fsbench report` writes: the shipped ones first, then those
+    registered."""
+    return (*formats.REPORT, *(name for name in RENDERERS if name not in formats.REPORT))
