@@ -388,7 +388,7 @@ def test_a_count_reads_with_its_n_in_rows_and_tables() -> None:
 
 
 def test_counts_out_of_n_are_judged_by_fishers_exact_test() -> None:
-    from fsbench.analysis.decisions import Design
+    from fsbench.analysis.design import Design
     from fsbench.analysis.verdicts import decide_rows
 
     def damaged(config: str, k: int, n: int) -> Row:

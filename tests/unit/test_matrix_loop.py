@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fsbench.analysis.aa_check import label
-from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.decisions import Decision
+from fsbench.analysis.design import Design
 from fsbench.analysis.verdicts import decide_rows
 from fsbench.execute import loop as matrix
 from fsbench.execute.schedule import Slot

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.decisions import Decision
+from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
 from fsbench.analysis.stats import summarize
 from fsbench.analysis.verdicts import decide_rows

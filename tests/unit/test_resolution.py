@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from fsbench.analysis.decisions import Design
+from fsbench.analysis.design import Design
 from fsbench.analysis.rows import build_rows
 from fsbench.analysis.verdicts import decide_rows
 from fsbench.store.records import MetricRecord, TrialRecord

@@ -9,7 +9,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from fsbench.analysis.decisions import ALPHA, Decision, Design, Side, control_run, decide
+from fsbench.analysis.decisions import Decision, Side, decide
+from fsbench.analysis.design import ALPHA, Design
+from fsbench.analysis.family import control_run
 
 N_MAX = 10
 CV = 0.05

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fsbench.analysis.decisions import Design
+from fsbench.analysis.design import Design
 from fsbench.analysis.verdicts import decide_rows
 from tests.unit.test_reports_ranking import make_row
 

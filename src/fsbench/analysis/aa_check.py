@@ -18,7 +18,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from fsbench.analysis.decisions import ORDER, design_of
+from fsbench.analysis.decisions import ORDER
+from fsbench.analysis.design import design_of
 from fsbench.analysis.rows import Row, build_rows
 from fsbench.analysis.stats import holm, min_detectable, ratio_ci, reps_needed
 from fsbench.analysis.verdicts import decide_rows

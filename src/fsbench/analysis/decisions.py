@@ -15,12 +15,8 @@ three answers, each with its evidence:
 - **undecided**: neither, with the repetitions per config that would decide it at the
   noise measured.
 
-Looking after every round (the default repetition loop stops a group once every pair is
-decided) would inflate false orders if each look used the full 5%. The looks share the
-5% instead: an alpha-spending function of the Pocock type (Lan & DeMets 1983,
-alpha * ln(1 + (e - 1) t), t = n / max-reps), each look testing at its own increment
-(a Bonferroni split over the looks: valid whatever the looks' correlation). A fixed
-design (`--reps N`) has one look with all of alpha.
+How often the data were looked at, and so what a p is worth, is the run's design
+(design.py: a look after every round, or one look).
 
 Across the run's comparisons, false orders are controlled too (Benjamini & Bogomolov
 2014): the comparisons with any difference are selected by Benjamini-Hochberg at 5% over
@@ -33,132 +29,25 @@ Pure functions: values in, decisions out.
 
 from __future__ import annotations
 
-import bisect
-import functools
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fsbench.analysis.design import (
+    ALPHA,
+    EXACT_UNITS,
+    MIN_REPS_EXACT,
+    NEEDED_LIMIT,
+    Design,
+    cv,
+    needed_reps,
+)
+from fsbench.analysis.pvalues import fmt_p
 from fsbench.analysis.stats import fisher_exact, moments, shaffer, t_quantile, welch
 
-ALPHA = 0.05
-DEFAULT_MARGIN = 0.05
-# Repetitions before a timing is tested, and before a count is: a count fsbench reads
-# itself is exact and decides at 2; a timing needs a variance worth the name.
-MIN_REPS = 3
-MIN_REPS_EXACT = 2
-# Units of counts: integers fsbench reads or counts itself, exact when they do not vary.
-EXACT_UNITS = frozenset({"count", "tx", "code"})
-# The most repetitions "needed" worth stating; beyond it: "more than 1000".
-NEEDED_LIMIT = 1000
-POWER = 0.8
-
 ORDER, EQUIVALENT, UNDECIDED = "order", "equivalent", "undecided"
-
-
-@dataclass(frozen=True)
-class Design:
-    """How the repetitions were decided, and so how often the data were looked at:
-    `sequential` (a look after every round from `n_min` to `n_max`) or fixed (one look)."""
-
-    sequential: bool = False
-    n_min: int = MIN_REPS
-    n_max: int = MIN_REPS
-    margin: float = DEFAULT_MARGIN
-    alpha: float = ALPHA
-
-    def looks(self, n: int) -> list[int]:
-        """The looks made by the time a pair has `n` repetitions (the last one is `n`)."""
-        if not self.sequential:
-            return [n]
-        return list(range(self.n_min, min(n, self.n_max) + 1))
-
-    def p_value(self, smallest: float) -> float:
-        """The p of an order whose smallest p over the looks is `smallest`: how often
-        identical configs give a p that small at any look (the looks' joint law under
-        no difference, `_null_min_p`). A fixed design's p is its one look's."""
-        if not self.sequential:
-            return smallest
-        null = _null_min_p(self.n_min, self.n_max)
-        share = (bisect.bisect_right(null, smallest) + 1) / (len(null) + 1)
-        # A fifth of alpha kept back (the rule is calibrated to 4%) for what the normal
-        # law of equal spreads does not cover (Welch is a little liberal at small n with
-        # unequal spreads, timings are skewed) and for the counting error of the law.
-        return min(1.0, share / NULL_SAFETY)
-
-    @property
-    def nominal_alpha(self) -> float:
-        """The p one look must reach for an order: alpha for one look; the Pocock
-        boundary of a sequential design (what `p_value` maps to alpha)."""
-        if not self.sequential:
-            return self.alpha
-        null = _null_min_p(self.n_min, self.n_max)
-        return null[int(self.alpha * NULL_SAFETY * len(null))]
-
-    @property
-    def ci_level(self) -> float:
-        """The confidence of the interval equivalence is judged on at each look: 90%
-        (TOST at 5%) for one look; for a sequential design the Pocock constant level at
-        which looking after every round keeps false equivalence at 5% a side."""
-        if not self.sequential:
-            return 1 - 2 * self.alpha
-        null = _null_min_p(self.n_min, self.n_max)
-        return 1 - null[int(2 * self.alpha * len(null))]
-
-    @property
-    def rule(self) -> str:
-        """The legend's sentence on how pairs were decided."""
-        looks = (
-            f"a look after each round from n={self.n_min} to {self.n_max}, Pocock boundaries"
-            if self.sequential
-            else "one look"
-        )
-        return (
-            f"pairs ordered by Welch's t-test (Holm with Shaffer's constraints over a "
-            "comparison's pairs, "
-            f"Benjamini-Hochberg over the run's comparisons; {looks}), or by counts that "
-            f"do not vary; equivalent when the ratio's CI is within ±{self.margin:.0%} "
-            "(TOST); otherwise undecided"
-        )
-
-
-NULL_DRAWS = 100_000
-NULL_SAFETY = 0.8
-
-
-@functools.lru_cache(maxsize=32)
-def _null_min_p(n_min: int, n_max: int) -> list[float]:
-    """The smallest Welch p over the looks n_min..n_max of two identical normal configs,
-    sorted, from NULL_DRAWS seeded draws (the law is free of the mean and the spread).
-    Its quantiles are the Pocock boundaries of these looks: what a look after every
-    round costs, counted rather than bounded, so the looks' correlation is not wasted."""
-    import numpy as np
-    from scipy.special import stdtr
-
-    rng = np.random.default_rng(20261125)
-    x = rng.standard_normal((NULL_DRAWS, 2, n_max))
-    smallest = np.ones(NULL_DRAWS)
-    for n in range(max(2, n_min), n_max + 1):
-        part = x[:, :, :n]
-        mean = part.mean(axis=2)
-        var = part.var(axis=2, ddof=1) / n
-        se2 = var.sum(axis=1)
-        t = (mean[:, 0] - mean[:, 1]) / np.sqrt(se2)
-        df = se2**2 / ((var[:, 0] ** 2 + var[:, 1] ** 2) / (n - 1))
-        smallest = np.minimum(smallest, 2 * stdtr(df, -np.abs(t)))
-    return [float(v) for v in np.sort(smallest)]
-
-
-def design_of(plan: Mapping[str, Any]) -> Design:
-    """The design a stored plan ran with. Plans stored before the default decided
-    repetitions (a number, or `auto` with its CI target) looked once."""
-    margin = float(plan.get("margin") or DEFAULT_MARGIN)
-    if plan.get("reps") == "decide":
-        n_max = int(plan.get("max_reps") or 10)
-        return Design(True, MIN_REPS, max(MIN_REPS, n_max), margin)
-    return Design(False, margin=margin)
 
 
 @dataclass(frozen=True)
@@ -246,51 +135,6 @@ def _ratio_ci(
     df = (sa + sb) ** 2 / (sa**2 / (na - 1) + sb**2 / (nb - 1))
     half = t_quantile(df, level) * rel
     return ratio, (ratio * math.exp(-half), ratio * math.exp(half))
-
-
-def _cv(values: Sequence[float]) -> float | None:
-    if len(values) < 2:
-        return None
-    mean = statistics.fmean(values)
-    return statistics.stdev(values) / abs(mean) if mean else None
-
-
-def needed_reps(
-    cv: float | None,
-    difference: float,
-    margin: float,
-    alpha: float = ALPHA,
-    level: float = 1 - 2 * ALPHA,
-) -> int | None:
-    """Repetitions per config that would decide a pair whose ratio is 1 + `difference`
-    at a coefficient of variation `cv` (each config's, pooled): the fewer of those that
-    would order it (Welch at `alpha`, 80% power, if the difference is real) and those that
-    would show it equivalent (90% CI within the margin, if it is inside). None when more
-    than NEEDED_LIMIT would be needed or nothing is known."""
-    if cv is None:
-        return None
-    d = abs(difference)
-    if cv == 0:
-        return MIN_REPS
-
-    def decides(n: int) -> bool:
-        df = 2 * n - 2
-        spread = cv * math.sqrt(2.0 / n)
-        power = t_quantile(df, 2 * POWER - 1)
-        if d > 0 and (t_quantile(df, 1 - alpha) + power) * spread <= d:
-            return True
-        return d < margin and (t_quantile(df, level) + power) * spread <= margin - d
-
-    if not decides(NEEDED_LIMIT):
-        return None
-    lo, hi = 2, NEEDED_LIMIT  # decides(hi) holds; find the least n that decides
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if decides(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return max(lo, MIN_REPS)
 
 
 def exact_metric(unit: str | None, resolution: float, sides: Sequence[Side]) -> bool:
@@ -440,7 +284,7 @@ def _pair(
 
 
 def _pooled_cv(a: Side, b: Side) -> float | None:
-    ca, cb = _cv(a.values), _cv(b.values)
+    ca, cb = cv(a.values), cv(b.values)
     if ca is None or cb is None:
         return None
     return math.sqrt((ca**2 + cb**2) / 2)
@@ -575,15 +419,17 @@ class Decision:
         """One pair's answer with its evidence, in words."""
         if p.test == "Fisher":
             if p.kind == ORDER:
-                return f"{p.winner} better than {p.loser} (Fisher's exact test {_fmt_p(p.p)}, Holm)"
-            return f"{p.a} vs {p.b}: undecided ({p.note or 'Fisher ' + _fmt_p(p.p)})"
+                return (
+                    f"{p.winner} better than {p.loser} (Fisher's exact test {_p_text(p.p)}, Holm)"
+                )
+            return f"{p.a} vs {p.b}: undecided ({p.note or 'Fisher ' + _p_text(p.p)})"
         if p.kind == ORDER:
             factor = _pair_factor(p)
             if p.test == "exact":
                 return f"{p.winner} better than {p.loser} ({p.note}; {factor})"
             also = f"; also within ±{self.design.margin:.0%}" if p.equivalent else ""
             return (
-                f"{p.winner} better than {p.loser} ({factor}, Welch {_fmt_p(p.p)}, "
+                f"{p.winner} better than {p.loser} ({factor}, Welch {_p_text(p.p)}, "
                 f"Holm{'+BH' if self.level < ALPHA else ''}{also})"
             )
         if p.kind == EQUIVALENT:
@@ -633,14 +479,6 @@ class Decision:
             "sequential": self.design.sequential,
             "text": self.text,
         }
-
-
-def _fmt_p(p: float | None) -> str:
-    if p is None:
-        return "p n/a"
-    if p < 0.001:
-        return "p < 0.001"
-    return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
 
 
 def _fmt_ratio(r: float | None) -> str:
@@ -728,6 +566,10 @@ def decide(
     return at_level(decision, design.alpha)
 
 
+def _p_text(p: float | None) -> str:
+    return "p n/a" if p is None else fmt_p(p)
+
+
 def at_level(decision: Decision, level: float) -> Decision:
     """The decision with its tested pairs ordered where their p is at most `level`, the
     others equivalent or undecided as their evidence says. Exact answers stay."""
@@ -740,32 +582,3 @@ def at_level(decision: Decision, level: float) -> Decision:
                 p = replace(p, kind=EQUIVALENT if p.equivalent else UNDECIDED, winner="")
         pairs.append(p)
     return replace(decision, pairs=tuple(pairs), level=level)
-
-
-def control_run(decisions: Sequence[Decision], alpha: float = ALPHA) -> list[Decision]:
-    """The run's decisions with false orders controlled over its comparisons (Benjamini
-    & Bogomolov: BH selects the comparisons with any difference, their pairs are ordered
-    at alpha x selected / tested). Headline comparisons and the rest are two families,
-    so that asking for every metric never changes a headline verdict."""
-    out = list(decisions)
-    for headline in (True, False):
-        idx = [i for i, d in enumerate(out) if d.headline == headline and d.family_p is not None]
-        m = len(idx)
-        if m == 0:
-            continue
-        ps = sorted((out[i].family_p or 0.0, i) for i in idx)
-        selected = 0
-        for rank, (p, _) in enumerate(ps, 1):
-            if p <= alpha * rank / m:
-                selected = rank
-        chosen = {i for _, i in ps[:selected]}
-        level = alpha * selected / m
-        # BH-adjusted p (the q-value): the smallest alpha at which a comparison is chosen.
-        q, running = {}, 1.0
-        for rank in range(m, 0, -1):
-            p, i = ps[rank - 1]
-            running = min(running, p * m / rank)
-            q[i] = running
-        for i in idx:
-            out[i] = replace(at_level(out[i], level if i in chosen else 0.0), family_q=q[i])
-    return out

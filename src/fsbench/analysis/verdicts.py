@@ -8,7 +8,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fsbench.analysis.decisions import Decision, Design, Side, control_run, decide, design_of
+from fsbench.analysis.decisions import Decision, Side, decide
+from fsbench.analysis.design import Design, design_of
+from fsbench.analysis.family import control_run
 from fsbench.analysis.rows import Row
 
 # A comparison: (chain, workload, dimensions as JSON, metric).

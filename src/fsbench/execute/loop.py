@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fsbench import __version__, workloads
 from fsbench.analysis import decisions, verdicts
 from fsbench.analysis.convergence import convergence, group_needs_more
-from fsbench.analysis.decisions import MIN_REPS_EXACT
+from fsbench.analysis.design import MIN_REPS_EXACT, Design
 from fsbench.analysis.rows import build_rows
 from fsbench.execute import schedule
 from fsbench.execute.executors import Binding, Executor, for_plan
@@ -233,7 +233,7 @@ class _Loop:
         is left of the budget; one taken up again after other work starts with a warm-up
         trial."""
         groups = list(self._by_group().values())
-        design = decisions.Design(True, MIN_AUTO_REPS, self.plan.planned_reps, self.plan.margin)
+        design = Design(True, MIN_AUTO_REPS, self.plan.planned_reps, self.plan.margin)
         clock = time.monotonic()
         if self.plan.budget is None:
             for group_slots in groups:
@@ -266,7 +266,7 @@ class _Loop:
     def _rounds(
         self,
         group_slots: Sequence[Slot],
-        design: decisions.Design,
+        design: Design,
         first: int,
         last: int,
         rewarm: bool = False,
@@ -288,7 +288,7 @@ class _Loop:
             ran += 1
         return ran
 
-    def _needs(self, group_slots: Sequence[Slot], design: decisions.Design) -> int | None:
+    def _needs(self, group_slots: Sequence[Slot], design: Design) -> int | None:
         """The repetitions that would settle the open pairs of the group's headline
         comparisons at the noise measured (the most any settleable pair needs), within
         max_reps; None when nothing is open or no open pair settles within it."""
@@ -303,7 +303,7 @@ class _Loop:
         return max(within) if within else None
 
     def _headline(
-        self, group_slots: Sequence[Slot], design: decisions.Design, explain: bool = False
+        self, group_slots: Sequence[Slot], design: Design, explain: bool = False
     ) -> list[decisions.Decision]:
         """The group's headline comparisons as its trials so far decide them."""
         keys = {s.cell.key for s in group_slots}
@@ -312,7 +312,7 @@ class _Loop:
         decided = verdicts.decide_all(rows, design, explain=explain).values()
         return [d for d in decided if d.headline]
 
-    def _decided(self, group_slots: Sequence[Slot], n: int, design: decisions.Design) -> bool:
+    def _decided(self, group_slots: Sequence[Slot], n: int, design: Design) -> bool:
         """Whether the group's rounds so far (n counted) answer every pair of configs of
         its headline comparisons. Never before MIN_AUTO_REPS for a group with nothing to
         compare (one config): its timings still want their repetitions."""

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from fsbench import workloads
-from fsbench.analysis.decisions import DEFAULT_MARGIN
+from fsbench.analysis.design import DEFAULT_MARGIN
 from fsbench.plan import targets
 from fsbench.plan.targets import LoopTargetSpec, TargetSpec
 from fsbench.system import filesystems, knobs

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fsbench.analysis import stats
-from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision, Design
+from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision
+from fsbench.analysis.design import Design
 from fsbench.analysis.pvalues import fmt_p
 from fsbench.analysis.rows import Row
 from fsbench.analysis.verdicts import Key, decide_all, key_of, label_of

@@ -11,7 +11,8 @@ from typing import Any
 
 from fsbench.analysis import validity
 from fsbench.analysis import verdicts as run_verdicts
-from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.decisions import Decision
+from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
 from fsbench.execute.schedule import williams as schedule_williams
 from fsbench.store.records import RunRecord

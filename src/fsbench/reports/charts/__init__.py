@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.decisions import Decision
+from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
 from fsbench.analysis.verdicts import Key, decide_all
 from fsbench.reports.charts.bars import bar_chart_set, bar_charts

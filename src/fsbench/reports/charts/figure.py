@@ -14,7 +14,8 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from fsbench.analysis.decisions import Decision, Design
+from fsbench.analysis.decisions import Decision
+from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
 from fsbench.analysis.verdicts import Key, decide_all
 from fsbench.reports.charts.style import INK, MUTED, STYLE, config_colors

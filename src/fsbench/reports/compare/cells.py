@@ -18,15 +18,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.analysis.decisions import (
-    EQUIVALENT,
-    ORDER,
-    Decision,
-    Design,
-    Side,
-    control_run,
-    decide,
-)
+from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision, Side, decide
+from fsbench.analysis.design import Design
+from fsbench.analysis.family import control_run
 from fsbench.analysis.rows import Row
 from fsbench.analysis.stats import ratio_ci
 from fsbench.analysis.verdicts import side_of
