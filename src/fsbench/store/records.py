@@ -74,7 +74,7 @@ class RunRecord:
     host: dict[str, Any]
     target: dict[str, Any]
     convergence: dict[str, Any] = field(default_factory=dict)
-    kind: str = "run"  # run | calibration
+    kind: str = "run"  # the command that made it (schema.runs.kind)
     # What its reports need of the code that made it (runfacts.py).
     workloads: dict[str, Any] = field(default_factory=dict)
     features: dict[str, Any] = field(default_factory=dict)

@@ -55,9 +55,13 @@ runs = Table(
     Column("uid", String(32), nullable=False, server_default=""),
     Column("schema_version", Integer, nullable=False),  # of the fsbench that created it
     Column("name", String(200), nullable=False),
-    # run: a comparison; calibration: an A/A run of `fsbench calibrate` (same config twice).
+    # The command that made it: run (a comparison), calibration (an A/A run of `fsbench
+    # calibrate`: the same config twice), tune (a race of `fsbench tune`), or the run on
+    # many machines whose parts hold its trials. Reports read every kind's trials alike.
     Column("kind", String(20), nullable=False, server_default="run"),
-    Column("status", String(20), nullable=False),  # running | finished | interrupted | failed
+    # running | finished | interrupted (Ctrl-C, SIGTERM: --resume finishes it) | failed
+    # | incomplete (not interrupted, but some of it could not run: a host that failed).
+    Column("status", String(20), nullable=False),
     Column("created_at", String(40), nullable=False),
     Column("finished_at", String(40)),
     Column("fsbench_version", String(40), nullable=False),

@@ -189,23 +189,3 @@ def current_keys(cache: Path = DEFAULT_CACHE) -> set[str]:
         if k.bzimage.is_file():
             keys.add(image_key(k))
     return keys
-
-
-def prune_cache(cache: Path = DEFAULT_CACHE, keep: set[str] | None = None) -> list[str]:
-    """Delete what no current build uses: rootfs trees of another package list, images
-    not in `keep` (default: the current key of every cached Debian kernel), and leftovers
-    of interrupted builds. Returns the paths removed."""
-    if keep is None:
-        keep = current_keys(cache)
-    removed = []
-    current_rootfs = f"rootfs-{rootfs.rootfs_key()}"
-    for path in sorted(cache.glob("rootfs-*")):
-        if path.name != current_rootfs:
-            removed.append(path)
-    for path in sorted((cache / "images").glob("*")):
-        if path.name not in keep:
-            removed.append(path)
-    for path in removed:
-        with locked(cache, path.name if path.name.startswith("rootfs-") else f"image-{path.name}"):
-            shutil.rmtree(path, ignore_errors=True)
-    return [str(p) for p in removed]

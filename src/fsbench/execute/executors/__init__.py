@@ -1,9 +1,9 @@
 """Where trials run: one executor per kind of target (see base.py for the contract).
 
 The plan's target names its executor (`TargetSpec.executor`, plan/targets.py); each is
-imported only when a run asks for it (the VM one brings QEMU and image handling, the fleet
-one Ansible). Adding a place to run is one module with its target spec and its executor,
-registered as a target kind.
+imported only when a run asks for it (the VM one brings QEMU and image handling, the one
+for many machines Ansible). Adding a place to run is one module with its target spec and
+its executor, registered as a target kind.
 """
 
 from __future__ import annotations

@@ -131,13 +131,6 @@ def content(rng: random.Random, size: int) -> bytes:
     return bytes(out[:size])
 
 
-def tree_sizes(tar_path: Path, top: str) -> dict[str, int]:
-    """Path (inside the tree) -> size of every regular file of a source archive."""
-    prefix = f"{top}/" if top else ""
-    with tarfile.open(tar_path, "r:") as archive:
-        return {m.name.removeprefix(prefix): m.size for m in archive if m.isfile()}
-
-
 def write_history(bare: Path, tar_path: Path, top: str, pulls: int, seed: int) -> list[str]:
     """A bare repository at `bare` holding the tree as its first commit and `pulls`
     synthetic pulls after it, each on a branch of its own (`p0000` the tree, `p0001` the
