@@ -1,0 +1,160 @@
+"""`fsbench tune` on real loop images: the space is printed before anything runs, a clearly
+worse config (mount -o sync, for fs_mark without fsync: tens of times slower) is dropped
+before the end, a race ends with its winner, and a race killed with -9 goes on from its
+last finished round with --resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fsbench.store.results import Store
+from tests.helpers import TEST_DATA_HOME, fsbench, ours
+
+pytestmark = pytest.mark.integration
+
+# fs_mark without fsync, 300 files: ~0.1 s on ext4, ~2 s with every write synchronous.
+WORKLOAD = ["--workload", "fs_mark", "--scale", "tiny", "--set", "sync=0", "--set", "files=300"]
+
+
+def common(workdir: Path) -> list[str]:
+    return [
+        "--image-size",
+        "1G",
+        "--workdir",
+        str(workdir / "work"),
+        "--db",
+        str(workdir / "results.db"),
+        "--no-report",
+    ]
+
+
+def test_a_race_prints_its_space_drops_the_slow_config_and_names_the_winner(
+    workdir: Path,
+) -> None:
+    res = fsbench(
+        "tune",
+        "--fs",
+        "ext4:mount={data=ordered,sync}",
+        *WORKLOAD,
+        "--max-rounds",
+        "6",
+        "--seed",
+        "5",
+        "--json",
+        *common(workdir),
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    err = res.stderr
+    # The space, expanded and counted, before the first trial.
+    assert "total: 2 configs" in err and "ext4:mount=sync" in err
+    assert err.index("total: 2 configs") < err.index("warm-up round")
+    assert "round 3:" in err and "dropped ext4 sync (worse)" in err
+    doc = json.loads(res.stdout)
+    assert doc["space"]["total"] == 2 and doc["metric"] == "files_per_s"
+    assert doc["stop"] == "one left" and doc["decided"]
+    assert [w["config"] for w in doc["winners"]] == ["ext4 data=ordered"]
+    winner = doc["winners"][0]
+    assert winner["ci95"][0] <= winner["mean"] <= winner["ci95"][1]
+    (drop,) = doc["dropped"]
+    assert drop["config"] == "ext4 sync" and drop["reason"] == "worse"
+    assert 3 <= drop["round"] < 6 and drop["p"] < drop["level"]
+    assert doc["trials"] == 2 * drop["round"] and doc["warmup_trials"] == 2
+    assert doc["grid_trials"] == 2 * doc["grid_n"]
+    assert doc["rerun"].startswith("fsbench run --fs ext4:mount=data=ordered --fs ext4 ")
+    # Stored like any run: a run of kind tune, each trial with its round.
+    store = Store(workdir / "results.db")
+    run = store.get_run(doc["run_id"])
+    assert run.kind == "tune" and run.status == "finished"
+    reps = sorted({t.rep for t in store.get_trials(run.id)})
+    assert reps == list(range(0, drop["round"] + 1))
+    # An ordinary report of it.
+    report = fsbench("report", str(run.id), "--db", str(workdir / "results.db"))
+    assert report.returncode == 0 and "ext4 sync" in report.stdout
+    assert ours(workdir) == ([], [])
+
+
+def _stored(db: Path) -> int:
+    """Trials in the store so far, read-only: a poll must not take the store's locks while
+    the race creates its schema."""
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return int(conn.execute("SELECT COUNT(DISTINCT seq) FROM trials").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def test_a_race_killed_with_minus_9_goes_on_from_its_last_finished_round(
+    workdir: Path,
+) -> None:
+    db = workdir / "results.db"
+    argv = [
+        sys.executable,
+        "-m",
+        "fsbench.cli",
+        "tune",
+        "--fs",
+        "ext4:mount={data=ordered,sync}",
+        *WORKLOAD,
+        "--max-rounds",
+        "6",
+        "--seed",
+        "7",
+        *common(workdir),
+    ]
+    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        # The warm-up round (2) and round 1 (2) stored, and one trial of round 2.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if _stored(db) >= 5:
+                break
+            time.sleep(0.05)
+        proc.kill()  # kill -9 in the middle of a round
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    store = Store(db)
+    run_id = store.latest_run_id()
+    assert run_id is not None, err
+    before = store.get_trials(run_id)
+    assert store.get_run(run_id).status == "running", err
+    finished = max(t.rep for t in before) - 1  # the last round wholly stored
+    assert finished >= 1
+
+    res = fsbench("tune", "--resume", "--db", str(db), "--json", "--no-report", timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert f"resuming race {run_id}" in res.stderr
+    # The stored rounds are replayed, not run again; the race goes on after them.
+    for rnd in range(1, finished + 1):
+        assert f"round {rnd}: 2 configs alive, stored (replayed)" in res.stderr
+    after = store.get_trials(run_id)
+    assert {(t.seq, t.started_at) for t in before} <= {(t.seq, t.started_at) for t in after}
+    planned = len(store.get_run(run_id).schedule)
+    seqs = [t.seq for t in after if t.seq < planned]
+    assert len(seqs) == len(set(seqs))  # no slot twice
+    assert [t.rep for t in after if t.seq >= planned] == [0]  # one warm-up after the restart
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "finished" and doc["run_id"] == run_id
+    assert [d["config"] for d in doc["dropped"]] == ["ext4 sync"]
+    assert doc["dropped"][0]["round"] < 6  # before the end
+    assert [w["config"] for w in doc["winners"]] == ["ext4 data=ordered"]
+    assert doc["stop"] == "one left"
+    assert [r["round"] for r in doc["rounds"]] == list(range(0, doc["grid_n"] + 1))
+    assert ours(workdir) == ([], [])
+    again = fsbench("tune", "--resume", "--db", str(db))
+    assert again.returncode == 2 and "no unfinished race" in again.stderr
