@@ -17,13 +17,13 @@ import typer
 from rich.console import Console
 
 from fsbench import workloads
-from fsbench.analysis.decisions import DEFAULT_MARGIN
+from fsbench.analysis.design import DEFAULT_MARGIN
 from fsbench.analysis.race import MAX_ROUNDS, Drop, parse_requirements
 from fsbench.analysis.race_trials import KIND, RACE_KEY, TuneSpec, value_of
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
-from fsbench.cli.run import EXIT_INTERRUPTED, sigterm_interrupts, write_report
+from fsbench.cli.run import EXIT_INTERRUPTED, report_dir, sigterm_interrupts, write_report
 from fsbench.execute.race import TuneOutcome, Watch, run_race
 from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
@@ -198,6 +198,11 @@ def tune(
         tune_report.print_report(console, doc)
     if not no_report:
         write_report(store, outcome.run_id)
+        # Imported here: matplotlib costs most of a second at every start of fsbench.
+        from fsbench.reports.html.race import write_race_page
+
+        page = write_race_page(store, outcome.run_id, report_dir(store, outcome.run_id))
+        err.print(f"race: {page}", highlight=False, markup=False)
 
 
 def default_metric(plan: Plan) -> str:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsbench.analysis.race import Drop, RaceResult
-from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec, replay
+from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec, replay, value_of
 from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, FsConfig, Plan
 from fsbench.store.records import RunRecord, TrialRecord
@@ -76,6 +76,8 @@ class TuneReport(BaseModel):
     grid_n: int
     method: str
     rerun: str  # the `fsbench run` that checks the winner(s) against the defaults
+    # Each config's value of the metric per counted round (None: not run, dropped).
+    values: dict[str, list[float | None]]
 
 
 def load(store: Store, run_id: int) -> tuple[RunRecord, Plan, list[Cell], TuneSpec, Replay]:
@@ -138,7 +140,21 @@ def document(store: Store, run_id: int) -> TuneReport:
         grid_n=result.rounds,
         method=result.method,
         rerun=rerun_command(plan, cells[0], run.overrides, result),
+        values=_values(trials, {c.key: c.config.display for c in cells}, spec, result.rounds),
     )
+
+
+def _values(
+    trials: Sequence[TrialRecord], names: dict[str, str], spec: TuneSpec, rounds: int
+) -> dict[str, list[float | None]]:
+    by: dict[tuple[str, int], list[TrialRecord]] = {}
+    for t in trials:
+        if 1 <= t.rep <= rounds and t.cell_key in names:
+            by.setdefault((names[t.cell_key], t.rep), []).append(t)
+    return {
+        name: [value_of(by.get((name, r), []), spec.metric) for r in range(1, rounds + 1)]
+        for name in dict.fromkeys(names.values())
+    }
 
 
 def _drop(d: Drop, by_name: dict[str, FsConfig]) -> DropDoc:

@@ -1,0 +1,194 @@
+"""`fsbench tune` against the full grid it replaces: one space of at least 12 configs, run
+both ways on this machine: the grid (`fsbench run`, every config at a fixed n) and the race
+(`fsbench tune`, up to the same n rounds). Reports whether the race's winner is the grid's
+winner, or equivalent to it, or at least not told apart from it by the grid's own trials,
+and the ratio of trials (race / grid, counted trials; warm-ups given beside).
+
+    python3 bench/tune_vs_grid.py [--n 8] [--seed 1] [--image-size 2G]
+        [--workdir /var/tmp/fsbench-bench] [-o bench/results/tune_vs_grid.json]
+
+Needs root (mkfs, mount, losetup). Not part of the test run.
+
+**The space** (12 configs, fs_mark at --scale tiny without fsync, 300 files: each trial a
+fresh mkfs): ext4 `data={ordered,writeback,journal}` with `noatime` or `sync`, xfs with
+`noatime`, `wsync` or `sync`, btrfs with `noatime`, `sync` or `compress=zstd`. The `sync`
+mounts make every write synchronous (tens of times slower here), `wsync` every namespace
+operation: a race should drop them early and spend its rounds on the fast configs.
+
+**The grid's answer**: the config of the highest geometric mean over its n rounds. The
+race's winner (its leader; with an equally good group, every member) is compared with it
+on the grid's own trials, paired by round on the log scale: `same` (the grid's best),
+`equivalent` (the ratio's 90% CI inside 1 ± 5%: two one-sided tests), `not told apart`
+(the 95% CI of the ratio holds 1), else `worse`.
+
+**Order**: the grid first, then the race, on one loop image size; both with the same seed.
+The machine drifts between them (a shared VM), which is why the comparison is made on the
+grid's trials only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from results_file import save  # noqa: E402
+
+from fsbench.analysis.stats import t_quantile  # noqa: E402
+from fsbench.plan.space import describe, expand_space  # noqa: E402
+from fsbench.store.results import Store  # noqa: E402
+
+SPACE = [
+    "ext4:mount=data={ordered,writeback,journal},{noatime,sync}",
+    "xfs:mount={noatime,wsync,sync}",
+    "btrfs:mount={noatime,sync,compress=zstd}",
+]
+WORKLOAD = ["--workload", "fs_mark", "--scale", "tiny", "--set", "sync=0", "--set", "files=300"]
+METRIC = "files_per_s"
+MARGIN = 0.05
+
+
+def fsbench(*args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "fsbench.cli", *args]
+    print("$ fsbench " + " ".join(args), file=sys.stderr, flush=True)
+    res = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if res.returncode not in (0, 3):  # 3: some config unsupported, a result
+        sys.stderr.write(res.stderr)
+        raise SystemExit(f"fsbench {args[0]} failed ({res.returncode})")
+    return res
+
+
+def grid_values(store: Store, run_id: int) -> dict[str, dict[int, float]]:
+    """config -> {round: value} of the grid's counted trials."""
+    out: dict[str, dict[int, float]] = {}
+    for t in store.get_trials(run_id):
+        if t.rep == 0 or t.status != "ok":
+            continue
+        for m in t.metrics:
+            if m.name == METRIC:
+                out.setdefault(t.config, {})[t.rep] = m.value
+    return out
+
+
+def ratio_ci(a: dict[int, float], b: dict[int, float], level: float) -> tuple[float, float, float]:
+    """a / b, paired by round on logs: the geometric mean ratio and its CI."""
+    rounds = sorted(set(a) & set(b))
+    d = [math.log(a[r] / b[r]) for r in rounds]
+    n = len(d)
+    mean = sum(d) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) if n > 1 else math.inf
+    half = t_quantile(n - 1, level) * sd / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def verdict(winner: str, best: str, values: dict[str, dict[int, float]]) -> dict[str, Any]:
+    if winner == best:
+        return {"config": winner, "verdict": "same", "ratio": 1.0}
+    ratio, lo90, hi90 = ratio_ci(values[winner], values[best], 0.90)
+    _, lo95, hi95 = ratio_ci(values[winner], values[best], 0.95)
+    if 1 - MARGIN <= lo90 and hi90 <= 1 + MARGIN:
+        found = "equivalent"
+    elif lo95 <= 1 <= hi95:
+        found = "not told apart"
+    else:
+        found = "worse"
+    return {
+        "config": winner,
+        "verdict": found,
+        "ratio": round(ratio, 4),
+        "ci90": [round(lo90, 4), round(hi90, 4)],
+        "ci95": [round(lo95, 4), round(hi95, 4)],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=8, help="the grid's repetitions")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--image-size", default="2G")
+    parser.add_argument("--workdir", type=Path, default=Path("/var/tmp/fsbench-bench"))
+    parser.add_argument("-o", "--output", type=Path, default=None)
+    args = parser.parse_args()
+    started = datetime.now(UTC)
+    space = expand_space(SPACE)
+    assert len(space) >= 12, describe(space).lines()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        db = Path(tmp) / "results.db"
+        common = ["--image-size", args.image_size, "--workdir", tmp, "--db", str(db)]
+        common += ["--seed", str(args.seed), "--no-report"]
+        fs_args = [a for spec in space.specs for a in ("--fs", spec)]
+        fsbench("run", *fs_args, *WORKLOAD, "--reps", str(args.n), *common)
+        store = Store(db)
+        grid_id = store.latest_run_id()
+        assert grid_id is not None
+        grid_trials = store.get_trials(grid_id)
+        tune = fsbench("tune", *SPACE_ARGS(), *WORKLOAD, "--max-rounds", str(args.n), "--json",
+                       *common)  # fmt: skip
+        race = json.loads(tune.stdout)
+        values = grid_values(store, grid_id)
+        geo = {
+            c: math.exp(sum(math.log(v) for v in vs.values()) / len(vs)) for c, vs in values.items()
+        }
+        best = max(geo, key=lambda c: geo[c])
+        winners = [w["config"] for w in race["winners"] if w["equivalent"]] or [
+            race["winners"][0]["config"]
+        ]
+        checks = [verdict(w, best, values) for w in winners]
+        grid_counted = sum(1 for t in grid_trials if t.rep != 0 and t.step == 0)
+        grid_warm = sum(1 for t in grid_trials if t.rep == 0 and t.step == 0)
+        results = {
+            "space": SPACE,
+            "configs": len(space),
+            "workload": " ".join(WORKLOAD),
+            "metric": METRIC,
+            "n": args.n,
+            "grid": {
+                "run": grid_id,
+                "best": best,
+                "geo_means": {c: round(v, 1) for c, v in sorted(geo.items(), key=lambda x: -x[1])},
+                "trials": grid_counted,
+                "warmup_trials": grid_warm,
+            },
+            "race": {
+                "run": race["run_id"],
+                "stop": race["stop"],
+                "rounds": race["grid_n"],
+                "winners": winners,
+                "dropped": [
+                    {"config": d["config"], "round": d["round"], "reason": d["reason"]}
+                    for d in race["dropped"]
+                ],
+                "trials": race["trials"],
+                "warmup_trials": race["warmup_trials"],
+            },
+            "winner_checks": checks,
+            "winner_matches": all(
+                c["verdict"] in ("same", "equivalent", "not told apart") for c in checks
+            ),  # fmt: skip
+            "trial_ratio": round(race["trials"] / grid_counted, 3),
+            "trial_ratio_with_warmups": round(
+                (race["trials"] + race["warmup_trials"]) / (grid_counted + grid_warm), 3
+            ),
+        }
+    print(json.dumps(results, indent=1))
+    path = save("tune_vs_grid", results, started)
+    if args.output is not None and args.output != path:
+        args.output.write_text(path.read_text())
+
+
+def SPACE_ARGS() -> list[str]:  # noqa: N802 - the braces as a user gives them
+    return [a for spec in SPACE for a in ("--fs", spec)]
+
+
+if __name__ == "__main__":
+    main()

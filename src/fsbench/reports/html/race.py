@@ -1,0 +1,100 @@
+"""The page of a race of `fsbench tune` (race.html beside the run's report.html): its
+chart, the winner(s) with their CI, every dropped config with its round, test and p, the
+trials against a full grid, and the command that checks the winner against the defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsbench import __version__
+from fsbench.reports.charts.race import race_chart
+from fsbench.reports.html.embed import img
+from fsbench.reports.html.markup import e, head, pre, table, tag
+from fsbench.reports.html.page import css
+from fsbench.reports.tune import TuneReport, document
+from fsbench.store.results import Store
+
+PAGE_NAME = "race.html"
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{x:.4g}"
+
+
+def race_html(doc: TuneReport, chart_html: str) -> str:
+    winners = table(
+        head(
+            "config",
+            "n",
+            f"mean {doc.metric}",
+            "95% CI",
+            "ratio to leader",
+            "equally good",
+            numeric=("n", f"mean {doc.metric}"),
+        ),  # fmt: skip
+        (
+            tag(
+                "tr",
+                tag("td", e(w.config))
+                + tag("td", e(w.n))
+                + tag("td", e(_num(w.mean)))
+                + tag("td", e("" if w.ci95 is None else f"{w.ci95[0]:.4g} .. {w.ci95[1]:.4g}"))
+                + tag("td", e("" if w.ratio is None else f"{w.ratio:.3f}"))
+                + tag("td", e("yes" if w.equivalent else "")),
+            )
+            for w in doc.winners
+        ),
+    )
+    dropped = table(
+        head("config", "round", "reason", "test", "p", "evidence"),
+        (
+            tag(
+                "tr",
+                tag("td", e(d.config))
+                + tag("td", e(d.round))
+                + tag("td", e(d.reason))
+                + tag("td", e(d.test))
+                + tag("td", e("" if d.p is None else f"{d.p:.2g}"))
+                + tag("td", e(d.detail)),
+            )
+            for d in doc.dropped
+        ),
+    )
+    body = "".join(
+        [
+            tag("h1", e(f"fsbench tune: run {doc.run_id}, {doc.workload} ({doc.status})")),
+            tag(
+                "p",
+                e(
+                    f"{doc.space.total} configs raced on {doc.metric} ({doc.better} is better), "
+                    f"scale {doc.scale}; stopped: {doc.stop or 'not finished'} after "
+                    f"{doc.grid_n} rounds; {doc.trials} counted trials (+{doc.warmup_trials} "
+                    f"warm-up) against {doc.grid_trials} for a full grid."
+                ),
+            ),
+            chart_html,
+            tag("h2", "Still in the race"),
+            winners,
+            tag("h2", "Dropped"),
+            dropped if doc.dropped else tag("p", "None."),
+            tag("h2", "Check the winner against the defaults"),
+            pre(doc.rerun),
+            tag("p", e(doc.method), class_="about"),
+            tag("footer", e(f"fsbench {__version__}")),
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{e(f'fsbench tune run {doc.run_id}')}</title>\n"
+        f'<style>{css()}</style>\n</head>\n<body>\n<div class="wrap">{body}</div>\n'
+        "</body>\n</html>\n"
+    )
+
+
+def write_race_page(store: Store, run_id: int, out_dir: Path) -> Path:
+    """race.html (and the chart as PNG and SVG) in out_dir; the page's path."""
+    doc = document(store, run_id)
+    chart = race_chart(doc, out_dir, ("png", "svg"))
+    page = out_dir / PAGE_NAME
+    page.write_text(race_html(doc, img(chart)), encoding="utf-8")
+    return page
