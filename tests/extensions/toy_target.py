@@ -21,8 +21,12 @@ class RamImageSpec(LoopTargetSpec):
 
     kind: str = "ram-image"
     executor: ClassVar[str] = f"{__name__}:RamImageExecutor"
-    flags: ClassVar[dict[str, str]] = {"ram-image-size": "image_size"}
-    image_size: int = Field(default=512 << 20, gt=0, description="Size of the RAM image.")
+    image_size: int = Field(
+        default=512 << 20,
+        gt=0,
+        description="Size of the RAM image.",
+        json_schema_extra=targets.flag("ram-image-size"),
+    )
     workdir: Path = Field(default=Path("/dev/shm/fsbench-toy"), description="Where it goes.")
 
 

@@ -220,7 +220,7 @@ def build_plan(flags: PlanFlags) -> Plan:
 
 def target_of(target: dict[str, Any], flags: PlanFlags) -> dict[str, Any]:
     """The plan's target with the target flags applied. Each target kind says which flags
-    it takes (TargetSpec.flags); a flag another kind takes is refused."""
+    it takes (TargetSpec.flags()); a flag another kind takes is refused."""
     kinds = targets.kinds()
     default = next(iter(kinds))
     kind = flags.target_kind or target.get("kind") or default
@@ -233,9 +233,9 @@ def target_of(target: dict[str, Any], flags: PlanFlags) -> dict[str, Any]:
         target = {k: v for k, v in target.items() if k in common}
     target["kind"] = kind
     for flag, value in flags.target.items():
-        name = spec.flags.get(flag)
+        name = spec.flags().get(flag)
         if name is None:
-            takers = [k for k, s in kinds.items() if flag in s.flags]
+            takers = [k for k, s in kinds.items() if flag in s.flags()]
             raise FsbenchError(
                 f"--{flag} needs --target {takers[0]} (this plan's target is {kind})"
             )

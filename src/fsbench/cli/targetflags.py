@@ -37,7 +37,7 @@ def all_flags(only: str | None = None) -> list[TargetFlag]:
     for kind, spec in targets.kinds().items():
         if only is not None and kind != only:
             continue
-        for flag, name in spec.flags.items():
+        for flag, name in spec.flags().items():
             info = spec.model_fields[name]
             seen = found.get(flag)
             if seen is not None:
@@ -47,7 +47,8 @@ def all_flags(only: str | None = None) -> list[TargetFlag]:
             shown = f" \\[default: {default}]" if default not in (None, False, {}, []) else ""
             if name == "image_size" and isinstance(default, int):
                 shown = f" \\[default: {default >> 30}G]" if default % (1 << 30) == 0 else shown
-            short = (spec.short_flags[flag],) if flag in spec.short_flags else ()
+            shorts = spec.short_flags()
+            short = (shorts[flag],) if flag in shorts else ()
             found[flag] = TargetFlag(
                 flag,
                 name,

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from fsbench.plan.targets import LoopTargetSpec, TargetSpec
+from fsbench.plan.targets import DEFAULT_WORKDIR, LoopTargetSpec, TargetSpec, flag
 
 DEFAULT_POLL = 10.0
 # A host that stops answering may come back (an SSH drop, a reboot of the network): its
@@ -22,33 +22,41 @@ class FleetTargetSpec(TargetSpec):
 
     kind: str = "fleet"
     executor: ClassVar[str] = "fsbench.fleet.executor:FleetExecutor"
-    flags: ClassVar[dict[str, str]] = {
-        "image-size": "image_size",
-        "inventory": "inventory",
-        "limit": "limit",
-        "poll": "poll",
-        "unreachable-timeout": "unreachable_timeout",
-        "forks": "forks",
-        "controller-dir": "controller_dir",
-    }
-    short_flags: ClassVar[dict[str, str]] = {"inventory": "-i", "limit": "-l"}
+    # Each host's work directory is its inventory's (fsbench_dir), not a flag here.
+    workdir: Path = Field(default=DEFAULT_WORKDIR, description="Not used: each host's own.")
     inventory: Path = Field(
-        default=Path("hosts.ini"), description="An Ansible inventory (INI, YAML, script)."
+        default=Path("hosts.ini"),
+        description="An Ansible inventory (INI, YAML, script).",
+        json_schema_extra=flag("inventory", "-i"),
     )
-    limit: str | None = Field(default=None, description="Only hosts matching this Ansible pattern.")
+    limit: str | None = Field(
+        default=None,
+        description="Only hosts matching this Ansible pattern.",
+        json_schema_extra=flag("limit", "-l"),
+    )
     poll: float = Field(
-        default=DEFAULT_POLL, gt=0, description="Seconds between looks at the hosts' progress."
+        default=DEFAULT_POLL,
+        gt=0,
+        description="Seconds between looks at the hosts' progress.",
+        json_schema_extra=flag("poll"),
     )
     unreachable_timeout: float = Field(
         default=DEFAULT_UNREACHABLE_TIMEOUT,
         gt=0,
         description="Seconds a started host may stay unreachable (since it last answered) "
         "before it fails alone; its run may go on there, and --resume finishes what is missing.",
+        json_schema_extra=flag("unreachable-timeout"),
     )
-    forks: int = Field(default=20, ge=1, description="Hosts Ansible talks to at once.")
+    forks: int = Field(
+        default=20,
+        ge=1,
+        description="Hosts Ansible talks to at once.",
+        json_schema_extra=flag("forks"),
+    )
     controller_dir: Path = Field(
         default=Path("/var/tmp/fsbench-fleet-controller"),
         description="Where the controller keeps logs and fetched stores.",
+        json_schema_extra=flag("controller-dir"),
     )
 
     def for_hosts(self) -> LoopTargetSpec:

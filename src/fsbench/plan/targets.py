@@ -14,13 +14,27 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from fsbench.system.units import Bytes
 
 DEFAULT_WORKDIR = Path("/var/tmp/fsbench")
 DEFAULT_IMAGE_SIZE = 8 << 30
 ENTRY_POINTS = "fsbench.targets"
+JsonDict = dict[str, JsonValue]
+
+
+def flag(name: str, short: str = "") -> JsonDict:
+    """A field's mark as a command-line flag (`Field(json_schema_extra=flag("kernel"))`)."""
+    return {"flag": name, "short": short} if short else {"flag": name}
+
+
+def _marked(cls: type[BaseModel]) -> list[tuple[str, JsonDict]]:
+    return [
+        (name, extra)
+        for name, info in cls.model_fields.items()
+        if isinstance(extra := info.json_schema_extra, dict) and extra.get("flag")
+    ]
 
 
 class TargetSpec(BaseModel):
@@ -30,17 +44,32 @@ class TargetSpec(BaseModel):
 
     kind: str
     # The executor that runs its trials ("module:Class", imported only when a run asks for
-    # it), and the command-line flags it takes, each with the field it sets (a flag of
-    # another kind is refused). Help and type come from the field.
+    # it). The command-line flags it takes are its fields marked `flag(...)`: help and
+    # default from the field; a flag of another kind is refused.
     executor: ClassVar[str]
-    flags: ClassVar[dict[str, str]] = {"image-size": "image_size", "workdir": "workdir"}
-    short_flags: ClassVar[dict[str, str]] = {}  # flag -> its one-letter form: {"limit": "-l"}
 
     # The loop image, or the VM's scratch disk.
     image_size: Bytes = Field(
-        default=DEFAULT_IMAGE_SIZE, gt=0, description="Loop image (or VM scratch disk) size."
+        default=DEFAULT_IMAGE_SIZE,
+        gt=0,
+        description="Loop image (or VM scratch disk) size.",
+        json_schema_extra=flag("image-size"),
     )
-    workdir: Path = Field(default=DEFAULT_WORKDIR, description="Where images and mounts go.")
+    workdir: Path = Field(
+        default=DEFAULT_WORKDIR,
+        description="Where images and mounts go.",
+        json_schema_extra=flag("workdir"),
+    )
+
+    @classmethod
+    def flags(cls) -> dict[str, str]:
+        """Its command-line flags, each with the field it sets: {"image-size": "image_size"}."""
+        return {str(f["flag"]): name for name, f in _marked(cls)}
+
+    @classmethod
+    def short_flags(cls) -> dict[str, str]:
+        """The one-letter forms of its flags: {"inventory": "-i"}."""
+        return {str(f["flag"]): str(f["short"]) for _, f in _marked(cls) if f.get("short")}
 
     def dimensions(self) -> dict[str, list[str]]:
         """Matrix dimensions the target itself adds (the VM's kernels)."""
@@ -52,16 +81,16 @@ class LoopTargetSpec(TargetSpec):
 
     kind: str = "loop"
     executor: ClassVar[str] = "fsbench.execute.executors.local:LocalExecutor"
-    flags: ClassVar[dict[str, str]] = {
-        **TargetSpec.flags,
-        "device": "device",
-        "destroy-data": "destroy_data",
-    }
     device: str | None = Field(
-        default=None, description="A real block device instead of a loop image (needs "
-        "--destroy-data)."
-    )  # fmt: skip
-    destroy_data: bool = Field(default=False, description="Allow fsbench to overwrite --device.")
+        default=None,
+        description="A real block device instead of a loop image (needs --destroy-data).",
+        json_schema_extra=flag("device"),
+    )
+    destroy_data: bool = Field(
+        default=False,
+        description="Allow fsbench to overwrite --device.",
+        json_schema_extra=flag("destroy-data"),
+    )
 
 
 T = TypeVar("T", bound=type[TargetSpec])

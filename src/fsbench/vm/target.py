@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from fsbench.plan.targets import TargetSpec
+from fsbench.plan.targets import TargetSpec, flag
 from fsbench.system import knobs
 
 
@@ -16,17 +16,18 @@ class VmTargetSpec(TargetSpec):
 
     kind: str = "vm"
     executor: ClassVar[str] = "fsbench.vm.executor:VmExecutor"
-    flags: ClassVar[dict[str, str]] = {
-        **TargetSpec.flags,
-        "kernel": "kernel",
-        "guest-ram": "guest_ram_mb",
-    }
     kernel: str | list[str] | None = Field(
         default=None,
         description="vm: Debian's default, a version (6.1), a linux-image package, or the "
         "path of your own bzImage; several (6.1,6.12) make the kernel a dimension.",
+        json_schema_extra=flag("kernel"),
     )
-    guest_ram_mb: int = Field(default=2048, ge=256, description="vm: guest RAM in MiB.")
+    guest_ram_mb: int = Field(
+        default=2048,
+        ge=256,
+        description="vm: guest RAM in MiB.",
+        json_schema_extra=flag("guest-ram"),
+    )
     vcpus: int = Field(default=2, ge=1, le=64)
     throttle: dict[str, int] = Field(default_factory=dict)  # QEMU: iops-total, bps-total...
 
