@@ -17,6 +17,7 @@ from fsbench import workloads
 from fsbench.execute.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
+from fsbench.store import trialfacts
 from fsbench.store.records import TrialRecord
 from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
@@ -177,7 +178,7 @@ class VmExecutor(Executor):
         if any(r.status == "unsupported" for r in records):
             refused.add(slot.cell.key)
         on_records(slot, records)
-        booted = records[0].provenance.get("vm")
+        booted = trialfacts.vm(records[0].provenance)
         if booted and (kernel or "default") not in self.guests:
             self.guests[kernel or "default"] = booted
 
