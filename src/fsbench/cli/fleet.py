@@ -23,9 +23,7 @@ from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
 from fsbench.cli.run import (
-    EXIT_FAILED,
     execute,
-    exit_status,
     finish,
     resumable,
     resume_run,
@@ -160,17 +158,15 @@ def fleet_run(
             hooks=display,
             kind=FLEET,
         )
-    for line in outcome.unfinished:
-        err.print(line, style="red", markup=False, highlight=False, soft_wrap=True)
-    emit(store, outcome.run_id, "json" if json_out else "table", None, False)
     if outcome.interrupted:
         err.print(
             f"fsbench fleet: interrupted; `fsbench fleet run --resume {outcome.run_id} "
             f"--inventory {plan.target.model_dump().get('inventory')}` finishes it",
             style="yellow",
         )
+        emit(store, outcome.run_id, "json" if json_out else "table", None, False)
         raise typer.Exit(130)
-    raise typer.Exit(EXIT_FAILED if outcome.unfinished else exit_status(store, outcome.run_id))
+    finish(store, outcome, json_out, report=False)
 
 
 @app.command("member", hidden=True)

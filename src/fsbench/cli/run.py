@@ -258,10 +258,13 @@ def execute(
 
 
 def finish(store: Store, outcome: matrix.Outcome, json_out: bool, report: bool = True) -> None:
+    err = Console(stderr=True)
+    for line in outcome.unfinished:  # one line each (a host that failed), for grep
+        err.print(line, style="red", markup=False, highlight=False, soft_wrap=True)
     emit(store, outcome.run_id, "json" if json_out else "table", None, False)
     if report:
         write_report(store, outcome.run_id)
-    raise typer.Exit(exit_status(store, outcome.run_id))
+    raise typer.Exit(EXIT_FAILED if outcome.unfinished else exit_status(store, outcome.run_id))
 
 
 def exit_status(store: Store, run_id: int) -> int:
