@@ -408,3 +408,43 @@ def test_an_unknown_fsbench_host_variable_is_refused() -> None:
         hosts_of(listed)
     listed["_meta"]["hostvars"]["a"] = {"fsbench_device": "/dev/sdb", "ansible_user": "root"}
     assert hosts_of(listed) == [FleetHost("a", (), {"fsbench_device": "/dev/sdb"})]
+
+
+def test_the_fleet_is_the_executor_its_target_kind_names(tmp_path: Path) -> None:
+    """A plan whose target kind is fleet gets the fleet executor from the one registry,
+    made from the target's own fields, and bound to its run like any executor: the run's
+    store and uid, and a per-host display where the hooks offer one."""
+    from fsbench.execute.executors import Binding, for_plan
+    from fsbench.execute.hooks import Hooks
+    from fsbench.fleet.target import FleetTargetSpec
+
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[dev]\nh2 ansible_host=127.0.0.2\nh3 ansible_host=127.0.0.3\n")
+    plan = Plan.model_validate(
+        {
+            "fs": [{"type": "ext4"}],
+            "workload": [{"name": "alloc"}],
+            "target": {"kind": "fleet", "inventory": str(inventory), "poll": 0.5, "forks": 3},
+        }
+    )
+    assert isinstance(plan.target, FleetTargetSpec)
+    assert plan.model_dump()["target"]["inventory"] == inventory  # dumped with its own fields
+    executor = for_plan(plan, planning.expand(plan))
+    assert isinstance(executor, FleetExecutor)
+    assert [h.host.name for h in executor.hosts] == ["h2", "h3"]
+    assert (executor.poll, executor.forks) == (0.5, 3)
+
+    seen: list[list[HostRun]] = []
+
+    class Display(Hooks):
+        def hosts(self, hosts: list[HostRun]) -> None:
+            seen.append(hosts)
+
+    display = Display()
+    executor.bind(Binding(Store(str(tmp_path / "s.db")), "ab" * 16, display))
+    assert executor.uid == "ab" * 16 and executor.dir.name == f"fleet-{'ab' * 16}"
+    executor.on_progress(executor.hosts)
+    assert seen == [executor.hosts]
+    # What each host is given runs on its own loop image, the fleet target's size.
+    assert plan.target.for_hosts().kind == "loop"
+    assert plan.target.for_hosts().image_size == plan.target.image_size
