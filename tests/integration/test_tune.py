@@ -42,7 +42,8 @@ def test_a_race_prints_its_space_drops_the_slow_config_and_names_the_winner(
     res = fsbench(
         "tune",
         "--fs",
-        "ext4:mount={data=ordered,sync}",
+        # nomballoc: the kernel refuses it (`Unknown parameter`): dropped at its first trial.
+        "ext4:mount={data=ordered,sync,nomballoc}",
         *WORKLOAD,
         "--max-rounds",
         "6",
@@ -55,20 +56,27 @@ def test_a_race_prints_its_space_drops_the_slow_config_and_names_the_winner(
     assert res.returncode == 0, res.stderr
     err = res.stderr
     # The space, expanded and counted, before the first trial.
-    assert "total: 2 configs" in err and "ext4:mount=sync" in err
-    assert err.index("total: 2 configs") < err.index("warm-up round")
+    assert "total: 3 configs" in err and "ext4:mount=sync" in err
+    assert err.index("total: 3 configs") < err.index("warm-up round")
     assert "round 3:" in err and "dropped ext4 sync (worse)" in err
+    assert "dropped ext4 nomballoc (unsupported)" in err
     doc = json.loads(res.stdout)
-    assert doc["space"]["total"] == 2 and doc["metric"] == "files_per_s"
+    assert doc["space"]["total"] == 3 and doc["metric"] == "files_per_s"
     assert doc["stop"] == "one left" and doc["decided"]
     assert [w["config"] for w in doc["winners"]] == ["ext4 data=ordered"]
     winner = doc["winners"][0]
     assert winner["ci95"][0] <= winner["mean"] <= winner["ci95"][1]
-    (drop,) = doc["dropped"]
+    refused, drop = doc["dropped"]
+    assert (refused["config"], refused["reason"], refused["round"]) == (
+        "ext4 nomballoc",
+        "unsupported",
+        0,
+    )
     assert drop["config"] == "ext4 sync" and drop["reason"] == "worse"
     assert 3 <= drop["round"] < 6 and drop["p"] < drop["level"]
-    assert doc["trials"] == 2 * drop["round"] and doc["warmup_trials"] == 2
-    assert doc["grid_trials"] == 2 * doc["grid_n"]
+    assert doc["trials"] == 2 * drop["round"] and doc["warmup_trials"] == 3
+    # The grid: 2 configs at the race's final n, and the refused one's single trial.
+    assert doc["grid_trials"] == 2 * doc["grid_n"] + 1
     assert doc["rerun"].startswith("fsbench run --fs ext4:mount=data=ordered --fs ext4 ")
     # Stored like any run: a run of kind tune, each trial with its round.
     store = Store(workdir / "results.db")
