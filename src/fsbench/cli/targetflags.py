@@ -7,9 +7,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BeforeValidator
+from pydantic.fields import FieldInfo
 
 from fsbench.plan import targets
 
@@ -22,8 +25,12 @@ class TargetFlag:
     field: str  # the field it sets in the spec of the kinds that take it
     kinds: tuple[str, ...]
     help: str
-    is_bool: bool
+    type: type  # as the command line takes it (a size written 8G is text, parsed later)
     short: tuple[str, ...] = ()
+
+    @property
+    def is_bool(self) -> bool:
+        return self.type is bool
 
     @property
     def param(self) -> str:
@@ -54,10 +61,20 @@ def all_flags(only: str | None = None) -> list[TargetFlag]:
                 name,
                 (kind,),
                 (info.description or "") + shown,
-                info.annotation is bool,
+                _cli_type(info),
                 short,
             )
     return list(found.values())
+
+
+def _cli_type(info: FieldInfo) -> type:
+    """The type the command line parses a field's flag as: its own where typer knows it
+    and nothing parses it first (a size such as 8G goes to the model as text)."""
+    parsed_first = any(isinstance(m, BeforeValidator) for m in info.metadata)
+    kind = info.annotation
+    if kind in (bool, int, float, Path) and not parsed_first and isinstance(kind, type):
+        return kind
+    return str
 
 
 def kind_help() -> str:
@@ -86,7 +103,7 @@ def with_target_flags(only: str | None = None) -> Callable[[F], F]:
                 inspect.Parameter.KEYWORD_ONLY,
                 default=False if f.is_bool else None,
                 annotation=Annotated[
-                    bool if f.is_bool else str | None,
+                    bool if f.is_bool else f.type | None,
                     typer.Option(f"--{f.flag}", *f.short, help=f.help, show_default=False),
                 ],
             )
