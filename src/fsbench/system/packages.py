@@ -44,6 +44,10 @@ EXTRA: tuple[Extra, ...] = (
         "the kernel-tree workloads: Debian's kernel tarball and the headers its build needs",
     ),
     Extra(
+        ("ccache",),
+        "fsbench bisect: each step's kernel build reuses what earlier steps compiled",
+    ),
+    Extra(
         ("qemu-system-x86", "qemu-utils", "debootstrap"),
         "the VM target: QEMU, and the guest's Debian root made by debootstrap",
     ),

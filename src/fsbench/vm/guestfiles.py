@@ -180,6 +180,8 @@ def configure(root: Path, k: Kernel, key: str, log: LogFn) -> None:
 
 def install_modules(root: Path, k: Kernel) -> None:
     """The kernel's modules (headless: pruned), indexed for this root."""
+    if k.modules is None:
+        raise ValueError(f"kernel {k.version} has everything built in: no modules to install")
     mods = root / "lib/modules" / k.version
     shutil.rmtree(mods, ignore_errors=True)
     mods.parent.mkdir(parents=True, exist_ok=True)

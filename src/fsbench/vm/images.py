@@ -114,6 +114,10 @@ def ensure_image(
         raise FsbenchError("building the VM image needs root (debootstrap, chroot)")
     pyenv.require_guest_python()
     k = kernel if isinstance(kernel, Kernel) else resolve_kernel(kernel, cache, log)
+    if k.builtin:  # the default image's root with this kernel (vm/builtin.py)
+        from fsbench.vm.builtin import builtin_image
+
+        return builtin_image(k, cache, log)
     key = image_key(k)
     final = cache / "images" / key
     image = GuestImage(key, final, k.version, k.source)

@@ -1,5 +1,7 @@
 """The guest's kernels: a Debian kernel package (downloaded and unpacked into the cache,
-nothing installed on the host) or your own build (a bzImage and its modules directory).
+nothing installed on the host) or your own build (a bzImage and its modules directory, or
+none for a kernel with everything built in: its .config beside it says
+`# CONFIG_MODULES is not set`).
 
     --kernel default | 6.1 | 6.12 | 6.1.0-41-amd64 | linux-image-... | /path/to/build
 """
@@ -24,15 +26,21 @@ class Kernel:
 
     version: str
     bzimage: Path
-    modules: Path  # the lib/modules/<version> directory
+    modules: Path | None  # the lib/modules/<version> directory; None: all built in
     source: str  # "debian:<package>=<version>" or "path:<bzimage>"
 
+    @property
+    def builtin(self) -> bool:
+        """Everything built in: no modules, and no initrd needed to boot."""
+        return self.modules is None
+
     def as_dict(self) -> dict[str, str]:
-        return {k: str(v) for k, v in asdict(self).items()}
+        return {k: "" if v is None else str(v) for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Kernel:
-        return cls(data["version"], Path(data["bzimage"]), Path(data["modules"]), data["source"])
+        modules = Path(data["modules"]) if data.get("modules") else None
+        return cls(data["version"], Path(data["bzimage"]), modules, data["source"])
 
     def config_file(self) -> Path | None:
         """The kernel's .config: the package's boot/config-<version>, or a build's."""
@@ -148,6 +156,11 @@ def path_kernel(path: str | Path, modules: str | Path | None = None) -> Kernel:
     else:
         subs = [d for d in sorted(root.glob("lib/modules/*")) if d.is_dir()]
         subs += [d for d in sorted(root.glob("modules/*")) if d.is_dir()]
+        if not subs and _modules_off(bz):
+            version = bzimage_version(bz)
+            if version is None:
+                raise FsbenchError(f"--kernel {p}: {bz.name} is no bzImage (no version in it)")
+            return Kernel(version, bz, None, f"path:{bz}")
         if not subs:
             raise FsbenchError(
                 f"--kernel {p}: no lib/modules/<version> beside it; install the modules with "
@@ -157,6 +170,30 @@ def path_kernel(path: str | Path, modules: str | Path | None = None) -> Kernel:
     if not mod.is_dir():
         raise FsbenchError(f"kernel modules {mod}: not a directory")
     return Kernel(mod.name, bz, mod, f"path:{bz}")
+
+
+def _modules_off(bz: Path) -> bool:
+    """Whether the kernel's .config (beside it, as a build leaves it) has no modules."""
+    probe = Kernel("", bz, None, "")
+    config = probe.config_file()
+    return config is not None and "# CONFIG_MODULES is not set" in config.read_text(
+        errors="replace"
+    )
+
+
+def bzimage_version(bz: Path) -> str | None:
+    """uname -r of a bzImage, from its setup header (the string at kernel_version + 0x200,
+    after the "HdrS" magic at 0x202), as `file` reads it."""
+    try:
+        with open(bz, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return None
+    if head[0x202:0x206] != b"HdrS" or len(head) < 0x210:
+        return None
+    at = int.from_bytes(head[0x20E:0x210], "little") + 0x200
+    text = head[at : at + 256].split(b"\0", 1)[0].decode(errors="replace").split()
+    return text[0] if text else None
 
 
 def resolve_kernel(spec: str | None, cache: Path = DEFAULT_CACHE, log: LogFn = quiet) -> Kernel:

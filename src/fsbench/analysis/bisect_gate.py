@@ -1,0 +1,190 @@
+"""The statistical gate of a bisection: is a step's sample significantly closer to the good
+endpoint's or to the bad one's?
+
+A one-run threshold on a noisy machine marks good commits bad and sends a bisection down
+the wrong half. Here a step is compared with both endpoints by the decision rule every
+comparison of fsbench uses (decisions.py: Welch, Holm with Shaffer's constraints over
+the three pairs good / step / bad, sequential looks with Pocock boundaries, design.py):
+
+- **good**: the step is ordered against the bad endpoint, not against the good one, and
+  lies on the good side of the endpoints' midpoint (or beyond the good endpoint);
+- **bad**: the mirror image;
+- **undecided**: otherwise. Ordered against neither: more repetitions, up to the budget.
+  Ordered against both, between them: a step that is neither (two changes, or a partial
+  one) is reported as such, not guessed.
+
+Before any step, `refusal` says in one line, with numbers, why a bisection cannot work:
+the endpoints are not ordered, or their difference is below what the noise lets a step
+measured to the budget tell apart.
+
+Pure functions: values in, verdicts out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fsbench.analysis import decisions
+from fsbench.analysis.decisions import ORDER, Side
+from fsbench.analysis.design import DEFAULT_MARGIN, MIN_REPS, Design, cv
+from fsbench.analysis.stats import min_detectable, summarize
+
+GOOD, BAD, UNDECIDED = "good", "bad", "undecided"
+STEP = "step"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A step's answer and its evidence."""
+
+    verdict: str  # good | bad | undecided
+    n: int
+    mean: float
+    ci95: tuple[float, float] | None  # the step's mean
+    p_good: float | None  # step vs good endpoint (order p, sequential, Holm)
+    p_bad: float | None
+    needed: int | None  # undecided: repetitions per side that would decide
+    note: str = ""
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict != UNDECIDED
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "n": self.n,
+            "mean": self.mean,
+            "ci95": list(self.ci95) if self.ci95 else None,
+            "p_good": self.p_good,
+            "p_bad": self.p_bad,
+            "needed": self.needed,
+            "note": self.note,
+        }
+
+
+def design(n_max: int, margin: float = DEFAULT_MARGIN) -> Design:
+    """A look after every repetition from MIN_REPS to the budget."""
+    return Design(True, MIN_REPS, max(MIN_REPS, n_max), margin)
+
+
+def gate(
+    good: Sequence[float],
+    bad: Sequence[float],
+    step: Sequence[float],
+    *,
+    better: str,
+    n_max: int,
+    unit: str | None = None,
+    margin: float = DEFAULT_MARGIN,
+) -> Verdict:
+    """The verdict on `step` (values in the order measured) against the endpoints."""
+    summary = summarize(step)
+    mean = summary.mean if summary.mean is not None else math.nan
+    base = Verdict(UNDECIDED, len(step), mean, summary.ci95, None, None, None)
+    if len(step) < 2 or len(good) < 2 or len(bad) < 2:
+        return _with(base, note="too few repetitions to test")
+    sides = [Side(GOOD, tuple(good)), Side(STEP, tuple(step)), Side(BAD, tuple(bad))]
+    found = decisions.decide(
+        sides, better=better, unit=unit, design=design(n_max, margin), explain=False
+    )
+    if found is None:
+        return _with(base, note="no decision possible (no direction for this metric)")
+    vs_good, vs_bad = found.pair(GOOD, STEP), found.pair(STEP, BAD)
+    assert vs_good is not None and vs_bad is not None
+    base = _with(base, p_good=vs_good.p, p_bad=vs_bad.p)
+    g, b = statistics.fmean(good), statistics.fmean(bad)
+    mid = (g + b) / 2
+    good_side = (mean - mid) * (g - mid) > 0
+    beyond_good = (mean - g) * (g - b) > 0
+    beyond_bad = (mean - b) * (b - g) > 0
+    off_good, off_bad = vs_good.kind == ORDER, vs_bad.kind == ORDER
+    if off_bad and not off_good and good_side:
+        return _with(base, verdict=GOOD, note="ordered against the bad endpoint only")
+    if off_good and not off_bad and not good_side:
+        return _with(base, verdict=BAD, note="ordered against the good endpoint only")
+    if off_good and off_bad:
+        if beyond_good:
+            return _with(base, verdict=GOOD, note="beyond the good endpoint")
+        if beyond_bad:
+            return _with(base, verdict=BAD, note="beyond the bad endpoint")
+        return _with(
+            base,
+            note="differs from both endpoints, between them: a partial change or two changes",
+        )
+    needed = [p.needed for p in (vs_good, vs_bad) if p.needed is not None]
+    why = "ordered against neither endpoint" if not off_good else "on the wrong side"
+    return _with(base, needed=max(needed) if needed else None, note=why)
+
+
+def _with(v: Verdict, **changes: object) -> Verdict:
+    from dataclasses import replace
+
+    return replace(v, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a bisection between these endpoints cannot work, with its numbers."""
+
+    line: str
+    difference: float  # relative, bad vs good
+    detectable: float | None  # the smallest relative difference the budget detects
+
+
+def refusal(
+    good: Sequence[float],
+    bad: Sequence[float],
+    *,
+    better: str,
+    n_max: int,
+    unit: str = "",
+    margin: float = DEFAULT_MARGIN,
+) -> Refusal | None:
+    """None when the endpoints are ordered and differ by more than the smallest
+    difference a step measured to `n_max` repetitions can be told from (at the noise the
+    endpoints show, 80% power, the sequential design's per-look level); else the line."""
+    if len(good) < 2 or len(bad) < 2:
+        return Refusal(
+            f"refusing to bisect: endpoints need 2+ repetitions each (good n={len(good)}, "
+            f"bad n={len(bad)})",
+            math.nan,
+            None,
+        )
+    g, b = statistics.fmean(good), statistics.fmean(bad)
+    diff = (b - g) / g if g else math.inf
+    cg, cb = cv(good), cv(bad)
+    noise = math.sqrt(((cg or 0.0) ** 2 + (cb or 0.0) ** 2) / 2)
+    d = design(n_max, margin)
+    detectable = min_detectable(noise, 1.0, n_max, alpha=d.nominal_alpha)
+    found = decisions.decide(
+        [Side(GOOD, tuple(good)), Side(BAD, tuple(bad))],
+        better=better,
+        unit=unit or None,
+        design=Design(False, margin=margin),
+        explain=False,
+    )
+    pair = found.pair(GOOD, BAD) if found else None
+    ordered = pair is not None and pair.kind == ORDER
+    worse = pair is not None and pair.winner == GOOD
+    small = detectable is not None and abs(diff) < detectable
+    if ordered and worse and not small:
+        return None
+    p = f"p={pair.p:.2g}" if pair is not None and pair.p is not None else "no test"
+    if ordered and not worse:
+        why = "the 'bad' endpoint is the better one"
+    elif not ordered:
+        why = "the endpoints are not ordered"
+    else:
+        why = "the difference is below what the noise lets the budget detect"
+    u = f" {unit}" if unit else ""
+    seen = f"{detectable:.1%}" if detectable is not None else "n/a"
+    line = (
+        f"refusing to bisect: {why}: good {g:.4g}{u} (n={len(good)}), bad {b:.4g}{u} "
+        f"(n={len(bad)}), {diff:+.1%} ({p}); noise CV {noise:.1%}: {n_max} repetitions "
+        f"detect {seen}"
+    )
+    return Refusal(line, diff, detectable)

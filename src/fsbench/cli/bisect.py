@@ -1,0 +1,113 @@
+"""`fsbench bisect`: find the kernel commit that changed a metric, with a statistical gate
+at every step (execute/bisect.py). See docs/bisect.md."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from fsbench.cli import planflags as pf
+from fsbench.cli import targetflags
+from fsbench.cli.common import DbOption, JsonOption
+from fsbench.execute.bisect import BisectArgs, Bisection, Refused
+from fsbench.reports import bisect as report
+from fsbench.store.results import Store
+from fsbench.vm.kbuild import KBUILD_CACHE
+
+RANK = 17
+EXIT_REFUSED, EXIT_UNDECIDED = 5, 6
+
+
+@targetflags.with_target_flags(only="vm")
+def bisect(
+    linux: Annotated[
+        Path, typer.Option("--linux", help="Your Linux git tree (bisected in place).")
+    ],
+    good: Annotated[str, typer.Option("--good", help="A commit (ref) without the change.")],
+    bad: Annotated[str, typer.Option("--bad", help="A commit (ref) with the change.")],
+    fs: pf.FsOpt = [],  # noqa: B006 - typer's list options
+    workload: pf.WorkloadOpt = [],  # noqa: B006
+    set_: pf.SetOpt = [],  # noqa: B006
+    metric: Annotated[
+        str | None,
+        typer.Option("--metric", help="The metric bisected \\[default: the workload's headline]."),
+    ] = None,
+    max_reps: Annotated[
+        int,
+        typer.Option(
+            "--max-reps",
+            min=3,
+            help="The budget: repetitions per commit at most (the endpoints get all of them).",
+        ),
+    ] = 5,
+    scale: pf.ScaleOpt = None,
+    margin: pf.MarginOpt = None,
+    trial_timeout: pf.TrialTimeoutOpt = None,
+    warmup: pf.WarmupOpt = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Your kernel .config \\[default: tinyconfig + kvm_guest.config + what the "
+            "guest and the filesystems need, all built in].",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="make -j \\[default: CPUs].")
+    ] = None,
+    kbuild_cache: Annotated[
+        Path,
+        typer.Option("--kbuild-cache", help="Build directories and ccache, kept between runs."),
+    ] = KBUILD_CACHE,
+    recheck: Annotated[
+        bool,
+        typer.Option("--recheck/--no-recheck", help="Measure the endpoints again at the end."),
+    ] = True,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue this tree's killed bisection from its log."),
+    ] = False,
+    db: DbOption = None,
+    json_out: JsonOption = False,
+    **target_flags: Any,
+) -> None:
+    """Bisect a kernel performance change: build, boot and measure each commit git bisect
+    picks, and mark it good or bad only when its measurements are significantly closer to
+    one endpoint's than to the other's."""
+    flags = pf.flags_of(locals(), target_kind="vm", reps="1")
+    built = pf.build(flags)
+    store = Store(db)
+    err = Console(stderr=True, highlight=False)
+    args = BisectArgs(
+        linux=linux,
+        good=good,
+        bad=bad,
+        metric=metric,
+        max_reps=max_reps,
+        config=config,
+        jobs=jobs,
+        kbuild_cache=kbuild_cache,
+        recheck=recheck,
+    )
+    job = Bisection(args, built.plan, built.cells, store, sys.argv, log=lambda s: err.print(s))
+    try:
+        outcome = job.resume() if resume else job.start()
+    except Refused as exc:
+        err.print(str(exc))
+        raise typer.Exit(EXIT_REFUSED) from None
+    data = report.as_json(store.get_run(outcome.run_id), store.get_trials(outcome.run_id))
+    if json_out:
+        print(json.dumps(data, indent=1, default=str))
+    else:
+        print(report.text(data), end="")
+    if outcome.first_bad is None:
+        raise typer.Exit(EXIT_UNDECIDED)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bisect")(bisect)

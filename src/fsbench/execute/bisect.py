@@ -1,0 +1,575 @@
+"""`fsbench bisect`: drive `git bisect` in the user's Linux tree with a statistical gate.
+
+    endpoints: build good and bad, measure each to the budget (the same guest at every
+      step: accelerator, CPUs, memory), compare their configs for confounders, refuse in
+      one line when their difference is below what the noise lets the budget detect
+    steps: git bisect start BAD GOOD, then for each commit git checks out: build (a
+      failure is `git bisect skip`, its reason stored), measure in guests of a few
+      repetitions each until the gate (analysis/bisect_gate.py) decides or the budget
+      is spent; good / bad marks it, undecided stops with the range left
+    end: the endpoints measured again (MIN_REPS each), checked against the first ones
+
+git runs as argv lists in the user's tree; its bisect log is an ordinary `git bisect log`
+(`git bisect replay` takes it) and is left in place, as `git bisect run` leaves it. Every
+trial is stored in one run (kind "bisect") as it comes back, each commit's trials with
+the knob kernel=<commit>; a build that failed is a `failed` record with the compiler's
+words. `--resume` continues a killed bisection: the evidence is the store's, the marks
+are the tree's bisect log.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fsbench import __version__, workloads
+from fsbench.analysis import bisect_gate
+from fsbench.analysis.bisect_gate import BAD, GOOD, UNDECIDED, Verdict
+from fsbench.analysis.design import MIN_REPS
+from fsbench.plan.model import Cell, Plan
+from fsbench.store.records import TrialRecord, now
+from fsbench.store.results import Store
+from fsbench.system import hostfacts, knobs, proc
+from fsbench.system.errors import FsbenchError
+from fsbench.vm.kbuild import KBUILD_CACHE, Built, KernelBuilder, confounders, read_config
+from fsbench.vm.target import VmTargetSpec
+
+KIND = "bisect"
+FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
+LOGGED_FIRST_BAD = re.compile(r"^# first bad commit: \[([0-9a-f]{40})\]", re.M)
+Log = Callable[[str], None]
+
+
+class Refused(FsbenchError):
+    """The endpoints cannot be bisected (one line, with numbers)."""
+
+
+class NoValues(FsbenchError):
+    """A kernel gave no value of the metric (it did not boot, or every trial failed)."""
+
+
+@dataclass(frozen=True)
+class BisectArgs:
+    linux: Path
+    good: str
+    bad: str
+    metric: str | None = None
+    max_reps: int = 5  # the budget: repetitions per commit at most
+    chunk: int = 2  # repetitions added per guest while undecided
+    config: Path | None = None  # the user's .config (default: tinyconfig + fragment)
+    jobs: int | None = None
+    kbuild_cache: Path = KBUILD_CACHE
+    recheck: bool = True  # the endpoints measured again at the end
+
+
+@dataclass
+class Step:
+    """One commit tested: its role, its evidence, what it cost."""
+
+    commit: str
+    role: str  # good | bad (the endpoints), step, recheck-good, recheck-bad
+    values: list[float] = field(default_factory=list)
+    verdict: str = ""  # good | bad | undecided | skip
+    gate: Verdict | None = None
+    build_seconds: float = 0.0
+    measure_seconds: float = 0.0
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "commit": self.commit,
+            "role": self.role,
+            "values": self.values,
+            "verdict": self.verdict,
+            "gate": self.gate.as_dict() if self.gate else None,
+            "build_seconds": round(self.build_seconds, 1),
+            "measure_seconds": round(self.measure_seconds, 1),
+            "error": self.error,
+        }
+
+
+@dataclass
+class Outcome:
+    run_id: int
+    first_bad: str | None = None
+    range_left: list[str] = field(default_factory=list)  # undecided: the commits left
+    steps: list[Step] = field(default_factory=list)
+    confounders: list[str] = field(default_factory=list)
+    log: str = ""  # git bisect log
+    seconds: float = 0.0
+    stopped: str = ""  # why the bisection stopped without a first bad commit
+
+
+class Git:
+    """git in the user's tree, argv lists only."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+
+    def run(self, *args: str, check: bool = True, timeout: float = 600) -> proc.Result:
+        res = proc.run(["git", "-C", str(self.tree), *args], timeout=timeout)
+        if check and not res.ok:
+            raise FsbenchError(f"git {' '.join(args)}: {res.output.strip()[-600:]}")
+        return res
+
+    def commit(self, ref: str) -> str:
+        res = self.run("rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}")
+        return res.stdout.strip()
+
+    def head(self) -> str:
+        return self.commit("HEAD")
+
+    def bisecting(self) -> bool:
+        return self.run("bisect", "log", check=False).ok
+
+    def log(self) -> str:
+        res = self.run("bisect", "log", check=False)
+        return res.stdout if res.ok else ""
+
+    def dirty(self) -> list[str]:
+        out = self.run("status", "--porcelain", "--untracked-files=no").stdout
+        return [line for line in out.splitlines() if line.strip()]
+
+    def subject(self, commit: str) -> tuple[str, str]:
+        """(subject, author date ISO) of a commit."""
+        out = self.run("log", "-1", "--format=%s%x00%aI", commit).stdout.strip()
+        subject, _, date = out.partition("\0")
+        return subject, date
+
+    def mark(self, verdict: str, commit: str) -> str:
+        """git bisect good|bad|skip; what git said (it exits 2 when only skipped commits
+        are left: that is an answer, not an error)."""
+        res = self.run("bisect", verdict, commit, check=False)
+        if not res.ok and "skip" not in res.output:
+            raise FsbenchError(f"git bisect {verdict} {commit[:12]}: {res.output.strip()[-600:]}")
+        return res.output
+
+    def branch(self) -> str:
+        """What is checked out: the branch's name, or the commit when detached."""
+        res = self.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
+        return res.stdout.strip() if res.ok and res.stdout.strip() else self.head()
+
+
+class Bisection:
+    """One bisection: its plan (one filesystem config, one workload), its store run."""
+
+    def __init__(
+        self,
+        args: BisectArgs,
+        plan: Plan,
+        cells: list[Cell],
+        store: Store,
+        argv: list[str],
+        log: Log = print,
+    ) -> None:
+        if len(cells) != 1:
+            raise FsbenchError(
+                f"fsbench bisect measures one cell (one --fs config, one --workload, no "
+                f"sweep); these flags make {len(cells)}"
+            )
+        if not isinstance(plan.target, VmTargetSpec):
+            raise FsbenchError("fsbench bisect runs in the VM target")
+        self.args, self.plan, self.cell, self.store = args, plan, cells[0], store
+        self.argv, self.say = argv, log
+        self.git = Git(args.linux.resolve())
+        self.metric = args.metric or workloads.get(self.cell.steps[-1][0]).headline[0]
+        self.builder = KernelBuilder(args.linux, args.kbuild_cache, args.config, args.jobs, log)
+        self.seq = 0
+        self.checked_out = ""  # what the tree had checked out before (a refusal restores it)
+        self.earlier_seconds = 0.0  # a resumed run's time before it stopped
+        self.t0 = time.monotonic()
+        self.stored: list[TrialRecord] = []  # what a resumed run had stored
+        self.run_id = 0
+        self.accel = ""
+        self.better = ""
+        self.unit = ""
+
+    # -- measuring ---------------------------------------------------------------------
+
+    def _vm_spec(self, bzimage: Path) -> Any:
+        from fsbench import vm
+
+        t = self.plan.target
+        assert isinstance(t, VmTargetSpec)
+        return vm.VmSpec(
+            kernel=str(bzimage),
+            ram_mb=t.guest_ram_mb,
+            vcpus=t.vcpus,
+            scratch_bytes=t.image_size,
+            throttle=dict(t.throttle),
+            workdir=t.workdir,
+            accel=self.accel,
+        )
+
+    def _cell(self, commit: str) -> Cell:
+        return replace(self.cell, knobs={**self.cell.knobs, knobs.KERNEL: commit[:12]})
+
+    def measure(self, step: Step, bzimage: Path, reps: int) -> None:
+        """`reps` more repetitions of the cell under this kernel, in one guest (a warm-up
+        first when the plan has one); every record stored as it comes back."""
+        from fsbench import vm
+
+        cell = self._cell(step.commit)
+        first = len(step.values) + 1
+        wanted = list(range(first, first + reps))
+        if self.plan.warmup:
+            wanted.insert(0, 0)
+        vcells: list[Any] = []
+        for rep in wanted:
+            vcells.append(vm.VmCell.of(self.seq, rep, cell, len(vcells) + 1))
+            self.seq += 1
+        job = vm.VmJob(
+            vcells,
+            str(self.plan.scale),
+            self.plan.timeout,
+            self.plan.model_dump(mode="json", by_alias=True),
+        )
+        t0 = time.monotonic()
+        self.say(f"  measuring {step.commit[:12]}: repetitions {first}..{first + reps - 1}")
+        result = vm.run_in_vm(job, self._vm_spec(bzimage))
+        step.measure_seconds += time.monotonic() - t0
+        records = vm.import_records(result)
+        self.store.record_trials(self.run_id, records)
+        new = self.values(records)
+        step.values += new
+        if not new:
+            why = result.error.splitlines()[0] if result.error else ""
+            failed = next((r.message for r in records if r.status != "ok" and r.message), "")
+            raise NoValues(f"{step.commit[:12]}: no {self.metric}: {why or failed or '?'}")
+
+    def values(self, records: list[TrialRecord]) -> list[float]:
+        out = []
+        for r in sorted(records, key=lambda r: r.rep):
+            if r.rep == 0 or r.status != "ok":
+                continue
+            for m in r.metrics:
+                if m.name == self.metric:
+                    out.append(m.value)
+                    self.better, self.unit = m.better, m.unit
+        return out
+
+    # -- building ----------------------------------------------------------------------
+
+    def build(self, step: Step) -> Built:
+        built = self.builder.build(step.commit)
+        step.build_seconds += built.seconds
+        if built.ok:
+            self.say(f"  built {step.commit[:12]} ({built.version}) in {built.seconds:.0f} s")
+        return built
+
+    def _failed(self, step: Step, reason: str) -> None:
+        """A commit that did not build or boot: a failed record, for the report."""
+        cell = self._cell(step.commit)
+        record = TrialRecord(
+            seq=self.seq,
+            rep=1,
+            cell_key=cell.key,
+            config=cell.config.display,
+            fs=cell.config.type,
+            mkfs_options=list(cell.config.mkfs),
+            mount_options=cell.config.mount,
+            workload=cell.workload,
+            params=dict(cell.params),
+            status="failed",
+            message=reason.splitlines()[0][:300] if reason else "failed",
+            detail=reason,
+            started_at=now(),
+            finished_at=now(),
+            knobs=dict(cell.knobs),
+        )
+        self.seq += 1
+        self.store.record_trials(self.run_id, [record])
+
+    # -- the bisection -----------------------------------------------------------------
+
+    def endpoint(self, role: str, commit: str, reps: int) -> Step:
+        step = Step(commit, role)
+        self.git.run("checkout", "-q", "--detach", commit)
+        built = self.build(step)
+        if not built.ok:
+            self._failed(step, built.error)
+            raise FsbenchError(f"the {role} endpoint {commit[:12]} does not build: {built.error}")
+        assert built.bzimage is not None
+        self.measure(step, built.bzimage, reps)
+        return step
+
+    def gate(self, good: Step, bad: Step, step: Step) -> Verdict:
+        return bisect_gate.gate(
+            good.values,
+            bad.values,
+            step.values,
+            better=self.better,
+            n_max=self.args.max_reps,
+            unit=self.unit,
+            margin=self.plan.margin,
+        )
+
+    def start(self) -> Outcome:
+        """A new bisection (the tree must not be bisecting already)."""
+        if self.git.bisecting():
+            raise FsbenchError(
+                f"{self.git.tree} is bisecting already: --resume continues it, "
+                "`git bisect reset` ends it"
+            )
+        dirty = self.git.dirty()
+        if dirty:
+            raise FsbenchError(f"{self.git.tree} has changes ({dirty[0].strip()}): commit them")
+        good, bad = self.git.commit(self.args.good), self.git.commit(self.args.bad)
+        self.checked_out = self.git.branch()
+        from fsbench.vm import qemu
+
+        # Decided once: every step runs under the same accelerator (KVM, or TCG when KVM
+        # does not work here), never KVM for some commits and TCG for others.
+        self.accel, accel_facts = qemu.resolve_accel("auto")
+        self.run_id = self.store.create_run(
+            name=f"bisect {good[:12]}..{bad[:12]}",
+            fsbench_version=__version__,
+            argv=self.argv,
+            plan=self.plan.model_dump(mode="json", by_alias=True),
+            overrides={},
+            schedule=[],
+            host=hostfacts.host([self.cell.config.type], [s for s, _ in self.cell.steps]),
+            target=self._target(good, bad, accel_facts),
+            kind=KIND,
+        )
+        return self._guarded(good, bad)
+
+    def _target(self, good: str, bad: str, accel: dict[str, Any]) -> dict[str, Any]:
+        t = self.plan.target
+        assert isinstance(t, VmTargetSpec)
+        return {
+            "kind": "vm",
+            "summary": f"QEMU guest ({self.accel}, {t.vcpus} vCPUs, {t.guest_ram_mb} MiB) "
+            f"per commit of {self.git.tree}",
+            "accel": self.accel,
+            "accel_facts": accel,
+            "vcpus": t.vcpus,
+            "guest_ram_mb": t.guest_ram_mb,
+            KIND: {
+                "linux": str(self.git.tree),
+                "good": good,
+                "bad": bad,
+                "metric": self.metric,
+                "max_reps": self.args.max_reps,
+                "config": str(self.args.config) if self.args.config else "tinyconfig+fsbench",
+                "build_dir": str(self.builder.out),
+            },
+        }
+
+    def resume(self) -> Outcome:
+        """Continue the last unfinished bisection of this tree: the evidence stored so far
+        is kept, the marks are the tree's `git bisect log`."""
+        tree = str(self.git.tree)
+        runs = [
+            r
+            for r in self.store.list_runs()
+            if r.kind == KIND
+            and r.status not in ("finished", "refused")
+            and r.target.get(KIND, {}).get("linux") == tree
+        ]
+        if not runs:
+            raise FsbenchError(f"no unfinished bisection of {tree} in {self.store.url}")
+        record = runs[-1]
+        facts = record.target[KIND]
+        self.earlier_seconds = float(facts.get("seconds") or 0.0)
+        self.run_id, self.accel = record.id, str(record.target.get("accel") or "auto")
+        trials = self.store.get_trials(self.run_id)
+        self.seq = max((t.seq for t in trials), default=-1) + 1
+        self.stored = trials
+        self.store.reopen_run(self.run_id)
+        self.say(f"fsbench: resuming bisection run {self.run_id} ({len(trials)} trials stored)")
+        return self._guarded(facts["good"], facts["bad"])
+
+    def _guarded(self, good: str, bad: str) -> Outcome:
+        """The bisection; a run that stops on an error or a kill is marked so (and
+        --resume continues it)."""
+        try:
+            return self._run(good, bad)
+        except Refused:
+            raise
+        except KeyboardInterrupt:
+            self.store.finish_run(self.run_id, "interrupted")
+            raise
+        except BaseException:
+            self.store.finish_run(self.run_id, "failed")
+            raise
+
+    def _stored(self, step: Step) -> Step:
+        """The step with the values already stored for its commit (a resumed run)."""
+        mine = [t for t in self.stored if t.knobs.get(knobs.KERNEL) == step.commit[:12]]
+        step.values = self.values(mine)
+        return step
+
+    def _endpoint(self, role: str, commit: str, n: int) -> Step:
+        step = self._stored(Step(commit, role))
+        if len(step.values) >= n:
+            return step
+        if self.git.bisecting():  # resumed: the tree is checked out where git left it
+            head = self.git.head()
+            built = self.builder.build(commit)
+            self.git.run("checkout", "-q", "--detach", head)
+            if not built.ok or built.bzimage is None:
+                raise FsbenchError(f"the {role} endpoint {commit[:12]} does not build")
+            self.measure(step, built.bzimage, n - len(step.values))
+            return step
+        fresh = self.endpoint(role, commit, n - len(step.values))
+        fresh.values = step.values + fresh.values
+        return fresh
+
+    def _run(self, good_sha: str, bad_sha: str) -> Outcome:
+        self.t0 = time.monotonic()
+        out = Outcome(self.run_id)
+        n = self.args.max_reps
+        self.say(f"endpoints: good {good_sha[:12]}, bad {bad_sha[:12]} ({n} repetitions each)")
+        good = self._endpoint(GOOD, good_sha, n)
+        bad = self._endpoint(BAD, bad_sha, n)
+        out.steps += [good, bad]
+        cg = read_config(self.builder.dir / "kernels" / good_sha / ".config")
+        cb = read_config(self.builder.dir / "kernels" / bad_sha / ".config")
+        out.confounders = confounders(cg, cb)
+        for line in out.confounders:
+            self.say(f"  config differs between the endpoints: {line}")
+        refused = bisect_gate.refusal(
+            good.values,
+            bad.values,
+            better=self.better,
+            n_max=n,
+            unit=self.unit,
+            margin=self.plan.margin,
+        )
+        if refused is not None:
+            out.stopped = refused.line
+            self.save(out)
+            self.store.finish_run(self.run_id, "refused")
+            if self.checked_out and not self.git.bisecting():
+                self.git.run("checkout", "-q", self.checked_out)
+            raise Refused(refused.line)
+        if self.git.bisecting():  # resumed
+            said = self.git.log()
+        else:
+            said = self.git.run("bisect", "start", bad_sha, good_sha).output
+        out.steps += self._marked(good_sha, bad_sha)
+        found = FIRST_BAD.search(said) or LOGGED_FIRST_BAD.search(said)
+        if found:  # adjacent endpoints, or a resumed bisection that had ended
+            out.first_bad = found.group(1)
+        else:
+            self._steps(good, bad, out)
+        if self.args.recheck:
+            self._recheck(good, bad, out)
+        out.log = self.git.log()
+        self.save(out)
+        self.store.finish_run(self.run_id, "finished")
+        return out
+
+    def save(self, out: Outcome) -> None:
+        """The bisection's facts into its run's target: what the report reads."""
+        record = self.store.get_run(self.run_id)
+        facts = dict(record.target.get(KIND, {}))
+        first = None
+        if out.first_bad:
+            subject, date = self.git.subject(out.first_bad)
+            first = {"commit": out.first_bad, "subject": subject, "date": date}
+        out.seconds = time.monotonic() - self.t0 + self.earlier_seconds
+        facts.update(
+            unit=self.unit,
+            better=self.better,
+            first_bad=first,
+            stopped=out.stopped,
+            range_left=out.range_left,
+            confounders=out.confounders,
+            steps=[{k: v for k, v in s.as_dict().items() if k != "values"} for s in out.steps],
+            log=out.log or self.git.log(),
+            seconds=round(out.seconds, 1),
+        )
+        self.store.set_target(self.run_id, {**record.target, KIND: facts})
+
+    def _marked(self, good_sha: str, bad_sha: str) -> list[Step]:
+        """The steps the bisect log marked already (a resumed run), with their values."""
+        out = []
+        for verdict, commit in re.findall(
+            r"^git bisect (good|bad|skip) ([0-9a-f]{40})$", self.git.log(), re.M
+        ):
+            if commit not in (good_sha, bad_sha):
+                out.append(replace(self._stored(Step(commit, "step")), verdict=verdict))
+        return out
+
+    def _steps(self, good: Step, bad: Step, out: Outcome) -> None:
+        while True:
+            commit = self.git.head()
+            step = self._stored(Step(commit, "step"))
+            out.steps.append(step)
+            subject, _ = self.git.subject(commit)
+            self.say(f"step {len(out.steps) - 2}: {commit[:12]} {subject}")
+            built = self.build(step)
+            if not built.ok:
+                step.verdict, step.error = "skip", built.error
+                first = (built.error.splitlines() or ["?"])[0]
+                self.say(f"  does not build: git bisect skip ({first})")
+                self._failed(step, built.error)
+                said = self.git.mark("skip", commit)
+            else:
+                assert built.bzimage is not None
+                try:
+                    verdict = self._decide(good, bad, step, built.bzimage)
+                except NoValues as exc:  # did not boot, or the workload fails on it
+                    step.verdict, step.error = "skip", str(exc)
+                    self.say(f"  no measurement: git bisect skip ({exc})")
+                    said = self.git.mark("skip", commit)
+                    verdict = None
+                if verdict is None:
+                    pass
+                elif verdict.verdict == UNDECIDED:
+                    step.verdict = UNDECIDED
+                    out.stopped = (
+                        f"{commit[:12]} stayed undecided at n={verdict.n} ({verdict.note}): "
+                        "the range left is in the bisect log"
+                    )
+                    out.range_left = self._range_left()
+                    return
+                else:
+                    said = self.git.mark(verdict.verdict, commit)
+            self.save(out)
+            found = FIRST_BAD.search(said)
+            if found:
+                out.first_bad = found.group(1)
+                return
+            if "only 'skip'ped commits left" in said or "There are only" in said:
+                out.stopped = said.strip().splitlines()[0]
+                out.range_left = self._range_left()
+                return
+
+    def _decide(self, good: Step, bad: Step, step: Step, bzimage: Path) -> Verdict:
+        reps = max(1, MIN_REPS - len(step.values))
+        while True:
+            self.measure(step, bzimage, reps)
+            verdict = self.gate(good, bad, step)
+            step.gate = verdict
+            self.say(
+                f"  n={verdict.n} mean {verdict.mean:.4g} {self.unit}: {verdict.verdict}"
+                f" ({verdict.note})"
+            )
+            if verdict.decided or len(step.values) >= self.args.max_reps:
+                step.verdict = verdict.verdict
+                return verdict
+            reps = min(self.args.chunk, self.args.max_reps - len(step.values))
+
+    def _recheck(self, good: Step, bad: Step, out: Outcome) -> None:
+        """The endpoints again, MIN_REPS each: a drift of the machine shows here."""
+        for role, ref in ((GOOD, good), (BAD, bad)):
+            step = Step(ref.commit, f"recheck-{role}")
+            built = self.builder.build(ref.commit)  # cached: no make
+            assert built.bzimage is not None
+            self.measure(step, built.bzimage, MIN_REPS)
+            step.gate = self.gate(good, bad, step)
+            step.verdict = step.gate.verdict
+            out.steps.append(step)
+            if step.verdict != role:
+                self.say(f"  warning: the {role} endpoint measured again is {step.verdict}")
+
+    def _range_left(self) -> list[str]:
+        res = self.git.run("bisect", "visualize", "--format=%H", check=False)
+        return res.stdout.split() if res.ok else []

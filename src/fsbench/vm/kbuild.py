@@ -1,0 +1,268 @@
+"""Kernel builds that make a bisection affordable: one config, one build directory.
+
+The config is made once per tree: the user's own (`--config`), or `make tinyconfig` with
+the kernel's `kvm_guest.config` and fsbench's fragment merged in (what the VM target's
+guest needs, and every filesystem fsbench bisects built in: no modules, no initrd). Every
+step starts from that config and runs `make olddefconfig`, so a commit that adds or drops
+an option gets Kconfig's default for it and nothing else changes.
+
+The build directory (`make O=`) lives under the cache and is kept across steps and runs,
+so a step rebuilds what its checkout changed; ccache, when installed, serves what an
+earlier step already compiled. Builds run at `nice -n 10`.
+
+    <cache>/ (default /var/cache/fsbench/kbuild)
+      <key>/out/                the build directory (O=)
+      <key>/base.config         the config every step starts from
+      <key>/kernels/<commit>/   bzImage and .config of each commit built
+      ccache/                   ccache's directory (CCACHE_DIR)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsbench.system import proc
+from fsbench.system.errors import FsbenchError
+from fsbench.vm.cache import LogFn, content_key, locked, quiet
+
+KBUILD_CACHE = Path("/var/cache/fsbench/kbuild")
+BUILD_TIMEOUT = 3600.0
+NICE = 10
+ARCH = "x86_64"
+# What the guest needs beyond tinyconfig + kvm_guest.config: a console, the job's share
+# (9p), the scratch disks (virtio-blk), the crash workload's ports (virtio console) and
+# log device (dm-log-writes), what Python, mkfs and fio use, ACPI to power off, and the
+# filesystems built in. Everything is built in: the guest boots it without an initrd.
+FRAGMENT: dict[str, str] = {
+    "CONFIG_64BIT": "y",
+    "CONFIG_SMP": "y",
+    "CONFIG_PRINTK": "y",
+    "CONFIG_BUG": "y",
+    "CONFIG_ACPI": "y",
+    "CONFIG_MULTIUSER": "y",
+    "CONFIG_SYSVIPC": "y",
+    "CONFIG_POSIX_TIMERS": "y",
+    "CONFIG_FUTEX": "y",
+    "CONFIG_EPOLL": "y",
+    "CONFIG_SIGNALFD": "y",
+    "CONFIG_TIMERFD": "y",
+    "CONFIG_EVENTFD": "y",
+    "CONFIG_SHMEM": "y",
+    "CONFIG_AIO": "y",
+    "CONFIG_IO_URING": "y",
+    "CONFIG_FILE_LOCKING": "y",
+    "CONFIG_FHANDLE": "y",
+    "CONFIG_INOTIFY_USER": "y",
+    "CONFIG_PROC_FS": "y",
+    "CONFIG_PROC_SYSCTL": "y",
+    "CONFIG_SYSFS": "y",
+    "CONFIG_TMPFS": "y",
+    "CONFIG_DEVTMPFS": "y",
+    "CONFIG_DEVTMPFS_MOUNT": "y",
+    "CONFIG_BINFMT_ELF": "y",
+    "CONFIG_BINFMT_SCRIPT": "y",
+    "CONFIG_BLK_DEV_INITRD": "y",
+    "CONFIG_MAGIC_SYSRQ": "y",
+    "CONFIG_NET": "y",
+    "CONFIG_UNIX": "y",
+    "CONFIG_TTY": "y",
+    "CONFIG_UNIX98_PTYS": "y",
+    "CONFIG_SERIAL_8250": "y",
+    "CONFIG_SERIAL_8250_CONSOLE": "y",
+    "CONFIG_PCI": "y",
+    "CONFIG_VIRTIO_MENU": "y",
+    "CONFIG_VIRTIO": "y",
+    "CONFIG_VIRTIO_PCI": "y",
+    "CONFIG_VIRTIO_BLK": "y",
+    "CONFIG_VIRTIO_CONSOLE": "y",
+    "CONFIG_HW_RANDOM": "y",
+    "CONFIG_HW_RANDOM_VIRTIO": "y",
+    "CONFIG_NET_9P": "y",
+    "CONFIG_NET_9P_VIRTIO": "y",
+    "CONFIG_NETWORK_FILESYSTEMS": "y",
+    "CONFIG_9P_FS": "y",
+    "CONFIG_9P_FS_POSIX_ACL": "y",
+    "CONFIG_BLOCK": "y",
+    "CONFIG_BLK_DEV": "y",
+    "CONFIG_BLK_DEV_LOOP": "y",
+    "CONFIG_MD": "y",
+    "CONFIG_BLK_DEV_DM": "y",
+    "CONFIG_DM_LOG_WRITES": "y",
+    "CONFIG_EXT4_FS": "y",
+    "CONFIG_EXT4_FS_POSIX_ACL": "y",
+    "CONFIG_XFS_FS": "y",
+    "CONFIG_BTRFS_FS": "y",
+    "CONFIG_QUOTA": "y",
+    "CONFIG_FS_ENCRYPTION": "n",
+    "CONFIG_MODULES": "n",
+    "CONFIG_LOCALVERSION_AUTO": "y",
+}
+# Options known to change performance: a difference between the endpoints' configs is
+# reported before bisecting.
+CONFOUNDERS = re.compile(
+    r"CONFIG_(KASAN\w*|KCSAN\w*|UBSAN\w*|LOCKDEP\w*|PROVE_\w+|DEBUG_\w+|\w+_DEBUG|"
+    r"PREEMPT\w*|HZ\w*|NO_HZ\w*|KMEMLEAK\w*|SLUB_DEBUG\w*|FTRACE|FUNCTION_TRACER|"
+    r"KCOV\w*|LOCK_STAT|TRACE_IRQFLAGS\w*)$"
+)
+
+
+@dataclass(frozen=True)
+class Built:
+    """One commit's build: its bzImage (and .config beside it) or why there is none."""
+
+    commit: str
+    ok: bool
+    seconds: float
+    bzimage: Path | None = None
+    version: str = ""
+    error: str = ""
+
+
+def fragment_text() -> str:
+    return "".join(f"# {k} is not set\n" if v == "n" else f"{k}={v}\n" for k, v in FRAGMENT.items())
+
+
+def read_config(path: Path) -> dict[str, str]:
+    """A .config as option -> value ('n' for `# CONFIG_X is not set`)."""
+    out: dict[str, str] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        m = re.match(r"(CONFIG_\w+)=(.*)", line) or re.match(r"# (CONFIG_\w+) is not set", line)
+        if m:
+            out[m.group(1)] = m.group(2) if m.lastindex == 2 else "n"
+    return out
+
+
+def confounders(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    """The performance-relevant options whose values differ between two configs, as
+    `CONFIG_X: a -> b` (n for unset)."""
+    keys = sorted(k for k in set(a) | set(b) if CONFOUNDERS.match(k))
+    return [
+        f"{k}: {a.get(k, 'n')} -> {b.get(k, 'n')}" for k in keys if a.get(k, "n") != b.get(k, "n")
+    ]
+
+
+def ccache() -> str | None:
+    return proc.which("ccache")
+
+
+class KernelBuilder:
+    """Builds the commits of one tree with one config in one build directory."""
+
+    def __init__(
+        self,
+        tree: Path,
+        cache: Path = KBUILD_CACHE,
+        config: Path | None = None,
+        jobs: int | None = None,
+        log: LogFn = quiet,
+    ) -> None:
+        self.tree = Path(tree).resolve()
+        if not (self.tree / "Makefile").is_file() or not (self.tree / "Kconfig").is_file():
+            raise FsbenchError(f"--linux {self.tree}: not a Linux source tree (no Kconfig)")
+        self.cache = Path(cache)
+        self.user_config = Path(config).resolve() if config else None
+        base = self.user_config.read_text() if self.user_config else fragment_text()
+        self.key = content_key("kbuild", str(self.tree), base, ARCH)
+        self.dir = self.cache / self.key
+        self.out = self.dir / "out"
+        self.jobs = jobs or os.cpu_count() or 1
+        self.log = log
+
+    @property
+    def base_config(self) -> Path:
+        return self.dir / "base.config"
+
+    def _env(self) -> list[str]:
+        """`env` and the variables every make gets: the same build strings at every step
+        (no rebuild, and ccache hits, for a date), ccache's directory in the cache."""
+        env = [
+            "env",
+            "KBUILD_BUILD_TIMESTAMP=2000-01-01",
+            "KBUILD_BUILD_USER=fsbench",
+            "KBUILD_BUILD_HOST=fsbench",
+        ]
+        if ccache():
+            env += [
+                f"CCACHE_DIR={self.cache / 'ccache'}",
+                f"CCACHE_BASEDIR={self.tree}",
+                "CCACHE_MAXSIZE=5G",
+            ]
+        return env
+
+    def _make(self, *targets: str, timeout: float = BUILD_TIMEOUT) -> proc.Result:
+        argv = [*self._env(), "nice", "-n", str(NICE), "make", "-C", str(self.tree)]
+        argv.append(f"O={self.out}")
+        argv += [f"ARCH={ARCH}", f"-j{self.jobs}"]
+        if ccache():
+            argv.append("CC=ccache gcc")
+        return proc.run([*argv, *targets], timeout=timeout)
+
+    def _must(self, res: proc.Result, what: str) -> None:
+        if not res.ok:
+            raise FsbenchError(f"kernel build: {what} failed: {res.output[-1200:]}")
+
+    def prepare_config(self) -> Path:
+        """The config every step starts from, made once per tree and config."""
+        if self.base_config.is_file():
+            return self.base_config
+        self.out.mkdir(parents=True, exist_ok=True)
+        if self.user_config is not None:
+            shutil.copy2(self.user_config, self.out / ".config")
+            self._must(self._make("olddefconfig"), "make olddefconfig")
+        else:
+            self.log("kernel config: tinyconfig + kvm_guest.config + fsbench's fragment")
+            self._must(self._make("tinyconfig"), "make tinyconfig")
+            frag = self.dir / "fsbench.config"
+            frag.write_text(fragment_text())
+            merge = [
+                str(self.tree / "scripts/kconfig/merge_config.sh"),
+                "-m",
+                "-O",
+                str(self.out),
+                str(self.out / ".config"),
+                str(self.tree / "kernel/configs/kvm_guest.config"),
+                str(frag),
+            ]
+            res = proc.run(["sh", *merge], cwd=self.tree, timeout=300)
+            self._must(res, "merge_config.sh")
+            self._must(self._make("olddefconfig"), "make olddefconfig")
+        shutil.copy2(self.out / ".config", self.base_config)
+        return self.base_config
+
+    def build(self, commit: str) -> Built:
+        """Build the tree as checked out now (`commit` names it): the base config,
+        `make olddefconfig`, `make bzImage`. A failure is a Built with its reason."""
+        with locked(self.cache, f"kbuild-{self.key}"):
+            done = self.dir / "kernels" / commit
+            if (done / "bzImage").is_file() and (done / "version").is_file():
+                return Built(commit, True, 0.0, done / "bzImage", (done / "version").read_text())
+            t0 = time.monotonic()
+            self.prepare_config()
+            shutil.copy2(self.base_config, self.out / ".config")
+            res = self._make("olddefconfig", timeout=600)
+            if res.ok:
+                self.log(f"building {commit[:12]} (make -j{self.jobs} bzImage, nice {NICE})")
+                res = self._make("bzImage")
+            seconds = time.monotonic() - t0
+            if not res.ok:
+                return Built(commit, False, seconds, error=_error_lines(res.output))
+            release = (self.out / "include/config/kernel.release").read_text().strip()
+            done.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.out / "arch/x86/boot/bzImage", done / "bzImage")
+            shutil.copy2(self.out / ".config", done / ".config")
+            (done / "version").write_text(release)
+            return Built(commit, True, seconds, done / "bzImage", release)
+
+    def forget(self, commit: str) -> None:
+        shutil.rmtree(self.dir / "kernels" / commit, ignore_errors=True)
+
+
+def _error_lines(output: str) -> str:
+    """The compiler's errors if any (the first few), else the output's tail."""
+    errors = [ln for ln in output.splitlines() if "error:" in ln or "Error " in ln]
+    return "\n".join(errors[:6]) if errors else output[-800:]

@@ -1,0 +1,119 @@
+"""The pieces of `fsbench bisect` that need no kernel build: a built-in kernel found
+without a modules directory, its version read from the bzImage, the empty initrd, the
+config fragment, the confounders between two configs, the report's text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fsbench.reports import bisect as report
+from fsbench.store.records import RunRecord
+from fsbench.system.errors import FsbenchError
+from fsbench.vm import builtin, kbuild, kernels
+
+
+def fake_bzimage(path: Path, version: str) -> None:
+    head = bytearray(0x1000)
+    head[0x202:0x206] = b"HdrS"
+    head[0x20E:0x210] = (0x400).to_bytes(2, "little")
+    text = f"{version} (fsbench@fsbench) #1 SMP".encode()
+    head[0x600 : 0x600 + len(text)] = text
+    path.write_bytes(bytes(head))
+
+
+def test_builtin_kernel_needs_no_modules(tmp_path: Path) -> None:
+    bz = tmp_path / "bzImage"
+    fake_bzimage(bz, "6.1.158-g0123456789ab")
+    with pytest.raises(FsbenchError, match="modules_install"):
+        kernels.path_kernel(bz)  # no .config beside it: modules cannot be ruled out
+    (tmp_path / ".config").write_text("CONFIG_EXT4_FS=y\n# CONFIG_MODULES is not set\n")
+    k = kernels.path_kernel(bz)
+    assert k.builtin and k.modules is None
+    assert k.version == "6.1.158-g0123456789ab"
+    assert kernels.Kernel.from_dict(k.as_dict()) == k
+
+
+def test_bzimage_version_refuses_other_files(tmp_path: Path) -> None:
+    (tmp_path / "x").write_bytes(b"MZ" + b"\0" * 100)
+    assert kernels.bzimage_version(tmp_path / "x") is None
+
+
+def test_empty_initrd_is_a_cpio_trailer() -> None:
+    data = builtin.empty_initrd()
+    assert data.startswith(b"070701") and b"TRAILER!!!" in data
+    assert len(data) % 512 == 0
+
+
+def test_fragment_builds_everything_in() -> None:
+    text = kbuild.fragment_text()
+    for option in ("CONFIG_EXT4_FS=y", "CONFIG_XFS_FS=y", "CONFIG_BTRFS_FS=y"):
+        assert option in text
+    assert "CONFIG_DM_LOG_WRITES=y" in text and "CONFIG_9P_FS=y" in text
+    assert "# CONFIG_MODULES is not set" in text
+
+
+def test_confounders(tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    a.write_text(
+        "CONFIG_HZ=250\nCONFIG_PREEMPT_NONE=y\n# CONFIG_XFS_DEBUG is not set\nCONFIG_X=y\n"
+    )
+    b.write_text("CONFIG_HZ=1000\nCONFIG_PREEMPT_NONE=y\nCONFIG_XFS_DEBUG=y\nCONFIG_X=m\n")
+    found = kbuild.confounders(kbuild.read_config(a), kbuild.read_config(b))
+    assert found == ["CONFIG_HZ: 250 -> 1000", "CONFIG_XFS_DEBUG: n -> y"]
+
+
+def test_report_text() -> None:
+    steps = [
+        {
+            "commit": "a" * 40,
+            "role": "good",
+            "verdict": "",
+            "gate": None,
+            "build_seconds": 260.0,
+            "measure_seconds": 50.0,
+            "error": "",
+        },
+        {
+            "commit": "c" * 40,
+            "role": "step",
+            "verdict": "skip",
+            "gate": None,
+            "build_seconds": 9.0,
+            "measure_seconds": 0.0,
+            "error": "fsync.c:140: error: x",
+        },
+    ]
+    run = RunRecord(
+        id=1,
+        name="bisect",
+        status="finished",
+        created_at="",
+        finished_at=None,
+        fsbench_version="",
+        argv=[],
+        plan={},
+        overrides={},
+        schedule=[],
+        host={},
+        target={
+            "accel": "tcg",
+            "bisect": {
+                "good": "a" * 40,
+                "bad": "b" * 40,
+                "metric": "files_per_s",
+                "unit": "files/s",
+                "first_bad": {"commit": "d" * 40, "subject": "ext4: slower", "date": "2024-01-06"},
+                "steps": steps,
+                "log": "git bisect start\n",
+                "seconds": 600.0,
+            },
+        },
+        kind="bisect",
+    )
+    text = report.text(report.as_json(run, []))
+    assert "first bad commit: dddddddddddd ext4: slower (2024-01-06)" in text
+    assert "skip" in text and "fsync.c:140: error" in text
+    assert "git bisect start" in text and "total 600 s" in text
