@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from fsbench.plan.targets import DEFAULT_WORKDIR, LoopTargetSpec, TargetSpec, flag
+from fsbench.plan.targets import DEFAULT_WORKDIR, LoopTargetSpec, TargetSpec, flagged
 
 DEFAULT_POLL = 10.0
 # A host that stops answering may come back (an SSH drop, a reboot of the network): its
@@ -24,39 +24,25 @@ class FleetTargetSpec(TargetSpec):
     executor: ClassVar[str] = "fsbench.fleet.executor:FleetExecutor"
     # Each host's work directory is its inventory's (fsbench_dir), not a flag here.
     workdir: Path = Field(default=DEFAULT_WORKDIR, description="Not used: each host's own.")
-    inventory: Path = Field(
-        default=Path("hosts.ini"),
-        description="An Ansible inventory (INI, YAML, script).",
-        json_schema_extra=flag("inventory", "-i"),
+    inventory: Path = flagged(
+        "inventory", Path("hosts.ini"), "An Ansible inventory (INI, YAML, script).", "-i"
     )
-    limit: str | None = Field(
-        default=None,
-        description="Only hosts matching this Ansible pattern.",
-        json_schema_extra=flag("limit", "-l"),
+    limit: str | None = flagged("limit", None, "Only hosts matching this Ansible pattern.", "-l")
+    poll: float = flagged(
+        "poll", DEFAULT_POLL, "Seconds between looks at the hosts' progress.", gt=0
     )
-    poll: float = Field(
-        default=DEFAULT_POLL,
-        gt=0,
-        description="Seconds between looks at the hosts' progress.",
-        json_schema_extra=flag("poll"),
-    )
-    unreachable_timeout: float = Field(
-        default=DEFAULT_UNREACHABLE_TIMEOUT,
-        gt=0,
-        description="Seconds a started host may stay unreachable (since it last answered) "
+    unreachable_timeout: float = flagged(
+        "unreachable-timeout",
+        DEFAULT_UNREACHABLE_TIMEOUT,
+        "Seconds a started host may stay unreachable (since it last answered) "
         "before it fails alone; its run may go on there, and --resume finishes what is missing.",
-        json_schema_extra=flag("unreachable-timeout"),
+        gt=0,
     )
-    forks: int = Field(
-        default=20,
-        ge=1,
-        description="Hosts Ansible talks to at once.",
-        json_schema_extra=flag("forks"),
-    )
-    controller_dir: Path = Field(
-        default=Path("/var/tmp/fsbench-fleet-controller"),
-        description="Where the controller keeps logs and fetched stores.",
-        json_schema_extra=flag("controller-dir"),
+    forks: int = flagged("forks", 20, "Hosts Ansible talks to at once.", ge=1)
+    controller_dir: Path = flagged(
+        "controller-dir",
+        Path("/var/tmp/fsbench-fleet-controller"),
+        "Where the controller keeps logs and fetched stores.",
     )
 
     def for_hosts(self) -> LoopTargetSpec:

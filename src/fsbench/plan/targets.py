@@ -29,6 +29,13 @@ def flag(name: str, short: str = "") -> JsonDict:
     return {"flag": name, "short": short} if short else {"flag": name}
 
 
+def flagged(name: str, default: Any, description: str, short: str = "", **limits: Any) -> Any:
+    """A field of a target kind that is also one of its command-line flags (`--name`)."""
+    return Field(
+        default=default, description=description, json_schema_extra=flag(name, short), **limits
+    )
+
+
 def _marked(cls: type[BaseModel]) -> list[tuple[str, JsonDict]]:
     return [
         (name, extra)
@@ -49,17 +56,10 @@ class TargetSpec(BaseModel):
     executor: ClassVar[str]
 
     # The loop image, or the VM's scratch disk.
-    image_size: Bytes = Field(
-        default=DEFAULT_IMAGE_SIZE,
-        gt=0,
-        description="Loop image (or VM scratch disk) size.",
-        json_schema_extra=flag("image-size"),
+    image_size: Bytes = flagged(
+        "image-size", DEFAULT_IMAGE_SIZE, "Loop image (or VM scratch disk) size.", gt=0
     )
-    workdir: Path = Field(
-        default=DEFAULT_WORKDIR,
-        description="Where images and mounts go.",
-        json_schema_extra=flag("workdir"),
-    )
+    workdir: Path = flagged("workdir", DEFAULT_WORKDIR, "Where images and mounts go.")
 
     @classmethod
     def flags(cls) -> dict[str, str]:
@@ -81,16 +81,10 @@ class LoopTargetSpec(TargetSpec):
 
     kind: str = "loop"
     executor: ClassVar[str] = "fsbench.execute.executors.local:LocalExecutor"
-    device: str | None = Field(
-        default=None,
-        description="A real block device instead of a loop image (needs --destroy-data).",
-        json_schema_extra=flag("device"),
+    device: str | None = flagged(
+        "device", None, "A real block device instead of a loop image (needs --destroy-data)."
     )
-    destroy_data: bool = Field(
-        default=False,
-        description="Allow fsbench to overwrite --device.",
-        json_schema_extra=flag("destroy-data"),
-    )
+    destroy_data: bool = flagged("destroy-data", False, "Allow fsbench to overwrite --device.")
 
 
 T = TypeVar("T", bound=type[TargetSpec])

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from fsbench.plan.targets import TargetSpec, flag
+from fsbench.plan.targets import TargetSpec, flagged
 from fsbench.system import knobs
 
 
@@ -16,18 +16,13 @@ class VmTargetSpec(TargetSpec):
 
     kind: str = "vm"
     executor: ClassVar[str] = "fsbench.vm.executor:VmExecutor"
-    kernel: str | list[str] | None = Field(
-        default=None,
-        description="vm: Debian's default, a version (6.1), a linux-image package, or the "
+    kernel: str | list[str] | None = flagged(
+        "kernel",
+        None,
+        "vm: Debian's default, a version (6.1), a linux-image package, or the "
         "path of your own bzImage; several (6.1,6.12) make the kernel a dimension.",
-        json_schema_extra=flag("kernel"),
     )
-    guest_ram_mb: int = Field(
-        default=2048,
-        ge=256,
-        description="vm: guest RAM in MiB.",
-        json_schema_extra=flag("guest-ram"),
-    )
+    guest_ram_mb: int = flagged("guest-ram", 2048, "vm: guest RAM in MiB.", ge=256)
     vcpus: int = Field(default=2, ge=1, le=64)
     throttle: dict[str, int] = Field(default_factory=dict)  # QEMU: iops-total, bps-total...
 
