@@ -68,6 +68,10 @@ def bisect(
         bool,
         typer.Option("--recheck/--no-recheck", help="Measure the endpoints again at the end."),
     ] = True,
+    chart: Annotated[
+        Path | None,
+        typer.Option("--chart", help="Write the metric over the commits tested (SVG) here."),
+    ] = None,
     resume: Annotated[
         bool,
         typer.Option("--resume", help="Continue this tree's killed bisection from its log."),
@@ -101,6 +105,8 @@ def bisect(
         err.print(str(exc))
         raise typer.Exit(EXIT_REFUSED) from None
     data = report.as_json(store.get_run(outcome.run_id), store.get_trials(outcome.run_id))
+    if chart is not None:
+        chart.write_text(report.chart_svg(data))
     if json_out:
         print(json.dumps(data, indent=1, default=str))
     else:

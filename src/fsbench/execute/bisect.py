@@ -30,10 +30,11 @@ from fsbench import __version__, workloads
 from fsbench.analysis import bisect_gate
 from fsbench.analysis.bisect_gate import BAD, GOOD, UNDECIDED, Verdict
 from fsbench.analysis.design import MIN_REPS
+from fsbench.execute.git import Git
 from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord, now
 from fsbench.store.results import Store
-from fsbench.system import hostfacts, knobs, proc
+from fsbench.system import hostfacts, knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.vm.kbuild import KBUILD_CACHE, Built, KernelBuilder, confounders, read_config
 from fsbench.vm.target import VmTargetSpec
@@ -102,56 +103,6 @@ class Outcome:
     log: str = ""  # git bisect log
     seconds: float = 0.0
     stopped: str = ""  # why the bisection stopped without a first bad commit
-
-
-class Git:
-    """git in the user's tree, argv lists only."""
-
-    def __init__(self, tree: Path) -> None:
-        self.tree = tree
-
-    def run(self, *args: str, check: bool = True, timeout: float = 600) -> proc.Result:
-        res = proc.run(["git", "-C", str(self.tree), *args], timeout=timeout)
-        if check and not res.ok:
-            raise FsbenchError(f"git {' '.join(args)}: {res.output.strip()[-600:]}")
-        return res
-
-    def commit(self, ref: str) -> str:
-        res = self.run("rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}")
-        return res.stdout.strip()
-
-    def head(self) -> str:
-        return self.commit("HEAD")
-
-    def bisecting(self) -> bool:
-        return self.run("bisect", "log", check=False).ok
-
-    def log(self) -> str:
-        res = self.run("bisect", "log", check=False)
-        return res.stdout if res.ok else ""
-
-    def dirty(self) -> list[str]:
-        out = self.run("status", "--porcelain", "--untracked-files=no").stdout
-        return [line for line in out.splitlines() if line.strip()]
-
-    def subject(self, commit: str) -> tuple[str, str]:
-        """(subject, author date ISO) of a commit."""
-        out = self.run("log", "-1", "--format=%s%x00%aI", commit).stdout.strip()
-        subject, _, date = out.partition("\0")
-        return subject, date
-
-    def mark(self, verdict: str, commit: str) -> str:
-        """git bisect good|bad|skip; what git said (it exits 2 when only skipped commits
-        are left: that is an answer, not an error)."""
-        res = self.run("bisect", verdict, commit, check=False)
-        if not res.ok and "skip" not in res.output:
-            raise FsbenchError(f"git bisect {verdict} {commit[:12]}: {res.output.strip()[-600:]}")
-        return res.output
-
-    def branch(self) -> str:
-        """What is checked out: the branch's name, or the commit when detached."""
-        res = self.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
-        return res.stdout.strip() if res.ok and res.stdout.strip() else self.head()
 
 
 class Bisection:
@@ -428,9 +379,7 @@ class Bisection:
         good = self._endpoint(GOOD, good_sha, n)
         bad = self._endpoint(BAD, bad_sha, n)
         out.steps += [good, bad]
-        cg = read_config(self.builder.dir / "kernels" / good_sha / ".config")
-        cb = read_config(self.builder.dir / "kernels" / bad_sha / ".config")
-        out.confounders = confounders(cg, cb)
+        out.confounders = confounders(self._config(good_sha), self._config(bad_sha))
         for line in out.confounders:
             self.say(f"  config differs between the endpoints: {line}")
         refused = bisect_gate.refusal(
@@ -483,6 +432,7 @@ class Bisection:
             confounders=out.confounders,
             steps=[{k: v for k, v in s.as_dict().items() if k != "values"} for s in out.steps],
             log=out.log or self.git.log(),
+            order=self._history(out),
             seconds=round(out.seconds, 1),
         )
         self.store.set_target(self.run_id, {**record.target, KIND: facts})
@@ -569,6 +519,19 @@ class Bisection:
             out.steps.append(step)
             if step.verdict != role:
                 self.say(f"  warning: the {role} endpoint measured again is {step.verdict}")
+
+    def _config(self, commit: str) -> dict[str, str]:
+        path = self.builder.dir / "kernels" / commit / ".config"
+        return read_config(path) if path.is_file() else {}
+
+    def _history(self, out: Outcome) -> list[str]:
+        """The commits tested, in history order (good first): the chart's x axis."""
+        if len(out.steps) < 2:
+            return []
+        good, bad = out.steps[0].commit, out.steps[1].commit
+        tested = {s.commit for s in out.steps}
+        res = self.git.run("rev-list", "--reverse", "--topo-order", f"{good}..{bad}", check=False)
+        return [good] + [c for c in res.stdout.split() if c in tested and c != good]
 
     def _range_left(self) -> list[str]:
         res = self.git.run("bisect", "visualize", "--format=%H", check=False)

@@ -65,6 +65,7 @@ def as_json(run: RunRecord, trials: Sequence[TrialRecord]) -> dict[str, Any]:
         "accel": run.target.get("accel"),
         "steps": steps,
         "bisect_log": f.get("log", ""),
+        "order": f.get("order", []),
         "seconds": f.get("seconds"),
     }
 
@@ -115,9 +116,9 @@ def text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def chart_svg(report: dict[str, Any], history: Sequence[str]) -> str:
-    """The metric over the commits tested, in history order (`history`: the commits from
-    good to bad), each a mean with its 95% CI; the endpoints' CIs as bands."""
+def chart_svg(report: dict[str, Any]) -> str:
+    """The metric over the commits tested, in history order (good first), each a mean with
+    its 95% CI; the endpoints' CIs as bands."""
     import io
 
     import matplotlib
@@ -125,6 +126,7 @@ def chart_svg(report: dict[str, Any], history: Sequence[str]) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    history: Sequence[str] = report.get("order") or []
     steps = {s["commit"]: s for s in report["steps"] if s["role"] == "step" and s["n"]}
     ends = {s["role"]: s for s in report["steps"] if s["role"] in ("good", "bad") and s["n"]}
     fig, ax = plt.subplots(figsize=(8, 3.5))

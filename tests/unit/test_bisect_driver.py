@@ -1,0 +1,149 @@
+"""The bisection's driver on a small git history with the kernel build and the guest
+replaced by fakes: it marks commits through the gate, skips the one that does not build,
+names the first bad commit, leaves the steps in `git bisect log`, refuses endpoints
+within the noise before bisecting, and resumes a killed bisection from its log."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fsbench.cli import planflags as pf
+from fsbench.execute import bisect as driver
+from fsbench.store.results import Store
+from fsbench.vm import kbuild
+
+WHO = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]
+
+
+def git(repo: Path, *args: str) -> str:
+    res = subprocess.run(["git", "-C", str(repo), *WHO, *args], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def history(repo: Path, worse: bool = False) -> dict[str, str]:
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "Makefile").write_text("all:\n")
+    (repo / "Kconfig").write_text("")
+    shas = {}
+    plan = [("base", {}), ("doc1", {}), ("broken", {"broken": "1"}), ("fix", {"broken": None}),
+            ("slow", {"slow": "50"}), ("doc2", {}), ("doc3", {})]  # fmt: skip
+    if worse:  # a second regression: the first one is halfway between the endpoints
+        plan.append(("worse", {"slow": "25"}))
+    for name, files in plan:
+        (repo / "log").write_text(name)
+        for f, text in files.items():
+            if text is None:
+                (repo / f).unlink()
+            else:
+                (repo / f).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", name)
+        shas[name] = git(repo, "rev-parse", "HEAD").strip()
+    return shas
+
+
+@pytest.fixture
+def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, float]:
+    """Builds that fail where a file `broken` is; measurements of 100 files/s, or what a
+    file `slow` says (the regression), with `noise` as CV."""
+    knobs = {"noise": 0.03}
+    rng = random.Random(5)
+
+    def build(self: kbuild.KernelBuilder, commit: str) -> kbuild.Built:
+        shown = subprocess.run(
+            ["git", "-C", str(self.tree), "cat-file", "-e", f"{commit}:broken"],
+            capture_output=True,
+        )
+        if shown.returncode == 0:
+            return kbuild.Built(commit, False, 1.0, error="fsync.c:140:2: error: x")
+        return kbuild.Built(commit, True, 1.0, tmp_path / "bzImage", "6.1.0")
+
+    def measure(self: driver.Bisection, step: driver.Step, bzimage: Path, reps: int) -> None:
+        slow = subprocess.run(
+            ["git", "-C", str(self.git.tree), "show", f"{step.commit}:slow"],
+            capture_output=True,
+            text=True,
+        )
+        mean = float(slow.stdout) if slow.returncode == 0 else 100.0
+        step.values += [rng.gauss(mean, mean * knobs["noise"]) for _ in range(reps)]
+        self.better, self.unit = "higher", "files/s"
+
+    monkeypatch.setattr(kbuild.KernelBuilder, "build", build)
+    monkeypatch.setattr(driver.Bisection, "measure", measure)
+    monkeypatch.setattr(driver.hostfacts, "host", lambda *a: {})
+    from fsbench.vm import qemu
+
+    monkeypatch.setattr(qemu, "resolve_accel", lambda requested: ("tcg", {}))
+    return knobs
+
+
+def bisection(repo: Path, tmp_path: Path, good: str, bad: str) -> driver.Bisection:
+    flags = pf.PlanFlags(fs=["ext4"], workload=["fs_mark"], target_kind="vm", reps="1")
+    built = pf.build(flags)
+    args = driver.BisectArgs(repo, good, bad, max_reps=4, kbuild_cache=tmp_path / "kb")
+    return driver.Bisection(args, built.plan, built.cells, Store(tmp_path / "r.db"), [], log=print)
+
+
+def test_names_the_regression_and_skips_the_broken(fakes: dict[str, float], tmp_path: Path) -> None:
+    repo = tmp_path / "linux"
+    shas = history(repo)
+    out = bisection(repo, tmp_path, shas["base"], shas["doc3"]).start()
+    assert out.first_bad == shas["slow"]
+    log = git(repo, "bisect", "log")
+    assert f"# first bad commit: [{shas['slow']}]" in log
+    skipped = {s.commit for s in out.steps if s.verdict == "skip"}
+    assert skipped <= {shas["broken"]}
+    assert [s.role for s in out.steps[-2:]] == ["recheck-good", "recheck-bad"]
+    assert all(s.verdict in ("good", "bad", "skip") for s in out.steps if s.role == "step")
+
+
+def test_refuses_endpoints_within_noise(fakes: dict[str, float], tmp_path: Path) -> None:
+    repo = tmp_path / "linux"
+    shas = history(repo)
+    fakes["noise"] = 0.2
+    with pytest.raises(driver.Refused, match="^refusing to bisect: ") as refused:
+        bisection(repo, tmp_path, shas["doc2"], shas["doc3"]).start()
+    assert "\n" not in str(refused.value)
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert subprocess.run(["git", "-C", str(repo), "bisect", "log"]).returncode != 0
+
+
+def test_undecided_step_stops_with_the_range_left(fakes: dict[str, float], tmp_path: Path) -> None:
+    repo = tmp_path / "linux"
+    shas = history(repo, worse=True)
+    out = bisection(repo, tmp_path, shas["base"], shas["worse"]).start()
+    assert out.first_bad is None
+    assert "undecided" in out.stopped
+    last = out.steps[-3]  # before the two rechecks
+    assert last.verdict == "undecided" and last.gate is not None
+    assert "both endpoints" in last.gate.note
+    assert out.range_left
+
+
+def test_resume_continues_from_the_log(fakes: dict[str, float], tmp_path: Path) -> None:
+    repo = tmp_path / "linux"
+    shas = history(repo)
+    b = bisection(repo, tmp_path, shas["base"], shas["doc3"])
+    calls = {"n": 0}
+    real = driver.Bisection._decide
+
+    def dies(self: driver.Bisection, *a: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(self, *a)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(driver.Bisection, "_decide", dies)
+        with pytest.raises(KeyboardInterrupt):
+            b.start()
+    assert b.store.get_run(b.run_id).status == "interrupted"
+    again = bisection(repo, tmp_path, shas["base"], shas["doc3"]).resume()
+    assert again.run_id == b.run_id
+    assert again.first_bad == shas["slow"]
