@@ -143,7 +143,7 @@ def fsbench_metrics(
         argv = [
             sys.executable,
             "-m",
-            "fsbench",
+            "fsbench.cli",
             "run",
             "--fs",
             "ext4",

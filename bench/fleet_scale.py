@@ -158,7 +158,7 @@ def one_size(n: int, base: Path, db: str, poll: float, pg: bool) -> dict[str, An
             [
                 sys.executable,
                 "-m",
-                "fsbench",
+                "fsbench.cli",
                 "fleet",
                 "run",
                 "--inventory",

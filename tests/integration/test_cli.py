@@ -235,7 +235,7 @@ def test_interrupt_releases_everything_and_keeps_finished_trials(
         [
             sys.executable,
             "-m",
-            "fsbench",
+            "fsbench.cli",
             "run",
             "--fs",
             "ext4,xfs,btrfs",
@@ -310,7 +310,7 @@ def test_stale_resources_of_a_killed_run_are_released(common: list[str], workdir
         [
             sys.executable,
             "-m",
-            "fsbench",
+            "fsbench.cli",
             "run",
             "--fs",
             "ext4",
@@ -392,7 +392,7 @@ def test_killed_run_resumes_and_keeps_every_trial_once(common: list[str], workdi
         [
             sys.executable,
             "-m",
-            "fsbench",
+            "fsbench.cli",
             "run",
             "--fs",
             "ext4,xfs",
@@ -546,7 +546,7 @@ def test_reports_read_while_a_run_writes(common: list[str], workdir: Path) -> No
         [
             sys.executable,
             "-m",
-            "fsbench",
+            "fsbench.cli",
             "run",
             "--fs",
             "ext4,xfs",

@@ -292,7 +292,7 @@ def test_a_killed_run_leaves_its_knob_changed_and_doctor_restores_it(
         [
             sys.executable,
             "-m",
-            "fsbench",
+            "fsbench.cli",
             "run",
             "--fs",
             "ext4",

@@ -22,28 +22,19 @@ from fsbench.store.results import Store
 DEFAULT_REPS = 5
 
 
+@pf.with_plan_flags(skip=("age", "max_reps", "ci_target", "margin", "budget", "steady", "warmup"))
 @targetflags.with_target_flags()
 def calibrate(
-    plan_file: pf.PlanFile = None,
-    preset: pf.PresetOpt = None,
-    fs: pf.FsOpt = [],  # noqa: B006 - typer's list options
-    workload: pf.WorkloadOpt = [],  # noqa: B006
-    set_: pf.SetOpt = [],  # noqa: B006
-    knob: pf.KnobOpt = [],  # noqa: B006
     reps: Annotated[
         str | None,
         typer.Option("--reps", help=f"Repetitions of each twin \\[default: {DEFAULT_REPS}]."),
     ] = None,
-    scale: pf.ScaleOpt = None,
-    trial_timeout: pf.TrialTimeoutOpt = None,
-    seed: pf.SeedOpt = None,
-    target_kind: pf.TargetOpt = None,
     no_report: Annotated[
         bool, typer.Option("--no-report", help="Do not write the HTML report.")
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
-    **target_flags: Any,
+    **given: Any,
 ) -> None:
     """Measure this machine's noise: the plan's workloads on its first filesystem config
     (default: the quick preset on ext4) twice, as configs A and B. Prints, per workload,

@@ -87,25 +87,9 @@ class HostProgress(Hooks):
 
 
 @app.command("run")
+@pf.with_plan_flags(skip=("target_kind",))
 @targetflags.with_target_flags(only="fleet")
 def fleet_run(
-    plan_file: pf.PlanFile = None,
-    preset: pf.PresetOpt = None,
-    fs: pf.FsOpt = [],  # noqa: B006 - typer's list options
-    workload: pf.WorkloadOpt = [],  # noqa: B006
-    set_: pf.SetOpt = [],  # noqa: B006
-    knob: pf.KnobOpt = [],  # noqa: B006
-    age: pf.AgeOpt = [],  # noqa: B006
-    reps: pf.RepsOpt = None,
-    max_reps: pf.MaxRepsOpt = None,
-    ci_target: pf.CiTargetOpt = None,
-    margin: pf.MarginOpt = None,
-    budget: pf.BudgetOpt = None,
-    steady: pf.SteadyOpt = None,
-    scale: pf.ScaleOpt = None,
-    trial_timeout: pf.TrialTimeoutOpt = None,
-    seed: pf.SeedOpt = None,
-    warmup: pf.WarmupOpt = None,
     resume: Annotated[
         bool,
         typer.Option(
@@ -116,7 +100,7 @@ def fleet_run(
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
-    **target_flags: Any,
+    **given: Any,
 ) -> None:
     """Run the plan on every inventory host (each its own loop image, or the disk its
     fsbench_device names), as async Ansible tasks, into one store: a PostgreSQL --db the
@@ -127,7 +111,7 @@ def fleet_run(
     err = Console(stderr=True)
     run_id: int | None = None
     if resume:
-        run_id, plan, overrides = resumable(store, plan_file)
+        run_id, plan, overrides = resumable(store, flags.plan_file)
         record = store.get_run(run_id)
         if record.kind != FLEET:
             raise FsbenchError(f"run {run_id} is not a fleet run: fsbench run --resume {run_id}")
@@ -178,7 +162,7 @@ def fleet_member(
     ] = "",
     db: DbOption = None,
     json_out: JsonOption = False,
-    **target_flags: Any,
+    **given: Any,
 ) -> None:
     """One host's part of a fleet run, as the controller's playbook starts it: the plan into
     a member run of the fleet run, its progress in the entry's file. A part already there

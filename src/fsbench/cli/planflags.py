@@ -5,9 +5,11 @@ so a default is stated once."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -97,6 +99,58 @@ WarmupOpt = Annotated[int | None, typer.Option("--warmup", help=field_help(Plan,
 TargetOpt = targetflags.TargetOpt
 
 
+# Every plan flag, in the order `--help` lists them: (argument name, annotation, default).
+PLAN_PARAMS: tuple[tuple[str, Any, Any], ...] = (
+    ("plan_file", PlanFile, None),
+    ("preset", PresetOpt, None),
+    ("fs", FsOpt, []),
+    ("workload", WorkloadOpt, []),
+    ("set_", SetOpt, []),
+    ("knob", KnobOpt, []),
+    ("age", AgeOpt, []),
+    ("reps", RepsOpt, None),
+    ("max_reps", MaxRepsOpt, None),
+    ("ci_target", CiTargetOpt, None),
+    ("margin", MarginOpt, None),
+    ("budget", BudgetOpt, None),
+    ("steady", SteadyOpt, None),
+    ("scale", ScaleOpt, None),
+    ("trial_timeout", TrialTimeoutOpt, None),
+    ("seed", SeedOpt, None),
+    ("warmup", WarmupOpt, None),
+    ("target_kind", TargetOpt, None),
+)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_plan_flags(skip: Collection[str] = ()) -> Callable[[F], F]:
+    """A command that takes the plan flags (all but `skip`, and but those it declares
+    itself) in its `**kwargs`, listed first by `--help`; `flags_of(locals())` gathers
+    them. Stated once here rather than in every command's signature."""
+
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func, eval_str=True)
+        own = [
+            p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        names = {p.name for p in own} | set(skip)
+        added = [
+            inspect.Parameter(
+                name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=kind
+            )
+            for name, kind, default in PLAN_PARAMS
+            if name not in names
+        ]
+        positional = [p for p in own if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        keyword = [p for p in own if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        func.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[*added, *positional, *keyword]
+        )
+        return func
+
+    return decorate
+
+
 # The flags that set a plan field of the same name as given.
 PLAN_FIELDS = (
     "scale", "max_reps", "ci_target", "margin", "steady", "trial_timeout", "seed", "warmup",
@@ -133,7 +187,12 @@ def flags_of(arguments: dict[str, Any], **changes: Any) -> PlanFlags:
     """The plan flags among a command's arguments (its `locals()` on entry): each command
     declares the flags it takes, and this is the one place they become a PlanFlags."""
     names = {f.name for f in fields(PlanFlags)} - {"target"}
-    given = {**arguments, **arguments.get("target_flags", {}), **changes}
+    given = {
+        **arguments,
+        **arguments.get("given", {}),
+        **arguments.get("target_flags", {}),
+        **changes,
+    }
     return PlanFlags(
         **{k: v for k, v in given.items() if k in names}, target=targetflags.given(given)
     )

@@ -46,26 +46,9 @@ EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 
 Watch = Callable[[Hooks], Hooks]
 
 
+@pf.with_plan_flags()
 @targetflags.with_target_flags()
 def run(
-    plan_file: pf.PlanFile = None,
-    preset: pf.PresetOpt = None,
-    fs: pf.FsOpt = [],  # noqa: B006 - typer's list options
-    workload: pf.WorkloadOpt = [],  # noqa: B006
-    set_: pf.SetOpt = [],  # noqa: B006
-    knob: pf.KnobOpt = [],  # noqa: B006
-    age: pf.AgeOpt = [],  # noqa: B006
-    reps: pf.RepsOpt = None,
-    max_reps: pf.MaxRepsOpt = None,
-    ci_target: pf.CiTargetOpt = None,
-    margin: pf.MarginOpt = None,
-    budget: pf.BudgetOpt = None,
-    steady: pf.SteadyOpt = None,
-    scale: pf.ScaleOpt = None,
-    trial_timeout: pf.TrialTimeoutOpt = None,
-    seed: pf.SeedOpt = None,
-    warmup: pf.WarmupOpt = None,
-    target_kind: pf.TargetOpt = None,
     no_report: Annotated[
         bool,
         typer.Option("--no-report", help="Do not write the HTML report and charts at the end."),
@@ -80,13 +63,13 @@ def run(
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
-    **target_flags: Any,
+    **given: Any,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
     flags = pf.flags_of(locals())
     store = Store(db)
     if resume:
-        outcome = resume_run(store, plan_file)
+        outcome = resume_run(store, flags.plan_file)
     else:
         built = pf.build(flags)
         outcome = execute(built.plan, built.cells, store, built.overrides)
