@@ -36,7 +36,7 @@ After each round from `min_rounds` (3), one *look*:
    1 ± margin (two one-sided tests, Schuirmann 1987) is "equally good" at this look and is
    not dropped for being worse (a difference inside the margin is none worth a drop). The
    CI's level is the one fsbench's repetition loop judges equivalence at when it looks
-   after every round (`decisions.Design.ci_level`, a Pocock constant level for the looks
+   after every round (`design.Design.ci_level`, a Pocock constant level for the looks
    from `min_rounds` to `max_rounds`).
 
 **Many looks, one alpha.** Testing at full alpha after every round would drop a good
@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from fsbench.analysis.decisions import ALPHA, DEFAULT_MARGIN, MIN_REPS, Design
+from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN, MIN_REPS, Design
 from fsbench.analysis.stats import summarize, t_quantile
 from fsbench.system.errors import FsbenchError
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from fsbench.analysis.decisions import ALPHA, DEFAULT_MARGIN
+from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN
 from fsbench.analysis.race import (
     MAX_ROUNDS,
     MIN_ROUNDS,
