@@ -50,13 +50,17 @@ needed at this noise). The ratio is **paired**: the two trials of a cell in one 
 run back to back, so the verdict is on the geometric mean of the per-round ratios with a
 t interval of their logs (n - 1 df), which cancels the slow drift of this shared machine
 (other test suites come and go) that the unpaired ratio of means (`ratio_unpaired`,
-delta method and Welch df, `fsbench.stats.ratio_ci`, also given) keeps as noise.
+delta method and Welch df, `fsbench.analysis.stats.ratio_ci`, also given) keeps as noise.
 
 **The engine's own overhead**: the user and system CPU of the engine's process over the
 measured phase, per counted operation (the engine's `cpu` result: getrusage at the end
 of the warm-up and after the last thread; older engines: the child's rusage of the
 whole `run`, warm-up included): the engine's own work is its user time; the
-filesystem's (the kernel's) is the system time. filebench's CPU is given
+filesystem's (the kernel's) is the system time. The kernel also works for the engine in its own
+threads (writeback, btrfs end-io workers, the loop device), which the engine's rusage
+does not count: `machine_sys_us_per_op` is the whole machine's system + irq + softirq CPU
+(/proc/stat) over the engine's `run`, per operation (warm-up included; whatever else the
+kernel did then on this shared machine too). filebench's CPU is given
 for its whole process (its fileset creation included), for scale only.
 
 **CPU per operation** of each tool (user + system, from getrusage of the child:
@@ -74,9 +78,13 @@ rounds to decide it alone.
 variation per cell are in the output; this machine is shared with other test runs.
 
 The JSON is rewritten after every trial, so an interrupted bench keeps what it did;
-`--resume` runs only the trials it lacks. filebench crashes now and then (a worker's
-segfault leaves its master spinning: 1 of its first 12 runs here); such a run is killed
-after `--seconds` + 240 s, kept in `trials` with its error, and made once more.
+`--resume` runs only the trials it lacks, and with `--open-only` only those of the cells
+not yet ahead or equivalent (more rounds where the answer is still open; a cell so looked
+at again after every batch of rounds has a larger chance than the nominal 5% of a wrong
+`ahead`, which the JSON's per-cell `pairs` lets a reader weigh). filebench crashes now
+and then (a worker's segfault leaves its master spinning: 1 of its first 12 runs here);
+such a run is killed after `--seconds` + 240 s, kept in `trials` with its error, and made
+once more.
 """
 
 from __future__ import annotations
@@ -101,14 +109,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from fsbench import filesystems, fsops  # noqa: E402
+from fsbench.system import filesystems, fsops  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_file import machine  # noqa: E402
 
-from fsbench.stats import ratio_ci, t_quantile  # noqa: E402
-from fsbench.targets.loop import LoopImage  # noqa: E402
-from fsbench.units import parse_size  # noqa: E402
+from fsbench.analysis.stats import ratio_ci, t_quantile  # noqa: E402
+from fsbench.execute.targets.loop import LoopImage  # noqa: E402
+from fsbench.system.units import parse_size  # noqa: E402
 
 ASLR = Path("/proc/sys/kernel/randomize_va_space")
 WARMUP_S = 1.0
@@ -141,6 +149,14 @@ def filebench_workload(
             line = f"{sync}run {secs}"
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def machine_sys() -> float:
+    """System CPU seconds of the whole machine so far (all CPUs: system, irq and softirq
+    from /proc/stat): the kernel's work for a tool includes its worker threads' (writeback,
+    btrfs end-io, the loop device), which the tool's own rusage does not count."""
+    f = Path("/proc/stat").read_text().splitlines()[0].split()
+    return (int(f[3]) + int(f[6]) + int(f[7])) / os.sysconf("SC_CLK_TCK")
 
 
 def child_cpu() -> tuple[float, float]:
@@ -219,10 +235,16 @@ def run_engine(
     for f in spec["filesets"]:
         f["reuse"] = True
     u0, s0 = child_cpu()
+    m0 = machine_sys()
     res = engine_call(engine, ["run", "-"], spec, secs + 900)
+    m1 = machine_sys()
     u1, s1 = child_cpu()
     total = res["total"]
+    ops_run = total["ops_per_s"] * (res["measured"]["duration_s"] + WARMUP_S)
     out = {
+        # the kernel's whole work per operation, its threads' included (and whatever
+        # else ran in the kernel then: this machine is shared)
+        "machine_sys_us_per_op": 1e6 * (m1 - m0) / ops_run if ops_run else None,
         "ops": total["ops"],
         "ops_per_s": total["ops_per_s"],
         "user_s": u1 - u0,
@@ -398,6 +420,9 @@ def summarize(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row["engine_user_share"] = statistics.fmean(eu) / (
                 statistics.fmean(eu) + statistics.fmean(es)
             )
+        ms = [t["machine_sys_us_per_op"] for t in by["engine"] if t.get("machine_sys_us_per_op")]
+        if ms:
+            row["machine_sys_us_per_op_engine_run"] = statistics.fmean(ms)
         rows.append(row)
     return rows
 
@@ -431,8 +456,8 @@ def pooled(trials: list[dict[str, Any]]) -> dict[str, Any]:
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| fs | personality | threads | filebench ops/s | engine ops/s | ratio "
-        "(90% CI) | verdict | engine user / sys us/op |",
-        "|---|---|---|---|---|---|---|---|",
+        "(90% CI) | verdict | engine user / sys us/op | machine sys us/op |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         fb = " / ".join(f"{x:,.0f}" for x in r["filebench_ops_s"])
@@ -445,9 +470,11 @@ def table(rows: list[dict[str, Any]]) -> str:
             if "engine_user_us_per_op" in r
             else "-"
         )
+        msys = r.get("machine_sys_us_per_op_engine_run")
+        mcol = f"{msys:.1f}" if msys else "-"
         lines.append(
             f"| {r['fs']} | {r['personality']} | {r['threads']} | {fb} | {en} | "
-            f"{ratio} | {r.get('verdict', '-')} | {cpu} |"
+            f"{ratio} | {r.get('verdict', '-')} | {cpu} | {mcol} |"
         )
     return "\n".join(lines)
 
@@ -472,6 +499,11 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/work/tmp"))
     ap.add_argument(
         "--resume", action="store_true", help="keep the trials already in --output, run the rest"
+    )
+    ap.add_argument(
+        "--open-only",
+        action="store_true",
+        help="with --resume: add rounds only to the cells not yet ahead or equivalent",
     )
     ap.add_argument(
         "--filebench-as-shipped",
@@ -510,12 +542,13 @@ def main() -> None:
     if args.workloads is None:
         args.workloads = args.filebench.parent.parent / "share/filebench/workloads"
     args.engine = (args.engine or build_engine()).resolve()
-    cells = [
+    all_cells = [
         (fs, p, int(t))
         for fs in args.fs.split(",")
         for p in args.personalities.split(",")
         for t in args.threads.split(",")
     ]
+    cells = list(all_cells)
     fb_version = subprocess.run(
         [str(args.filebench), "-h"], capture_output=True, text=True
     ).stdout.splitlines()
@@ -553,15 +586,24 @@ def main() -> None:
             for t in old["trials"]
             if "error" not in t
         }
+        if args.open_only:
+            settled = {
+                (r["fs"], r["personality"], r["threads"])
+                for r in summarize(old["trials"])
+                if r.get("verdict") in ("ahead", "equivalent")
+            }
+            cells = [c for c in cells if c not in settled]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     n = len(cells) * args.rounds * 2
     i = 0
     with tempfile.TemporaryDirectory(prefix="evf-", dir=args.workdir) as tmpd:
         tmp = Path(tmpd)
         for rnd in range(args.rounds):
-            for ci, (fs, name, threads) in enumerate(cells):
+            for fs, name, threads in cells:
                 tools = ["filebench", "engine"]
-                if (rnd + ci) % 2:
+                # who goes first alternates from round to round and from cell to cell
+                # (by the cell's place in the whole matrix, whichever cells run now)
+                if (rnd + all_cells.index((fs, name, threads))) % 2:
                     tools.reverse()
                 for tool in tools:
                     i += 1
