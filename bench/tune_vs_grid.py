@@ -4,13 +4,13 @@ both ways on this machine: the grid (`fsbench run`, every config at a fixed n) a
 winner, or equivalent to it, or at least not told apart from it by the grid's own trials,
 and the ratio of trials (race / grid, counted trials; warm-ups given beside).
 
-    python3 bench/tune_vs_grid.py [--n 8] [--seed 1] [--image-size 2G]
+    python3 bench/tune_vs_grid.py [--n 10] [--files 2000] [--seed 1] [--image-size 2G]
         [--workdir /var/tmp/fsbench-bench] [-o bench/results/tune_vs_grid.json]
 
 Needs root (mkfs, mount, losetup). Not part of the test run.
 
-**The space** (12 configs, fs_mark at --scale tiny without fsync, 300 files: each trial a
-fresh mkfs): ext4 `data={ordered,writeback,journal}` with `noatime` or `sync`, xfs with
+**The space** (12 configs, fs_mark at --scale tiny without fsync, 2,000 files: each trial
+a fresh mkfs): ext4 `data={ordered,writeback,journal}` with `noatime` or `sync`, xfs with
 `noatime`, `wsync` or `sync`, btrfs with `noatime`, `sync` or `compress=zstd`. The `sync`
 mounts make every write synchronous (tens of times slower here), `wsync` every namespace
 operation: a race should drop them early and spend its rounds on the fast configs.
@@ -52,7 +52,7 @@ SPACE = [
     "xfs:mount={noatime,wsync,sync}",
     "btrfs:mount={noatime,sync,compress=zstd}",
 ]
-WORKLOAD = ["--workload", "fs_mark", "--scale", "tiny", "--set", "sync=0", "--set", "files=300"]
+WORKLOAD = ["--workload", "fs_mark", "--scale", "tiny", "--set", "sync=0"]
 METRIC = "files_per_s"
 MARGIN = 0.05
 
@@ -112,13 +112,17 @@ def verdict(winner: str, best: str, values: dict[str, dict[int, float]]) -> dict
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=8, help="the grid's repetitions")
+    parser.add_argument("--n", type=int, default=10, help="the grid's repetitions")
+    parser.add_argument(
+        "--files", type=int, default=2000, help="fs_mark's files per trial (timed ~0.3 s fast)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--image-size", default="2G")
     parser.add_argument("--workdir", type=Path, default=Path("/var/tmp/fsbench-bench"))
     parser.add_argument("-o", "--output", type=Path, default=None)
     args = parser.parse_args()
     started = datetime.now(UTC)
+    workload = [*WORKLOAD, "--set", f"files={args.files}"]
     space = expand_space(SPACE)
     assert len(space) >= 12, describe(space).lines()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -127,12 +131,12 @@ def main() -> None:
         common = ["--image-size", args.image_size, "--workdir", tmp, "--db", str(db)]
         common += ["--seed", str(args.seed), "--no-report"]
         fs_args = [a for spec in space.specs for a in ("--fs", spec)]
-        fsbench("run", *fs_args, *WORKLOAD, "--reps", str(args.n), *common)
+        fsbench("run", *fs_args, *workload, "--reps", str(args.n), *common)
         store = Store(db)
         grid_id = store.latest_run_id()
         assert grid_id is not None
         grid_trials = store.get_trials(grid_id)
-        tune = fsbench("tune", *SPACE_ARGS(), *WORKLOAD, "--max-rounds", str(args.n), "--json",
+        tune = fsbench("tune", *SPACE_ARGS(), *workload, "--max-rounds", str(args.n), "--json",
                        *common)  # fmt: skip
         race = json.loads(tune.stdout)
         values = grid_values(store, grid_id)
@@ -149,7 +153,7 @@ def main() -> None:
         results = {
             "space": SPACE,
             "configs": len(space),
-            "workload": " ".join(WORKLOAD),
+            "workload": " ".join(workload),
             "metric": METRIC,
             "n": args.n,
             "grid": {
