@@ -53,7 +53,8 @@ class TuneSpec(BaseModel):
     min_rounds: int = MIN_ROUNDS
     max_rounds: int = MAX_ROUNDS
     require: list[str] = []  # METRIC<VALUE constraints
-    budget: float | None = None  # seconds of trials
+    budget: float | None = None  # seconds of wall time the race may take
+    spent: float = 0.0  # seconds of wall time the race has taken (kept after every round)
     duplicates: int = 0  # identical configs given more than once, kept once
     stop: str = ""  # why the race stopped, once it has (kept: a budget is not replayable)
 

@@ -97,8 +97,8 @@ def tune(
         str | None,
         typer.Option(
             "--budget",
-            help="Trial time the race may spend (9m, 1h): a round that would go past it is "
-            "not started.",
+            help="Wall time the race may take (9m, 1h; mkfs, mounts and warm-ups included): "
+            "a round that would go past it is not started.",
         ),
     ] = None,
     require: Annotated[

@@ -13,8 +13,9 @@ run's, each fed to the race (analysis/race.py) as soon as it is complete.
 - Resume: the stored rounds are replayed into a new race; the round a kill cut short
   keeps its stored trials and runs the rest, after a warm-up trial (the first trial of a
   process counts for nobody, as in the loop).
-- `--budget`: the trials' own time (stored start to end, warm-ups included); a round that
-  would go past it is not started.
+- `--budget`: the race's wall time (mkfs, mounts and warm-ups included), kept with the
+  race after every round so that a resumed race counts what the killed one spent; a
+  round that would go past it (at the pace of the rounds so far) is not started.
 
 Interrupts (Ctrl-C, SIGTERM) end the race `interrupted`; anything else `failed`; the
 executor releases its devices on every path.
@@ -22,12 +23,13 @@ executor releases its devices on every path.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fsbench import __version__
 from fsbench.analysis.race import BUDGET, Drop, Race
-from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec, seconds
+from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec
 from fsbench.execute import schedule
 from fsbench.execute.executors import Executor, for_plan
 from fsbench.execute.loop import slots_of, warms, with_seed
@@ -148,7 +150,7 @@ def run_race(
             raise
         store.set_target(run_id, executor.describe())
         race = driver.state.finish()
-        final = spec.model_copy(update={"stop": race.result().stop})
+        final = driver.spec.model_copy(update={"stop": race.result().stop})
         store.set_convergence(run_id, {RACE_KEY: final.model_dump(mode="json")})
         store.finish_run(run_id, "finished")
         return TuneOutcome(run_id, race, False, driver.counts)
@@ -181,6 +183,9 @@ class _Driver:
         self.handed = False
         self.counts: dict[str, int] = {}
         self.state = Replay(self.configs, spec)
+        self.clock = self.round_clock = time.monotonic()
+        self.spent_before = spec.spent
+        self.pace: float | None = None  # wall seconds per trial in this process
 
     def run(self) -> None:
         self.watch.begin(self.run_id, self.plan, self.resumed, self.executor.banner())
@@ -196,6 +201,7 @@ class _Driver:
                 race.stop(BUDGET)
                 return
             self.watch.round_begins(rnd, self.state.alive, len(pending))
+            self.round_clock = time.monotonic()
             self._hand(pending)
             by_config: dict[str, list[TrialRecord]] = {}
             for slot in mine:
@@ -206,17 +212,22 @@ class _Driver:
                 # nothing can be decided on an incomplete round.
                 raise FsbenchError(f"round {rnd}: some trials did not run")
             self.watch.round_ends(rnd, self.state.alive, dropped)
+            if pending:
+                self._spent(len(pending))
+
+    def _spent(self, ran: int) -> None:
+        """The wall time so far, kept with the race; the pace per trial."""
+        now = time.monotonic()
+        self.pace = (now - self.round_clock) / ran
+        self.round_clock = now
+        self.spec = self.spec.model_copy(update={"spent": self.spent_before + now - self.clock})
+        self.store.set_convergence(self.run_id, {RACE_KEY: self.spec.model_dump(mode="json")})
 
     def _over_budget(self, pending: int) -> bool:
         if self.spec.budget is None:
             return False
-        stored = [t for ts in self.records.values() for t in ts[:1]]
-        spent = sum(seconds(t) for t in stored)
-        counted = [seconds(t) for t in stored if t.rep != WARMUP_REP] or [
-            seconds(t) for t in stored
-        ]
-        per_trial = sum(counted) / len(counted) if counted else 0.0
-        return spent + per_trial * pending > self.spec.budget
+        spent = self.spent_before + time.monotonic() - self.clock
+        return spent + (self.pace or 0.0) * pending > self.spec.budget
 
     def _hand(self, pending: list[Slot]) -> None:
         pending = [s for s in pending if s.cell.key not in self.refused]

@@ -234,7 +234,10 @@ def print_report(console: Console, doc: TuneReport) -> None:
         if w.ratio_ci is not None:
             ratio += f" ({w.ratio_ci[0]:.3f}..{w.ratio_ci[1]:.3f})"
         table.add_row(w.config, str(w.n), _num(w.mean), ci, ratio, "yes" if w.equivalent else "")
-    console.print(table)
+    if doc.winners:
+        console.print(table)
+    else:
+        console.print("no config is left: every one was dropped (below)", highlight=False)
     if doc.dropped:
         dropped = Table(title="dropped", title_justify="left")
         for col in ("config", "round", "reason", "test", "p", "why"):
