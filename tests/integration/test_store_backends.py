@@ -26,6 +26,7 @@ from fsbench.store.dburl import to_url
 from fsbench.store.merge import merge_store, source
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.store.schema import SCHEMA_VERSION
 from fsbench.system.errors import FsbenchError
 from tests.helpers import TEST_DATA_HOME, assert_every_slot_once, fsbench, ours
 from tests.pgcluster import Cluster, cluster
@@ -412,7 +413,7 @@ def test_merge_of_the_v5_store_keeps_its_rows_and_leaves_it_untouched(
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert (doc["runs_added"], doc["trials_added"]) == (2, 41)
-    assert doc["sources"][0]["notes"] == ["migrated from schema 5 to 6"]
+    assert doc["sources"][0]["notes"] == [f"migrated from schema 5 to {SCHEMA_VERSION}"]
     assert _fingerprint(path) == before  # not migrated, no -wal, -shm, lock or backup
     again = fsbench("merge", str(path), "--db", store_db)
     assert again.returncode == 0, again.stderr

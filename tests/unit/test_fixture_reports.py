@@ -14,6 +14,7 @@ import pytest
 
 from fsbench.reports import formats, render, source
 from fsbench.store.results import Store
+from fsbench.store.schema import SCHEMA_VERSION
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stores"
 
@@ -34,7 +35,7 @@ def copied(tmp_path: Path) -> object:
 
 def test_a_run_on_many_hosts_stored_by_schema_6_reports_the_same(copied) -> None:  # type: ignore[no-untyped-def]
     store = copied("v6-fleet.db")
-    assert store.migrated[0] == "migrated from schema 6 to 7"
+    assert store.migrated[0] == f"migrated from schema 6 to {SCHEMA_VERSION}"
     got = _report(store, 1)
     assert got == json.loads((DATA / "v6-fleet-report.json").read_text())
     # The trials are the parts', each with its host and the host's groups.
