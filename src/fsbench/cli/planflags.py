@@ -129,24 +129,14 @@ def with_plan_flags(skip: Collection[str] = ()) -> Callable[[F], F]:
     them. Stated once here rather than in every command's signature."""
 
     def decorate(func: F) -> F:
-        signature = inspect.signature(func, eval_str=True)
-        own = [
-            p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD
-        ]
-        names = {p.name for p in own} | set(skip)
         added = [
             inspect.Parameter(
                 name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=kind
             )
             for name, kind, default in PLAN_PARAMS
-            if name not in names
+            if name not in skip
         ]
-        positional = [p for p in own if p.kind is not inspect.Parameter.KEYWORD_ONLY]
-        keyword = [p for p in own if p.kind is inspect.Parameter.KEYWORD_ONLY]
-        func.__signature__ = signature.replace(  # type: ignore[attr-defined]
-            parameters=[*added, *positional, *keyword]
-        )
-        return func
+        return targetflags.with_params(func, added, [])
 
     return decorate
 

@@ -88,15 +88,27 @@ def kind_help() -> str:
 TargetOpt = Annotated[str | None, typer.Option("--target", help=kind_help())]
 
 
+def with_params(func: F, first: list[inspect.Parameter], last: list[inspect.Parameter]) -> F:
+    """`func`, whose `**kwargs` take them, as typer sees it: with `first` before its own
+    parameters and `last` after them (its keyword-only ones stay at the end)."""
+    signature = inspect.signature(func, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    names = {p.name for p in own}
+    positional = [p for p in own if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keyword = [p for p in own if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    first = [p for p in first if p.name not in names]
+    last = [p for p in last if p.name not in names]
+    func.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*first, *positional, *last, *keyword]
+    )
+    return func
+
+
 def with_target_flags(only: str | None = None) -> Callable[[F], F]:
-    """A command that takes `**target_flags`, given the target flags as options of its own
-    (before its last parameters, `--db` and `--json`, as the help lists them)."""
+    """A command that takes `**kwargs`, given the target flags as options of its own
+    (after its parameters, as the help lists them)."""
 
     def decorate(func: F) -> F:
-        signature = inspect.signature(func, eval_str=True)
-        params = [
-            p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD
-        ]
         added = [
             inspect.Parameter(
                 f.param,
@@ -109,12 +121,7 @@ def with_target_flags(only: str | None = None) -> Callable[[F], F]:
             )
             for f in all_flags(only)
         ]
-        positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
-        keyword = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
-        func.__signature__ = signature.replace(  # type: ignore[attr-defined]
-            parameters=[*positional, *added, *keyword]
-        )
-        return func
+        return with_params(func, [], added)
 
     return decorate
 
