@@ -98,11 +98,13 @@ def bisect(
         kbuild_cache=kbuild_cache,
         recheck=recheck,
     )
-    job = Bisection(args, built.plan, built.cells, store, sys.argv, log=lambda s: err.print(s))
+    job = Bisection(
+        args, built.plan, built.cells, store, sys.argv, log=lambda s: err.print(s, soft_wrap=True)
+    )
     try:
         outcome = job.resume() if resume else job.start()
     except Refused as exc:
-        err.print(str(exc))
+        print(exc, file=sys.stderr)  # one line, never wrapped
         raise typer.Exit(EXIT_REFUSED) from None
     data = report.as_json(store.get_run(outcome.run_id), store.get_trials(outcome.run_id))
     if chart is not None:

@@ -79,6 +79,7 @@ class Step:
     build_seconds: float = 0.0
     measure_seconds: float = 0.0
     error: str = ""
+    seqs: list[int] = field(default_factory=list)  # its trials in the run
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +91,7 @@ class Step:
             "build_seconds": round(self.build_seconds, 1),
             "measure_seconds": round(self.measure_seconds, 1),
             "error": self.error,
+            "seqs": self.seqs,
         }
 
 
@@ -172,6 +174,7 @@ class Bisection:
         vcells: list[Any] = []
         for rep in wanted:
             vcells.append(vm.VmCell.of(self.seq, rep, cell, len(vcells) + 1))
+            step.seqs.append(self.seq)
             self.seq += 1
         job = vm.VmJob(
             vcells,
@@ -353,6 +356,7 @@ class Bisection:
         """The step with the values already stored for its commit (a resumed run)."""
         mine = [t for t in self.stored if t.knobs.get(knobs.KERNEL) == step.commit[:12]]
         step.values = self.values(mine)
+        step.seqs = [t.seq for t in mine]
         return step
 
     def _endpoint(self, role: str, commit: str, n: int) -> Step:

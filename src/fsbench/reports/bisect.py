@@ -23,12 +23,16 @@ def facts(run: RunRecord) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def values_of(trials: Sequence[TrialRecord], commit: str, metric: str) -> list[float]:
-    """The counted values of `metric` measured under `commit` (its knob kernel)."""
+def values_of(
+    trials: Sequence[TrialRecord], commit: str, metric: str, seqs: Sequence[int] | None = None
+) -> list[float]:
+    """The counted values of `metric` measured under `commit` (its knob kernel), of the
+    trials `seqs` when given (an endpoint and its recheck are the same commit)."""
     return [
         m.value
         for t in sorted(trials, key=lambda t: t.seq)
         if t.knobs.get(knobs.KERNEL) == commit[:12] and t.rep > 0 and t.status == "ok"
+        if seqs is None or t.seq in seqs
         for m in t.metrics
         if m.name == metric
     ]
@@ -40,7 +44,7 @@ def as_json(run: RunRecord, trials: Sequence[TrialRecord]) -> dict[str, Any]:
     metric = str(f.get("metric", ""))
     steps = []
     for step in f.get("steps", []):
-        vals = values_of(trials, step["commit"], metric)
+        vals = values_of(trials, step["commit"], metric, step.get("seqs"))
         s = summarize(vals)
         steps.append(
             {

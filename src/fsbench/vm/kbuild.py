@@ -241,6 +241,8 @@ class KernelBuilder:
             done = self.dir / "kernels" / commit
             if (done / "bzImage").is_file() and (done / "version").is_file():
                 return Built(commit, True, 0.0, done / "bzImage", (done / "version").read_text())
+            if (done / "failed").is_file():  # the compiler said no, with this config
+                return Built(commit, False, 0.0, error=(done / "failed").read_text())
             t0 = time.monotonic()
             self.prepare_config()
             shutil.copy2(self.base_config, self.out / ".config")
@@ -250,7 +252,11 @@ class KernelBuilder:
                 res = self._make("bzImage")
             seconds = time.monotonic() - t0
             if not res.ok:
-                return Built(commit, False, seconds, error=_error_lines(res.output))
+                error = _error_lines(res.output)
+                if res.returncode == 2 and "error:" in error:  # not a kill or a timeout
+                    done.mkdir(parents=True, exist_ok=True)
+                    (done / "failed").write_text(error)
+                return Built(commit, False, seconds, error=error)
             release = (self.out / "include/config/kernel.release").read_text().strip()
             done.mkdir(parents=True, exist_ok=True)
             shutil.copy2(self.out / "arch/x86/boot/bzImage", done / "bzImage")
