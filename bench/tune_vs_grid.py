@@ -2,7 +2,8 @@
 both ways on this machine: the grid (`fsbench run`, every config at a fixed n) and the race
 (`fsbench tune`, up to the same n rounds). Reports whether the race's winner is the grid's
 winner, or equivalent to it, or at least not told apart from it by the grid's own trials,
-and the ratio of trials (race / grid, counted trials; warm-ups given beside).
+and the ratio of trials (race / grid, counted trials; warm-ups given beside), and of the
+time spent (the trials' own time, and each command's wall time).
 
     python3 bench/tune_vs_grid.py [--n 10] [--files 2000] [--seed 1] [--image-size 2G]
         [--workdir /var/tmp/fsbench-bench] [-o bench/results/tune_vs_grid.json]
@@ -16,10 +17,12 @@ mounts make every write synchronous (tens of times slower here), `wsync` every n
 operation: a race should drop them early and spend its rounds on the fast configs.
 
 **The grid's answer**: the config of the highest geometric mean over its n rounds. The
-race's winner (its leader; with an equally good group, every member) is compared with it
+race's answer (decided: its winner, or every member of its equally good group; undecided at
+the last round: its leader, for what it is worth) is compared with it
 on the grid's own trials, paired by round on the log scale: `same` (the grid's best),
 `equivalent` (the ratio's 90% CI inside 1 ± 5%: two one-sided tests), `not told apart`
-(the 95% CI of the ratio holds 1), else `worse`.
+(the 95% CI of the ratio holds 1), else `worse`; and whether the grid's best is among the
+configs the race kept (`grid_best_survived`): the property a race must have.
 
 **Order**: the grid first, then the race, on one loop image size; both with the same seed.
 The machine drifts between them (a shared VM), which is why the comparison is made on the
@@ -34,6 +37,7 @@ import math
 import subprocess
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from results_file import save  # noqa: E402
 
+from fsbench.analysis.race_trials import seconds  # noqa: E402
 from fsbench.analysis.stats import t_quantile  # noqa: E402
 from fsbench.plan.space import describe, expand_space  # noqa: E402
 from fsbench.store.results import Store  # noqa: E402
@@ -58,13 +63,24 @@ MARGIN = 0.05
 
 
 def fsbench(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command, with its wall time in `.wall` (seconds)."""
     argv = [sys.executable, "-m", "fsbench.cli", *args]
+    clock = time.monotonic()
     print("$ fsbench " + " ".join(args), file=sys.stderr, flush=True)
     res = subprocess.run(argv, capture_output=True, text=True, check=False)
     if res.returncode not in (0, 3):  # 3: some config unsupported, a result
         sys.stderr.write(res.stderr)
         raise SystemExit(f"fsbench {args[0]} failed ({res.returncode})")
+    WALL[args[0]] = time.monotonic() - clock
     return res
+
+
+WALL: dict[str, float] = {}  # command -> its wall time
+
+
+def trial_seconds(store: Store, run_id: int) -> float:
+    """The stored trials' own time (start to end, warm-ups included)."""
+    return sum(seconds(t) for t in store.get_trials(run_id) if t.step == 0)
 
 
 def grid_values(store: Store, run_id: int) -> dict[str, dict[int, float]]:
@@ -144,10 +160,12 @@ def main() -> None:
             c: math.exp(sum(math.log(v) for v in vs.values()) / len(vs)) for c, vs in values.items()
         }
         best = max(geo, key=lambda c: geo[c])
-        winners = [w["config"] for w in race["winners"] if w["equivalent"]] or [
-            race["winners"][0]["config"]
-        ]
-        checks = [verdict(w, best, values) for w in winners]
+        survivors = [w["config"] for w in race["winners"]]
+        if race["decided"]:  # the winner, or its group of equally good configs
+            answer = [w["config"] for w in race["winners"] if w["equivalent"]]
+        else:  # undecided at the last round: its leader, for what it is worth
+            answer = survivors[:1]
+        checks = [verdict(w, best, values) for w in answer]
         grid_counted = sum(1 for t in grid_trials if t.rep != 0 and t.step == 0)
         grid_warm = sum(1 for t in grid_trials if t.rep == 0 and t.step == 0)
         results = {
@@ -167,7 +185,9 @@ def main() -> None:
                 "run": race["run_id"],
                 "stop": race["stop"],
                 "rounds": race["grid_n"],
-                "winners": winners,
+                "decided": race["decided"],
+                "answer": answer,
+                "survivors": survivors,
                 "dropped": [
                     {"config": d["config"], "round": d["round"], "reason": d["reason"]}
                     for d in race["dropped"]
@@ -179,7 +199,15 @@ def main() -> None:
             "winner_matches": all(
                 c["verdict"] in ("same", "equivalent", "not told apart") for c in checks
             ),  # fmt: skip
+            # Whatever the race decided: it did not drop the grid's best.
+            "grid_best_survived": best in survivors,
             "trial_ratio": round(race["trials"] / grid_counted, 3),
+            "seconds": {
+                "grid_trials": round(trial_seconds(store, grid_id), 1),
+                "race_trials": round(trial_seconds(store, race["run_id"]), 1),
+                "grid_wall": round(WALL["run"], 1),
+                "race_wall": round(WALL["tune"], 1),
+            },
             "trial_ratio_with_warmups": round(
                 (race["trials"] + race["warmup_trials"]) / (grid_counted + grid_warm), 3
             ),
