@@ -164,5 +164,13 @@ def test_a_race_killed_with_minus_9_goes_on_from_its_last_finished_round(
     assert doc["stop"] == "one left"
     assert [r["round"] for r in doc["rounds"]] == list(range(0, doc["grid_n"] + 1))
     assert ours(workdir) == ([], [])
+    # The race's page: the chart of configs alive per round, the drops, the check.
+    from fsbench.reports.html.race import write_race_page
+
+    page = write_race_page(store, run_id, workdir / "report")
+    html = page.read_text()
+    assert "data:image/svg+xml;base64," in html and "ext4 sync" in html
+    assert "fsbench run --fs ext4:mount=data=ordered --fs ext4" in html
+    assert (workdir / "report" / f"race-{run_id}.png").exists()
     again = fsbench("tune", "--resume", "--db", str(db))
     assert again.returncode == 2 and "no unfinished race" in again.stderr
