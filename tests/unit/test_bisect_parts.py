@@ -117,3 +117,19 @@ def test_report_text() -> None:
     assert "first bad commit: dddddddddddd ext4: slower (2024-01-06)" in text
     assert "skip" in text and "fsync.c:140: error" in text
     assert "git bisect start" in text and "total 600 s" in text
+
+
+def test_chart_draws_the_commits_in_history_order() -> None:
+    data = {
+        "metric": "seconds",
+        "unit": "s",
+        "order": ["a" * 40, "c" * 40, "b" * 40],
+        "steps": [
+            {"commit": "a" * 40, "role": "good", "n": 4, "mean": 1.0, "ci95": [0.9, 1.1]},
+            {"commit": "b" * 40, "role": "bad", "n": 4, "mean": 7.0, "ci95": [6.8, 7.2]},
+            {"commit": "c" * 40, "role": "step", "n": 3, "mean": 7.1, "ci95": [6.9, 7.3],
+             "verdict": "bad"},
+        ],
+    }  # fmt: skip
+    svg = report.chart_svg(data)
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg

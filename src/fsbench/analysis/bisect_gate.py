@@ -14,8 +14,8 @@ the three pairs good / step / bad, sequential looks with Pocock boundaries, desi
   one) is reported as such, not guessed.
 
 Before any step, `refusal` says in one line, with numbers, why a bisection cannot work:
-the endpoints are not ordered, or their difference is below what the noise lets a step
-measured to the budget tell apart.
+the endpoints are not ordered (at the per-look level a step is judged at), or their
+difference is below what the noise lets a step measured to the budget tell apart.
 
 Pure functions: values in, verdicts out.
 """
@@ -160,11 +160,13 @@ def refusal(
     noise = math.sqrt(((cg or 0.0) ** 2 + (cb or 0.0) ** 2) / 2)
     d = design(n_max, margin)
     detectable = min_detectable(noise, 1.0, n_max, alpha=d.nominal_alpha)
+    # Ordered at the level a step is judged at (the design's per-look boundary), not 5%:
+    # identical kernels measured apart in time must not pass for a regression.
     found = decisions.decide(
         [Side(GOOD, tuple(good)), Side(BAD, tuple(bad))],
         better=better,
         unit=unit or None,
-        design=Design(False, margin=margin),
+        design=Design(False, margin=margin, alpha=d.nominal_alpha),
         explain=False,
     )
     pair = found.pair(GOOD, BAD) if found else None

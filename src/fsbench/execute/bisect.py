@@ -240,17 +240,6 @@ class Bisection:
 
     # -- the bisection -----------------------------------------------------------------
 
-    def endpoint(self, role: str, commit: str, reps: int) -> Step:
-        step = Step(commit, role)
-        self.git.run("checkout", "-q", "--detach", commit)
-        built = self.build(step)
-        if not built.ok:
-            self._failed(step, built.error)
-            raise FsbenchError(f"the {role} endpoint {commit[:12]} does not build: {built.error}")
-        assert built.bzimage is not None
-        self.measure(step, built.bzimage, reps)
-        return step
-
     def gate(self, good: Step, bad: Step, step: Step) -> Verdict:
         return bisect_gate.gate(
             good.values,
@@ -359,29 +348,39 @@ class Bisection:
         step.seqs = [t.seq for t in mine]
         return step
 
-    def _endpoint(self, role: str, commit: str, n: int) -> Step:
-        step = self._stored(Step(commit, role))
-        if len(step.values) >= n:
-            return step
-        if self.git.bisecting():  # resumed: the tree is checked out where git left it
-            head = self.git.head()
-            built = self.builder.build(commit)
-            self.git.run("checkout", "-q", "--detach", head)
-            if not built.ok or built.bzimage is None:
-                raise FsbenchError(f"the {role} endpoint {commit[:12]} does not build")
-            self.measure(step, built.bzimage, n - len(step.values))
-            return step
-        fresh = self.endpoint(role, commit, n - len(step.values))
-        fresh.values = step.values + fresh.values
-        return fresh
+    def _endpoint_kernel(self, step: Step) -> Path:
+        """An endpoint's bzImage: kept by commit id, or its commit checked out and built
+        (a resumed bisection's checkout is put back)."""
+        head = self.git.head()
+        self.git.run("checkout", "-q", "--detach", step.commit)
+        try:
+            built = self.build(step)
+        finally:
+            if self.git.bisecting():
+                self.git.run("checkout", "-q", "--detach", head)
+        if not built.ok or built.bzimage is None:
+            self._failed(step, built.error)
+            raise FsbenchError(f"the {step.role} endpoint {step.commit[:12]} does not build")
+        return built.bzimage
+
+    def _endpoints(self, good_sha: str, bad_sha: str, n: int) -> tuple[Step, Step]:
+        """Both endpoints to n repetitions, in alternating guests (a chunk of good, a chunk
+        of bad, ...): a drift of the machine in time falls on both, not on one."""
+        good, bad = self._stored(Step(good_sha, GOOD)), self._stored(Step(bad_sha, BAD))
+        kernels = {GOOD: self._endpoint_kernel(good), BAD: self._endpoint_kernel(bad)}
+        while any(len(s.values) < n for s in (good, bad)):
+            for step in (good, bad):
+                reps = min(max(self.args.chunk, 1), n - len(step.values))
+                if reps > 0:
+                    self.measure(step, kernels[step.role], reps)
+        return good, bad
 
     def _run(self, good_sha: str, bad_sha: str) -> Outcome:
         self.t0 = time.monotonic()
         out = Outcome(self.run_id)
         n = self.args.max_reps
         self.say(f"endpoints: good {good_sha[:12]}, bad {bad_sha[:12]} ({n} repetitions each)")
-        good = self._endpoint(GOOD, good_sha, n)
-        bad = self._endpoint(BAD, bad_sha, n)
+        good, bad = self._endpoints(good_sha, bad_sha, n)
         out.steps += [good, bad]
         out.confounders = confounders(self._config(good_sha), self._config(bad_sha))
         for line in out.confounders:
