@@ -20,14 +20,12 @@ from fsbench.analysis.race import (
     UNSAFE,
     UNSUPPORTED,
     WORSE,
-    Constraint,
     Race,
     RaceResult,
     RaceSettings,
-    friedman_p,
-    parse_requirements,
     race,
 )
+from fsbench.analysis.race_checks import Constraint, friedman_p, parse_requirements
 from fsbench.system.errors import FsbenchError
 
 

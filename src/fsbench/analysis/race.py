@@ -62,7 +62,6 @@ by recording its stored rounds (and outside drops) again, in order.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -70,6 +69,15 @@ import numpy as np
 import numpy.typing as npt
 
 from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN, MIN_REPS, Design
+from fsbench.analysis.race_checks import (
+    Array,
+    Constraint,
+    conover_vs_best,
+    constraint_p,
+    finite,
+    friedman_p,
+    paired_p,
+)
 from fsbench.analysis.stats import summarize, t_quantile
 from fsbench.system.errors import FsbenchError
 
@@ -91,68 +99,6 @@ FRIEDMAN_TEST = "Friedman, then Conover vs the best (one-sided, Bonferroni)"
 PAIRED_TEST = "paired t on log values (two-sided)"
 CONSTRAINT_TEST = "one-sided t on the mean"
 SAFETY_TEST = "safety verdict"
-
-Array = npt.NDArray[np.float64]
-
-
-# --------------------------------------------------------------------------- constraints
-
-_OPS = ("<=", ">=", "<", ">")
-_CONSTRAINT = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(<=|>=|<|>)\s*(\S+)\s*$")
-SAFE = "safe"
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """A bound a config's mean must keep: `lat_p99_us<5000` (metric, operator, value)."""
-
-    metric: str
-    op: str
-    value: float
-
-    @classmethod
-    def parse(cls, text: str) -> Constraint:
-        found = _CONSTRAINT.match(text)
-        if found is None:
-            raise FsbenchError(
-                f"--require {text!r}: expected METRIC<VALUE (or <=, >, >=), or 'safe'"
-            )
-        metric, op, raw = found.groups()
-        try:
-            value = float(raw)
-        except ValueError:
-            raise FsbenchError(f"--require {text!r}: {raw!r} is not a number") from None
-        if not math.isfinite(value):
-            raise FsbenchError(f"--require {text!r}: the bound must be a finite number")
-        return cls(metric, op, value)
-
-    @property
-    def upper(self) -> bool:
-        """Whether the value is an upper bound (`<`, `<=`)."""
-        return self.op in ("<", "<=")
-
-    def holds(self, x: float) -> bool:
-        return {
-            "<": x < self.value,
-            "<=": x <= self.value,
-            ">": x > self.value,
-            ">=": x >= self.value,
-        }[self.op]
-
-    def __str__(self) -> str:
-        return f"{self.metric}{self.op}{self.value:g}"
-
-
-def parse_requirements(items: Iterable[str]) -> tuple[tuple[Constraint, ...], bool]:
-    """`--require` values: the metric constraints, and whether `safe` was asked."""
-    constraints: list[Constraint] = []
-    safe = False
-    for item in items:
-        if item.strip() == SAFE:
-            safe = True
-        else:
-            constraints.append(Constraint.parse(item))
-    return tuple(constraints), safe
 
 
 # --------------------------------------------------------------------------- settings
@@ -347,13 +293,13 @@ class Race:
         self._rounds += 1
         for config in self.configs:
             given = config in self._alive and config in values
-            self._values[config].append(_finite(values.get(config)) if given else None)
+            self._values[config].append(finite(values.get(config)) if given else None)
             self._trials += int(given)
         for metric, per_config in (metrics or {}).items():
             series = self._metrics.setdefault(metric, {c: [] for c in self.configs})
             for config in self.configs:
                 series[config].extend([None] * (self._rounds - 1 - len(series[config])))
-                series[config].append(_finite(per_config.get(config)))
+                series[config].append(finite(per_config.get(config)))
         self._alive_per_round.append(len(self._alive))
         dropped: list[Drop] = []
         if self._rounds >= self.settings.min_rounds:
@@ -398,7 +344,7 @@ class Race:
             series = self._metrics.get(constraint.metric, {})
             for config in list(self._alive):
                 values = [v for v in series.get(config, []) if v is not None]
-                p, bound = _constraint_p(values, constraint, level)
+                p, bound = constraint_p(values, constraint, level)
                 if p is None or p >= level:
                     continue
                 mean = float(np.mean(values))
@@ -460,10 +406,10 @@ class Race:
             return []
         level = self.settings.level(self._rounds)
         k = len(look.configs)
-        means = _geo_means(look)
+        means = geo_means(look)
         if k == 2:
             worse = 1 - look.best
-            p = _paired_p(look.scores[:, look.best] - look.scores[:, worse])
+            p = paired_p(look.scores[:, look.best] - look.scores[:, worse])
             if p >= level or look.equivalent[worse]:
                 return []
             found = self._worse(look, worse, PAIRED_TEST, p, level, means, {}, None)
@@ -471,7 +417,7 @@ class Race:
         p_omnibus = friedman_p(look.scores)
         if p_omnibus >= level:
             return []
-        ranks, p_each, top = _conover_vs_best(look.scores)
+        ranks, p_each, top = conover_vs_best(look.scores)
         mean_ranks = {c: float(r) for c, r in zip(look.configs, ranks, strict=True)}
         dropped = []
         for i in range(k):
@@ -541,7 +487,7 @@ class Race:
 
     def _means(self) -> dict[str, float]:
         look = self._look()
-        return {} if look is None else _geo_means(look)
+        return {} if look is None else geo_means(look)
 
     # -- output
 
@@ -619,99 +565,8 @@ def race(
 # --------------------------------------------------------------------------- tests
 
 
-def _finite(value: float | None) -> float | None:
-    if value is None:
-        return None
-    x = float(value)
-    return x if math.isfinite(x) else None
-
-
-def _geo_means(look: _Look) -> dict[str, float]:
+def geo_means(look: _Look) -> dict[str, float]:
     """Each config's mean over the look's blocks, in the metric's units (geometric on
     the log scale)."""
     means = np.exp(np.log(look.raw).mean(axis=0)) if look.log_scale else look.raw.mean(axis=0)
     return {c: float(v) for c, v in zip(look.configs, means, strict=True)}
-
-
-def _paired_p(diff: Array) -> float:
-    """Two-sided paired t-test of the mean difference against zero."""
-    from scipy.special import stdtr
-
-    n = len(diff)
-    mean = float(diff.mean())
-    sd = float(diff.std(ddof=1))
-    if sd == 0:
-        return 1.0 if mean == 0 else 0.0
-    t = mean / (sd / math.sqrt(n))
-    return float(2 * stdtr(n - 1, -abs(t)))
-
-
-def ranks_within(scores: Array) -> Array:
-    """Each value's rank within its block (row), 1 = lowest, ties sharing their mean rank."""
-    below = (scores[:, :, None] > scores[:, None, :]).sum(axis=2)
-    equal = (scores[:, :, None] == scores[:, None, :]).sum(axis=2)
-    return np.asarray(below + (equal + 1) / 2, dtype=np.float64)
-
-
-def friedman_p(scores: Array) -> float:
-    """Friedman's test over the blocks (rows), its chi-square form with the correction
-    for ties, as `scipy.stats.friedmanchisquare` computes it (Conover's T1: (k-1) times
-    the rank sums' squared deviations over the ranks' total variance). Computed here from
-    the ranks the post-hoc needs anyway: scipy's wrapper costs a millisecond a call, and
-    a simulation of a thousand races calls it tens of thousands of times. 1.0 when every
-    block ties every config."""
-    from scipy.special import chdtrc
-
-    b, k = scores.shape
-    ranks = ranks_within(scores)
-    sums = ranks.sum(axis=0)
-    c1 = b * k * (k + 1) ** 2 / 4
-    total = float((ranks**2).sum()) - c1
-    if total <= 0:
-        return 1.0
-    t1 = (k - 1) * float(((sums - b * (k + 1) / 2) ** 2).sum()) / total
-    return float(chdtrc(k - 1, t1))
-
-
-def _conover_vs_best(scores: Array) -> tuple[Array, Array, int]:
-    """Mean ranks (higher better), each config's one-sided p of being worse than the
-    config of the highest rank sum by Conover's t on rank sums, Bonferroni over the k-1
-    comparisons, and that config's index."""
-    from scipy.special import stdtr
-
-    b, k = scores.shape
-    ranks = ranks_within(scores)
-    sums = ranks.sum(axis=0)
-    top = int(np.argmax(sums))
-    a1 = float((ranks**2).sum())
-    var = 2 * (b * a1 - float((sums**2).sum())) / ((b - 1) * (k - 1))
-    gap = sums[top] - sums
-    if var <= 0:  # every block ranks the configs alike: any gap is certain
-        p = np.where(gap > 0, 0.0, 1.0)
-    else:
-        p = stdtr((b - 1) * (k - 1), -gap / math.sqrt(var))
-    p = np.minimum(1.0, p * (k - 1))
-    p[top] = 1.0
-    return sums / b, np.asarray(p, dtype=np.float64), top
-
-
-def _constraint_p(
-    values: Sequence[float], constraint: Constraint, level: float
-) -> tuple[float | None, float]:
-    """One-sided p that the mean breaks the constraint's bound (small: clearly broken),
-    and the one-sided confidence bound on the side of the constraint's bound."""
-    from scipy.special import stdtr
-
-    n = len(values)
-    if n < 2:
-        return None, math.nan
-    arr = np.asarray(values, dtype=np.float64)
-    mean, sd = float(arr.mean()), float(arr.std(ddof=1))
-    se = sd / math.sqrt(n)
-    excess = mean - constraint.value if constraint.upper else constraint.value - mean
-    quantile = t_quantile(n - 1, 1 - 2 * level)
-    bound = mean - quantile * se if constraint.upper else mean + quantile * se
-    if se == 0:
-        broken = not constraint.holds(mean)
-        return (0.0 if broken else 1.0), bound
-    return float(stdtr(n - 1, -excess / se)), bound

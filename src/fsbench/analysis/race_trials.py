@@ -29,11 +29,11 @@ from fsbench.analysis.race import (
     MAX_ROUNDS,
     MIN_ROUNDS,
     UNSUPPORTED,
-    Constraint,
     Drop,
     Race,
     RaceSettings,
 )
+from fsbench.analysis.race_checks import Constraint
 from fsbench.store.records import TrialRecord
 from fsbench.system.errors import FsbenchError
 

@@ -18,7 +18,8 @@ from rich.console import Console
 
 from fsbench import workloads
 from fsbench.analysis.design import DEFAULT_MARGIN
-from fsbench.analysis.race import MAX_ROUNDS, Drop, parse_requirements
+from fsbench.analysis.race import MAX_ROUNDS, Drop
+from fsbench.analysis.race_checks import parse_requirements
 from fsbench.analysis.race_trials import KIND, RACE_KEY, TuneSpec, value_of
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
