@@ -47,15 +47,7 @@ SAFE_REFUSED = (
 )
 
 
-def _resolved(func: F) -> F:
-    """The function with its annotations evaluated (this module's are strings): the target
-    flags' decorator builds a signature typer reads as it is."""
-    func.__annotations__ = typing.get_type_hints(func, include_extras=True)
-    return func
-
-
 @targetflags.with_target_flags()
-@_resolved
 def tune(
     plan_file: pf.PlanFile = None,
     preset: Annotated[
