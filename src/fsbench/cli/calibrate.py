@@ -13,7 +13,7 @@ from rich.console import Console
 from fsbench.analysis import aa_check as calibration
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
-from fsbench.cli.common import DbOption, JsonOption
+from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.run import execute, exit_status, write_report
 from fsbench.plan import model as planning
 from fsbench.reports.aa_screen import document, print_screen
@@ -29,9 +29,7 @@ def calibrate(
         str | None,
         typer.Option("--reps", help=f"Repetitions of each twin \\[default: {DEFAULT_REPS}]."),
     ] = None,
-    no_report: Annotated[
-        bool, typer.Option("--no-report", help="Do not write the HTML report.")
-    ] = False,
+    no_report: NoReportOption = False,
     db: DbOption = None,
     json_out: JsonOption = False,
     **given: Any,

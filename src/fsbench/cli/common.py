@@ -33,4 +33,7 @@ WorkdirOption = Annotated[
     typer.Option("--workdir", help="Where loop images and mountpoints go."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+NoReportOption = Annotated[
+    bool, typer.Option("--no-report", help="Do not write the HTML report and charts at the end.")
+]
 DEFAULT_WORKDIR_PATH = DEFAULT_WORKDIR

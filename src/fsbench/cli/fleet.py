@@ -42,6 +42,10 @@ from fsbench.system.errors import FsbenchError
 app = typer.Typer(help="Many machines: one plan on a fleet through Ansible, one store.")
 
 FLEET = "fleet"
+RESUME_HELP = (
+    "Finish an interrupted fleet run (its id in place of PLAN, or the last unfinished one): "
+    "only what is missing, on the hosts that miss it."
+)
 
 
 class HostProgress(Hooks):
@@ -90,14 +94,7 @@ class HostProgress(Hooks):
 @pf.with_plan_flags(skip=("target_kind",))
 @targetflags.with_target_flags(only="fleet")
 def fleet_run(
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            help="Finish an interrupted fleet run (its id in place of PLAN, or the last "
-            "unfinished one): only what is missing, on the hosts that miss it.",
-        ),
-    ] = False,
+    resume: Annotated[bool, typer.Option("--resume", help=RESUME_HELP)] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
     **given: Any,

@@ -24,7 +24,7 @@ from rich.progress import (
 
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
-from fsbench.cli.common import DbOption, JsonOption
+from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.report import emit
 from fsbench.execute import loop as matrix
 from fsbench.execute.hooks import Hooks
@@ -42,6 +42,11 @@ from fsbench.system.errors import FsbenchError
 # errors, but scripts should be able to tell.
 EXIT_OK, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 
+RESUME_HELP = (
+    "Finish an interrupted run: the last unfinished one in --db, or the run id given in place "
+    "of PLAN. Finished trials are kept, the rest run."
+)
+
 # What a caller wraps around the run's progress bar (a progress file others poll).
 Watch = Callable[[Hooks], Hooks]
 
@@ -49,18 +54,8 @@ Watch = Callable[[Hooks], Hooks]
 @pf.with_plan_flags()
 @targetflags.with_target_flags()
 def run(
-    no_report: Annotated[
-        bool,
-        typer.Option("--no-report", help="Do not write the HTML report and charts at the end."),
-    ] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            help="Finish an interrupted run: the last unfinished one in --db, or the run id "
-            "given in place of PLAN. Finished trials are kept, the rest run.",
-        ),
-    ] = False,
+    no_report: NoReportOption = False,
+    resume: Annotated[bool, typer.Option("--resume", help=RESUME_HELP)] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
     **given: Any,

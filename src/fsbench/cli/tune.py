@@ -23,7 +23,7 @@ from fsbench.analysis.race_checks import parse_requirements
 from fsbench.analysis.race_trials import KIND, RACE_KEY, TuneSpec, value_of
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
-from fsbench.cli.common import DbOption, JsonOption
+from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.run import EXIT_INTERRUPTED, report_dir, sigterm_interrupts, write_report
 from fsbench.execute.race import TuneOutcome, Watch, run_race
 from fsbench.execute.schedule import Slot
@@ -41,6 +41,10 @@ F = TypeVar("F", bound=typing.Callable[..., Any])
 # The presets of the race: plan files with a [search] table, beside the shipped plans.
 TUNE_PRESETS = Path(presets.__file__).parent / "tune"
 
+RESUME_HELP = (
+    "Go on with an interrupted race: the last unfinished one in --db, or the run id given in "
+    "place of PLAN. Its stored rounds are replayed, the rest run."
+)
 SAFE_REFUSED = (
     "--require safe is not available yet: race the configs first, then check the winners "
     "with `fsbench run --target vm --workload crash --fs ...`"
@@ -106,17 +110,8 @@ def tune(
     trial_timeout: pf.TrialTimeoutOpt = None,
     seed: pf.SeedOpt = None,
     target_kind: pf.TargetOpt = None,
-    no_report: Annotated[
-        bool, typer.Option("--no-report", help="Do not write the HTML report at the end.")
-    ] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume",
-            help="Go on with an interrupted race: the last unfinished one in --db, or the run "
-            "id given in place of PLAN. Its stored rounds are replayed, the rest run.",
-        ),
-    ] = False,
+    no_report: NoReportOption = False,
+    resume: Annotated[bool, typer.Option("--resume", help=RESUME_HELP)] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
     **target_flags: Any,

@@ -106,25 +106,8 @@ def run(
     slots = slots_of(plan, cells)
     with executor:  # a real device's safety checks happen in open(), before any write
         if resume_run is None:
-            fs_types = sorted({c.type for c in plan.fs})
-            steps = sorted({s for w in plan.workloads for s in w.steps})
-            host = provenance.host(fs_types, steps)
-            run_id = store.create_run(
-                name=plan.name,
-                fsbench_version=__version__,
-                argv=argv,
-                plan=plan.model_dump(mode="json", by_alias=True),
-                overrides=overrides,
-                schedule=[(s.rep, s.cell.key) for s in slots],
-                host=host,
-                target=executor.describe(),
-                kind=kind,
-                workloads=runfacts.workload_facts(steps),
-                features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
-                uid=uid,
-                part_of=part.uid if part else "",
-                part_host=part.host if part else "",
-                part_groups=list(part.groups) if part else None,
+            run_id = create_run(
+                store, plan, slots, executor, argv, overrides, kind=kind, uid=uid, part=part
             )
         else:
             run_id = resume_run
@@ -144,6 +127,42 @@ def run(
         loop.outcome.unfinished = executor.unfinished()
         store.finish_run(run_id, "incomplete" if loop.outcome.unfinished else "finished")
         return loop.outcome
+
+
+def create_run(
+    store: Store,
+    plan: Plan,
+    slots: Sequence[Slot],
+    executor: Executor,
+    argv: list[str],
+    overrides: dict[str, list[str]],
+    *,
+    kind: str,
+    uid: str | None = None,
+    part: Part | None = None,
+) -> int:
+    """The run in the store, before its first trial: its plan and schedule, this host's
+    provenance, its target, and what its reports need of this fsbench's workloads."""
+    fs_types = sorted({c.type for c in plan.fs})
+    steps = sorted({s for w in plan.workloads for s in w.steps})
+    host = provenance.host(fs_types, steps)
+    return store.create_run(
+        name=plan.name,
+        fsbench_version=__version__,
+        argv=argv,
+        plan=plan.model_dump(mode="json", by_alias=True),
+        overrides=overrides,
+        schedule=[(s.rep, s.cell.key) for s in slots],
+        host=host,
+        target=executor.describe(),
+        kind=kind,
+        workloads=runfacts.workload_facts(steps),
+        features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
+        uid=uid,
+        part_of=part.uid if part else "",
+        part_host=part.host if part else "",
+        part_groups=list(part.groups) if part else None,
+    )
 
 
 class _Loop:

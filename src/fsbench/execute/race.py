@@ -27,18 +27,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fsbench import __version__
 from fsbench.analysis.race import BUDGET, Drop, Race
 from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec
 from fsbench.execute import schedule
 from fsbench.execute.executors import Executor, for_plan
-from fsbench.execute.loop import slots_of, warms, with_seed
+from fsbench.execute.loop import create_run, slots_of, warms, with_seed
 from fsbench.execute.schedule import WARMUP_REP, Slot
 from fsbench.plan.model import Cell, Plan
-from fsbench.store import runfacts
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
-from fsbench.system import hostfacts
 from fsbench.system.errors import FsbenchError
 
 
@@ -118,22 +115,7 @@ def run_race(
     slots = slots_of(planned, cells)
     with executor:
         if resume_run is None:
-            fs_types = sorted({c.type for c in plan.fs})
-            steps = sorted({s for w in plan.workloads for s in w.steps})
-            host = hostfacts.host(fs_types, steps)
-            run_id = store.create_run(
-                name=plan.name,
-                fsbench_version=__version__,
-                argv=argv,
-                plan=plan.model_dump(mode="json", by_alias=True),
-                overrides=overrides,
-                schedule=[(s.rep, s.cell.key) for s in slots],
-                host=host,
-                target=executor.describe(),
-                kind=KIND,
-                workloads=runfacts.workload_facts(steps),
-                features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
-            )
+            run_id = create_run(store, plan, slots, executor, argv, overrides, kind=KIND)
             store.set_convergence(run_id, {RACE_KEY: spec.model_dump(mode="json")})
         else:
             run_id = resume_run
