@@ -10,7 +10,7 @@ knows nothing of where the trials run.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fsbench import __version__, workloads
@@ -96,11 +96,7 @@ def run(
     executor = executor or for_plan(plan, cells)
     if uid is None:
         uid = store.get_run(resume_run).uid if resume_run is not None else new_uid()
-    executor.bind(Binding(store, uid, hooks))
-    for warning in executor.preflight():
-        hooks.note(f"warning: {warning}")
-    for line in executor.release_stale():
-        hooks.note(f"released stale: {line}")
+    ready(executor, Binding(store, uid, hooks), hooks.note)
     if resume_run is None:
         plan = with_seed(plan)
     slots = slots_of(plan, cells)
@@ -127,6 +123,16 @@ def run(
         loop.outcome.unfinished = executor.unfinished()
         store.finish_run(run_id, "incomplete" if loop.outcome.unfinished else "finished")
         return loop.outcome
+
+
+def ready(executor: Executor, run: Binding, note: Callable[[str], None]) -> None:
+    """The executor bound to its run, its preflight passed (a refusal raises, one line),
+    and what crashed runs left behind released; each warning and release said by `note`."""
+    executor.bind(run)
+    for warning in executor.preflight():
+        note(f"warning: {warning}")
+    for line in executor.release_stale():
+        note(f"released stale: {line}")
 
 
 def create_run(

@@ -30,12 +30,14 @@ from dataclasses import dataclass, field
 from fsbench.analysis.race import BUDGET, Drop, Race
 from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec
 from fsbench.execute import schedule
-from fsbench.execute.executors import Executor, for_plan
-from fsbench.execute.loop import create_run, slots_of, warms, with_seed
+from fsbench.execute.executors import Binding, Executor, for_plan
+from fsbench.execute.hooks import Hooks
+from fsbench.execute.loop import create_run, ready, slots_of, warms, with_seed
 from fsbench.execute.schedule import WARMUP_REP, Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
+from fsbench.store.schema import new_uid
 from fsbench.system.errors import FsbenchError
 
 
@@ -105,17 +107,15 @@ def run_race(
     executor = executor or for_plan(plan, cells)
     if executor.whole_plan:
         raise FsbenchError(f"fsbench tune runs on one machine, not on a {plan.target.kind} target")
-    for warning in executor.preflight():
-        watch.note(f"warning: {warning}")
-    for line in executor.release_stale():
-        watch.note(f"released stale: {line}")
+    uid = store.get_run(resume_run).uid if resume_run is not None else new_uid()
+    ready(executor, Binding(store, uid, Hooks()), watch.note)
     if resume_run is None:
         plan = with_seed(plan)
     planned = plan.model_copy(update={"reps": spec.max_rounds})
     slots = slots_of(planned, cells)
     with executor:
         if resume_run is None:
-            run_id = create_run(store, plan, slots, executor, argv, overrides, kind=KIND)
+            run_id = create_run(store, plan, slots, executor, argv, overrides, kind=KIND, uid=uid)
             store.set_convergence(run_id, {RACE_KEY: spec.model_dump(mode="json")})
         else:
             run_id = resume_run
