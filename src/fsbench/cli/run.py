@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -225,14 +225,19 @@ def execute(
             bar.stop()
             hooks.ended(state)
     if outcome.interrupted:
-        err.print(
-            f"fsbench: interrupted; finished trials are stored in run {outcome.run_id} "
-            f"(`fsbench run --resume {outcome.run_id}` finishes it)",
-            style="yellow",
-            highlight=False,
+        interrupted(
+            f"finished trials are stored in run {outcome.run_id} "
+            f"(`fsbench run --resume {outcome.run_id}` finishes it)"
         )
-        raise typer.Exit(EXIT_INTERRUPTED)
     return outcome
+
+
+def interrupted(what_now: str) -> NoReturn:
+    """After Ctrl-C or SIGTERM: one line saying what was kept and how to go on; exit 130."""
+    Console(stderr=True).print(
+        f"fsbench: interrupted; {what_now}", style="yellow", highlight=False, soft_wrap=True
+    )
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def finish(store: Store, outcome: matrix.Outcome, json_out: bool, report: bool = True) -> None:

@@ -24,7 +24,7 @@ from fsbench.analysis.race_trials import KIND, RACE_KEY, TuneSpec, value_of
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
-from fsbench.cli.run import EXIT_INTERRUPTED, report_dir, sigterm_interrupts, write_report
+from fsbench.cli.run import interrupted, report_dir, sigterm_interrupts, write_report
 from fsbench.execute.race import TuneOutcome, Watch, run_race
 from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
@@ -271,13 +271,10 @@ def _run(
             resume_run=resume_run,
         )
     if outcome.interrupted:
-        err.print(
-            f"fsbench: interrupted; the race's trials are stored in run {outcome.run_id} "
-            f"(`fsbench tune --resume {outcome.run_id}` goes on from its last round)",
-            style="yellow",
-            highlight=False,
+        interrupted(
+            f"the race's trials are stored in run {outcome.run_id} "
+            f"(`fsbench tune --resume {outcome.run_id}` goes on from its last round)"
         )
-        raise typer.Exit(EXIT_INTERRUPTED)
     return outcome
 
 
