@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -121,16 +122,7 @@ def document(store: Store, run_id: int) -> TuneReport:
         stop=result.stop,
         decided=result.decided,
         winners=[
-            WinnerDoc(
-                config=s.config,
-                spec=by_name[s.config].spec,
-                n=s.n,
-                mean=s.mean,
-                ci95=s.ci,
-                ratio=s.ratio,
-                ratio_ci=s.ratio_ci,
-                equivalent=s.equivalent,
-            )
+            WinnerDoc(spec=by_name[s.config].spec, ci95=s.ci, **_fields(s, WinnerDoc))
             for s in result.winners
         ],
         dropped=[_drop(d, by_name) for d in result.dropped],
@@ -158,17 +150,13 @@ def _values(
 
 
 def _drop(d: Drop, by_name: dict[str, FsConfig]) -> DropDoc:
-    return DropDoc(
-        config=d.config,
-        spec=by_name[d.config].spec if d.config in by_name else d.config,
-        round=d.round,
-        reason=d.reason,
-        test=d.test,
-        p=d.p,
-        level=d.level,
-        versus=d.versus,
-        detail=d.detail,
-    )
+    spec = by_name[d.config].spec if d.config in by_name else d.config
+    return DropDoc(spec=spec, **_fields(d, DropDoc))
+
+
+def _fields(record: object, doc: type[BaseModel]) -> dict[str, Any]:
+    """What the record says of the document's fields that have its names."""
+    return {name: getattr(record, name) for name in doc.model_fields if hasattr(record, name)}
 
 
 def _per_type(configs: Sequence[FsConfig]) -> dict[str, int]:
