@@ -34,7 +34,7 @@ def history(repo: Path, worse: bool = False) -> dict[str, str]:
     plan = [("base", {}), ("doc1", {}), ("broken", {"broken": "1"}), ("fix", {"broken": None}),
             ("slow", {"slow": "50"}), ("doc2", {}), ("doc3", {})]  # fmt: skip
     if worse:  # a second regression: the first one is halfway between the endpoints
-        plan.append(("worse", {"slow": "25"}))
+        plan.append(("worse", {"slow": "0.01"}))
     for name, files in plan:
         (repo / "log").write_text(name)
         for f, text in files.items():
@@ -122,7 +122,7 @@ def test_undecided_step_stops_with_the_range_left(fakes: dict[str, float], tmp_p
     assert "undecided" in out.stopped
     last = out.steps[-3]  # before the two rechecks
     assert last.verdict == "undecided" and last.gate is not None
-    assert "both endpoints" in last.gate.note
+    assert "differs from both" in last.gate.note
     assert out.range_left
 
 

@@ -33,9 +33,20 @@ def test_direction_does_not_matter() -> None:
 
 
 def test_halfway_step_is_undecided_not_guessed() -> None:
-    v = bg.gate(GOOD, BAD, sample(11.0, 0.005, 8, 3), better="lower", n_max=8)
+    """A step at the endpoints' midpoint (a partial change) is closer to neither."""
+    mid = (sum(GOOD) / len(GOOD) + sum(BAD) / len(BAD)) / 2
+    v = bg.gate(GOOD, BAD, sample(mid, 0.03, 8, 3), better="lower", n_max=8)
     assert v.verdict == bg.UNDECIDED
-    assert "both endpoints" in v.note
+    assert "both" in v.note
+
+
+def test_drift_does_not_block_a_clear_side() -> None:
+    """Endpoints measured when the machine was quiet, the step when it was busier (+30%):
+    ordered against both, but far closer to one side: that side, with a note."""
+    v = bg.gate(GOOD, BAD, sample(12.0 * 1.3, 0.03, 4, 9), better="lower", n_max=8)
+    assert v.verdict == bg.BAD
+    v = bg.gate(GOOD, BAD, sample(10.0 * 1.05, 0.01, 4, 9), better="lower", n_max=8)
+    assert v.verdict == bg.GOOD
 
 
 def test_noisy_step_stays_undecided() -> None:

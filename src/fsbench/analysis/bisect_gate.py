@@ -2,16 +2,17 @@
 endpoint's or to the bad one's?
 
 A one-run threshold on a noisy machine marks good commits bad and sends a bisection down
-the wrong half. Here a step is compared with both endpoints by the decision rule every
-comparison of fsbench uses (decisions.py: Welch, Holm with Shaffer's constraints over
-the three pairs good / step / bad, sequential looks with Pocock boundaries, design.py):
-
-- **good**: the step is ordered against the bad endpoint, not against the good one, and
-  lies on the good side of the endpoints' midpoint (or beyond the good endpoint);
-- **bad**: the mirror image;
-- **undecided**: otherwise. Ordered against neither: more repetitions, up to the budget.
-  Ordered against both, between them: a step that is neither (two changes, or a partial
-  one) is reported as such, not guessed.
+the wrong half. Here a step is marked only when its mean is significantly closer to one
+endpoint's mean than to the other's: a Welch-type test of the step's mean against the
+endpoints' midpoint (the step's and both endpoints' variances, Welch-Satterthwaite df),
+judged at the per-look level of the sequential design every fsbench comparison uses
+(design.py: a look after every repetition from 3 to the budget, Pocock boundaries), so
+looking again after each added repetition does not inflate false marks. The pairs good /
+step / bad are decided too (decisions.py: Welch, Holm with Shaffer's constraints) and
+reported: a step ordered against both endpoints is marked by the side it is closer to,
+with a note (a drift of the machine between the endpoints' measurements and the step's,
+or a partial change). A step not significantly closer to either stays **undecided**:
+more repetitions, up to the budget, then the bisection stops with the range left.
 
 Before any step, `refusal` says in one line, with numbers, why a bisection cannot work:
 the endpoints are not ordered (at the per-look level a step is judged at), or their
@@ -48,6 +49,7 @@ class Verdict:
     p_bad: float | None
     needed: int | None  # undecided: repetitions per side that would decide
     note: str = ""
+    p_mid: float | None = None  # the step's mean at the endpoints' midpoint (two-sided)
 
     @property
     def decided(self) -> bool:
@@ -61,6 +63,7 @@ class Verdict:
             "ci95": list(self.ci95) if self.ci95 else None,
             "p_good": self.p_good,
             "p_bad": self.p_bad,
+            "p_mid": self.p_mid,
             "needed": self.needed,
             "note": self.note,
         }
@@ -99,25 +102,40 @@ def gate(
     g, b = statistics.fmean(good), statistics.fmean(bad)
     mid = (g + b) / 2
     good_side = (mean - mid) * (g - mid) > 0
-    beyond_good = (mean - g) * (g - b) > 0
-    beyond_bad = (mean - b) * (b - g) > 0
-    off_good, off_bad = vs_good.kind == ORDER, vs_bad.kind == ORDER
-    if off_bad and not off_good and good_side:
-        return _with(base, verdict=GOOD, note="ordered against the bad endpoint only")
-    if off_good and not off_bad and not good_side:
-        return _with(base, verdict=BAD, note="ordered against the good endpoint only")
-    if off_good and off_bad:
-        if beyond_good:
-            return _with(base, verdict=GOOD, note="beyond the good endpoint")
-        if beyond_bad:
-            return _with(base, verdict=BAD, note="beyond the bad endpoint")
-        return _with(
-            base,
-            note="differs from both endpoints, between them: a partial change or two changes",
-        )
+    p_mid = midpoint_p(good, bad, step)
+    level = design(n_max, margin).nominal_alpha
+    both = vs_good.kind == ORDER and vs_bad.kind == ORDER
+    drift = ", though it differs from both endpoints (a drift, or a partial change)"
+    base = _with(base, p_mid=p_mid)
+    if p_mid is not None and p_mid <= level:
+        side = GOOD if good_side else BAD
+        note = f"significantly closer to the {side} endpoint (p={p_mid:.2g})"
+        return _with(base, verdict=side, note=note + (drift if both else ""))
     needed = [p.needed for p in (vs_good, vs_bad) if p.needed is not None]
-    why = "ordered against neither endpoint" if not off_good else "on the wrong side"
-    return _with(base, needed=max(needed) if needed else None, note=why)
+    note = "not significantly closer to either endpoint"
+    if both:
+        note += ": it differs from both, between them (a partial change, or two changes)"
+    return _with(base, needed=max(needed) if needed else None, note=note)
+
+
+def midpoint_p(good: Sequence[float], bad: Sequence[float], step: Sequence[float]) -> float | None:
+    """Two-sided p that the step's mean is at the endpoints' midpoint (as close to one as
+    to the other): t = (mean(step) - (mean(good) + mean(bad)) / 2) / se, with
+    se^2 = var(step)/n + (var(good)/n_g + var(bad)/n_b) / 4 and Welch-Satterthwaite's df."""
+    from scipy.special import stdtr
+
+    parts = []  # (weight, variance of the mean, n)
+    for weight, values in ((1.0, step), (0.5, good), (0.5, bad)):
+        n = len(values)
+        if n < 2:
+            return None
+        parts.append((weight**2 * statistics.variance(values) / n, n))
+    se2 = sum(v for v, _ in parts)
+    d = statistics.fmean(step) - (statistics.fmean(good) + statistics.fmean(bad)) / 2
+    if se2 == 0:
+        return 0.0 if d else 1.0
+    df = se2**2 / sum(v**2 / (n - 1) for v, n in parts if v > 0)
+    return float(2 * stdtr(df, -abs(d) / math.sqrt(se2)))
 
 
 def _with(v: Verdict, **changes: object) -> Verdict:
