@@ -47,3 +47,23 @@ def test_constant_values_one_step_apart_are_undecided_by_resolution() -> None:
     v = decide_rows([("a", a), ("b", b)], Design())
     assert v is not None and v.kind == "undecided" and v.pairs[0].test == "resolution"
     assert "resolution" in v.text and v.short == "undecided: within the tool's resolution"
+
+
+def test_a_count_the_same_every_time_is_equal_not_within_a_margin() -> None:
+    """Extents counted by fsbench itself, 1 on every repetition of both configs: the
+    verdict says they are the same count, not that they are equivalent within ±5%."""
+    from fsbench.analysis.decisions import EQUIVALENT, Side, decide
+
+    same = decide(
+        [Side("ext4", (1.0, 1.0, 1.0)), Side("xfs", (1.0, 1.0, 1.0))],
+        better="lower",
+        unit="count",
+        resolution=1,
+    )
+    assert same is not None and same.kind == EQUIVALENT and same.short == "ext4 = xfs"
+    timed = decide(
+        [Side("ext4", (1.00, 1.01, 0.99, 1.0)), Side("xfs", (1.0, 1.01, 0.99, 1.0))],
+        better="lower",
+        unit="s",
+    )
+    assert timed is not None and timed.short != "ext4 = xfs"

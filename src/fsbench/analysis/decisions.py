@@ -401,6 +401,8 @@ class Decision:
         if self.kind == ORDER:
             return self.ranking
         if self.kind == EQUIVALENT:
+            if all(p.test == "exact" for p in self.pairs):  # the same count every time
+                return " = ".join(self.labels)
             return f"{' ≈ '.join(self.labels)} (±{self.design.margin:.0%})"
         open_ = [p for p in self.pairs if p.kind == UNDECIDED]
         same = [f"{p.a} ≈ {p.b}" for p in self.pairs if p.kind == EQUIVALENT]
