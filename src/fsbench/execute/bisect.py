@@ -37,6 +37,7 @@ from fsbench.store.results import Store
 from fsbench.system import hostfacts, knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.vm.kbuild import KBUILD_CACHE, Built, KernelBuilder, confounders, read_config
+from fsbench.vm.records import record_for
 from fsbench.vm.target import VmTargetSpec
 
 KIND = "bisect"
@@ -218,22 +219,9 @@ class Bisection:
     def _failed(self, step: Step, reason: str) -> None:
         """A commit that did not build or boot: a failed record, for the report."""
         cell = self._cell(step.commit)
-        record = TrialRecord(
-            seq=self.seq,
-            rep=1,
-            cell_key=cell.key,
-            config=cell.config.display,
-            fs=cell.config.type,
-            mkfs_options=list(cell.config.mkfs),
-            mount_options=cell.config.mount,
-            workload=cell.workload,
-            params=dict(cell.params),
-            status="failed",
-            message=reason.splitlines()[0][:300] if reason else "failed",
-            detail=reason,
-            started_at=now(),
-            finished_at=now(),
-            knobs=dict(cell.knobs),
+        message = reason.splitlines()[0][:300] if reason else "failed"
+        record = record_for(
+            cell, self.seq, 1, "failed", message=message, detail=reason, finished_at=now()
         )
         self.seq += 1
         self.store.record_trials(self.run_id, [record])

@@ -8,12 +8,11 @@ Nothing is copied but the bzImage, so a bisection step costs no image build.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
 
-from fsbench.vm.cache import LogFn, content_key, locked
+from fsbench.vm.cache import LogFn, content_key, locked, publish
 from fsbench.vm.images import GuestImage, ensure_image
 from fsbench.vm.kernels import Kernel
 
@@ -55,9 +54,7 @@ def builtin_image(k: Kernel, cache: Path, log: LogFn) -> GuestImage:
                 "base_image": base.key,
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-            shutil.rmtree(final, ignore_errors=True)
-            tmp.rename(final)
+            publish(tmp, final, meta)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,3 +69,11 @@ def json_files(paths: Iterable[Path]) -> Iterator[tuple[Path, dict[str, Any]]]:
             continue
         if isinstance(data, dict):
             yield path, data
+
+
+def publish(tmp: Path, final: Path, meta: dict[str, Any]) -> None:
+    """A build made in `tmp` becomes `final` with its meta.json, in one rename: a reader
+    sees the whole build or none of it."""
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)

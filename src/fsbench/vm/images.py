@@ -29,6 +29,7 @@ from fsbench.vm.cache import (
     content_key,
     json_files,
     locked,
+    publish,
     quiet,
 )
 from fsbench.vm.kernels import Kernel, cached_kernels, resolve_kernel
@@ -145,9 +146,7 @@ def ensure_image(
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "build_seconds": round(time.monotonic() - t0, 1),
             }
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-            shutil.rmtree(final, ignore_errors=True)
-            tmp.rename(final)
+            publish(tmp, final, meta)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fsbench.plan.model import FsConfig
+from fsbench.plan.model import Cell, FsConfig
 from fsbench.store.records import MetricRecord, TrialRecord, now
 
 if TYPE_CHECKING:
@@ -24,12 +24,15 @@ def to_record(data: dict[str, Any], vm_prov: dict[str, Any]) -> TrialRecord:
 
 def new_record(vc: VmCell) -> TrialRecord:
     """The pending record of a cell the host measures itself (a boot, a crash series)."""
-    cell = vc.cell()
+    return record_for(vc.cell(), vc.seq, vc.rep, "pending")
+
+
+def record_for(cell: Cell, seq: int, rep: int, status: str, **fields: Any) -> TrialRecord:
+    """A record of `cell` made on the host, not by the runner (what a guest did not
+    finish, a kernel that did not build): the cell's identity, the status and `fields`."""
     return TrialRecord(
-        seq=vc.seq,
-        rep=vc.rep,
-        step=0,
-        chain="",
+        seq=seq,
+        rep=rep,
         cell_key=cell.key,
         config=cell.config.display,
         fs=cell.config.type,
@@ -38,8 +41,9 @@ def new_record(vc: VmCell) -> TrialRecord:
         workload=cell.workload,
         params=dict(cell.params),
         knobs=dict(cell.knobs),
-        status="pending",
+        status=status,
         started_at=now(),
+        **fields,
     )
 
 
