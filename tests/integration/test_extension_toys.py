@@ -6,19 +6,23 @@ decided, and reported in the toy format."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from typer.testing import CliRunner
 
+from fsbench import workloads
 from fsbench.cli import planflags, targetflags
 from fsbench.cli.app import app
 from fsbench.plan import targets
 from fsbench.reports import render, source
 from fsbench.store.results import Store
 from fsbench.workloads import all_workloads
-from tests.extensions import toy_format, toy_target, toy_workload
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +39,35 @@ kind = "ram-image"
 """
 
 
-def test_each_extension_is_known_by_registering_itself() -> None:
+TOYS = (
+    "tests.extensions.toy_target",
+    "tests.extensions.toy_workload",
+    "tests.extensions.toy_format",
+)
+
+
+@pytest.fixture(scope="module")
+def toys() -> Iterator[dict[str, ModuleType]]:
+    """The three toys registered by importing them, and unregistered afterwards: the rest
+    of the suite checks the shipped registries (every workload named, every format)."""
+    modules = {name.rsplit(".", 1)[1]: importlib.import_module(name) for name in TOYS}
+    try:
+        yield modules
+    finally:
+        # The registries' own dicts: what registering added, taken out again.
+        targets._KINDS.pop("ram-image", None)
+        workloads._REGISTRY.pop("toy-files", None)
+        render.RENDERERS.pop("tsv", None)
+        for name in TOYS:
+            sys.modules.pop(name, None)
+
+
+def test_each_extension_is_known_by_registering_itself(toys: dict[str, ModuleType]) -> None:
+    toy_target, toy_workload, toy_format = (
+        toys["toy_target"],
+        toys["toy_workload"],
+        toys["toy_format"],
+    )
     assert targets.kinds()["ram-image"] is toy_target.RamImageSpec
     assert all_workloads()["toy-files"] is toy_workload.ToyFiles
     assert render.RENDERERS["tsv"] is toy_format.render_tsv and "tsv" in render.report_formats()
@@ -54,7 +86,9 @@ def test_each_extension_is_known_by_registering_itself() -> None:
         )
 
 
-def test_a_plan_runs_through_a_toy_target_workload_and_format(tmp_path: Path) -> None:
+def test_a_plan_runs_through_a_toy_target_workload_and_format(
+    toys: dict[str, ModuleType], tmp_path: Path
+) -> None:
     plan = tmp_path / "toys.toml"
     plan.write_text(PLAN)
     db = tmp_path / "toys.db"
