@@ -10,6 +10,7 @@ import pytest
 
 from fsbench.analysis.design import Design
 from fsbench.analysis.rows import build_rows
+from fsbench.analysis.stats import ratio_ci
 from fsbench.analysis.verdicts import decide_rows
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.workloads.fio.parse import FIO_PLAT_BITS, Direction, direction_metrics
@@ -76,3 +77,49 @@ def test_neighbouring_buckets_are_no_clear_difference() -> None:
     verdict = decide_rows([(r.config, r) for r in far if r.metric == "read_clat_p99_us"], Design())
     assert verdict is not None and verdict.kind == "order" and verdict.best == "ext4"
     assert all(math.isclose(r.resolution, far_step) for r in far if r.metric)
+
+
+def _fio_rate(runtime_ms: int, io_mib: float = 64.0) -> Direction:
+    """What fio reports for io_mib written in runtime_ms: it divides by whole ms."""
+    return Direction(
+        io_bytes=int(io_mib * 2**20),
+        bw_mib_s=io_mib * 1000 / runtime_ms,
+        iops=io_mib * 1000 / runtime_ms,
+        lat_mean_us=None,
+        clat_percentiles_us={},
+        total_ios=int(io_mib),
+        runtime_ms=runtime_ms,
+    )
+
+
+def _rate_trials(config: str, d: Direction, reps: int = 5) -> list[TrialRecord]:
+    (m,) = [m for m in direction_metrics("", "write", d) if m.name == "write_mib_s"]
+    return [
+        TrialRecord(
+            seq=i, rep=i + 1, cell_key=config, config=config, fs="ext4", mkfs_options=[],
+            mount_options="", workload="fio", params={"profile": "seq-write"},
+            status="ok", metrics=[MetricRecord(m.name, m.value, m.unit, "higher", m.resolution)],
+        )
+        for i in range(reps)
+    ]  # fmt: skip
+
+
+def test_fio_rates_step_by_one_millisecond_of_runtime() -> None:
+    """A/A seen on an idle machine: 64 MiB in 28 ms for one twin and 29 ms for the other
+    on every repetition, two constants 3.6% apart. One millisecond is fio's step there, so
+    the twins are no clear difference and their interval holds 1; a 20 ms against 29 ms
+    gap (45%) is far beyond a step and still an order."""
+    fast, slow = _fio_rate(28), _fio_rate(29)
+    (m,) = [m for m in direction_metrics("", "write", fast) if m.name == "write_mib_s"]
+    assert m.resolution == pytest.approx(fast.bw_mib_s / 28)
+    rows = build_rows(_rate_trials("a", fast) + _rate_trials("b", slow))
+    verdict = decide_rows([(r.config, r) for r in rows if r.metric], Design())
+    assert verdict is not None and verdict.kind == "undecided", verdict
+    assert verdict.pairs[0].test == "resolution"
+    a, b = (r for r in rows if r.metric)
+    _, ci = ratio_ci(a.values, b.values, 0.95, max(a.resolution, b.resolution))
+    assert ci is not None and ci[0] <= 1.0 <= ci[1]
+    assert ratio_ci(a.values, b.values, 0.95)[1] == (b.mean / a.mean,) * 2  # no step: exact
+    rows = build_rows(_rate_trials("a", _fio_rate(20)) + _rate_trials("b", slow))
+    verdict = decide_rows([(r.config, r) for r in rows if r.metric], Design())
+    assert verdict is not None and verdict.kind == "order" and verdict.best == "a"

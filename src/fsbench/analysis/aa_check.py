@@ -121,7 +121,7 @@ def analyze(run: RunRecord, trials: list[TrialRecord], headline_only: bool = Tru
     family = holm([item.p for item in out])
     level = 1 - ALPHA / max(len(out), 1)
     for i, (a, b) in enumerate(twins):
-        ratio, ci = ratio_ci(a.values, b.values, level)
+        ratio, ci = ratio_ci(a.values, b.values, level, max(a.resolution, b.resolution))
         out[i] = replace(out[i], ratio=ratio, ratio_ci=ci)
     for i, (item, verdict, p) in enumerate(zip(out, verdicts, family, strict=True)):
         exact = verdict is not None and verdict.kind == ORDER and verdict.pairs[0].p is None

@@ -298,9 +298,13 @@ def shaffer(pvalues: Sequence[float | None], k: int) -> list[float | None]:
 
 
 def ratio_ci(
-    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
+    a: Sequence[float], b: Sequence[float], confidence: float = 0.95, resolution: float = 0.0
 ) -> tuple[float, tuple[float, float] | None]:
-    """mean(b) / mean(a) with a CI by the delta method (Welch df); CI None if n < 2."""
+    """mean(b) / mean(a) with a CI by the delta method (Welch df); CI None if n < 2.
+
+    `resolution`, the tool's step: a mean of rounded values is known to no better than
+    one step, so the interval is never narrower than a step on each side (rounded values
+    that never vary have no variance, not an exact ratio)."""
     ma, mb = statistics.fmean(a), statistics.fmean(b)
     if ma == 0:
         return float("nan"), None
@@ -311,5 +315,5 @@ def ratio_ci(
     rel = math.sqrt(va / ma**2 + vb / mb**2)
     w = welch(a, b)
     df = w.df if w and math.isfinite(w.df) and w.df > 0 else len(a) + len(b) - 2
-    half = t_quantile(df, confidence) * rel
+    half = max(t_quantile(df, confidence) * rel, resolution / abs(ma) + resolution / abs(mb))
     return ratio, (ratio * math.exp(-half), ratio * math.exp(half))

@@ -111,13 +111,20 @@ def _direction(d: dict[str, Any]) -> Direction:
     )
 
 
+def rate_step(rate: float, d: Direction) -> float:
+    """fio divides what it did by its runtime in whole milliseconds: a rate's step is the
+    change one millisecond makes (64 MiB written in 28 or 29 ms: 2,286 or 2,207 MiB/s), so
+    two identical configs of a short run can give two constants one step apart."""
+    return rate / d.runtime_ms if d.runtime_ms > 0 else 0.0
+
+
 def direction_metrics(prefix: str, ddir: str, d: Direction) -> list[Metric]:
     """`{prefix}{ddir}_mib_s`, `_iops`, `_lat_mean_us`, `_clat_p50_us`...: e.g. write_mib_s,
     rand_read_clat_p99_us."""
     base = f"{prefix}{ddir}"
     out = [
-        Metric(f"{base}_mib_s", d.bw_mib_s, "MiB/s", Better.HIGHER),
-        Metric(f"{base}_iops", d.iops, "IOPS", Better.HIGHER),
+        Metric(f"{base}_mib_s", d.bw_mib_s, "MiB/s", Better.HIGHER, rate_step(d.bw_mib_s, d)),
+        Metric(f"{base}_iops", d.iops, "IOPS", Better.HIGHER, rate_step(d.iops, d)),
     ]
     if d.lat_mean_us is not None:
         out.append(Metric(f"{base}_lat_mean_us", d.lat_mean_us, "us", Better.LOWER))
