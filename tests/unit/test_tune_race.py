@@ -61,12 +61,15 @@ def test_constraints_parse() -> None:
             Constraint.parse(bad)
 
 
-def test_the_looks_share_alpha() -> None:
+def test_one_level_for_every_look_counted_from_the_race() -> None:
+    """A Pocock boundary: one level for every look, below alpha (there are many looks) and
+    above alpha shared evenly over them (a union bound wastes the looks' correlation);
+    stricter when there are more looks. That it holds alpha is the A/A test below."""
     settings = RaceSettings(alpha=0.05, min_rounds=3, max_rounds=12)
-    levels = [settings.level(r) for r in range(1, 13)]
-    assert levels[:2] == [0.0, 0.0]
-    assert all(x > 0 for x in levels[2:])
-    assert sum(levels) == pytest.approx(0.05)
+    looks = 12 - 3 + 1
+    for k in (2, 3, 12):
+        assert 0.05 / looks < settings.level(k) < 0.05
+    assert RaceSettings(max_rounds=20).level(12) < settings.level(12)
     assert 0.9 < settings.equivalence_level < 0.99
     with pytest.raises(FsbenchError):
         RaceSettings(max_rounds=2)
@@ -190,7 +193,9 @@ def test_a_constraint_drops_a_config_whose_mean_is_clearly_past_it() -> None:
     assert drop.config == "too-slow"
     assert drop.p is not None and drop.level is not None and drop.p < drop.level
     assert "breaks lat_p99_us<5000" in drop.detail
-    assert {"ok", "borderline"} <= {w.config for w in result.winners}
+    # Near its bound but inside it: never dropped for it (the objective alike in all
+    # three, a drop for being worse is an A/A drop, at most alpha of races: not this one).
+    assert {d.config for d in result.dropped if d.reason == CONSTRAINT} == {"too-slow"}
 
 
 def test_unsafe_configs_are_reported_with_their_evidence() -> None:
