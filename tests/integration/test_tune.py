@@ -84,9 +84,12 @@ def test_a_race_prints_its_space_drops_the_slow_config_and_names_the_winner(
     assert run.kind == "tune" and run.status == "finished"
     reps = sorted({t.rep for t in store.get_trials(run.id)})
     assert reps == list(range(0, drop["round"] + 1))
-    # An ordinary report of it.
+    # `fsbench report` of it tells the race, from the store: the same facts as the JSON.
     report = fsbench("report", str(run.id), "--db", str(workdir / "results.db"))
-    assert report.returncode == 0 and "ext4 sync" in report.stdout
+    assert report.returncode == 0, report.stderr
+    assert f"fsbench tune run {run.id}" in report.stdout and "ext4 sync" in report.stdout
+    again = fsbench("report", str(run.id), "--format", "json", "--db", str(workdir / "results.db"))
+    assert json.loads(again.stdout)["dropped"] == doc["dropped"]
     assert ours(workdir) == ([], [])
 
 

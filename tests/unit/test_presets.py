@@ -35,6 +35,8 @@ PRESETS = (
     "quick",
     "safety",
     "small-files",
+    "tune-databases",
+    "tune-ext4-options",
 )
 
 

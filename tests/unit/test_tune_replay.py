@@ -7,8 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fsbench.analysis.race import BUDGET, ONE_LEFT, UNSUPPORTED, race
-from fsbench.analysis.race_trials import FAILED, TuneSpec, replay, split_metric, value_of
+from fsbench.analysis.race import BUDGET, ONE_LEFT, UNSAFE, UNSUPPORTED, race
+from fsbench.analysis.race_trials import (
+    FAILED,
+    SafetyVerdict,
+    TuneSpec,
+    replay,
+    split_metric,
+    value_of,
+)
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.system.errors import FsbenchError
 
@@ -146,3 +153,32 @@ def test_two_configs_one_left() -> None:
     state = replay(["a", "b"], TuneSpec(metric="files_per_s", max_rounds=6), trials, keys(), 99)
     result = state.finish().result()
     assert result.stop == ONE_LEFT and result.leader == "a" and result.rounds == 3
+
+
+def test_unsafe_configs_never_run_and_leave_with_their_crash_evidence() -> None:
+    """`--require safe`: the crash tests' verdicts kept with the race. An unsafe config is
+    out before the warm-up round (never run), dropped as `unsafe` with the crash evidence;
+    the safe ones keep theirs in the result."""
+    lost = "fsync-append: 1/1 crashes damaged; volatile cache: 1/1 states damaged"
+    fine = "fsync-append: nothing lost in 1 crash; volatile cache: 1 state intact"
+    spec = TuneSpec(
+        metric="files_per_s",
+        max_rounds=4,
+        safety={
+            "a": SafetyVerdict(safe=True, evidence=fine),
+            "b": SafetyVerdict(safe=False, evidence=lost),
+            "c": SafetyVerdict(safe=True, evidence=fine),
+            "d": SafetyVerdict(safe=True, evidence=fine),
+        },
+    )
+    state = replay(CONFIGS, spec, [], keys(), max_seq=10_000)
+    assert state.alive == ["a", "c", "d"]  # what the driver runs, the warm-up included
+    runs = [t for t in stored(np.full((4, 4), 100.0)) if t.config != "b"]
+    state = replay(CONFIGS, spec, runs, keys(), max_seq=10_000)
+    result = state.finish().result()
+    (unsafe,) = result.unsafe
+    assert unsafe.config == "b" and unsafe.reason == UNSAFE and unsafe.round == 0
+    assert unsafe.detail == lost
+    assert result.safety == {"a": fine, "b": lost, "c": fine, "d": fine}
+    assert {w.config for w in result.winners} == {"a", "c", "d"}
+    assert state.rounds[0] == {"round": 0, "alive": 3, "dropped": ["b"]}

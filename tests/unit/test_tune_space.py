@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 
-from fsbench.plan.model import parse_fs_spec
+from fsbench.cli import planflags
+from fsbench.plan import presets
+from fsbench.plan.model import load_plan_file, parse_fs_spec
 from fsbench.plan.space import (
     describe,
     expand_braces,
@@ -170,3 +173,23 @@ def test_the_space_is_counted_before_it_runs() -> None:
 def test_an_empty_space_is_an_error() -> None:
     with pytest.raises(FsbenchError, match="empty"):
         expand_space([], {})
+
+
+def test_a_plan_keeps_its_search_space_and_run_builds_its_grid(tmp_path: Path) -> None:
+    """`[search]` is a field of the plan: a tune preset is a preset like any other
+    (`fsbench list presets`), `fsbench run` of it runs the whole grid (its own configs
+    first, each config once), and a bad table is refused when the plan is read."""
+    built = planflags.build_plan(planflags.PlanFlags(preset="tune-ext4-options"))
+    assert built.search is not None and built.search["ext4"]["mkfs"]
+    assert len(built.fs) == 20 and built.fs[0].spec == "ext4"
+    assert len({c.spec for c in built.fs}) == 20
+    given = planflags.build_plan(planflags.PlanFlags(preset="tune-ext4-options", fs=["xfs"]))
+    assert [c.spec for c in given.fs] == ["xfs"]  # --fs replaces the plan's configs
+    assert "tune-ext4-options" in presets.preset_names()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[[fs]]\ntype = "ext4"\n[[workload]]\nname = "fs_mark"\n'
+        '[search.ext4]\nmount = [[]]\n'
+    )  # fmt: skip
+    with pytest.raises(FsbenchError, match=r"^\[search.ext4\].*no alternatives"):
+        load_plan_file(bad)

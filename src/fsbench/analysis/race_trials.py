@@ -28,6 +28,7 @@ from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN
 from fsbench.analysis.race import (
     MAX_ROUNDS,
     MIN_ROUNDS,
+    UNSAFE,
     UNSUPPORTED,
     Drop,
     Race,
@@ -40,6 +41,14 @@ from fsbench.system.errors import FsbenchError
 KIND = "tune"  # the run's kind in the store
 RACE_KEY = "race"  # where the run's convergence record keeps the race
 FAILED = "failed"  # a config whose trial failed leaves the race
+
+
+class SafetyVerdict(BaseModel):
+    """A config's crash tests (`--require safe`): whether it lost nothing, and what they
+    showed, one line per pattern."""
+
+    safe: bool
+    evidence: str
 
 
 class TuneSpec(BaseModel):
@@ -57,6 +66,8 @@ class TuneSpec(BaseModel):
     spent: float = 0.0  # seconds of wall time the race has taken (kept after every round)
     duplicates: int = 0  # identical configs given more than once, kept once
     stop: str = ""  # why the race stopped, once it has (kept: a budget is not replayable)
+    safety_run: int | None = None  # the run of the crash tests (`--require safe`)
+    safety: dict[str, SafetyVerdict] = {}  # config -> its crash tests' verdict
 
     def constraints(self) -> tuple[Constraint, ...]:
         return tuple(Constraint.parse(text) for text in self.require)
@@ -136,6 +147,10 @@ class Replay:
         self.rounds: list[dict[str, Any]] = []  # per fed round: alive, dropped (names)
         self._pending: list[tuple[str, str, str]] = []  # drops before the race is made
         self._seen: list[TrialRecord] = []
+        # Unsafe configs leave before the first round (the warm-up included): never run.
+        for config, verdict in spec.safety.items():
+            if not verdict.safe and config in self.configs:
+                self._pending.append((config, UNSAFE, verdict.evidence))
 
     @property
     def alive(self) -> list[str]:
@@ -176,10 +191,7 @@ class Replay:
                     continue
                 message = f"its trial reported no {self.spec.metric}"
                 self._pending.append((config, FAILED, message))
-        for config, reason, message in self._pending:
-            if config in self.race.alive and not self.race.done:
-                dropped.append(self.race.drop(config, reason, message, "trial " + reason))
-        self._pending = []
+        dropped += self._drop_pending()
         if rnd > 0 and not self.race.done:
             constraint_metrics = {
                 c.metric: {cfg: value_of(by_config[cfg], c.metric) for cfg in self.race.alive}
@@ -197,6 +209,24 @@ class Replay:
                 f"{', '.join(reported(self._seen))}); pick one with --metric"
             )
         self.race = Race(self.configs, self.spec.settings(better != "lower"))
+        for config, verdict in self.spec.safety.items():
+            if verdict.safe and config in self.configs:
+                self.race.safety(config, True, verdict.evidence)
+
+    def _drop_pending(self) -> list[Drop]:
+        """The drops found outside the race's tests, now that it is made."""
+        assert self.race is not None
+        dropped = []
+        for config, reason, message in self._pending:
+            if config not in self.race.alive or self.race.done:
+                continue
+            if reason == UNSAFE:
+                found = self.race.safety(config, False, message)
+                dropped += [found] if found else []
+            else:
+                dropped.append(self.race.drop(config, reason, message, "trial " + reason))
+        self._pending = []
+        return dropped
 
     def finish(self) -> Race:
         """The race (made now if no round told the metric's direction), with the stored
@@ -204,10 +234,7 @@ class Replay:
         if self.race is None:
             self._make()
         assert self.race is not None
-        for config, reason, message in self._pending:
-            if config in self.race.alive and not self.race.done:
-                self.race.drop(config, reason, message, "trial " + reason)
-        self._pending = []
+        self._drop_pending()
         if self.spec.stop and not self.race.done:
             self.race.stop(self.spec.stop)
         return self.race

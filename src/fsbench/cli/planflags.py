@@ -19,6 +19,7 @@ from fsbench.cli import targetflags
 from fsbench.plan import model as planning
 from fsbench.plan import presets, targets
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
+from fsbench.plan.space import expand_space
 from fsbench.system.errors import FsbenchError
 from fsbench.system.units import format_size, parse_size
 from fsbench.workloads import aging
@@ -220,6 +221,9 @@ def build_plan(flags: PlanFlags) -> Plan:
     data = base.model_dump(by_alias=True)
     if flags.fs:
         data["fs"] = [c for spec in flags.fs for c in planning.parse_fs_spec(spec)]
+    elif base.search:  # the grid of the plan's search space, its own configs first
+        grid = expand_space([c.spec for c in base.fs], base.search)
+        data["fs"] = [c.model_dump() for c in grid.configs]
     if flags.workload:
         names = [w.strip() for spec in flags.workload for w in spec.split(",") if w.strip()]
         # An explicit preset or plan keeps its parameters for the workloads it has;

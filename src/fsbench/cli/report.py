@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -9,8 +10,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from fsbench.analysis.race_trials import KIND as TUNE_KIND
 from fsbench.cli.common import DbOption
 from fsbench.reports import formats, render, source
+from fsbench.reports import tune as tune_report
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 
@@ -46,6 +49,9 @@ def report(
     rid = run_id if run_id is not None else store.latest_run_id()
     if rid is None:
         raise FsbenchError(f"no runs in {store.url}: start one with `fsbench run`")
+    if store.get_run(rid).kind == TUNE_KIND and fmt in (formats.TABLE, formats.JSON, formats.HTML):
+        race(store, rid, fmt, output, charts)
+        return
     if fmt == formats.HTML:
         # Imported here: matplotlib costs most of a second at every start of fsbench.
         from fsbench.reports import html
@@ -54,6 +60,24 @@ def report(
         _write(page, output)
         return
     emit(store, rid, fmt, output, all_metrics)
+
+
+def race(store: Store, run_id: int, fmt: str, output: Path | None, charts: Path | None) -> None:
+    """A race of `fsbench tune`: what the race decided, round by round (the per-config
+    tables of an ordinary run would compare configs that ran different numbers of rounds);
+    markdown and CSV give those tables all the same."""
+    doc = tune_report.document(store, run_id)
+    if fmt == formats.HTML:
+        from fsbench.reports.html.race import race_report_html
+
+        _write(race_report_html(store, run_id, charts), output)
+    elif fmt == formats.JSON:
+        _write(json.dumps(doc.model_dump(mode="json"), indent=2) + "\n", output)
+    elif output is None:
+        tune_report.print_report(Console() if sys.stdout.isatty() else Console(width=200), doc)
+    else:
+        with output.open("w", encoding="utf-8") as handle:
+            tune_report.print_report(Console(file=handle, width=200), doc)
 
 
 def _write(text: str, output: Path | None) -> None:

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
-import tomllib
 import typing
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -25,12 +22,13 @@ from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.run import interrupted, report_dir, sigterm_interrupts, write_report
+from fsbench.cli.tune_safety import check_safety
 from fsbench.execute.race import TuneOutcome, Watch, run_race
 from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
 from fsbench.plan import presets
 from fsbench.plan.model import Plan
-from fsbench.plan.space import describe, expand_space, search_configs
+from fsbench.plan.space import describe, expand_space
 from fsbench.reports import tune as tune_report
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
@@ -38,16 +36,9 @@ from fsbench.system.errors import FsbenchError
 
 F = TypeVar("F", bound=typing.Callable[..., Any])
 
-# The presets of the race: plan files with a [search] table, beside the shipped plans.
-TUNE_PRESETS = Path(presets.__file__).parent / "tune"
-
 RESUME_HELP = (
     "Go on with an interrupted race: the last unfinished one in --db, or the run id given in "
     "place of PLAN. Its stored rounds are replayed, the rest run."
-)
-SAFE_REFUSED = (
-    "--require safe is not available yet: race the configs first, then check the winners "
-    "with `fsbench run --target vm --workload crash --fs ...`"
 )
 
 
@@ -59,8 +50,8 @@ def tune(
         typer.Option(
             "--preset",
             "-p",
-            help="A shipped plan (`fsbench list presets`) or a race preset: "
-            + ", ".join(sorted(p.stem for p in TUNE_PRESETS.glob("*.toml")))
+            help="A shipped plan (`fsbench list presets`); those with a search space: "
+            + ", ".join(n for n in presets.preset_names() if n.startswith("tune-"))
             + ".",
         ),
     ] = None,
@@ -103,7 +94,16 @@ def tune(
         typer.Option(
             "--require",
             help="A constraint on another metric, METRIC<VALUE (<=, >, >=): a config whose "
-            "mean is clearly past it leaves the race. Repeatable.",
+            "mean is clearly past it leaves the race; or 'safe': crash tests in a VM first, "
+            "and only configs that lose nothing race. Repeatable.",
+        ),
+    ] = [],  # noqa: B006
+    safety_set: Annotated[
+        list[str],
+        typer.Option(
+            "--safety-set",
+            help="With --require safe: a setting of the crash tests, KEY=VALUE "
+            "(pattern=fsync-append,replace-rename-fsync, crashes=5, seed=3). Repeatable.",
         ),
     ] = [],  # noqa: B006
     scale: pf.ScaleOpt = None,
@@ -134,8 +134,8 @@ def tune(
         outcome = _run(plan, cells, store, spec, run.overrides, err, resume_run=run_id)
     else:
         constraints, safe = parse_requirements(require)
-        if safe:
-            raise FsbenchError(SAFE_REFUSED)
+        if safety_set and not safe:
+            raise FsbenchError("--safety-set sets the crash tests of --require safe: give both")
         if budget is not None:
             try:
                 budget_s: float | None = planning.parse_duration(budget)
@@ -144,24 +144,21 @@ def tune(
         else:
             budget_s = None
         arguments = locals()
-        with _plan_source(plan_file, preset) as (path, named, search):
-            flags = pf.flags_of(arguments, plan_file=path, preset=named)
-            if fs:
-                space = expand_space(fs)
-            else:
-                base = pf.build(flags).plan
-                space = expand_space([c.spec for c in base.fs], search)
-            built = pf.build(
-                pf.flags_of(
-                    arguments,
-                    plan_file=path,
-                    preset=named,
-                    fs=space.specs,
-                    budget=None,
-                    max_reps=max(max_rounds, planning.MIN_AUTO_REPS),
-                    margin=margin,
-                )
+        # The space: --fs with its braces, else the plan's configs (its search space's
+        # grid among them, planflags.build_plan).
+        if fs:
+            space = expand_space(fs)
+        else:
+            space = expand_space([c.spec for c in pf.build(pf.flags_of(arguments)).plan.fs])
+        built = pf.build(
+            pf.flags_of(
+                arguments,
+                fs=space.specs,
+                budget=None,
+                max_reps=max(max_rounds, planning.MIN_AUTO_REPS),
+                margin=margin,
             )
+        )
         summary = describe(space)
         out.print("search space:", highlight=False)
         for line in summary.lines():
@@ -177,6 +174,9 @@ def tune(
             duplicates=space.duplicates,
         )
         spec.settings(True)  # refuse bad settings before anything runs
+        if safe:
+            safety_run, verdicts = check_safety(built.plan, store, safety_set, out)
+            spec = spec.model_copy(update={"safety_run": safety_run, "safety": verdicts})
         outcome = _run(built.plan, built.cells, store, spec, built.overrides, err)
     doc = tune_report.document(store, outcome.run_id)
     if json_out:
@@ -198,38 +198,6 @@ def default_metric(plan: Plan) -> str:
     steps = plan.workloads[0].steps
     name = workloads.get(steps[0]).headline[0]
     return f"{steps[0]}:{name}" if len(steps) > 1 else name
-
-
-@contextmanager
-def _plan_source(
-    plan_file: Path | None, preset: str | None
-) -> Iterator[tuple[Path | None, str | None, dict[str, Any] | None]]:
-    """The plan file or preset to build the plan from, and its [search] table. A plan with
-    a [search] table (a race preset) is handed on without it, as a plan file of its own,
-    its configs from the table when it lists none."""
-    source: Path | None = plan_file
-    if preset is not None and (TUNE_PRESETS / f"{preset}.toml").is_file():
-        source = TUNE_PRESETS / f"{preset}.toml"
-    if source is None or source.suffix == ".json":
-        yield plan_file, preset, None
-        return
-    try:
-        data = tomllib.loads(source.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise FsbenchError(f"{source}: {exc}") from None
-    search = data.pop("search", None)
-    if search is None:
-        yield plan_file, preset, None
-        return
-    if not data.get("fs"):
-        data["fs"] = [
-            {"type": c.type, "mkfs": list(c.mkfs), "mount": c.mount, "label": c.label}
-            for c in search_configs(search)[:1]
-        ]
-    with tempfile.TemporaryDirectory(prefix="fsbench-tune-") as tmp:
-        path = Path(tmp) / f"{source.stem}.json"
-        path.write_text(json.dumps(data))
-        yield path, None, search
 
 
 def _resumable(store: Store, run_arg: Path | None) -> int:

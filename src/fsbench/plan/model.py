@@ -238,6 +238,19 @@ class Plan(BaseModel):
     # The filesystem's age, a dimension like a knob (`[[age]]` tables; --age): fresh
     # (`recipe = "none"`) or aged by a recipe with its parameters.
     age: list[AgeSpec] = Field(default_factory=list)
+    # A search space (`[search]`: per filesystem, lists of mkfs and mount alternatives;
+    # plan/space.py): `fsbench tune` races it, `fsbench run` runs its whole grid. Its
+    # configs join `fs` when the plan is built (cli/planflags.py); kept as written.
+    search: dict[str, Any] | None = None
+
+    @field_validator("search")
+    @classmethod
+    def _search_space(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value:
+            from fsbench.plan.space import search_configs  # space builds on this module
+
+            search_configs(value)  # refuses a bad table at load, in one line
+        return value
 
     @field_validator("target", mode="before")
     @classmethod

@@ -58,6 +58,14 @@ class DropDoc(BaseModel):
     detail: str
 
 
+class SafetyDoc(BaseModel):
+    """A config's crash tests (`--require safe`), in the run `TuneReport.safety_run`."""
+
+    config: str
+    safe: bool
+    evidence: str
+
+
 class TuneReport(BaseModel):
     run_id: int
     status: str
@@ -79,6 +87,8 @@ class TuneReport(BaseModel):
     rerun: str  # the `fsbench run` that checks the winner(s) against the defaults
     # Each config's value of the metric per counted round (None: not run, dropped).
     values: dict[str, list[float | None]]
+    safety_run: int | None = None  # the crash tests' run (`--require safe`)
+    safety: list[SafetyDoc] = []
 
 
 def load(store: Store, run_id: int) -> tuple[RunRecord, Plan, list[Cell], TuneSpec, Replay]:
@@ -133,6 +143,8 @@ def document(store: Store, run_id: int) -> TuneReport:
         method=result.method,
         rerun=rerun_command(plan, cells[0], run.overrides, result),
         values=_values(trials, {c.key: c.config.display for c in cells}, spec, result.rounds),
+        safety_run=spec.safety_run,
+        safety=[SafetyDoc(config=c, **v.model_dump()) for c, v in spec.safety.items()],
     )
 
 
@@ -226,6 +238,15 @@ def print_report(console: Console, doc: TuneReport) -> None:
         console.print(table)
     else:
         console.print("no config is left: every one was dropped (below)", highlight=False)
+    if doc.safety:
+        console.print(
+            f"safety (crash tests in a VM, run {doc.safety_run}): "
+            f"{sum(s.safe for s in doc.safety)} of {len(doc.safety)} configs lost nothing",
+            highlight=False,
+        )
+        for s in doc.safety:
+            word = "safe" if s.safe else "UNSAFE"
+            console.print(f"  {word}: {s.config}: {s.evidence}", highlight=False, markup=False)
     if doc.dropped:
         dropped = Table(title="dropped", title_justify="left")
         for col in ("config", "round", "reason", "test", "p", "why"):

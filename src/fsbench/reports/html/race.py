@@ -4,6 +4,7 @@ trials against a full grid, and the command that checks the winner against the d
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from fsbench import __version__
@@ -60,6 +61,27 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
             for d in doc.dropped
         ),
     )
+    safety = [
+        tag(
+            "h2",
+            e(
+                f"Crash tests (run {doc.safety_run}): {sum(s.safe for s in doc.safety)} of "
+                f"{len(doc.safety)} configs lost nothing"
+            ),
+        ),  # fmt: skip
+        table(
+            head("config", "verdict", "what the power cuts showed"),
+            (
+                tag(
+                    "tr",
+                    tag("td", e(s.config))
+                    + tag("td", e("safe" if s.safe else "UNSAFE: not raced"))
+                    + tag("td", e(s.evidence)),
+                )
+                for s in doc.safety
+            ),
+        ),
+    ]
     body = "".join(
         [
             tag("h1", e(f"fsbench tune: run {doc.run_id}, {doc.workload} ({doc.status})")),
@@ -77,6 +99,7 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
             winners,
             tag("h2", "Dropped"),
             dropped if doc.dropped else tag("p", "None."),
+            *(safety if doc.safety else []),
             tag("h2", "Check the winner against the defaults"),
             pre(doc.rerun),
             tag("p", e(doc.method), class_="about"),
@@ -98,3 +121,14 @@ def write_race_page(store: Store, run_id: int, out_dir: Path) -> Path:
     page = out_dir / PAGE_NAME
     page.write_text(race_html(doc, img(chart)), encoding="utf-8")
     return page
+
+
+def race_report_html(store: Store, run_id: int, chart_dir: Path | None = None) -> str:
+    """The page `fsbench report --format html` gives for a race; its chart also as PNG and
+    SVG in chart_dir when given."""
+    doc = document(store, run_id)
+    if chart_dir is not None:
+        chart_dir.mkdir(parents=True, exist_ok=True)
+        return race_html(doc, img(race_chart(doc, chart_dir, ("png", "svg"))))
+    with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
+        return race_html(doc, img(race_chart(doc, Path(tmp))))
