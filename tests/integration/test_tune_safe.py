@@ -55,7 +55,7 @@ def test_unsafe_configs_leave_the_race_with_their_crash_evidence(workdir: Path) 
     assert {t.config for t in race_trials} == {"ext4 barrier=1", "xfs"}
     assert store.get_run(doc["run_id"]).plan["target"]["kind"] == "loop"
     assert {w["config"] for w in doc["winners"]} <= {"ext4 barrier=1", "xfs"}
-    assert doc["rounds"][0] == {"round": 0, "alive": 2, "dropped": [UNSAFE_CONFIG]}
+    assert doc["rounds"][0] == {"round": 0, "alive": 3, "dropped": [UNSAFE_CONFIG]}
     # The terminal report says it too, from the store.
     text = fsbench("report", str(doc["run_id"]), "--db", str(db)).stdout
     assert f"UNSAFE: {UNSAFE_CONFIG}: {verdicts[UNSAFE_CONFIG]['evidence']}" in text

@@ -181,4 +181,4 @@ def test_unsafe_configs_never_run_and_leave_with_their_crash_evidence() -> None:
     assert unsafe.detail == lost
     assert result.safety == {"a": fine, "b": lost, "c": fine, "d": fine}
     assert {w.config for w in result.winners} == {"a", "c", "d"}
-    assert state.rounds[0] == {"round": 0, "alive": 3, "dropped": ["b"]}
+    assert state.rounds[0] == {"round": 0, "alive": 4, "dropped": ["b"]}

@@ -169,7 +169,8 @@ class Replay:
             return None
         for config in alive:
             self._seen.extend(by_config[config])
-        before = len(alive)
+        # Configs in the race when the round began: an unsafe one leaves at round 0.
+        before = len(self.race.alive) if self.race is not None else len(self.configs)
         outside: list[tuple[str, str, str]] = []
         values: dict[str, float | None] = {}
         for config in alive:

@@ -204,8 +204,15 @@ def rerun_command(
 # --------------------------------------------------------------------------- terminal
 
 
-def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.4g}"
+def number(x: float | None, missing: str = "-") -> str:
+    """4 significant digits, with thousands separators rather than an exponent."""
+    if x is None:
+        return missing
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def interval(ci: tuple[float, float] | None, missing: str = "-") -> str:
+    return missing if ci is None else f"{number(ci[0])} .. {number(ci[1])}"
 
 
 def print_report(console: Console, doc: TuneReport) -> None:
@@ -229,11 +236,11 @@ def print_report(console: Console, doc: TuneReport) -> None:
     for col in ("config", "n", f"mean {doc.metric}", "95% CI", "ratio to leader", "equiv."):
         table.add_column(col, justify="left" if col == "config" else "right")
     for w in doc.winners:
-        ci = "-" if w.ci95 is None else f"{w.ci95[0]:.4g} .. {w.ci95[1]:.4g}"
+        ci = interval(w.ci95)
         ratio = "-" if w.ratio is None else f"{w.ratio:.3f}"
         if w.ratio_ci is not None:
             ratio += f" ({w.ratio_ci[0]:.3f}..{w.ratio_ci[1]:.3f})"
-        table.add_row(w.config, str(w.n), _num(w.mean), ci, ratio, "yes" if w.equivalent else "")
+        table.add_row(w.config, str(w.n), number(w.mean), ci, ratio, "yes" if w.equivalent else "")
     if doc.winners:
         console.print(table)
     else:

@@ -44,6 +44,10 @@ def race_chart(doc: TuneReport, out_dir: Path, formats: Sequence[str] = ("svg",)
                 if dropped_at.get(config, 0) >= 1:
                     values_ax.plot(xs[-1], ys[-1], marker="x", color=MUTED, markersize=6)
         values_ax.set_yscale("log")
+        # Plain numbers on the log axis (20,000, not 2 x 10^4): the metric's own units.
+        plain = ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
+        values_ax.yaxis.set_major_formatter(plain)
+        values_ax.yaxis.set_minor_formatter(plain)
         values_ax.set_xlabel("round")
         values_ax.set_ylabel(f"{doc.metric} ({doc.better} is better)")
         if survivors:

@@ -12,14 +12,10 @@ from fsbench.reports.charts.race import race_chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import e, head, pre, table, tag
 from fsbench.reports.html.page import css
-from fsbench.reports.tune import TuneReport, document
+from fsbench.reports.tune import TuneReport, document, interval, number
 from fsbench.store.results import Store
 
 PAGE_NAME = "race.html"
-
-
-def _num(x: float | None) -> str:
-    return "" if x is None else f"{x:.4g}"
 
 
 def race_html(doc: TuneReport, chart_html: str) -> str:
@@ -38,8 +34,8 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
                 "tr",
                 tag("td", e(w.config))
                 + tag("td", e(w.n))
-                + tag("td", e(_num(w.mean)))
-                + tag("td", e("" if w.ci95 is None else f"{w.ci95[0]:.4g} .. {w.ci95[1]:.4g}"))
+                + tag("td", e(number(w.mean, "")))
+                + tag("td", e(interval(w.ci95, "")))
                 + tag("td", e("" if w.ratio is None else f"{w.ratio:.3f}"))
                 + tag("td", e("yes" if w.equivalent else "")),
             )
