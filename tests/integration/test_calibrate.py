@@ -39,19 +39,60 @@ def _calibrate(workdir: Path, db: Path, seed: int) -> dict:
     return json.loads(res.stdout)
 
 
+def _later_run(workdir: Path, db: Path) -> dict:  # type: ignore[type-arg]
+    res = fsbench(
+        "run",
+        *["--fs", "ext4", "--fs", "ext4:label=twin", "--workload", "fio"],
+        *["--set", "profile=seq-write", "--scale", "tiny", "--image-size", "2G"],
+        *["--workdir", str(workdir / "work"), "--db", str(db), "--json"],
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)  # type: ignore[no-any-return]
+
+
+def _orders(later: dict) -> list[str]:  # type: ignore[type-arg]
+    """The answers of an A/A run that are orders (none should be, but at 5%)."""
+    return [
+        c["verdict"]["text"]
+        for c in later["comparisons"]
+        if c["verdict"]["kind"] not in ("equivalent", "undecided")
+        or any(p["kind"] == "order" for p in c["verdict"]["pairs"])
+    ]
+
+
+def _aa_broken(doc: dict) -> list[str]:  # type: ignore[type-arg]
+    """What an A/A calibration broke of its 5% promises: false winners, and twins' gaps
+    outside the interval reported for them."""
+    broken = [f"false winner: {n['false_winner']}" for n in doc["noise"] if n["false_winner"]]
+    for item in doc["noise"]:
+        low, high = item["ratio_ci"]
+        if not low <= 1.0 <= high:
+            broken.append(
+                f"{item['workload']} {item['metric']}: ratio {item['ratio']:.3f}, interval "
+                f"{low:.3f}-{high:.3f} misses 1 (cv {item['cv']:.2f})"
+            )
+    return broken
+
+
 def test_identical_configs_get_no_winner_and_calibration_says_what_resolves(
     workdir: Path,
 ) -> None:
     db = workdir / "results.db"
-    # Once, whatever the machine's noise: identical configs get no order (false orders are
-    # held at 5% over the calibration's metrics, Holm), and the twins' gap lies inside the
-    # interval the run itself reports for it at that family level.
+    # Identical configs get no order (false orders are held at 5% over the calibration's
+    # metrics, Holm), and the twins' gap lies inside the interval the run itself reports
+    # for it at that family level. Both are promises at 5%: one A/A run breaks them in up
+    # to 1 of 20 runs by design (fio's p99 latency at this scale varies by 50-90%). So a
+    # run that breaks one is followed by a second on a store of its own, which must keep
+    # them: two in a row happen in at most 1 of 400 runs if the rules hold.
     doc = _calibrate(workdir, db, 1)
-    winners = [n for n in doc["noise"] if n["false_winner"]]
-    assert not winners, json.dumps(winners, indent=1)
+    if broken := _aa_broken(doc):
+        print("first A/A run broke a 5% promise, running a second:", *broken, sep="\n  ")
+        db = workdir / "second.db"
+        doc = _calibrate(workdir, db, 2)
+        assert not (again := _aa_broken(doc)), "\n".join(["A/A broken twice:", *broken, *again])
     for item in doc["noise"]:
         low, high = item["ratio_ci"]
-        assert low <= 1.0 <= high, item
         assert low <= item["ratio"] <= high
     assert doc["kind"] == "calibration"
     assert {(n["workload"], n["metric"]) for n in doc["noise"]} >= {
@@ -64,38 +105,17 @@ def test_identical_configs_get_no_winner_and_calibration_says_what_resolves(
         assert set(item["reps_for"]) == {"0.05", "0.1", "0.25"}
     assert ours(workdir) == ([], [])
 
-    # A later comparison on this host and kernel is checked against the calibration.
-    res = fsbench(
-        "run",
-        "--fs",
-        "ext4",
-        "--fs",
-        "ext4:label=twin",
-        "--workload",
-        "fio",
-        "--set",
-        "profile=seq-write",
-        "--scale",
-        "tiny",
-        "--image-size",
-        "2G",
-        "--workdir",
-        str(workdir / "work"),
-        "--db",
-        str(db),
-        "--json",
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stderr
-    later = json.loads(res.stdout)
+    # A later comparison on this host and kernel is checked against the calibration. Two
+    # identical configs, repetitions decided by the default loop: every answer is
+    # equivalent or undecided, never an order (a promise at 5% too: a second run if the
+    # first breaks it).
+    later = _later_run(workdir, db)
+    if orders := _orders(later):
+        print("the later A/A run gave an order, running a second:", *orders, sep="\n  ")
+        later = _later_run(workdir, db)
+        assert not (again := _orders(later)), "\n".join(["orders twice:", *orders, *again])
     assert later["calibration_run"] == doc["run"]
-    # Two identical configs, repetitions decided by the default loop: every answer is
-    # equivalent or undecided, never an order.
     assert later["comparisons"], later.keys()
-    for comparison in later["comparisons"]:
-        verdict = comparison["verdict"]
-        assert verdict["kind"] in ("equivalent", "undecided"), verdict["text"]
-        assert all(p["kind"] != "order" for p in verdict["pairs"])
     rows = [r for r in later["rows"] if r["metric"] == "write_mib_s"]
     assert len(rows) == 2
     # Flagged exactly when the twins differ by less than the calibration's noise resolves at
