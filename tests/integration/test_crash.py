@@ -199,6 +199,8 @@ def test_without_barriers_a_volatile_cache_loses_fsynced_records_and_the_seed_re
     assert case["cache_damage"], case
     again = _replayed(workdir, case)
     replayed = {r["metric"]: r["mean"] for r in again["rows"]}
+    # The replay's trial itself (its status and message when it did not come back ok).
+    assert "cache_damaged" in replayed, [(r["status"], r["message"]) for r in again["rows"]]
     assert replayed["cache_damaged"] == rows["cache_damaged"] == 1
     assert 0 < replayed["cache_acked_lost"] <= replayed["acked_ops"], replayed
     (same,) = _failing(workdir, again["run"])
