@@ -169,8 +169,9 @@ def test_a_race_killed_with_minus_9_goes_on_from_its_last_finished_round(
     assert ours(workdir) == ([], [])
     # The race's page: the chart of configs alive per round, the drops, the check.
     from fsbench.reports.html.race import write_race_page
+    from fsbench.reports.tune import document
 
-    page = write_race_page(store, run_id, workdir / "report")
+    page = write_race_page(document(store, run_id), workdir / "report")
     html = page.read_text()
     assert "data:image/svg+xml;base64," in html and "ext4 sync" in html
     assert "fsbench run --fs ext4:mount=data=ordered --fs ext4" in html

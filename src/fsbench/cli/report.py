@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -70,9 +69,9 @@ def race(store: Store, run_id: int, fmt: str, output: Path | None, charts: Path 
     if fmt == formats.HTML:
         from fsbench.reports.html.race import race_report_html
 
-        _write(race_report_html(store, run_id, charts), output)
+        _write(race_report_html(doc, charts), output)
     elif fmt == formats.JSON:
-        _write(json.dumps(doc.model_dump(mode="json"), indent=2) + "\n", output)
+        _write(tune_report.as_json(doc), output)
     elif output is None:
         tune_report.print_report(Console() if sys.stdout.isatty() else Console(width=200), doc)
     else:

@@ -3,7 +3,6 @@ round, end with the best (or a group of equally good ones). See docs/tune.md."""
 
 from __future__ import annotations
 
-import json
 import sys
 import typing
 from collections.abc import Sequence
@@ -180,7 +179,7 @@ def tune(
         outcome = _run(built.plan, built.cells, store, spec, built.overrides, err)
     doc = tune_report.document(store, outcome.run_id)
     if json_out:
-        typer.echo(json.dumps(doc.model_dump(mode="json"), indent=2))
+        typer.echo(tune_report.as_json(doc), nl=False)
     else:
         console = Console() if sys.stdout.isatty() else Console(width=160)
         tune_report.print_report(console, doc)
@@ -189,7 +188,7 @@ def tune(
         # Imported here: matplotlib costs most of a second at every start of fsbench.
         from fsbench.reports.html.race import write_race_page
 
-        page = write_race_page(store, outcome.run_id, report_dir(store, outcome.run_id))
+        page = write_race_page(doc, report_dir(store, outcome.run_id))
         err.print(f"race: {page}", highlight=False, markup=False)
 
 

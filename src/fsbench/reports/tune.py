@@ -5,6 +5,7 @@ against the defaults. One document (`TuneReport`) for the terminal and `--json` 
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
 from typing import Any
@@ -89,6 +90,11 @@ class TuneReport(BaseModel):
     values: dict[str, list[float | None]]
     safety_run: int | None = None  # the crash tests' run (`--require safe`)
     safety: list[SafetyDoc] = []
+
+
+def as_json(doc: TuneReport) -> str:
+    """The document as `--json` and `fsbench report --format json` print it."""
+    return json.dumps(doc.model_dump(mode="json"), indent=2) + "\n"
 
 
 def load(store: Store, run_id: int) -> tuple[RunRecord, Plan, list[Cell], TuneSpec, Replay]:

@@ -12,8 +12,7 @@ from fsbench.reports.charts.race import race_chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import e, head, pre, table, tag
 from fsbench.reports.html.page import css
-from fsbench.reports.tune import TuneReport, document, interval, number
-from fsbench.store.results import Store
+from fsbench.reports.tune import TuneReport, interval, number
 
 PAGE_NAME = "race.html"
 
@@ -110,19 +109,16 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
     )
 
 
-def write_race_page(store: Store, run_id: int, out_dir: Path) -> Path:
+def write_race_page(doc: TuneReport, out_dir: Path) -> Path:
     """race.html (and the chart as PNG and SVG) in out_dir; the page's path."""
-    doc = document(store, run_id)
-    chart = race_chart(doc, out_dir, ("png", "svg"))
     page = out_dir / PAGE_NAME
-    page.write_text(race_html(doc, img(chart)), encoding="utf-8")
+    page.write_text(race_report_html(doc, out_dir), encoding="utf-8")
     return page
 
 
-def race_report_html(store: Store, run_id: int, chart_dir: Path | None = None) -> str:
-    """The page `fsbench report --format html` gives for a race; its chart also as PNG and
-    SVG in chart_dir when given."""
-    doc = document(store, run_id)
+def race_report_html(doc: TuneReport, chart_dir: Path | None = None) -> str:
+    """The race's page; its chart also as PNG and SVG in chart_dir when given (else only
+    embedded, from a temporary directory)."""
     if chart_dir is not None:
         chart_dir.mkdir(parents=True, exist_ok=True)
         return race_html(doc, img(race_chart(doc, chart_dir, ("png", "svg"))))
