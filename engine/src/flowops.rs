@@ -197,6 +197,15 @@ impl<'a> Worker<'a> {
                     recording = true;
                 }
                 match r {
+                    // The measured phase ends at the deadline, as filebench's counters do
+                    // when its run's time is up: an operation still in flight then is
+                    // outside it, and the thread stops. Counting it would stretch the
+                    // phase to the slowest thread's last operation (at 64 threads queued
+                    // on one directory: tens of milliseconds to seconds), a rate biased
+                    // down by that drain.
+                    Ok(Outcome::Done { .. }) if timing.deadline.is_some_and(|d| t1 > d) => {
+                        break 'chain;
+                    }
                     Ok(Outcome::Done { read, written }) => {
                         idle_restarts = 0;
                         if recording {

@@ -198,6 +198,7 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
     let duration = spec.stop.duration_s.map(Duration::from_secs_f64);
     let mut timing_used: Option<Timing> = None;
     let mut cpu_start: Option<(f64, f64)> = None;
+    let mut cpu_at_deadline: Option<(f64, f64)> = None;
 
     let outputs: Vec<(usize, Option<ThreadOutput>)> = thread::scope(|s| {
         let mut handles = Vec::new();
@@ -259,6 +260,17 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
                 thread::sleep((t.warmup_end - now).min(Duration::from_millis(10)));
             }
             cpu_start = Some(sys::cpu_self());
+            // ... and stops with it: the workers' drain after the deadline is not in it
+            if let Some(deadline) = t.deadline {
+                loop {
+                    let now = Instant::now();
+                    if now >= deadline || shared.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    thread::sleep((deadline - now).min(Duration::from_millis(10)));
+                }
+                cpu_at_deadline = Some(sys::cpu_self());
+            }
         }
         handles
             .into_iter()
@@ -272,7 +284,7 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
             .collect()
     });
     let ended = Instant::now();
-    let cpu_end = sys::cpu_self();
+    let cpu_end = cpu_at_deadline.unwrap_or_else(sys::cpu_self);
 
     if let Some(msg) = shared
         .failure
@@ -307,7 +319,16 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
         }
         last_end = last_end.max(out.last_end);
     }
-    let end = last_end.unwrap_or(ended);
+    let stopped_by = match spec.stop.ops {
+        Some(limit) if shared.ops_done.load(Ordering::Relaxed) >= limit => "ops",
+        _ => "duration",
+    };
+    // Stopped by the clock: the phase is exactly warm-up end to deadline (the workers
+    // count no operation that ended after it). Stopped by the op count: to the last one.
+    let end = match (stopped_by, timing.deadline) {
+        ("duration", Some(deadline)) => deadline,
+        _ => last_end.unwrap_or(ended),
+    };
     let measured_s = secs(end.saturating_duration_since(timing.warmup_end));
 
     let mut total = OpStats::new();
@@ -334,10 +355,6 @@ fn measure(spec: &Spec, prepared: Prepared) -> Result<RunResult> {
         })
         .collect();
 
-    let stopped_by = match spec.stop.ops {
-        Some(limit) if shared.ops_done.load(Ordering::Relaxed) >= limit => "ops",
-        _ => "duration",
-    };
     Ok(RunResult {
         schema: spec.schema,
         engine: ENGINE,

@@ -330,7 +330,8 @@ pub struct RunResult {
     pub prepare: PrepareReport,
     pub measured: Measured,
     pub total: Summary,
-    /// CPU of the measured phase (from the end of the warm-up to the last thread's end).
+    /// CPU of the measured phase (from the end of the warm-up to the deadline, or to the
+    /// last thread's end when the op count stopped the run).
     pub cpu: CpuUse,
     pub groups: Vec<GroupResult>,
     pub timeseries: TimeSeries,
