@@ -729,30 +729,32 @@ mod tests {
 
     #[test]
     fn every_file_has_a_distinct_path_in_a_created_dir() {
-        let l = Layout::new(2_000, 7);
-        let mut dirs = std::collections::HashSet::new();
-        let mut p = CPath::default();
-        for level in 1..=l.levels {
-            for j in 0..l.dirs_at(level) {
-                p.clear();
-                l.push_dir(level, j, &mut p);
-                assert!(dirs.insert(p.display()), "dup dir {}", p.display());
+        // even leaves, and filebench's gamma widths
+        for l in [Layout::new(2_000, 7), Layout::gamma(2_000, 7, 3, 0)] {
+            let mut dirs = std::collections::HashSet::new();
+            let mut p = CPath::default();
+            for level in 1..=l.levels {
+                for j in 0..l.dirs_at(level) {
+                    p.clear();
+                    l.push_dir(level, j, &mut p);
+                    assert!(dirs.insert(p.display()), "dup dir {}", p.display());
+                }
             }
-        }
-        let mut files = std::collections::HashSet::new();
-        for i in 0..l.count {
-            l.file_path(i, &mut p);
-            let s = p.display();
-            let parent = s
-                .rsplit_once('/')
-                .map(|(d, _)| d.to_string())
-                .unwrap_or_default();
-            assert!(dirs.contains(&parent), "{s} has no dir");
-            assert!(files.insert(s));
-        }
-        for leaf in 0..l.leaves {
-            l.leaf_path(leaf, &mut p);
-            assert!(dirs.contains(&p.display()));
+            let mut files = std::collections::HashSet::new();
+            for i in 0..l.count {
+                l.file_path(i, &mut p);
+                let s = p.display();
+                let parent = s
+                    .rsplit_once('/')
+                    .map(|(d, _)| d.to_string())
+                    .unwrap_or_default();
+                assert!(dirs.contains(&parent), "{s} has no dir");
+                assert!(files.insert(s));
+            }
+            for leaf in 0..l.leaves {
+                l.leaf_path(leaf, &mut p);
+                assert!(dirs.contains(&p.display()));
+            }
         }
     }
 
@@ -791,26 +793,6 @@ mod tests {
         let one = Layout::gamma(1000, 1_000_000, 7, 0);
         assert_eq!(one, Layout::new(1000, 1_000_000));
         assert_eq!((one.leaves, one.levels), (1, 0));
-    }
-
-    #[test]
-    fn gamma_tree_dirs_exist_for_every_file() {
-        let l = Layout::gamma(2_000, 7, 3, 0);
-        let mut dirs = std::collections::HashSet::new();
-        let mut p = CPath::default();
-        for level in 1..=l.levels {
-            for j in 0..l.dirs_at(level) {
-                p.clear();
-                l.push_dir(level, j, &mut p);
-                dirs.insert(p.display());
-            }
-        }
-        for i in 0..l.count {
-            l.file_path(i, &mut p);
-            let s = p.display();
-            let (parent, _) = s.rsplit_once('/').expect("a file in a directory");
-            assert!(dirs.contains(parent), "{s} has no dir");
-        }
     }
 
     #[test]
