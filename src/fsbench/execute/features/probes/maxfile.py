@@ -9,6 +9,7 @@ import os
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
 from fsbench.execute.features.model import Feature, Result
+from fsbench.execute.features.search import largest_accepted
 from fsbench.execute.features.values import human_size
 
 MAXFILE = Feature(
@@ -50,13 +51,8 @@ def largest(fd: int, ev: Evidence) -> int:
         ev.say(f"every size up to {human_size(good)} worked")
         return good
     ev.say(f"pwrite(1 byte at {good} − 1) ok")
-    while bad - good > 1:  # the limit, to the byte
-        mid = (good + bad) // 2
-        if _fits(fd, mid) is None:
-            good = mid
-        else:
-            bad = mid
-    ev.say(f"binary search: {good} bytes fit, {bad} do not")
+    good = largest_accepted(good, bad, lambda n: _fits(fd, n) is None)  # to the byte
+    ev.say(f"binary search: {good} bytes fit, {good + 1} do not")
     return good
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
 from fsbench.execute.features.model import Feature, Result
+from fsbench.execute.features.search import largest_accepted
 
 NAMES = Feature(
     "longest file name",
@@ -47,12 +48,7 @@ def run(s: Scratch) -> dict[str, Result]:
     if good == 0:  # even 255 refused: search below
         good, bad = 0, 255
     if bad is not None:
-        while bad - good > 1:
-            mid = (good + bad) // 2
-            if _creates(d, mid) is None:
-                good = mid
-            else:
-                bad = mid
+        good = largest_accepted(good, bad, lambda n: _creates(d, n) is None)
     if good == 0:
         return {NAMES.name: ev.result("no", note="no name could be created")}
     return {NAMES.name: ev.result("yes", good, "bytes")}

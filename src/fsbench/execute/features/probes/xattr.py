@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
 from fsbench.execute.features.model import Feature, Result
+from fsbench.execute.features.search import largest_accepted
 
 XATTR = Feature(
     "largest xattr value",
@@ -56,13 +57,8 @@ def run(s: Scratch) -> dict[str, Result]:
         good = n
         n = n * 2 if n < VFS_MAX else VFS_MAX + 1
     if bad is not None:
-        while bad - good > 1:
-            mid = (good + bad) // 2
-            if _sets(path, mid) is None:
-                good = mid
-            else:
-                bad = mid
-        ev.say(f"binary search: {good} bytes set, {bad} refused")
+        good = largest_accepted(good, bad, lambda n: _sets(path, n) is None)
+        ev.say(f"binary search: {good} bytes set, {good + 1} refused")
     return {XATTR.name: ev.result("yes", good, "B", note=f"{good:,} bytes")}
 
 
