@@ -46,8 +46,6 @@ const SEED_DOMAIN_TREE: u64 = 0xD1_7EE5;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub count: u64,
-    /// The mean number of files per leaf directory.
-    pub width: u64,
     pub leaves: u64,
     pub levels: u32,
     pub fanout: u64,
@@ -103,7 +101,6 @@ impl Layout {
         if leaves == 1 {
             return Layout {
                 count,
-                width,
                 leaves,
                 levels: 0,
                 fanout: 1,
@@ -125,7 +122,6 @@ impl Layout {
         }
         Layout {
             count,
-            width,
             leaves,
             levels,
             fanout,
@@ -139,6 +135,7 @@ impl Layout {
     }
 
     /// How many files leaf directory `leaf` holds.
+    #[cfg(test)]
     pub fn files_in(&self, leaf: u64) -> u64 {
         let l = leaf as usize;
         self.starts.get(l + 1).copied().unwrap_or(self.count) - self.starts[l]
