@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from fsbench.analysis.decisions import Decision, Side, decide
 from fsbench.analysis.design import ALPHA, Design
 from fsbench.analysis.family import control_run
+from fsbench.analysis.null_law import PAIR
 
 N_MAX = 10
 CV = 0.05
@@ -84,6 +85,9 @@ def test_the_looks_are_the_rounds_and_a_fixed_design_looks_once() -> None:
     assert SEQUENTIAL.looks(5) == [3, 4, 5] and SEQUENTIAL.looks(12) == list(range(3, 11))
     assert Design().looks(7) == [7]
     # One look spends all of alpha; many looks cost each of them some.
-    assert Design().p_value(0.01) == 0.01
-    assert SEQUENTIAL.p_value(0.01) > 0.01
-    assert 0.9 < SEQUENTIAL.ci_level < 0.99
+    assert Design().p_value(PAIR, 0.01, 5) == 0.01
+    assert SEQUENTIAL.p_value(PAIR, 0.01, 5) > 0.01
+    assert 0.9 < SEQUENTIAL.equivalence_level(5) < 0.99
+    # The looks a design was planned with, and no others, are paid for.
+    assert Design(True, 3, 3).p_value(PAIR, 0.01, 3) == 0.01
+    assert Design(True, 3, 4).p_value(PAIR, 0.01, 3) < SEQUENTIAL.p_value(PAIR, 0.01, 3)

@@ -38,7 +38,7 @@ def test_an_order_shows_a_p_below_the_level() -> None:
     assert v is not None and v.kind == "order"
     (pair,) = v.pairs
     assert pair.p is not None and pair.p < 0.05
-    assert "Welch p" in v.text and "Holm" in v.text
+    assert "Welch p" in v.text and "95% CI" in v.text
 
 
 def test_constant_values_one_step_apart_are_undecided_by_resolution() -> None:

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from fsbench.analysis import decisions
 from fsbench.analysis.decisions import ORDER, Side
-from fsbench.analysis.design import DEFAULT_MARGIN, MIN_REPS, Design, cv
+from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN, MIN_REPS, Design, cv
+from fsbench.analysis.null_law import PAIR
 from fsbench.analysis.stats import min_detectable, summarize
 
 GOOD, BAD, UNDECIDED = "good", "bad", "undecided"
@@ -103,7 +104,7 @@ def gate(
     mid = (g + b) / 2
     good_side = (mean - mid) * (g - mid) > 0
     p_mid = midpoint_p(good, bad, step)
-    level = design(n_max, margin).nominal_alpha
+    level = design(n_max, margin).boundary(PAIR, ALPHA, n_max)
     both = vs_good.kind == ORDER and vs_bad.kind == ORDER
     drift = ", though it differs from both endpoints (a drift, or a partial change)"
     base = _with(base, p_mid=p_mid)
@@ -177,14 +178,15 @@ def refusal(
     cg, cb = cv(good), cv(bad)
     noise = math.sqrt(((cg or 0.0) ** 2 + (cb or 0.0) ** 2) / 2)
     d = design(n_max, margin)
-    detectable = min_detectable(noise, 1.0, n_max, alpha=d.nominal_alpha)
+    boundary = d.boundary(PAIR, ALPHA, n_max)
+    detectable = min_detectable(noise, 1.0, n_max, alpha=boundary)
     # Ordered at the level a step is judged at (the design's per-look boundary), not 5%:
     # identical kernels measured apart in time must not pass for a regression.
     found = decisions.decide(
         [Side(GOOD, tuple(good)), Side(BAD, tuple(bad))],
         better=better,
         unit=unit or None,
-        design=Design(False, margin=margin, alpha=d.nominal_alpha),
+        design=Design(False, margin=margin, alpha=boundary),
         explain=False,
     )
     pair = found.pair(GOOD, BAD) if found else None

@@ -4,25 +4,26 @@ One comparison is the configs measured in the same conditions (one workload step
 combination of parameters and knobs, one metric). Each pair of its configs gets one of
 three answers, each with its evidence:
 
-- **order**: one is better. Welch's t-test over the repetitions, corrected over the
-  comparison's pairs by Holm's step-down with Shaffer's (1986) logical constraints (three
-  configs: alpha/3, then alpha, alpha); for counts fsbench reads itself (extents, files)
-  that do not vary between repetitions, the counts themselves (2 extents are not 3: no
-  test needed); for counts of events out of N (damaged crashes of N power cuts),
-  Fisher's exact test.
-- **equivalent**: the ratio of the means has a 90% confidence interval inside
-  1 ± the plan's margin (two one-sided tests, TOST; Schuirmann 1987).
+- **order**: one is better. Welch's t-test over the repetitions, on the log scale for
+  ratio metrics (times and rates: a difference there is a ratio, and noise grows with the
+  value), from n = 3. Two configs: the pair at the comparison's level. Three: a gate first
+  (Welch's ANOVA, or Bonferroni over the three pairs), then every pair at the same level
+  (with three configs at most one pair can be equal once any two differ, so the gate
+  protects the pairs: the family-wise rate is held). More than three: Holm's step-down with
+  Shaffer's (1986) logical constraints. Counts fsbench reads itself (extents, files) that do
+  not vary between repetitions are exact (2 extents are not 3: no test needed); counts of
+  events out of N (damaged crashes of N power cuts) are tested by Fisher's exact test.
+- **equivalent**: the ratio has a 90% confidence interval inside 1 ± the plan's margin
+  (two one-sided tests, TOST; Schuirmann 1987).
 - **undecided**: neither, with the repetitions per config that would decide it at the
   noise measured.
 
-How often the data were looked at, and so what a p is worth, is the run's design
-(design.py: a look after every round, or one look).
-
-Across the run's comparisons, false orders are controlled too (Benjamini & Bogomolov
-2014): the comparisons with any difference are selected by Benjamini-Hochberg at 5% over
-the run's comparisons, and the pairs of a selected comparison are ordered at the level
-5% x selected / comparisons. An A/A run with twenty metrics then owes no false order to
-their number (under no difference at all, any order has probability at most 5%).
+How often the data were looked at, and so what a p is worth, is the comparison's design
+(design.py, null_law.py). The level a comparison's pairs are judged at is the run's
+(family.py: Benjamini & Bogomolov over the run's tested comparisons), and the interval
+printed beside a pair is the one its verdict used: at the per-look boundary of that
+level, so an interval that excludes 1 is always an order, and an undecided pair's always
+holds 1. Below n = 3 a timing is not tested and has no interval.
 
 Pure functions: values in, decisions out.
 """
@@ -30,264 +31,27 @@ Pure functions: values in, decisions out.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fsbench.analysis.design import (
-    ALPHA,
-    EXACT_UNITS,
-    MIN_REPS_EXACT,
-    NEEDED_LIMIT,
-    Design,
-    cv,
-    needed_reps,
+from fsbench.analysis.design import ALPHA, MIN_REPS, NEEDED_LIMIT, Design, needed_reps
+from fsbench.analysis.null_law import GATE, PAIR
+from fsbench.analysis.pairs import (
+    EQUIVALENT,
+    ORDER,
+    UNDECIDED,
+    Pair,
+    Side,
+    draft,
+    exact_metric,
+    gate_p,
+    scale_of,
 )
 from fsbench.analysis.pvalues import fmt_p
-from fsbench.analysis.stats import fisher_exact, moments, shaffer, t_quantile, welch
+from fsbench.analysis.stats import step_down
 
-ORDER, EQUIVALENT, UNDECIDED = "order", "equivalent", "undecided"
-
-
-@dataclass(frozen=True)
-class Side:
-    """One config's values in a comparison, with the repetition each came from."""
-
-    label: str
-    values: tuple[float, ...]
-    reps: tuple[int, ...] = ()
-    over: int | None = None  # counts of events out of `over` (crashes): Fisher's test
-
-    def upto(self, n: int) -> list[float]:
-        """The values of repetitions 1..n (all of them when reps were not recorded)."""
-        if not self.reps:
-            return list(self.values[:n])
-        return [v for v, r in zip(self.values, self.reps, strict=True) if r <= n]
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values)
-
-
-@dataclass(frozen=True)
-class Pair:
-    """The answer for two configs `a` and `b` (a before b in the table's order)."""
-
-    a: str
-    b: str
-    kind: str  # order | equivalent | undecided
-    winner: str = ""  # the better of the two (an order)
-    leader: str = ""  # the better of the two by mean, ordered or not
-    equivalent: bool = False  # the ratio's CI is within the margin (TOST)
-    ratio: float | None = None  # mean(b) / mean(a)
-    ci: tuple[float, float] | None = None  # CI of the ratio at `ci_level`
-    ci_level: float = 0.90
-    test: str = "Welch"  # Welch | exact | Fisher | resolution
-    p: float | None = None  # the order's p: per look, Holm over the pairs; then BH level
-    n: tuple[int, int] = (0, 0)
-    needed: int | None = None  # undecided: repetitions per config that would decide
-    note: str = ""  # why undecided, or what else holds (an order also within the margin)
-
-    @property
-    def loser(self) -> str:
-        return self.b if self.winner == self.a else self.a
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "configs": [self.a, self.b],
-            "kind": self.kind,
-            "better": self.winner or None,
-            "ratio": self.ratio,
-            "ci": list(self.ci) if self.ci else None,
-            "ci_level": self.ci_level if self.ci else None,
-            "test": self.test,
-            "p": self.p,
-            "n": list(self.n),
-            "needed": self.needed,
-            "note": self.note,
-        }
-
-
-def _welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:
-    found = welch(a, b)
-    return None if found is None else found.p
-
-
-def _ratio_ci(
-    a: Sequence[float], b: Sequence[float], level: float
-) -> tuple[float | None, tuple[float, float] | None]:
-    """mean(b) / mean(a) and its CI at `level` (delta method on the log scale, Welch df)."""
-    (na, ma, va), (nb, mb, vb) = moments(a), moments(b)
-    if ma == 0 or mb == 0 or (ma < 0) != (mb < 0):
-        return None, None
-    ratio = mb / ma
-    if na < 2 or nb < 2:
-        return ratio, None
-    sa, sb = va / na / ma**2, vb / nb / mb**2
-    rel = math.sqrt(sa + sb)
-    if rel == 0:
-        return ratio, (ratio, ratio)
-    df = (sa + sb) ** 2 / (sa**2 / (na - 1) + sb**2 / (nb - 1))
-    half = t_quantile(df, level) * rel
-    return ratio, (ratio * math.exp(-half), ratio * math.exp(half))
-
-
-def exact_metric(unit: str | None, resolution: float, sides: Sequence[Side]) -> bool:
-    """A count fsbench reads or counts itself: integers with a step of one."""
-    return (
-        unit in EXACT_UNITS
-        and resolution <= 1
-        and all(float(v).is_integer() for s in sides for v in s.values)
-    )
-
-
-def _constant(values: Sequence[float]) -> bool:
-    return len(values) >= 1 and min(values) == max(values)
-
-
-def _better(a: Side, b: Side, higher: bool) -> str:
-    return a.label if (a.mean > b.mean) == higher else b.label
-
-
-@dataclass(frozen=True)
-class _Looked:
-    """A pair's evidence over the looks: the smallest p / share (its adjusted p before
-    Holm), and the look that showed equivalence, if one did."""
-
-    p: float | None
-    equivalent_at: int | None
-    ratio: float | None
-    ci: tuple[float, float] | None
-    level: float
-
-
-def _look(a: Side, b: Side, design: Design) -> _Looked:
-    """Welch's p and the ratio's interval at every look the pair has had."""
-    n = min(a.n, b.n)
-    smallest: float | None = None
-    level = design.ci_level
-    equivalent_at: int | None = None
-    ratio: float | None = None
-    ci: tuple[float, float] | None = None
-    for look in design.looks(n):
-        va, vb = a.upto(look), b.upto(look)
-        if len(va) < 2 or len(vb) < 2:
-            continue
-        p = _welch_p(va, vb)
-        if p is not None:
-            smallest = p if smallest is None else min(smallest, p)
-        if equivalent_at is None:
-            ratio, ci = _ratio_ci(va, vb, level)
-            if ci is not None and 1 - design.margin <= ci[0] and ci[1] <= 1 + design.margin:
-                equivalent_at = look
-    if ratio is None:  # no look yet (a sequential design tests from n_min): no interval
-        ratio = _ratio_ci(a.values, b.values, level)[0]
-    p_adj = None if smallest is None else design.p_value(smallest)
-    return _Looked(p_adj, equivalent_at, ratio, ci, level)
-
-
-def _pair(
-    a: Side,
-    b: Side,
-    higher: bool,
-    design: Design,
-    exact: bool,
-    resolution: float,
-    explain: bool,
-    pairs: int = 1,
-) -> tuple[Pair, float | None]:
-    """One pair's evidence before multiplicity, and the p of its test still to be
-    corrected (None: no test; the answer is exact, or nothing can be said)."""
-    n = (a.n, b.n)
-    base = Pair(a.label, b.label, UNDECIDED, n=n)
-    if a.over is not None and b.over is not None:
-        hits_a, hits_b = int(sum(a.values)), int(sum(b.values))
-        rate_a = hits_a / a.over if a.over else 0.0
-        rate_b = hits_b / b.over if b.over else 0.0
-        pair = replace(
-            base, ratio=rate_b / rate_a if rate_a else None, test="Fisher", n=(a.over, b.over)
-        )
-        if rate_a == rate_b:
-            return replace(pair, note=f"the same count ({hits_a} of {a.over} each)"), None
-        leader = a.label if (rate_a > rate_b) == higher else b.label
-        return replace(pair, leader=leader), fisher_exact(hits_a, a.over, hits_b, b.over)
-    ratio = b.mean / a.mean if a.mean else None
-    leader = _better(a, b, higher)
-    pair = replace(base, ratio=ratio, leader=leader)
-    if (
-        _constant(a.values)
-        and _constant(b.values)
-        and min(n) >= (MIN_REPS_EXACT if exact else design.n_min)
-    ):
-        x, y = a.values[0], b.values[0]
-        if x == y:
-            return replace(
-                pair,
-                kind=EQUIVALENT,
-                equivalent=True,
-                ratio=1.0,
-                ci=(1.0, 1.0),
-                test="exact",
-                note=f"{x:g} on every repetition of both",
-            ), None
-        if not exact and resolution > 0 and abs(x - y) <= resolution * (1 + 1e-9):
-            return replace(
-                pair,
-                test="resolution",
-                note=f"{x:g} vs {y:g}: within the tool's resolution of {resolution:g}",
-            ), None
-        return replace(
-            pair,
-            kind=ORDER,
-            winner=leader,
-            test="exact",
-            note=f"{a.label} {x:g}, {b.label} {y:g} on every repetition",
-        ), None
-    if min(n) < 2:
-        return replace(pair, note="too few repetitions to test"), None
-    looked = _look(a, b, design)
-    equivalent = looked.equivalent_at is not None
-    # The interval shown: the one equivalence was judged on where it held; else the one
-    # an order is judged at (one look's level, shared among the comparison's pairs as the
-    # first step of Holm shares it), so that an undecided pair's interval holds 1 unless
-    # the run's control over its comparisons is what kept it open.
-    ci, level = looked.ci, looked.level
-    if not equivalent:
-        level = 1 - design.nominal_alpha / pairs
-        ci = _ratio_ci(a.values, b.values, level)[1]
-    pair = replace(pair, ci=ci, ci_level=level, ratio=looked.ratio or ratio, equivalent=equivalent)
-    if resolution > 0 and not exact and abs(a.mean - b.mean) <= resolution * (1 + 1e-9):
-        return replace(
-            pair,
-            test="resolution",
-            equivalent=False,
-            note=f"the means differ by no more than the tool's resolution ({resolution:g})",
-        ), None
-    if design.sequential and min(n) < design.n_min:
-        pair = replace(pair, note=f"not tested before n={design.n_min}")
-    if explain:
-        # At the level one look of this design tests a pair among `pairs` (Bonferroni, as
-        # Holm is at worst), and never fewer repetitions than the pair already has.
-        each = design.nominal_alpha / pairs
-        needed = needed_reps(
-            _pooled_cv(a, b), (ratio or 1.0) - 1, design.margin, each, design.ci_level
-        )
-        if needed is not None:
-            needed = max(needed, min(n) + 1)
-        pair = replace(pair, needed=needed if ratio else None)
-    return pair, looked.p
-
-
-def _pooled_cv(a: Side, b: Side) -> float | None:
-    ca, cb = cv(a.values), cv(b.values)
-    if ca is None or cb is None:
-        return None
-    return math.sqrt((ca**2 + cb**2) / 2)
+__all__ = ["EQUIVALENT", "ORDER", "UNDECIDED", "Decision", "Pair", "Side", "at_level", "decide"]
 
 
 @dataclass(frozen=True)
@@ -302,11 +66,16 @@ class Decision:
     means: tuple[float, ...]
     pairs: tuple[Pair, ...]
     design: Design = field(default_factory=Design)
-    family_p: float | None = None  # the smallest Holm-adjusted order p of the comparison
+    # The p that the comparison has any difference (its gate with three configs, else
+    # its smallest adjusted pair p; None when nothing was tested): what the run-wide
+    # control selects comparisons by. Exact answers never enter it.
+    family_p: float | None = None
     family_q: float | None = None  # the same, Benjamini-Hochberg-adjusted over the run's
-    level: float = ALPHA  # the level its pairs were ordered at (after the run's BH)
+    level: float = ALPHA  # the level its pairs were ordered at (after the run's control)
     headline: bool = True
     key: tuple[str, ...] = ()  # chain, workload, dimensions (JSON), metric
+    gate_p: float | None = None  # three configs: the gate's calibrated p
+    explain: bool = True  # undecided pairs say the repetitions that would decide them
 
     @property
     def kind(self) -> str:
@@ -413,9 +182,9 @@ class Decision:
             return "undecided: within the tool's resolution"
         if needed and all(n is not None for n in needed):
             return f"undecided: n≈{max(n or 0 for n in needed)} would decide"
-        if any(p.note == "too few repetitions to test" for p in open_):
-            return "undecided: too few repetitions"
-        return "undecided: beyond 1000 repetitions at this noise"
+        if any(p.test == "Welch" and not p.tested for p in open_):
+            return f"undecided: n < {MIN_REPS}"
+        return f"undecided: beyond {NEEDED_LIMIT} repetitions at this noise"
 
     def pair_text(self, p: Pair) -> str:
         """One pair's answer with its evidence, in words."""
@@ -431,8 +200,8 @@ class Decision:
                 return f"{p.winner} better than {p.loser} ({p.note}; {factor})"
             also = f"; also within ±{self.design.margin:.0%}" if p.equivalent else ""
             return (
-                f"{p.winner} better than {p.loser} ({factor}, Welch {_p_text(p.p)}, "
-                f"Holm{'+BH' if self.level < ALPHA else ''}{also})"
+                f"{p.winner} better than {p.loser} ({factor}, {_fmt_ci(p)}, "
+                f"Welch {_p_text(p.p)}{also})"
             )
         if p.kind == EQUIVALENT:
             if p.test == "exact":
@@ -441,14 +210,11 @@ class Decision:
                 f"{p.a} ≈ {p.b} (ratio {_fmt_ratio(p.ratio)}, {_fmt_ci(p)}, within "
                 f"±{self.design.margin:.0%})"
             )
-        why = p.note or (
-            f"ratio {_fmt_ratio(p.ratio)}, {_fmt_ci(p)}" if p.ci else "a mean of zero: no ratio"
-        )
+        evidence = f"ratio {_fmt_ratio(p.ratio)}, {_fmt_ci(p)}" if p.ci else ""
+        why = "; ".join(x for x in (p.note, evidence) if x) or "a mean of zero: no ratio"
         if p.needed is not None:
             return f"{p.a} vs {p.b}: undecided ({why}; n≈{p.needed} per config would decide)"
-        if p.test in ("resolution", "exact") or p.note == "too few repetitions to test":
-            return f"{p.a} vs {p.b}: undecided ({why})"
-        if p.ratio is None:
+        if not p.tested or p.ratio is None:
             return f"{p.a} vs {p.b}: undecided ({why})"
         return f"{p.a} vs {p.b}: undecided ({why}; more than {NEEDED_LIMIT} repetitions needed)"
 
@@ -477,8 +243,13 @@ class Decision:
             "decided": self.decided,
             "pairs": [p.as_dict() for p in self.pairs],
             "level": self.level,
+            "gate_p": self.gate_p,
+            "family_p": self.family_p,
             "margin": self.design.margin,
             "sequential": self.design.sequential,
+            "looks": list(self.design.planned(min((min(p.n) for p in self.pairs), default=0)))
+            if self.pairs
+            else [],
             "text": self.text,
         }
 
@@ -527,32 +298,70 @@ def decide(
     key: tuple[str, ...] = (),
     explain: bool = True,
 ) -> Decision | None:
-    """The answers for one comparison's configs (in table order), with Holm over its
-    pairs; the run's own multiplicity is `control_run`'s. None with fewer than two configs
-    that have values, or a metric with no direction."""
+    """The answers for one comparison's configs (in table order) at the full level; the
+    run's control over its comparisons (family.control_run) sets the level they are
+    finally judged at. None with fewer than two configs that have values, or a metric
+    with no direction."""
+    found = evidence(
+        sides,
+        better=better,
+        metric=metric,
+        unit=unit,
+        resolution=resolution,
+        design=design,
+        headline=headline,
+        key=key,
+        explain=explain,
+    )
+    return None if found is None else at_level(found, found.design.alpha)
+
+
+def evidence(
+    sides: Sequence[Side],
+    *,
+    better: str,
+    metric: str | None = None,
+    unit: str | None = None,
+    resolution: float = 0.0,
+    design: Design | None = None,
+    headline: bool = True,
+    key: tuple[str, ...] = (),
+    explain: bool = True,
+) -> Decision | None:
+    """The comparison's evidence, its tested pairs not yet judged (`decide` judges them
+    at the full level, family.control_run at the run's)."""
     design = design or Design()
     usable = [s for s in sides if s.values]
     if len(usable) < 2 or better not in ("higher", "lower"):
         return None
     higher = better == "higher"
     exact = exact_metric(unit, resolution, usable)
-    count = len(usable) * (len(usable) - 1) // 2
-    drafts: list[tuple[Pair, float | None]] = [
-        _pair(a, b, higher, design, exact, resolution, explain, count)
+    scale = scale_of(usable)
+    drafts = [
+        draft(a, b, higher, design, exact, resolution, scale)
         for i, a in enumerate(usable)
         for b in usable[i + 1 :]
     ]
-    # Pairs answered without a test count in the step-down as what they are: an exact
-    # order rejected for certain, anything else never rejected.
-    certain = [p if p is not None else (0.0 if pair.kind == ORDER else 1.0) for pair, p in drafts]
-    stepped = shaffer(certain, len(usable))
-    pairs = []
-    for (pair, p), q in zip(drafts, stepped, strict=True):
-        pairs.append(replace(pair, p=q) if p is not None else pair)
-    adjusted = [q if p is not None else None for (_, p), q in zip(drafts, stepped, strict=True)]
-    tested = [p for p in adjusted if p is not None]
-    exact_orders = any(p.kind == ORDER and p.test == "exact" for p in pairs)
-    family = 0.0 if exact_orders else (min(tested) if tested else None)
+    welch = [i for i, p in enumerate(drafts) if p.tested]
+    fisher = [i for i, p in enumerate(drafts) if p.test == "Fisher" and p.p is not None]
+    gate = gate_p(usable, design, scale) if len(usable) == 3 and len(welch) == 3 else None
+    pairs = list(drafts)
+    family_p: float | None = None
+    if gate is not None:
+        # A pair is ordered at level L when the gate and the pair both are: its p is the
+        # larger of the two.
+        for i in welch:
+            pairs[i] = replace(pairs[i], p=max(gate, pairs[i].p or 1.0))
+        family_p = gate
+    for tested in (welch if gate is None else [], fisher):
+        if not tested:
+            continue
+        every = len(tested) == len(drafts)
+        steps = step_down([drafts[i].p or 1.0 for i in tested], len(usable) if every else None)
+        for i, s in zip(tested, steps, strict=True):
+            pairs[i] = replace(pairs[i], p=s.adjusted, divisor=s.divisor, rank=s.rank)
+        smallest = min(s.adjusted for s in steps)
+        family_p = smallest if family_p is None else min(family_p, smallest)
     decision = Decision(
         metric=metric,
         unit=unit,
@@ -561,26 +370,77 @@ def decide(
         means=tuple(s.mean for s in usable),
         pairs=tuple(pairs),
         design=design,
-        family_p=family,
+        family_p=family_p,
         headline=headline,
         key=key,
+        gate_p=gate,
+        explain=explain,
     )
-    return at_level(decision, design.alpha)
+    return decision
 
 
 def _p_text(p: float | None) -> str:
     return "p n/a" if p is None else fmt_p(p)
 
 
-def at_level(decision: Decision, level: float) -> Decision:
-    """The decision with its tested pairs ordered where their p is at most `level`, the
-    others equivalent or undecided as their evidence says. Exact answers stay."""
+def at_level(decision: Decision, level: float, shown: float | None = None) -> Decision:
+    """The decision with its tested pairs judged at `level` (0: the run's control did not
+    select the comparison; its intervals are then shown at `shown`, the level it missed):
+    ordered where their p is at most `level`, the others equivalent or undecided as their
+    evidence says, each with the interval its verdict used. Exact answers stay."""
+    judged = level if level > 0 else (shown if shown is not None else decision.design.alpha)
+    gate_open = decision.gate_p is not None and level > 0 and decision.gate_p <= level
+    # The divisor of the first step a step-down did not pass: the level every pair it
+    # left open was judged at.
+    open_divisor = {
+        p.rank: p.divisor
+        for p in decision.pairs
+        if p.tested and not (level > 0 and p.p is not None and p.p <= level)
+    }
+    stop = open_divisor[min(open_divisor)] if open_divisor else 1
     pairs = []
     for p in decision.pairs:
-        if p.test in ("Welch", "Fisher"):
-            if p.p is not None and level > 0 and p.p <= level:
-                p = replace(p, kind=ORDER, winner=p.leader)
+        if p.test == "Fisher":
+            ordered = p.p is not None and level > 0 and p.p <= level
+            p = replace(p, kind=ORDER if ordered else UNDECIDED, winner=p.leader if ordered else "")
+        elif p.tested:
+            n = min(p.n)
+            ordered = p.p is not None and level > 0 and p.p <= level
+            design = decision.design
+            if decision.gate_p is not None and not gate_open:
+                # The gate stayed shut: every pair's p at every look is above a third of
+                # its boundary, so intervals at that level all hold 1.
+                boundary = design.boundary(GATE, judged, n) / 3
+            elif decision.gate_p is not None:
+                boundary = design.boundary(PAIR, level, n)
+            else:
+                divisor = p.divisor if ordered else stop
+                boundary = design.boundary(PAIR, judged / divisor, n)
+            p = p.shown(1 - boundary, before=boundary if ordered else None)
+            if ordered:
+                p = replace(p, kind=ORDER, winner=p.leader, needed=None)
             else:
                 p = replace(p, kind=EQUIVALENT if p.equivalent else UNDECIDED, winner="")
+                if p.equivalent:
+                    p = _equivalence_shown(p, design)
+                elif decision.explain:
+                    p = replace(p, needed=_needed(p, design, boundary))
         pairs.append(p)
     return replace(decision, pairs=tuple(pairs), level=level)
+
+
+def _equivalence_shown(p: Pair, design: Design) -> Pair:
+    """An equivalent pair shows the interval equivalence was judged on, at its look."""
+    look = next(lk for lk in p.looked if lk.n == p.equivalent_at)
+    level = design.equivalence_level(min(p.n))
+    return replace(p, ci=look.interval(p.scale, level), ci_level=level, ratio=look.ratio(p.scale))
+
+
+def _needed(p: Pair, design: Design, boundary: float) -> int | None:
+    """Repetitions per config that would decide an undecided pair at the noise measured,
+    at the per-look level it was judged at; never fewer than it has."""
+    ratio = p.ratio or 1.0
+    found = needed_reps(
+        p.noise, ratio - 1, design.margin, boundary, design.equivalence_level(min(p.n))
+    )
+    return None if found is None else max(found, min(p.n) + 1)

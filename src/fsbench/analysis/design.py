@@ -1,27 +1,25 @@
-"""The design of a comparison: how often its data are looked at, and so what a p is worth.
+"""The design of a comparison: when its data are looked at, and so what a p is worth.
 
-Looking after every round (the default repetition loop stops a group once every pair is
-decided) would inflate false orders if each look used the full 5%. A sequential design
-counts instead what looking costs: the smallest Welch p over the looks n_min..n_max of two
-identical configs has a law free of their mean and spread, drawn here once (100,000 seeded
-draws, cached); an order's p is how often identical configs give a p that small at any
-look, and the Pocock boundaries (one constant level per look) are its quantiles. A fifth
-of alpha is kept back for what the normal law of equal spreads does not cover. A fixed
-design (`--reps N`) has one look with all of alpha.
+The repetition loop plans, from the budget, the looks each comparison group can afford
+(n = 3, 4, ... up to what its rounds cost allows; loop.py); a look after every round from
+n_min to n_max would inflate false orders if each look used the full 5%, so a sequential
+design judges the smallest p over its planned looks against that smallest p's own law
+under no difference (null_law.py: one constant per-look boundary, Pocock's, counted by
+simulation). Looks that cannot happen are not paid for: a group the budget gives one look
+tests at the full level. A fixed design (`--reps N`) has one look.
 
 Pure functions: values in, numbers out.
 """
 
 from __future__ import annotations
 
-import bisect
-import functools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fsbench.analysis import null_law
 from fsbench.analysis.stats import t_quantile
 
 ALPHA = 0.05
@@ -40,7 +38,8 @@ POWER = 0.8
 @dataclass(frozen=True)
 class Design:
     """How the repetitions were decided, and so how often the data were looked at:
-    `sequential` (a look after every round from `n_min` to `n_max`) or fixed (one look)."""
+    `sequential` (a look after every round from `n_min` to `n_max`, the looks planned
+    before the first) or fixed (one look)."""
 
     sequential: bool = False
     n_min: int = MIN_REPS
@@ -54,80 +53,48 @@ class Design:
             return [n]
         return list(range(self.n_min, min(n, self.n_max) + 1))
 
-    def p_value(self, smallest: float) -> float:
-        """The p of an order whose smallest p over the looks is `smallest`: how often
-        identical configs give a p that small at any look (the looks' joint law under
-        no difference, `_null_min_p`). A fixed design's p is its one look's."""
+    def planned(self, n: int) -> tuple[int, ...]:
+        """The looks the boundaries are computed for: those the design planned (a fixed
+        design's one look, at the `n` it has)."""
         if not self.sequential:
-            return smallest
-        null = _null_min_p(self.n_min, self.n_max)
-        share = (bisect.bisect_right(null, smallest) + 1) / (len(null) + 1)
-        # A fifth of alpha kept back (the rule is calibrated to 4%) for what the normal
-        # law of equal spreads does not cover (Welch is a little liberal at small n with
-        # unequal spreads, timings are skewed) and for the counting error of the law.
-        return min(1.0, share / NULL_SAFETY)
+            return (max(n, 2),)
+        return tuple(range(self.n_min, self.n_max + 1))
+
+    def p_value(self, kind: str, smallest: float, n: int) -> float:
+        """The calibrated p of a statistic (null_law.PAIR or GATE) whose smallest value
+        over the looks made was `smallest`."""
+        return null_law.calibrated(kind, self.planned(n), smallest)
+
+    def boundary(self, kind: str, level: float, n: int) -> float:
+        """The per-look p a statistic must go below for a calibrated p of `level`."""
+        return null_law.threshold(kind, self.planned(n), level)
+
+    def equivalence_level(self, n: int) -> float:
+        """The confidence of the interval equivalence is judged on at each look: 90% (TOST
+        at 5% a side) for one look, the Pocock constant for more."""
+        return 1 - self.boundary(null_law.PAIR, 2 * self.alpha, n)
 
     @property
-    def nominal_alpha(self) -> float:
-        """The p one look must reach for an order: alpha for one look; the Pocock
-        boundary of a sequential design (what `p_value` maps to alpha)."""
-        if not self.sequential:
-            return self.alpha
-        null = _null_min_p(self.n_min, self.n_max)
-        return null[int(self.alpha * NULL_SAFETY * len(null))]
-
-    @property
-    def ci_level(self) -> float:
-        """The confidence of the interval equivalence is judged on at each look: 90%
-        (TOST at 5%) for one look; for a sequential design the Pocock constant level at
-        which looking after every round keeps false equivalence at 5% a side."""
-        if not self.sequential:
-            return 1 - 2 * self.alpha
-        null = _null_min_p(self.n_min, self.n_max)
-        return 1 - null[int(2 * self.alpha * len(null))]
+    def one_look(self) -> bool:
+        return not self.sequential or self.n_max == self.n_min
 
     @property
     def rule(self) -> str:
         """The legend's sentence on how pairs were decided."""
-        looks = (
-            f"a look after each round from n={self.n_min} to {self.n_max}, Pocock boundaries"
-            if self.sequential
-            else "one look"
-        )
+        if self.one_look:
+            looks = "one look" + (f" at n={self.n_min}" if self.sequential else "")
+        else:
+            looks = (
+                f"a look after each round from n={self.n_min} to {self.n_max}, "
+                "Pocock boundaries for those looks"
+            )
         return (
-            f"pairs ordered by Welch's t-test (Holm with Shaffer's constraints over a "
-            "comparison's pairs, "
-            f"Benjamini-Hochberg over the run's comparisons; {looks}), or by counts that "
-            f"do not vary; equivalent when the ratio's CI is within ±{self.margin:.0%} "
-            "(TOST); otherwise undecided"
+            "pairs ordered by Welch's t-test on the log scale (three configs: a gate, "
+            "Welch's ANOVA or Bonferroni over the pairs, then pairs at the same level; "
+            "more: Holm with Shaffer's constraints), Benjamini-Bogomolov over the run's "
+            f"tested comparisons; {looks}; or by counts that do not vary; equivalent when "
+            f"the ratio's CI is within ±{self.margin:.0%} (TOST); otherwise undecided"
         )
-
-
-NULL_DRAWS = 100_000
-NULL_SAFETY = 0.8
-
-
-@functools.lru_cache(maxsize=32)
-def _null_min_p(n_min: int, n_max: int) -> list[float]:
-    """The smallest Welch p over the looks n_min..n_max of two identical normal configs,
-    sorted, from NULL_DRAWS seeded draws (the law is free of the mean and the spread).
-    Its quantiles are the Pocock boundaries of these looks: what a look after every
-    round costs, counted rather than bounded, so the looks' correlation is not wasted."""
-    import numpy as np
-    from scipy.special import stdtr
-
-    rng = np.random.default_rng(20261125)
-    x = rng.standard_normal((NULL_DRAWS, 2, n_max))
-    smallest = np.ones(NULL_DRAWS)
-    for n in range(max(2, n_min), n_max + 1):
-        part = x[:, :, :n]
-        mean = part.mean(axis=2)
-        var = part.var(axis=2, ddof=1) / n
-        se2 = var.sum(axis=1)
-        t = (mean[:, 0] - mean[:, 1]) / np.sqrt(se2)
-        df = se2**2 / ((var[:, 0] ** 2 + var[:, 1] ** 2) / (n - 1))
-        smallest = np.minimum(smallest, 2 * stdtr(df, -np.abs(t)))
-    return [float(v) for v in np.sort(smallest)]
 
 
 def design_of(plan: Mapping[str, Any]) -> Design:

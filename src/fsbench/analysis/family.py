@@ -1,41 +1,63 @@
 """False orders over a run's comparisons (Benjamini & Bogomolov 2014): the comparisons
-with any difference are selected by Benjamini-Hochberg over the run's comparisons, and the
-pairs of a selected comparison are ordered at alpha x selected / comparisons. An A/A run
-with twenty metrics then owes no false order to their number."""
+with any difference are selected by Benjamini-Hochberg over the run's tested comparisons
+(their `family_p`), and the pairs of a selected comparison are ordered at the level
+alpha x selected / tested. An A/A run with twenty metrics then owes no false order to
+their number. Comparisons answered by exact counts alone are not tested: they keep their
+exact answers and neither enter the count nor lower the others' p.
+
+The repetition loop stops a group on exactly this control, with what is still running
+counted as undecided (`pending`): the Benjamini-Hochberg selection only grows as p-values
+fall, so the level the report finally gives a stopped group is never below the one it
+stopped on, and no stopped group's answer is withdrawn.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from fsbench.analysis.decisions import Decision, at_level
 from fsbench.analysis.design import ALPHA
 
 
-def control_run(decisions: Sequence[Decision], alpha: float = ALPHA) -> list[Decision]:
-    """The run's decisions with false orders controlled over its comparisons (Benjamini
-    & Bogomolov: BH selects the comparisons with any difference, their pairs are ordered
-    at alpha x selected / tested). Headline comparisons and the rest are two families,
-    so that asking for every metric never changes a headline verdict."""
-    out = list(decisions)
+def control_run(
+    decisions: Sequence[Decision],
+    alpha: float = ALPHA,
+    pending: Collection[tuple[str, ...]] = (),
+    unknown: int = 0,
+) -> list[Decision]:
+    """The run's decisions with false orders controlled over its tested comparisons.
+    Headline comparisons and the rest are two families, so that asking for every metric
+    never changes a headline verdict. `pending`: keys of comparisons still running,
+    counted with p = 1; `unknown`: headline comparisons that may yet be tested (exact so
+    far, their group still running), counted too."""
+    # Comparisons answered without a test keep their answers (judged at the full level,
+    # where nothing is tested).
+    out = [d if d.family_p is not None else at_level(d, alpha) for d in decisions]
     for headline in (True, False):
         idx = [i for i, d in enumerate(out) if d.headline == headline and d.family_p is not None]
-        m = len(idx)
-        if m == 0:
+        m = len(idx) + (unknown if headline else 0)
+        if not idx:
             continue
-        ps = sorted((out[i].family_p or 0.0, i) for i in idx)
+        ps = sorted((1.0 if out[i].key in pending else (out[i].family_p or 0.0), i) for i in idx)
         selected = 0
         for rank, (p, _) in enumerate(ps, 1):
             if p <= alpha * rank / m:
                 selected = rank
         chosen = {i for _, i in ps[:selected]}
         level = alpha * selected / m
+        # A comparison left out missed alpha x (selected + 1) / m: its intervals are shown
+        # at that level (they hold 1 there).
+        missed = min(alpha, alpha * (selected + 1) / m)
         # BH-adjusted p (the q-value): the smallest alpha at which a comparison is chosen.
         q, running = {}, 1.0
-        for rank in range(m, 0, -1):
+        for rank in range(len(ps), 0, -1):
             p, i = ps[rank - 1]
             running = min(running, p * m / rank)
             q[i] = running
         for i in idx:
-            out[i] = replace(at_level(out[i], level if i in chosen else 0.0), family_q=q[i])
+            judged = (
+                at_level(out[i], level, missed) if i in chosen else at_level(out[i], 0.0, missed)
+            )
+            out[i] = replace(judged, family_q=q[i])
     return out

@@ -36,7 +36,7 @@ After each round from `min_rounds` (3), one *look*:
    1 ± margin (two one-sided tests, Schuirmann 1987) is "equally good" at this look and is
    not dropped for being worse (a difference inside the margin is none worth a drop). The
    CI's level is the one fsbench's repetition loop judges equivalence at when it looks
-   after every round (`design.Design.ci_level`, a Pocock constant level for the looks
+   after every round (`design.Design.equivalence_level`, a Pocock constant level for the looks
    from `min_rounds` to `max_rounds`).
 
 **Many looks, one alpha.** Testing at full alpha after every round would drop a good
@@ -143,7 +143,7 @@ class RaceSettings:
     def equivalence_level(self) -> float:
         """The confidence of the ratio's interval equivalence is judged on."""
         design = Design(True, self.min_rounds, self.max_rounds, self.margin, self.alpha)
-        return design.ci_level
+        return design.equivalence_level(self.max_rounds)
 
 
 # --------------------------------------------------------------------------- results

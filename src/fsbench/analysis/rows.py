@@ -14,6 +14,7 @@ from typing import Any
 
 from fsbench.analysis.stats import (
     OUTLIER_MIN_N,
+    bimodal,
     holm,
     min_detectable,
     order_effect,
@@ -84,6 +85,8 @@ class Row:
     reps: list[int] = field(default_factory=list)
     # How `outliers` was found: "modified z-score", or "not checked (n < 4)".
     outlier_check: str = ""
+    # --reps decide: the last look its group's design planned (None: the plan's max_reps).
+    n_max: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,13 +143,16 @@ def build_rows(
     convergence: dict[str, Any] | None = None,
     config_order: Sequence[str] = (),
     workloads: Mapping[str, Mapping[str, Any]] | None = None,
+    n_max: Mapping[str, int] | None = None,
 ) -> list[Row]:
     """Rows grouped by workload in schedule order, configs in `config_order` (the plan's)
     then first appearance. With the run's convergence record (--reps auto), cells whose CI
     missed the target are flagged; rows of a comparison group whose results depend on the
     order trials ran in are flagged `order-effect`. `workloads` is the run's stored facts
-    (runfacts.py): which metrics are headline ones."""
+    (runfacts.py): which metrics are headline ones; `n_max` the run's design record's last
+    look per cell key (--reps decide)."""
     convergence = convergence or {}
+    n_max = n_max or {}
     workloads = workloads or {}
     cells: dict[CellId, _Cell] = {}
     for t in trials:
@@ -180,7 +186,9 @@ def build_rows(
     for key in ordered:
         cell_rows = _cell_rows(key, cells[key], wl_metrics, convergence)
         headline = _headline(cells[key], workloads)
+        planned = n_max.get(convergence_key(key[0], cells[key].trials[0].cell_key))
         for row in cell_rows:
+            row.n_max = planned
             if row.metric in headline:
                 row.headline = headline.index(row.metric)
         rows += cell_rows
@@ -247,6 +255,12 @@ def _cell_rows(
         if found:
             which = ", ".join(f"{i + 1} ({values[i]:.4g})" for i in found)
             row_flags["outliers"] = f"{config} {name}: repetition {which} of {len(values)}"
+        modes = bimodal(values)
+        if modes is not None:
+            row_flags["bimodal"] = (
+                f"{config} {name}: {modes.low} of {len(values)} near {modes.low_mean:.4g}, "
+                f"{modes.high} near {modes.high_mean:.4g} ({modes.factor:.2f}x apart)"
+            )
         rows.append(
             Row(
                 config=config,

@@ -31,6 +31,7 @@ class Summary:
         return {"n": self.n, "mean": self.mean, "sd": self.sd, "ci95": ci95, "cv": self.cv}
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(df: float, confidence: float = 0.95) -> float:
     # scipy.special, imported here: scipy.stats alone costs a second at every start.
     from scipy.special import stdtrit
@@ -93,6 +94,80 @@ def outliers(values: Sequence[float], threshold: float = 3.5, resolution: float 
 def outliers_checked(values: Sequence[float]) -> bool:
     """Whether `outliers` looks at these values at all (at least OUTLIER_MIN_N)."""
     return len(values) >= OUTLIER_MIN_N
+
+
+# Two groups of values count as two modes when the gap between them is at least this far
+# apart on the log scale (about 20%) and wider, against the two groups' own spread, than
+# all but BIMODAL_FALSE of unimodal samples of the same n show (counted by simulation).
+BIMODAL_GAP = 0.18
+BIMODAL_FALSE = 0.02
+# Three values cannot show two groups: two that agree by chance and one apart are common.
+BIMODAL_MIN_N = 4
+
+
+@dataclass(frozen=True)
+class Modes:
+    """Values that fall in two groups: the lower group's size and mean, the upper's."""
+
+    low: int
+    high: int
+    low_mean: float
+    high_mean: float
+
+    @property
+    def factor(self) -> float:
+        return self.high_mean / self.low_mean
+
+
+def bimodal(values: Sequence[float]) -> Modes | None:
+    """Two modes in positive values (a machine that is sometimes 1.4x slower), or None:
+    the largest gap between sorted log values splits them into two groups (one may be a
+    single value); it is two modes when the gap is at least BIMODAL_GAP and its ratio to
+    the groups' pooled spread exceeds what normal samples of this n give but in
+    BIMODAL_FALSE of draws. Fewer than BIMODAL_MIN_N values are not looked at."""
+    import numpy as np
+
+    if len(values) < BIMODAL_MIN_N or min(values) <= 0:
+        return None
+    logs = np.sort(np.log(np.asarray(values, float)))[None, :]
+    ratio, gap, cut = _gap_ratio(logs)
+    if gap[0] < BIMODAL_GAP or ratio[0] <= _gap_limit(len(values)):
+        return None
+    low, high = logs[0, : cut[0]], logs[0, cut[0] :]
+    return Modes(len(low), len(high), math.exp(low.mean()), math.exp(high.mean()))
+
+
+def _gap_ratio(sorted_logs: Any) -> tuple[Any, Any, Any]:
+    """Per row of sorted values: the largest gap over the pooled spread of the two groups
+    it splits the row into, the gap, and where it cuts (the lower group's size)."""
+    import numpy as np
+
+    x = sorted_logs
+    n = x.shape[1]
+    gaps = np.diff(x, axis=1)
+    cut = gaps.argmax(axis=1) + 1
+    low = np.arange(n)[None, :] < cut[:, None]
+    low_mean = (x * low).sum(axis=1) / low.sum(axis=1)
+    high_mean = (x * ~low).sum(axis=1) / (~low).sum(axis=1)
+    squares = (((x - low_mean[:, None]) ** 2) * low + ((x - high_mean[:, None]) ** 2) * ~low).sum(
+        axis=1
+    )
+    spread = np.sqrt(squares / (n - 2))
+    gap = gaps.max(axis=1)
+    with np.errstate(divide="ignore"):
+        ratio = np.where(spread > 0, gap / np.where(spread > 0, spread, 1.0), np.inf)
+    return ratio, gap, cut
+
+
+@functools.lru_cache(maxsize=64)
+def _gap_limit(n: int) -> float:
+    """The gap-to-spread ratio unimodal normal samples of n exceed in BIMODAL_FALSE of
+    20,000 seeded draws (the ratio is free of their mean and spread)."""
+    import numpy as np
+
+    rng = np.random.default_rng(20261128 + n)
+    ratio, _, _ = _gap_ratio(np.sort(rng.standard_normal((20_000, n)), axis=1))
+    return float(np.quantile(ratio, 1 - BIMODAL_FALSE))
 
 
 def min_detectable(
@@ -228,15 +303,46 @@ def welch(a: Sequence[float], b: Sequence[float]) -> Welch | None:
     """Welch's unequal-variance t-test; None when either side has fewer than 2 values."""
     if len(a) < 2 or len(b) < 2:
         return None
-    (_, ma, va), (_, mb, vb) = moments(a), moments(b)
-    se2 = va / len(a) + vb / len(b)
-    if se2 == 0:
+    (na, ma, va), (nb, mb, vb) = moments(a), moments(b)
+    if va == 0 and vb == 0:
         # Both constant: equal means are no difference; different ones are certain.
         return Welch(0.0, float("inf"), 1.0) if ma == mb else Welch(float("inf"), 0.0, 0.0)
-    t = (ma - mb) / math.sqrt(se2)
-    df = se2**2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
-    p = 2 * _t_sf(abs(t), df)
-    return Welch(t, df, p)
+    t, df, p = welch_from_moments(ma, va, na, mb, vb, nb)
+    return Welch(float(t), float(df), float(p))
+
+
+def welch_from_moments(
+    ma: Any, va: Any, na: Any, mb: Any, vb: Any, nb: Any
+) -> tuple[Any, Any, Any]:
+    """Welch's t, its Welch-Satterthwaite df and two-sided p from each side's mean,
+    sample variance and n: plain floats, or numpy arrays over many draws at once (the
+    sequential design's simulations use this same formula). Both variances zero: no test
+    (the caller answers such pairs exactly)."""
+    from scipy.special import stdtr
+
+    sa, sb = va / na, vb / nb
+    se2 = sa + sb
+    t = (ma - mb) / se2**0.5
+    df = se2**2 / (sa**2 / (na - 1) + sb**2 / (nb - 1))
+    return t, df, 2 * stdtr(df, -abs(t))
+
+
+def welch_anova_from_moments(means: Any, variances: Any, ns: Any) -> Any:
+    """Welch's (1951) one-way ANOVA for unequal variances: the p that k means are equal,
+    from the k means, sample variances and ns along the last axis (floats in a sequence,
+    or numpy arrays over many draws at once). Every variance must be positive."""
+    import numpy as np
+    from scipy.special import fdtrc
+
+    m, v, n = np.asarray(means, float), np.asarray(variances, float), np.asarray(ns, float)
+    k = m.shape[-1]
+    w = n / v
+    total = w.sum(axis=-1, keepdims=True)
+    centre = (w * m).sum(axis=-1, keepdims=True) / total
+    between = (w * (m - centre) ** 2).sum(axis=-1) / (k - 1)
+    spread = ((1 - w / total) ** 2 / (n - 1)).sum(axis=-1)
+    f = between / (1 + 2 * (k - 2) / (k * k - 1) * spread)
+    return fdtrc(k - 1, (k * k - 1) / (3 * spread), f)
 
 
 def fisher_exact(a_hits: int, a_n: int, b_hits: int, b_n: int) -> float:
@@ -255,16 +361,49 @@ def fisher_exact(a_hits: int, a_n: int, b_hits: int, b_n: int) -> float:
     return min(1.0, sum(p for k in ks if (p := prob(k)) <= seen * (1 + 1e-9)))
 
 
+@dataclass(frozen=True)
+class Step:
+    """One hypothesis in a step-down: its adjusted p, the divisor of its step (the
+    hypotheses that could still be true together there) and its rank (0: smallest p)."""
+
+    adjusted: float
+    divisor: int
+    rank: int
+
+
+def step_down(pvalues: Sequence[float], k: int | None = None) -> list[Step]:
+    """Holm's step-down over these p-values (each step dividing by the hypotheses that
+    remain), or with `k` and all k(k-1)/2 pairwise p-values of k configs, Shaffer's (1986)
+    modified sequentially rejective Bonferroni (S1): each step divides by the most pairwise
+    hypotheses that can still be true together. For three configs: alpha/3, then alpha,
+    alpha (once two means differ, at most one pair is equal). Controls the family-wise
+    error as Holm does and is never less powerful. Adjusted p-values are monotone:
+    a hypothesis is rejected at level L exactly when its adjusted p is at most L."""
+    m = len(pvalues)
+    possible = _true_together(k) if k is not None and m == k * (k - 1) // 2 else range(m + 1)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    steps: list[Step] = [Step(1.0, 1, 0)] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        remaining = m - rank
+        divisor = max([x for x in possible if x <= remaining] + [1])
+        running = max(running, min(1.0, divisor * pvalues[i]))
+        steps[i] = Step(running, divisor, rank)
+    return steps
+
+
+def _adjusted(pvalues: Sequence[float | None], k: int | None) -> list[float | None]:
+    present = [i for i, p in enumerate(pvalues) if p is not None]
+    steps = step_down([pvalues[i] or 0.0 for i in present], k)
+    out: list[float | None] = [None] * len(pvalues)
+    for i, step in zip(present, steps, strict=True):
+        out[i] = step.adjusted
+    return out
+
+
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     """Holm-Bonferroni adjusted p-values (step-down, monotone), None kept in place."""
-    indexed = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
-    m = len(indexed)
-    adjusted: list[float | None] = [None] * len(pvalues)
-    running = 0.0
-    for rank, (p, i) in enumerate(indexed):
-        running = max(running, min(1.0, (m - rank) * p))
-        adjusted[i] = running
-    return adjusted
+    return _adjusted(pvalues, None)
 
 
 @functools.cache
@@ -278,23 +417,11 @@ def _true_together(k: int) -> tuple[int, ...]:
 
 
 def shaffer(pvalues: Sequence[float | None], k: int) -> list[float | None]:
-    """Adjusted p-values of all pairwise comparisons of k configs by Shaffer's modified
-    sequentially rejective Bonferroni (S1): Holm's step-down, each step dividing by the
-    most hypotheses that can still be true together rather than by all that remain. For
-    three configs: alpha/3, then alpha, alpha (once two means differ, at most one pair
-    is equal). Controls the family-wise error as Holm does, and is never less powerful.
-    `pvalues` are the k(k-1)/2 pairs' (None kept in place, counted as never rejected)."""
-    m = k * (k - 1) // 2
-    possible = _true_together(k)
-    indexed = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
-    adjusted: list[float | None] = [None] * len(pvalues)
-    running = 0.0
-    for step, (p, i) in enumerate(indexed):
-        remaining = m - step
-        divisor = max(x for x in possible if x <= remaining) if remaining > 0 else 1
-        running = max(running, min(1.0, max(divisor, 1) * p))
-        adjusted[i] = running
-    return adjusted
+    """Shaffer-adjusted p-values of all pairwise comparisons of k configs (step_down);
+    None kept in place and counted as never rejected."""
+    filled = [1.0 if p is None else p for p in pvalues]
+    steps = step_down(filled, k)
+    return [None if p is None else s.adjusted for p, s in zip(pvalues, steps, strict=True)]
 
 
 def ratio_ci(

@@ -60,6 +60,12 @@ FLAGS: dict[str, Flag] = {
             detailed=True,
         ),
         Flag(
+            "bimodal",
+            "the repetitions fall in two groups far apart (a machine that is sometimes much "
+            "slower): the mean describes neither, and a verdict on it is a verdict on the mix",
+            detailed=True,
+        ),
+        Flag(
             "below-calibration",
             "the difference is smaller than what `fsbench calibrate` showed this machine can "
             "resolve for this workload",

@@ -5,10 +5,11 @@ JSON, HTML) reads its verdicts from here, so they always agree."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from fsbench.analysis.decisions import Decision, Side, decide
+from fsbench.analysis.decisions import Decision, Side, decide, evidence
 from fsbench.analysis.design import Design, design_of
 from fsbench.analysis.family import control_run
 from fsbench.analysis.rows import Row
@@ -44,18 +45,24 @@ def decide_rows(
     headline: bool = True,
     key: tuple[str, ...] = (),
     explain: bool = True,
+    judged: bool = True,
 ) -> Decision | None:
-    """One comparison's decision over (label, row) pairs, before the run's control."""
+    """One comparison's decision over (label, row) pairs, before the run's control
+    (`judged`: at the full level; else its evidence, for the run's control to judge)."""
     usable = [(label, r) for label, r in labelled if r.values and r.status == "ok"]
     if len(usable) < 2:
         return None
     first = usable[0][1]
     if first.better not in ("higher", "lower"):
         return None
+    planned = [r.n_max for _, r in usable if r.n_max is not None]
+    if design.sequential and planned:
+        # The looks its group's design was given (decide.py), none it could not have.
+        design = replace(design, n_max=max(design.n_min, max(planned)))
     sides = [side_of(r, label) for label, r in usable]
     if any(s.over is not None for s in sides) and not all(s.over is not None for s in sides):
         sides = [Side(s.label, s.values, s.reps) for s in sides]
-    return decide(
+    return (decide if judged else evidence)(
         sides,
         better=first.better,
         metric=first.metric,
@@ -73,10 +80,19 @@ def _has_headline(rows: Iterable[Row]) -> set[tuple[str, str]]:
     return {(r.chain, r.workload) for r in rows if r.headline is not None}
 
 
-def decide_all(rows: Sequence[Row], design: Design, explain: bool = True) -> dict[Key, Decision]:
+def decide_all(
+    rows: Sequence[Row],
+    design: Design,
+    explain: bool = True,
+    pending: Collection[Key] = (),
+    headline_only: bool = False,
+) -> dict[Key, Decision]:
     """Every comparison of these rows (configs measured alike, one metric), decided, the
     run's false orders controlled over them. A workload with no headline metric has all
-    its metrics in the headline family (they are what its table shows)."""
+    its metrics in the headline family (they are what its table shows). The repetition
+    loop counts the comparisons of groups still running (`pending`) as undecided, those of
+    them answered by exact counts so far as possibly tested later (family.control_run),
+    and needs only the headline family."""
     groups: dict[Key, list[tuple[str, Row]]] = {}
     for r in rows:
         if r.metric is None:
@@ -91,10 +107,16 @@ def decide_all(rows: Sequence[Row], design: Design, explain: bool = True) -> dic
         headline = (chain, workload) not in named or any(
             r.headline is not None for _, r in labelled
         )
-        decision = decide_rows(labelled, design, headline=headline, key=key, explain=explain)
+        if headline_only and not headline:
+            continue
+        decision = decide_rows(
+            labelled, design, headline=headline, key=key, explain=explain, judged=False
+        )
         if decision is not None:
             drafts.append(decision)
-    return {tuple(d.key): d for d in control_run(drafts, design.alpha)}  # type: ignore[misc]
+    unknown = sum(1 for d in drafts if d.key in pending and d.headline and d.family_p is None)
+    controlled = control_run(drafts, design.alpha, pending, unknown)
+    return {tuple(d.key): d for d in controlled}  # type: ignore[misc]
 
 
 def for_run(plan: Mapping[str, Any], rows: Sequence[Row]) -> dict[Key, Decision]:

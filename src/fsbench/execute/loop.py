@@ -14,11 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fsbench import __version__, workloads
-from fsbench.analysis import decisions, verdicts
 from fsbench.analysis.convergence import convergence, group_needs_more
-from fsbench.analysis.design import MIN_REPS_EXACT, Design
-from fsbench.analysis.rows import build_rows
 from fsbench.execute import schedule
+from fsbench.execute.decide import Decide
 from fsbench.execute.executors import Binding, Executor, for_plan
 from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import WARMUP_REP, Slot
@@ -60,13 +58,10 @@ def with_seed(plan: Plan) -> Plan:
 def slots_of(plan: Plan, cells: Sequence[Cell]) -> list[Slot]:
     if plan.seed is None:
         raise ValueError("slots_of needs a plan with its seed (with_seed)")
-    return schedule.build(
-        cells,
-        plan.planned_reps,
-        plan.seed,
-        plan.warmup,
-        warms,
-    )
+    # A decided run warms each group with one trial, added where it runs (`_Decide`), not
+    # with a planned round.
+    warmup = 0 if plan.reps == "decide" else plan.warmup
+    return schedule.build(cells, plan.planned_reps, plan.seed, warmup, warms)
 
 
 def warms(cell: Cell) -> bool:
@@ -87,10 +82,12 @@ def run(
     kind: str = "run",
     uid: str | None = None,
     part: Part | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Outcome:
     """Run (or with `resume_run`, finish) the plan's matrix; every trial is stored as it
     ends. Returns with `interrupted` set after Ctrl-C or SIGTERM (the run is then marked
-    `interrupted` and `--resume` finishes it); any other error marks it `failed`."""
+    `interrupted` and `--resume` finishes it); any other error marks it `failed`. `clock`
+    is what the budget is counted on (a simulation's own)."""
     hooks = hooks or Hooks()
     cells = list(cells)
     executor = executor or for_plan(plan, cells)
@@ -108,7 +105,7 @@ def run(
         else:
             run_id = resume_run
             store.reopen_run(run_id)
-        loop = _Loop(plan, cells, slots, store, executor, hooks, run_id)
+        loop = _Loop(plan, cells, slots, store, executor, hooks, run_id, clock)
         try:
             loop.run()
         except KeyboardInterrupt:
@@ -181,11 +178,14 @@ class _Loop:
         executor: Executor,
         hooks: Hooks,
         run_id: int,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.plan, self.cells, self.slots = plan, cells, slots
+        self.clock = clock
         self.store, self.executor, self.hooks = store, executor, hooks
         self.outcome = Outcome(run_id)
         trials = store.get_trials(run_id)
+        self.records = list(trials)  # every trial of the run stored so far, in order
         self.stored = {t.seq for t in trials}
         self.refused = {t.cell_key for t in trials if t.status == "unsupported"}
         self.dropped = 0  # slots --reps auto decided not to run
@@ -246,120 +246,31 @@ class _Loop:
         return out
 
     def _until_decided(self) -> None:
-        """`--reps decide`: rounds per group until every pair of its configs is ordered
-        or equivalent (counts at n = 2, timings from n = 3), at most max_reps.
-
-        Without a budget, each group in turn to its answer. With one, first every group
-        to its minimum (so that what is left is known, not guessed from groups of other
-        sizes), then the groups still open, cheapest answer first: a group's answer costs
-        its rounds (the most repetitions any of its open pairs needs at the noise
-        measured, if within max_reps) times what a round of it took; a group no round
-        within max_reps would settle gets none. Each group runs while its rounds fit what
-        is left of the budget; one taken up again after other work starts with a warm-up
-        trial."""
-        groups = list(self._by_group().values())
-        design = Design(True, MIN_AUTO_REPS, self.plan.planned_reps, self.plan.margin)
-        clock = time.monotonic()
-        if self.plan.budget is None:
-            for group_slots in groups:
-                self._rounds(group_slots, design, 0, self.plan.planned_reps)
-        else:
-            per_round: dict[int, float] = {}
-            for index, group_slots in enumerate(groups):
-                started = time.monotonic()
-                ran = self._rounds(group_slots, design, 0, MIN_AUTO_REPS)
-                per_round[index] = (time.monotonic() - started) / max(ran, 1)
-            wanted = []  # (cost of the answer, group, the repetitions it needs)
-            for index, group_slots in enumerate(groups):
-                needs = self._needs(group_slots, design)
-                if needs is not None:
-                    wanted.append(((needs - MIN_AUTO_REPS) * per_round[index], index, needs))
-            for _, index, needs in sorted(wanted):
-                left = self.plan.budget - (time.monotonic() - clock)
-                # Whole rounds that fit, half a round kept for the warm-up trial first.
-                fit = int(left / per_round[index] - 0.5) if per_round[index] > 0 else 0
-                last = min(needs, MIN_AUTO_REPS + fit)
-                if last > MIN_AUTO_REPS:
-                    self._rounds(groups[index], design, MIN_AUTO_REPS + 1, last, rewarm=True)
-        for group_slots in groups:
-            self.dropped += sum(
-                1
-                for s in group_slots
-                if s.seq not in self.stored and s.cell.key not in self.refused
-            )
-
-    def _rounds(
-        self,
-        group_slots: Sequence[Slot],
-        design: Design,
-        first: int,
-        last: int,
-        rewarm: bool = False,
-    ) -> int:
-        """Rounds `first`..`last` of one group (0: its warm-up round), stopping before a
-        round once the group is decided; the rounds run. `rewarm`: the group is taken up
-        again after other work, so its first round starts with a warm-up trial."""
-        ran = 0
-        start = first
-        if first == 0 and last >= MIN_REPS_EXACT:
-            # The warm-up round and the rounds before any answer is possible in one go:
-            # a VM executor boots one guest for them, not one a round.
-            self._hand([s for s in group_slots if s.rep <= MIN_REPS_EXACT], rewarm=rewarm)
-            ran = start = MIN_REPS_EXACT + 1
-        for rep in range(start, last + 1):
-            if rep > MIN_REPS_EXACT and self._decided(group_slots, rep - 1, design):
-                break
-            self._hand([s for s in group_slots if s.rep == rep], rewarm=rewarm and ran == 0)
-            ran += 1
-        return ran
-
-    def _needs(self, group_slots: Sequence[Slot], design: Design) -> int | None:
-        """The repetitions that would settle the open pairs of the group's headline
-        comparisons at the noise measured (the most any settleable pair needs), within
-        max_reps; None when nothing is open or no open pair settles within it."""
-        found = self._headline(group_slots, design, explain=True)
-        needs = [
-            p.needed
-            for d in found
-            for p in d.pairs
-            if p.kind == decisions.UNDECIDED and p.needed is not None
-        ]
-        within = [n for n in needs if n <= self.plan.planned_reps]
-        return max(within) if within else None
-
-    def _headline(
-        self, group_slots: Sequence[Slot], design: Design, explain: bool = False
-    ) -> list[decisions.Decision]:
-        """The group's headline comparisons as its trials so far decide them."""
-        keys = {s.cell.key for s in group_slots}
-        trials = [t for t in self.store.get_trials(self.run_id) if t.cell_key in keys]
-        rows = build_rows(trials, None, (), self.store.get_run(self.run_id).workloads)
-        decided = verdicts.decide_all(rows, design, explain=explain).values()
-        return [d for d in decided if d.headline]
-
-    def _decided(self, group_slots: Sequence[Slot], n: int, design: Design) -> bool:
-        """Whether the group's rounds so far (n counted) answer every pair of configs of
-        its headline comparisons. Never before MIN_AUTO_REPS for a group with nothing to
-        compare (one config): its timings still want their repetitions."""
-        found = self._headline(group_slots, design)
-        if not found:
-            return n >= MIN_AUTO_REPS
-        return all(d.complete for d in found)
+        """`--reps decide`: the design planned from the budget, then rounds per group until
+        every pair of its configs is ordered or equivalent (decide.py)."""
+        Decide(self).run()
 
     def _hand(self, slots: Sequence[Slot], rewarm: bool = False) -> None:
         """Slots not stored yet (a resumed run skips the rest) to the executor, after a
         warm-up where they would otherwise start cold with a counted trial (`rewarm`: the
         group is taken up again after other work)."""
+        self._run(slots, cold=rewarm or not self.handed)
+
+    def _run(self, slots: Sequence[Slot], cold: bool = False) -> bool:
+        """The slots not stored yet nor refused, to the executor; a warm-up first when
+        they start `cold` or the executor starts them on a fresh machine (a booted guest).
+        Whether anything ran."""
         pending = [s for s in slots if s.seq not in self.stored]
         pending = [s for s in pending if s.cell.key not in self.refused]
         if not pending:
-            return
-        cold = rewarm or not self.handed or self.executor.fresh_start(pending[0])
+            return False
+        cold = cold or self.executor.fresh_start(pending[0])
         if cold and not pending[0].warmup and self.plan.warmup > 0 and warms(pending[0].cell):
             pending.insert(0, self._rewarm(pending[0]))
         self.handed = True
         self.executor.run(pending, self.refused, self._started, self._finished)
         self.store.set_target(self.run_id, self.executor.describe())
+        return True
 
     def _rewarm(self, first: Slot) -> Slot:
         """A warm-up trial before `first`, of the cell the schedule runs just before it in
@@ -382,6 +293,7 @@ class _Loop:
 
     def _finished(self, slot: Slot, records: list[TrialRecord]) -> None:
         self.store.record_trials(self.run_id, records)
+        self.records.extend(records)
         self.stored.add(slot.seq)
         counts = self.outcome.counts
         for record in records:

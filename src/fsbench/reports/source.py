@@ -47,7 +47,8 @@ def config_order(run: RunRecord) -> list[str]:
 
 
 def rows_of(run: RunRecord, trials: list[TrialRecord]) -> list[Row]:
-    return build_rows(trials, run.convergence, config_order(run), run.workloads)
+    n_max = run.design.get("cells") or {}
+    return build_rows(trials, run.convergence, config_order(run), run.workloads, n_max)
 
 
 def trials_of(store: Store, run: RunRecord) -> list[TrialRecord]:
@@ -68,11 +69,25 @@ def convergence_of(store: Store, run: RunRecord, parts: list[RunRecord]) -> dict
     }
 
 
+def design_of(run: RunRecord, parts: list[RunRecord]) -> dict[str, Any]:
+    """A run's design record; a run made of parts gathers its parts' last looks per cell,
+    keyed by host (each host plans its own)."""
+    if not parts:
+        return run.design
+    cells = {
+        convergence_key(part.part_host, key): value
+        for part in parts
+        for key, value in (part.design.get("cells") or {}).items()
+    }
+    return {**run.design, "cells": cells}
+
+
 def load(store: Store, run_id: int) -> RunReport:
     run = store.get_run(run_id)
     trials = trials_of(store, run)
     parts = store.parts(run.uid)
     run.convergence = convergence_of(store, run, parts)
+    run.design = design_of(run, parts)
     report = RunReport(run, trials, rows_of(run, trials))
     if parts:
         groups = {m.part_host: m.part_groups for m in parts}

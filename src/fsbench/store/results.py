@@ -270,6 +270,10 @@ class Store:
                 update(runs).where(runs.c.id == run_id).values(convergence=json.dumps(convergence))
             )
 
+    def set_design(self, run_id: int, design: dict[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(runs).where(runs.c.id == run_id).values(design=json.dumps(design)))
+
     def reopen_run(self, run_id: int) -> None:
         """A resumed run is running again until it finishes or is interrupted again."""
         with self.engine.begin() as conn:
@@ -439,6 +443,7 @@ _RUN_JSON: dict[str, str] = {
     "host": "{}",
     "target": "{}",
     "convergence": "{}",
+    "design": "{}",
     "workloads": "{}",
     "features": "{}",
     "part_groups": "[]",

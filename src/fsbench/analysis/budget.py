@@ -1,0 +1,194 @@
+"""The design planned from the budget, before anything is counted.
+
+Each comparison group's time per round is projected (from a warm-up trial, or this host's
+earlier trials of the same cells), and the budget left is shared out as looks: every group
+gets its minimum (n = 3 for timings, 2 for groups whose headline metrics are all exact
+counts), then one round at a time to the group with the fewest planned repetitions (the
+cheaper first) while a round still fits, up to max_reps; groups of counts get looks from
+what is left last, since their answers are usually exact at n = 2. A group's sequential
+boundaries are then computed for the looks it was given and no others (design.py): a test
+that pays for looks that cannot happen throws power away.
+
+Pure: projected costs in, a plan out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fsbench.analysis import null_law
+from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN, MIN_REPS, MIN_REPS_EXACT, Design
+from fsbench.analysis.stats import t_quantile
+
+POWER = 0.8
+# The noise a plan states what its looks can tell apart at, when nothing was measured yet.
+ASSUMED_CVS = (0.05, 0.10)
+# A run may end this much past its budget before the report calls it over.
+TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    """What a comparison group costs and needs, as projected before its counted rounds."""
+
+    name: str  # "fileserver threads=4"
+    configs: int
+    round_s: float  # seconds one round of it takes
+    counts_only: bool = False  # its headline metrics are all exact counts
+    noise: float | None = None  # the CV its cells showed before (this host's trials)
+    rewarm_s: float = 0.0  # a warm-up trial before its extra rounds, if it needs one
+
+    @property
+    def n_min(self) -> int:
+        return MIN_REPS_EXACT if self.counts_only else MIN_REPS
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """The looks a group was given: repetitions from its minimum up to `n_max`."""
+
+    cost: GroupCost
+    n_max: int
+
+    @property
+    def n_min(self) -> int:
+        return self.cost.n_min
+
+    def design(self, margin: float = DEFAULT_MARGIN, alpha: float = ALPHA) -> Design:
+        """Its sequential design: looks from n = 3 to n_max (one look when n_max is 3)."""
+        return Design(True, MIN_REPS, max(MIN_REPS, self.n_max), margin, alpha)
+
+    def detectable(self, cv: float, alpha: float = ALPHA) -> float | None:
+        """The smallest relative difference between two of its configs its last look
+        finds with 80% power at this CV (Welch on the log scale, the per-look boundary)."""
+        design = self.design(alpha=alpha)
+        if self.n_max < MIN_REPS:
+            return None
+        n = self.n_max
+        level = design.boundary(null_law.PAIR, alpha, n)
+        df = 2 * n - 2
+        z = t_quantile(df, 1 - level) + t_quantile(df, 2 * POWER - 1)
+        return math.exp(z * cv * math.sqrt(2 / n)) - 1
+
+    @property
+    def cost_s(self) -> float:
+        extra = self.n_max - self.n_min
+        return self.n_max * self.cost.round_s + (self.cost.rewarm_s if extra > 0 else 0.0)
+
+    def line(self) -> str:
+        """'fileserver threads=4 (3 configs): n up to 4 (looks at 3-4); about 14% at CV
+        5%, 28% at CV 10%'."""
+        c = self.cost
+        if self.n_max <= self.n_min:
+            looks = f"n = {self.n_max}" + (" (exact counts)" if c.counts_only else " (one look)")
+        else:
+            first = MIN_REPS
+            looks = f"n up to {self.n_max} (looks at {first}-{self.n_max})"
+            if c.counts_only:
+                looks += f", exact counts from n = {self.n_min}"
+        tells = ""
+        if not c.counts_only and self.n_max >= MIN_REPS:
+            cvs = (c.noise,) if c.noise else ASSUMED_CVS
+            parts = []
+            for cv in cvs:
+                found = self.detectable(cv)
+                if found is not None:
+                    seen = "the CV seen before" if c.noise else "CV"
+                    parts.append(f"{found:.0%} at {seen} {cv:.0%}")
+            tells = "; differences of about " + ", ".join(parts) + " or more" if parts else ""
+        return f"{c.name} ({c.configs} configs, {c.round_s:.0f} s a round): {looks}{tells}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.cost.name,
+            "configs": self.cost.configs,
+            "round_s": round(self.cost.round_s, 2),
+            "counts_only": self.cost.counts_only,
+            "noise": self.cost.noise,
+            "n_min": self.n_min,
+            "n_max": self.n_max,
+        }
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    budget: float | None
+    spent: float  # seconds gone before the counted rounds (warm-ups)
+    groups: tuple[GroupPlan, ...]
+
+    @property
+    def minimum_s(self) -> float:
+        """What every group's minimum costs, from now."""
+        return sum(g.n_min * g.cost.round_s for g in self.groups)
+
+    @property
+    def planned_s(self) -> float:
+        return self.spent + sum(g.cost_s for g in self.groups)
+
+    @property
+    def short(self) -> float:
+        """Seconds the minimum needs beyond the budget (0 when it fits)."""
+        if self.budget is None:
+            return 0.0
+        return max(0.0, self.spent + self.minimum_s - self.budget)
+
+    def lines(self) -> list[str]:
+        """What the plan says before the counted rounds."""
+        if self.budget is None:
+            head = f"plan: no budget; up to {max(g.n_max for g in self.groups)} rounds a group"
+        else:
+            head = (
+                f"plan: budget {self.budget:.0f} s, {self.spent:.0f} s on warm-ups, "
+                f"{self.planned_s:.0f} s planned"
+            )
+        out = [head] + [f"  {g.line()}" for g in self.groups]
+        if self.short > 0:
+            need = self.spent + self.minimum_s
+            out.append(
+                f"  the minimum rounds need about {need:.0f} s: this run will go over its "
+                f"budget by about {self.short:.0f} s (--budget {need * (1 + TOLERANCE):.0f} "
+                "would fit them)"
+            )
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "budget_s": self.budget,
+            "warmup_s": round(self.spent, 2),
+            "planned_s": round(self.planned_s, 2),
+            "minimum_s": round(self.spent + self.minimum_s, 2),
+            "groups": [g.as_dict() for g in self.groups],
+        }
+
+
+def plan(
+    costs: Sequence[GroupCost], budget: float | None, spent: float, max_reps: int
+) -> BudgetPlan:
+    """Every group's looks: its minimum, then rounds shared out while they fit."""
+    if budget is None:
+        groups = tuple(GroupPlan(c, max(max_reps, c.n_min)) for c in costs)
+        return BudgetPlan(None, spent, groups)
+    groups = [GroupPlan(c, c.n_min) for c in costs]
+    left = budget - spent - sum(g.cost_s for g in groups)
+    for counts in (False, True):
+        while True:
+            candidates = [
+                i
+                for i, g in enumerate(groups)
+                if g.cost.counts_only == counts and g.n_max < max_reps
+            ]
+            candidates.sort(key=lambda i: (groups[i].n_max, groups[i].cost.round_s))
+            chosen = None
+            for i in candidates:
+                more = replace(groups[i], n_max=groups[i].n_max + 1)
+                extra = more.cost_s - groups[i].cost_s
+                if extra <= left:
+                    chosen, left = (i, more), left - extra
+                    break
+            if chosen is None:
+                break
+            groups[chosen[0]] = chosen[1]
+    return BudgetPlan(budget, spent, tuple(groups))

@@ -1,0 +1,424 @@
+"""`--reps decide`: the run's design planned from its budget, then rounds until decided.
+
+1. **Projection.** Each comparison group's time per round comes from this host's earlier
+   trials of the same cells in the store, or else from one warm-up trial of the group (run
+   for every group before any counted round: the plan needs them all).
+2. **Plan.** The budget left is shared out as looks (analysis/budget.py); each group's
+   sequential boundaries are computed for its looks only. The plan is said before the
+   counted rounds: per group, its looks and what differences they can tell apart.
+3. **Minimum.** Every group's first rounds (n = 3 for timings, 2 for exact counts), group
+   after group; a group whose projection came from the store gets its warm-up trial just
+   before them.
+4. **More rounds** for the groups still open, cheapest answer first, each within its
+   planned looks while the budget lasts. A group stops on exactly the answer the report
+   will print: the run-wide control (family.py) with every group still running counted as
+   undecided, which can only give it more later.
+
+Everything after the executor's preflight counts against the budget; the run's design
+record (store: runs.design) keeps the plan, what was spent, and by how much and why the
+run went over, for the report.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from fsbench import workloads
+from fsbench.analysis import budget, verdicts
+from fsbench.analysis.budget import BudgetPlan, GroupCost
+from fsbench.analysis.decisions import UNDECIDED, Decision
+from fsbench.analysis.design import EXACT_UNITS, MIN_REPS, MIN_REPS_EXACT, Design
+from fsbench.analysis.rows import build_rows
+from fsbench.execute.schedule import Slot
+from fsbench.store import trialfacts
+from fsbench.store.records import TrialRecord
+
+if TYPE_CHECKING:
+    from fsbench.execute.loop import _Loop
+
+# Runs of this host the projection looks back over for trials of the same cells.
+HISTORY_RUNS = 5
+
+
+class Decide:
+    def __init__(self, loop: _Loop) -> None:
+        self.loop = loop
+        self.plan = loop.plan
+        self.groups: list[list[Slot]] = list(loop._by_group().values())
+        self.started = loop.clock()
+        self.final: set[int] = set()
+        self.plans: list[budget.GroupPlan] = []
+        self.counted_s: dict[int, list[float]] = {}  # seconds of each counted round
+        self.warmed: set[int] = set()  # groups whose warm-up trial just ran
+        self.workload_facts = loop.store.get_run(loop.run_id).workloads
+        # Decisions and each group's comparisons, as the trials stored so far give them.
+        self._decided: dict[tuple[int, frozenset[int], bool], dict[verdicts.Key, Decision]] = {}
+        self._group_keys: dict[tuple[int, int], set[verdicts.Key]] = {}
+
+    # -- the phases -----------------------------------------------------------------
+
+    def run(self) -> None:
+        costs, probed = self._project()
+        found = budget.plan(
+            costs, self.plan.budget, self.loop.clock() - self.started, self.plan.max_reps
+        )
+        self.plans = list(found.groups)
+        for line in found.lines():
+            self.loop.hooks.note(line)
+        self._record(found)
+        for index in range(len(self.groups)):
+            self._minimum(index, warm=not probed)
+        self._more()
+        self._record(found, done=True)
+        for group_slots in self.groups:
+            self.loop.dropped += sum(
+                1
+                for s in group_slots
+                if s.seq not in self.loop.stored and s.cell.key not in self.loop.refused
+            )
+
+    def _project(self) -> tuple[list[GroupCost], bool]:
+        """Every group's projected cost: from this host's stored trials of its cells when
+        all have some, else from one warm-up trial of each group, run now (the second
+        value says whether they ran)."""
+        history = self._history()
+        names = _names(self.groups)
+        costs: list[GroupCost | None] = []
+        for index, group_slots in enumerate(self.groups):
+            cells = _cells(group_slots)
+            if all(c.key in history for c in cells):
+                seconds = sum(statistics.median(history[c.key][0]) for c in cells)
+                noise = [n for c in cells if (n := _cv(history[c.key][1])) is not None]
+                costs.append(
+                    GroupCost(
+                        names[index],
+                        len(cells),
+                        seconds,
+                        _counts_only(history[cells[0].key][2]),
+                        statistics.median(noise) if noise else None,
+                        seconds / len(cells),
+                    )
+                )
+            else:
+                costs.append(None)
+        if all(c is not None for c in costs):
+            return [c for c in costs if c is not None], False
+        out = []
+        for index, group_slots in enumerate(self.groups):
+            cells = _cells(group_slots)
+            took, records = self._warm(index)
+            cost = GroupCost(
+                names[index], len(cells), took * len(cells), _counts_only(records), None, took
+            )
+            out.append(cost)
+        return out, True
+
+    def _minimum(self, index: int, warm: bool) -> None:
+        """The group's first rounds: to n = 2, then (unless its exact answers are all in)
+        to its minimum; the warm-up trial first when the projection did not just run it."""
+        group_plan = self.plans[index]
+        if warm and self.plan.warmup > 0:
+            self._warm(index)
+        self._rounds(index, 1, MIN_REPS_EXACT)
+        if group_plan.n_min > MIN_REPS_EXACT or not self._complete(index):
+            self._rounds(index, MIN_REPS_EXACT + 1, max(group_plan.n_min, MIN_REPS))
+
+    def _more(self) -> None:
+        """Rounds for the groups still open, cheapest answer first, within their looks
+        and the budget; a group taken up again after other work is warmed first."""
+        self._settle()
+        while True:
+            wanted = []
+            for index in range(len(self.groups)):
+                if index in self.final:
+                    continue
+                needs = self._needs(index)
+                if needs is None and self.plan.budget is not None:
+                    # No round it can have settles it: with a budget to share, it gets none.
+                    self.final.add(index)
+                    continue
+                rounds = (needs or self.plans[index].n_max) - self._n(index)
+                wanted.append((rounds * self._round_s(index), index))
+            if not wanted:
+                return
+            _, index = min(wanted)
+            first = True
+            while not self._complete(index) and self._n(index) < self.plans[index].n_max:
+                extra = self._rewarm_s(index) if first else 0.0
+                if not self._fits(self._round_s(index) + extra):
+                    break
+                if first:
+                    self._warm(index)
+                    first = False
+                self._rounds(index, self._n(index) + 1, self._n(index) + 1)
+            self.final.add(index)
+            self._settle()
+
+    # -- one family from loop to report ----------------------------------------------
+
+    def _settle(self) -> None:
+        """Groups at their last look are final; so is every group complete with the
+        groups not final counted as undecided, repeated until none more is."""
+        for index, group_plan in enumerate(self.plans):
+            if self._n(index) >= group_plan.n_max:
+                self.final.add(index)
+        changed = True
+        while changed:
+            changed = False
+            for index in range(len(self.groups)):
+                if index not in self.final and self._complete(index):
+                    self.final.add(index)
+                    changed = True
+
+    def _complete(self, index: int) -> bool:
+        """Whether every pair of the group's headline comparisons is answered under the
+        run-wide control, every other group not yet final counted as undecided."""
+        pending = {i for i in range(len(self.groups)) if i not in self.final and i != index}
+        found = self.decisions(pending)
+        mine = self._keys(index)
+        if not any(k in found for k in mine):
+            return self._n(index) >= MIN_REPS  # nothing to compare: its timings want 3
+        return all(found[k].complete for k in mine if k in found)
+
+    def decisions(self, pending: set[int], explain: bool = False) -> dict[verdicts.Key, Decision]:
+        """The run's headline decisions as its trials so far give them, the comparisons of
+        `pending` groups counted as undecided (and those of them answered by exact counts
+        so far as possibly tested later)."""
+        cache_key = (len(self.loop.records), frozenset(pending), explain)
+        if cache_key not in self._decided:
+            rows = self._rows(self.loop.records)
+            pending_keys = {k for i in pending for k in self._keys(i)}
+            self._decided = {
+                cache_key: verdicts.decide_all(
+                    rows, self._base(), explain=explain, pending=pending_keys, headline_only=True
+                )
+            }
+        return self._decided[cache_key]
+
+    def _needs(self, index: int) -> int | None:
+        """The repetitions that would settle the group's open pairs at the noise measured
+        (the most any settleable pair needs), within its planned looks; None when nothing
+        is open or no open pair settles within them."""
+        if self._complete(index):
+            return None
+        found = self.decisions(set(), explain=True)
+        needs = [
+            p.needed
+            for k in self._keys(index)
+            if k in found
+            for p in found[k].pairs
+            if p.kind == UNDECIDED and p.needed is not None
+        ]
+        within = [n for n in needs if n <= self.plans[index].n_max]
+        return max(within) if within else None
+
+    # -- trials ---------------------------------------------------------------------
+
+    def _warm(self, index: int) -> tuple[float, list[TrialRecord]]:
+        """One warm-up trial of the group (its first counted cell): seconds and records."""
+        group_slots = self.groups[index]
+        first = min((s for s in group_slots if s.rep == 1), key=lambda s: s.seq)
+        slot = self.loop._rewarm(first)
+        began = self.loop.clock()
+        self.loop._run([slot])
+        took = self.loop.clock() - began
+        self.warmed.add(index)
+        records = [t for t in self.loop.store.get_trials(self.loop.run_id) if t.seq == slot.seq]
+        return took, records
+
+    def _rounds(self, index: int, first: int, last: int) -> None:
+        """Counted rounds first..last of the group in one hand (a VM boots one guest for
+        them), timed."""
+        if last < first:
+            return
+        slots = [s for s in self.groups[index] if first <= s.rep <= last]
+        began = self.loop.clock()
+        ran = self.loop._run(slots)
+        if ran:
+            per = (self.loop.clock() - began) / max(1, last - first + 1)
+            self.counted_s.setdefault(index, []).extend([per] * (last - first + 1))
+
+    def _n(self, index: int) -> int:
+        """Counted rounds the group has stored."""
+        reps = [s.rep for s in self.groups[index] if s.seq in self.loop.stored and s.rep > 0]
+        return max(reps, default=0)
+
+    def _round_s(self, index: int) -> float:
+        measured = self.counted_s.get(index)
+        return statistics.fmean(measured) if measured else self.plans[index].cost.round_s
+
+    def _rewarm_s(self, index: int) -> float:
+        cost = self.plans[index].cost
+        return self._round_s(index) / max(cost.configs, 1) if self.plan.warmup > 0 else 0.0
+
+    def _fits(self, seconds: float) -> bool:
+        if self.plan.budget is None:
+            return True
+        return self.loop.clock() - self.started + seconds <= self.plan.budget
+
+    # -- what the run keeps -----------------------------------------------------------
+
+    def n_max_by_cell(self) -> dict[str, int]:
+        """Each cell's planned last look (what its comparisons' boundaries are for)."""
+        return {
+            slot.cell.key: self.plans[index].n_max
+            for index, group_slots in enumerate(self.groups)
+            for slot in group_slots
+        }
+
+    def _base(self) -> Design:
+        return Design(True, MIN_REPS, self.plan.max_reps, self.plan.margin)
+
+    def _keys(self, index: int) -> set[verdicts.Key]:
+        """The group's comparisons (the rows of its own trials)."""
+        cache_key = (index, len(self.loop.records))
+        if cache_key not in self._group_keys:
+            keys = {s.cell.key for s in self.groups[index]}
+            rows = self._rows([t for t in self.loop.records if t.cell_key in keys])
+            self._group_keys[cache_key] = {verdicts.key_of(r) for r in rows if r.metric is not None}
+        return self._group_keys[cache_key]
+
+    def _rows(self, trials: Sequence[TrialRecord]) -> list[Any]:
+        return build_rows(list(trials), None, (), self.workload_facts, self.n_max_by_cell())
+
+    def _history(self) -> dict[str, tuple[list[float], list[float], list[TrialRecord]]]:
+        """This host's earlier trials of the run's cells (the last HISTORY_RUNS runs that
+        have any): per cell key, the seconds each took, its first headline metric's
+        values, and the trials of its last run."""
+        keys = {s.cell.key for g in self.groups for s in g}
+        hostname = self.loop.store.get_run(self.loop.run_id).host.get("hostname")
+        out: dict[str, tuple[list[float], list[float], list[TrialRecord]]] = {}
+        runs = [
+            r
+            for r in self.loop.store.list_runs()
+            if r.id != self.loop.run_id and r.host.get("hostname") == hostname and not r.part_of
+        ]
+        used = 0
+        for run in reversed(runs):
+            if used >= HISTORY_RUNS:
+                break
+            trials = [t for t in self.loop.store.get_trials(run.id) if t.cell_key in keys]
+            if not trials:
+                continue
+            used += 1
+            for key, seconds, values, records in _cell_history(trials):
+                mine = out.setdefault(key, ([], [], records))
+                mine[0].extend(seconds)
+                mine[1].extend(values)
+        return out
+
+    def _record(self, found: BudgetPlan, done: bool = False) -> None:
+        spent = self.loop.clock() - self.started
+        record: dict[str, Any] = {
+            **found.as_dict(),
+            "cells": self.n_max_by_cell(),
+            "warmup": "trial" if self.plan.warmup > 0 else "none",
+        }
+        if done:
+            record["spent_s"] = round(spent, 2)
+            record["reached"] = [self._n(i) for i in range(len(self.groups))]
+            if found.budget is not None:
+                over = spent - found.budget
+                record["over_s"] = round(max(0.0, over), 2)
+                if over > budget.TOLERANCE * found.budget:
+                    record["over_why"] = _over_why(found, spent)
+        self.loop.store.set_design(self.loop.run_id, record)
+
+
+def _over_why(found: BudgetPlan, spent: float) -> str:
+    need = found.spent + found.minimum_s
+    if found.budget is not None and need > found.budget:
+        return (
+            f"the minimum rounds (n = 3 for timings, 2 for counts) were projected at "
+            f"{need:.0f} s on this machine, beyond the budget of {found.budget:.0f} s"
+        )
+    return (
+        f"rounds took longer than projected ({spent:.0f} s spent against "
+        f"{found.planned_s:.0f} s planned)"
+    )
+
+
+def _cells(group_slots: Sequence[Slot]) -> list[Any]:
+    return list({s.cell.key: s.cell for s in group_slots}.values())
+
+
+def _names(groups: Sequence[Sequence[Slot]]) -> list[str]:
+    """Each group by its workload and the parameters that tell it from the workload's
+    other groups ('alloc method=write-4k'; 'fileserver')."""
+    cells = [g[0].cell for g in groups]
+    out = []
+    for cell in cells:
+        siblings = [c for c in cells if c.workload == cell.workload]
+        varying = sorted(
+            k for k in cell.params if len({str(c.params.get(k)) for c in siblings}) > 1
+        )
+        dims = " ".join(f"{k}={cell.params[k]}" for k in varying)
+        out.append(f"{cell.workload} {dims}".strip())
+    return out
+
+
+def _counts_only(records: Sequence[TrialRecord]) -> bool:
+    """Whether the headline metrics these trials report are all exact counts."""
+    units = []
+    for t in records:
+        if t.status != "ok":
+            continue
+        headline = _headline_of(t)
+        units += [m.unit for m in t.metrics if m.name in headline]
+    return bool(units) and all(u in EXACT_UNITS for u in units)
+
+
+def _cv(values: Sequence[float]) -> float | None:
+    if len(values) < 3 or not statistics.fmean(values):
+        return None
+    return statistics.stdev(values) / abs(statistics.fmean(values))
+
+
+def _cell_history(
+    trials: Sequence[TrialRecord],
+) -> list[tuple[str, list[float], list[float], list[TrialRecord]]]:
+    """Per cell of one run's stored trials: the seconds each counted slot took (its steps
+    together), its first headline metric's values, and its trials."""
+    by_cell: dict[str, list[TrialRecord]] = {}
+    for t in trials:
+        if t.status == "ok" and not t.warmup:
+            by_cell.setdefault(t.cell_key, []).append(t)
+    out = []
+    for key, records in by_cell.items():
+        slots: dict[int, list[TrialRecord]] = {}
+        for t in records:
+            slots.setdefault(t.seq, []).append(t)
+        seconds = []
+        for steps in slots.values():
+            try:
+                began = min(datetime.fromisoformat(t.started_at) for t in steps)
+                ended = max(datetime.fromisoformat(t.finished_at) for t in steps)
+            except ValueError:
+                continue
+            seconds.append((ended - began).total_seconds())
+        first = records[0]
+        headline = trialfacts.headline(first.provenance) or workloads.get(first.workload).headline
+        values = [
+            m.value
+            for t in records
+            if t.step == 0
+            for m in t.metrics
+            if headline and m.name == headline[0]
+        ]
+        if seconds:
+            out.append((key, seconds, values, records))
+    return out
+
+
+def _headline_of(trial: TrialRecord) -> tuple[str, ...]:
+    """The trial's headline metrics: as it recorded them, else its workload's."""
+    recorded = trialfacts.headline(trial.provenance)
+    if recorded:
+        return tuple(recorded)
+    try:
+        return tuple(workloads.get(trial.workload).headline)
+    except KeyError:  # a workload this fsbench no longer has
+        return ()

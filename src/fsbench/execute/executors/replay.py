@@ -1,0 +1,212 @@
+"""An executor that runs nothing: it replays a machine. Each cell's trials are drawn from
+a model of its values (a mean, a spread, a law) and take the seconds its model says on a
+simulated clock, so the repetition loop (loop.py, decide.py) runs exactly as it would on
+the machine, budget and all, thousands of times a minute. The simulations of the decision
+rule (tests/unit/test_decide_simulated.py) and bench/quick_replay.py drive the real loop
+through it; `models_from_run` builds the models from a stored run.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from fsbench.analysis.design import EXACT_UNITS
+from fsbench.execute.executors.base import Executor, OnRecords, OnStart
+from fsbench.execute.schedule import Slot
+from fsbench.plan.model import Cell, Plan
+from fsbench.store import trialfacts
+from fsbench.store.records import MetricRecord, TrialRecord, now
+
+NORMAL, LOGNORMAL = "normal", "lognormal"
+
+
+class SimulatedClock:
+    """Seconds that pass only when a replayed trial says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass(frozen=True)
+class MetricModel:
+    """How one metric's values fall: around `mean` with coefficient of variation `cv`
+    (normal or lognormal), a share of trials `slow_factor` times the value (a bimodal
+    machine), rounded to `resolution`. A cv of 0 and no slow share: the same value every
+    time (an exact count)."""
+
+    name: str
+    unit: str
+    better: str
+    mean: float
+    cv: float = 0.0
+    law: str = LOGNORMAL
+    slow_share: float = 0.0
+    slow_factor: float = 1.0
+    resolution: float = 0.0
+
+    def draw(self, rng: random.Random) -> float:
+        value = self.mean
+        if self.cv > 0:
+            if self.law == NORMAL:
+                value = rng.gauss(self.mean, self.cv * self.mean)
+            else:
+                sigma = math.sqrt(math.log1p(self.cv**2))
+                value = self.mean * math.exp(rng.gauss(-(sigma**2) / 2, sigma))
+        if self.slow_share and rng.random() < self.slow_share:
+            value *= self.slow_factor
+        if self.resolution > 0:
+            value = round(value / self.resolution) * self.resolution
+        if self.unit in EXACT_UNITS:
+            value = float(round(value))
+        return value
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """One step of a cell (the cell's workload, or one of its chain): its metrics and
+    which of them are headline."""
+
+    workload: str
+    metrics: tuple[MetricModel, ...]
+    headline: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CellModel:
+    """A cell's trial: the seconds it takes and its steps."""
+
+    seconds: float
+    steps: tuple[StepModel, ...]
+
+
+@dataclass
+class ReplayExecutor(Executor):
+    """Runs slots by drawing their values from `models` (keyed by cell key) and advancing
+    `clock` by their seconds."""
+
+    kind: ClassVar[str] = "replay"
+
+    plan: Plan
+    cells: list[Cell]
+    models: Mapping[str, CellModel]
+    seed: int = 1
+    clock: SimulatedClock = field(default_factory=SimulatedClock)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.previous: Slot | None = None
+
+    def preflight(self) -> list[str]:
+        return []
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "summary": "a replayed machine (simulated)"}
+
+    def run(
+        self, slots: Sequence[Slot], refused: set[str], on_start: OnStart, on_records: OnRecords
+    ) -> None:
+        for slot in slots:
+            if slot.cell.key in refused:
+                continue
+            on_start(slot)
+            model = self.models[slot.cell.key]
+            began = now()
+            self.clock.advance(model.seconds)
+            records = [
+                self._record(slot, step, index, began) for index, step in enumerate(model.steps)
+            ]
+            self.previous = slot
+            on_records(slot, records)
+
+    def _record(self, slot: Slot, step: StepModel, index: int, began: str) -> TrialRecord:
+        cell = slot.cell
+        params = cell.steps[index][1] if index < len(cell.steps) else cell.params
+        return TrialRecord(
+            seq=slot.seq,
+            rep=slot.rep,
+            cell_key=cell.key,
+            config=cell.config.display,
+            fs=cell.config.type,
+            mkfs_options=list(cell.config.mkfs),
+            mount_options=cell.config.mount,
+            workload=step.workload,
+            params=params,
+            step=index,
+            chain=cell.workload if cell.is_chain else "",
+            knobs=dict(cell.knobs),
+            status="ok",
+            message="",
+            started_at=began,
+            finished_at=now(),
+            metrics=[
+                MetricRecord(m.name, m.draw(self.rng), m.unit, m.better, resolution=m.resolution)
+                for m in step.metrics
+            ],
+            provenance={"headline": list(step.headline)} if step.headline else {},
+            position=slot.position,
+            previous_cell=self.previous.cell.key if self.previous else "",
+        )
+
+
+def models_from_run(trials: Sequence[TrialRecord]) -> dict[str, CellModel]:
+    """Models of a stored run's cells: per metric its counted values' mean and CV
+    (lognormal), an exact count where it never varied; per cell the median seconds of its
+    counted slots (steps together)."""
+    by_cell: dict[str, list[TrialRecord]] = {}
+    for t in trials:
+        if t.status == "ok" and not t.warmup:
+            by_cell.setdefault(t.cell_key, []).append(t)
+    out = {}
+    for key, records in by_cell.items():
+        slots: dict[int, list[TrialRecord]] = {}
+        for t in records:
+            slots.setdefault(t.seq, []).append(t)
+        seconds = statistics.median(
+            (
+                max(datetime.fromisoformat(t.finished_at) for t in steps)
+                - min(datetime.fromisoformat(t.started_at) for t in steps)
+            ).total_seconds()
+            for steps in slots.values()
+        )
+        steps = []
+        for index in sorted({t.step for t in records}):
+            mine = [t for t in records if t.step == index]
+            names = list(dict.fromkeys(m.name for t in mine for m in t.metrics))
+            metrics = []
+            for name in names:
+                found = [m for t in mine for m in t.metrics if m.name == name]
+                values = [m.value for m in found]
+                mean = statistics.fmean(values)
+                spread = statistics.stdev(values) / abs(mean) if len(values) > 1 and mean else 0.0
+                metrics.append(
+                    MetricModel(
+                        name,
+                        found[0].unit,
+                        found[0].better,
+                        mean,
+                        spread,
+                        resolution=max(m.resolution for m in found),
+                    )
+                )
+            headline = tuple(trialfacts.headline(mine[0].provenance) or ())
+            steps.append(StepModel(mine[0].workload, tuple(metrics), headline))
+        out[key] = CellModel(seconds, tuple(steps))
+    return out
