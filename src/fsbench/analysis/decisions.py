@@ -344,7 +344,7 @@ def evidence(
     ]
     welch = [i for i, p in enumerate(drafts) if p.tested]
     fisher = [i for i, p in enumerate(drafts) if p.test == "Fisher" and p.p is not None]
-    gate = gate_p(usable, design, scale) if len(usable) == 3 and len(welch) == 3 else None
+    gate = gate_p(usable, drafts, design, scale) if len(usable) == 3 and len(welch) == 3 else None
     pairs = list(drafts)
     family_p: float | None = None
     if gate is not None:

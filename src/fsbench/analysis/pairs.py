@@ -185,21 +185,35 @@ def _transform(values: Sequence[float], scale: str) -> list[float]:
 
 
 def _looks(a: Side, b: Side, design: Design, scale: str) -> tuple[Look, ...]:
-    """Welch's test of b against a at every look the pair has had (from n = 3)."""
-    out = []
+    """Welch's test of b against a at every look the pair has had (from n = 3), all
+    looks in one computation."""
+    import numpy as np
+
+    kept = []  # (n, moments of a, moments of b)
     for n in design.looks(min(a.n, b.n)):
         if n < MIN_REPS:
             continue
-        va, vb = _transform(a.upto(n), scale), _transform(b.upto(n), scale)
-        if len(va) < 2 or len(vb) < 2:
-            continue
-        (na, ma, sa), (nb, mb, sb) = moments(va), moments(vb)
-        if sa == 0 and sb == 0:
+        ma_, mb_ = moments(_transform(a.upto(n), scale)), moments(_transform(b.upto(n), scale))
+        if ma_[0] < 2 or mb_[0] < 2 or (ma_[2] == 0 and mb_[2] == 0):
             continue  # constant on both sides at this look: nothing to test here
-        t, df, p = welch_from_moments(mb, sb, nb, ma, sa, na)
-        se = math.sqrt(sa / na + sb / nb)
-        out.append(Look(n, mb - ma, se, float(df), float(p), ma if scale == RAW else 0.0))
-    return tuple(out)
+        kept.append((n, ma_, mb_))
+    if not kept:
+        return ()
+    na, ma, sa = (np.array([k[1][i] for k in kept], float) for i in range(3))
+    nb, mb, sb = (np.array([k[2][i] for k in kept], float) for i in range(3))
+    _, df, p = welch_from_moments(mb, sb, nb, ma, sa, na)
+    se = np.sqrt(sa / na + sb / nb)
+    return tuple(
+        Look(
+            n,
+            float(mb[i] - ma[i]),
+            float(se[i]),
+            float(df[i]),
+            float(p[i]),
+            float(ma[i]) if scale == RAW else 0.0,
+        )
+        for i, (n, _, _) in enumerate(kept)
+    )
 
 
 def _equivalent_at(looked: Sequence[Look], scale: str, design: Design, n: int) -> int | None:
@@ -217,8 +231,8 @@ def _noise(a: Side, b: Side, scale: str) -> float | None:
     """The pair's noise as a relative spread: the pooled sd of the log values (about the
     CV), or the pooled CV on the raw scale."""
     if scale == LOG:
-        spreads = [statistics.stdev(_transform(s.values, LOG)) for s in (a, b) if s.n >= 2]
-        return math.sqrt(sum(x**2 for x in spreads) / 2) if len(spreads) == 2 else None
+        variances = [moments(_transform(s.values, LOG))[2] for s in (a, b) if s.n >= 2]
+        return math.sqrt(sum(variances) / 2) if len(variances) == 2 else None
     ca, cb = cv(a.values), cv(b.values)
     if ca is None or cb is None:
         return None
@@ -300,29 +314,26 @@ def draft(
     )
 
 
-def gate_p(sides: Sequence[Side], design: Design, scale: str) -> float | None:
-    """Three configs' gate (null_law.GATE) over their looks, calibrated; None where a
-    look has a config without spread (Welch's ANOVA weighs it infinitely)."""
+def gate_p(
+    sides: Sequence[Side], pairs: Sequence[Pair], design: Design, scale: str
+) -> float | None:
+    """Three configs' gate (null_law.GATE) over their looks, calibrated, from the three
+    pairs' own looks and Welch's ANOVA at each; None where a look has a config without
+    spread (Welch's ANOVA weighs it infinitely) or a pair was not tested there."""
+    import numpy as np
+
     n = min(s.n for s in sides)
-    smallest = 1.0
-    looked = False
-    for look in design.looks(n):
-        if look < MIN_REPS:
-            continue
-        moments_ = [moments(_transform(s.upto(look), scale)) for s in sides]
-        if any(m[0] < 2 or m[2] == 0 for m in moments_):
-            return None
-        means = [m[1] for m in moments_]
-        variances = [m[2] for m in moments_]
-        ns = [m[0] for m in moments_]
-        anova = float(welch_anova_from_moments(means, variances, ns))
-        pairs = [
-            float(
-                welch_from_moments(means[i], variances[i], ns[i], means[j], variances[j], ns[j])[2]
-            )
-            for i in range(3)
-            for j in range(i + 1, 3)
-        ]
-        smallest = min(smallest, gate_statistic(anova, min(pairs)))
-        looked = True
-    return design.p_value(GATE, smallest, n) if looked else None
+    looks = [lk for lk in design.looks(n) if lk >= MIN_REPS]
+    by_look = [{lk.n: lk.p for lk in p.looked} for p in pairs]
+    if not looks or any(set(looks) - set(found) for found in by_look):
+        return None
+    stats = [[moments(_transform(s.upto(lk), scale)) for s in sides] for lk in looks]
+    if any(m[0] < 2 or m[2] == 0 for row in stats for m in row):
+        return None
+    ns, means, variances = (np.array([[m[i] for m in row] for row in stats]) for i in range(3))
+    anova = welch_anova_from_moments(means, variances, ns)
+    smallest = min(
+        gate_statistic(float(anova[i]), min(found[lk] for found in by_look))
+        for i, lk in enumerate(looks)
+    )
+    return design.p_value(GATE, smallest, n)

@@ -51,11 +51,11 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     n = len(values)
     if n == 0:
         return Summary(0, None, None, None, None, None, None, None)
-    mean = statistics.fmean(values)
     median = statistics.median(values)
+    _, mean, variance = moments(values)
     if n == 1:
         return Summary(1, mean, median, None, None, None, values[0], values[0])
-    sd = statistics.stdev(values)
+    sd = math.sqrt(variance)
     half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
     cv = sd / mean if mean else None
     return Summary(n, mean, median, sd, (mean - half, mean + half), cv, min(values), max(values))
@@ -192,11 +192,21 @@ def reps_needed(
         return None
     if cv == 0:
         return 2
-    for n in range(2, limit + 1):
+
+    def enough(n: int) -> bool:
         found = min_detectable(cv, 1.0, n, alpha, power)
-        if found is not None and found <= difference:
-            return n
-    return None
+        return found is not None and found <= difference
+
+    if not enough(limit):
+        return None
+    lo, hi = 2, limit  # what min_detectable finds shrinks with n: the least n that is enough
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @dataclass(frozen=True)

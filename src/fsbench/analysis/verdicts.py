@@ -80,19 +80,18 @@ def _has_headline(rows: Iterable[Row]) -> set[tuple[str, str]]:
     return {(r.chain, r.workload) for r in rows if r.headline is not None}
 
 
-def decide_all(
-    rows: Sequence[Row],
-    design: Design,
-    explain: bool = True,
-    pending: Collection[Key] = (),
-    headline_only: bool = False,
-) -> dict[Key, Decision]:
+def decide_all(rows: Sequence[Row], design: Design, explain: bool = True) -> dict[Key, Decision]:
     """Every comparison of these rows (configs measured alike, one metric), decided, the
-    run's false orders controlled over them. A workload with no headline metric has all
-    its metrics in the headline family (they are what its table shows). The repetition
-    loop counts the comparisons of groups still running (`pending`) as undecided, those of
-    them answered by exact counts so far as possibly tested later (family.control_run),
-    and needs only the headline family."""
+    run's false orders controlled over them (family.control_run)."""
+    return controlled(evidence_all(rows, design, explain), design.alpha)
+
+
+def evidence_all(
+    rows: Sequence[Row], design: Design, explain: bool = True, headline_only: bool = False
+) -> list[Decision]:
+    """Every comparison's evidence, before the run's control judges it. A workload with no
+    headline metric has all its metrics in the headline family (they are what its table
+    shows); the repetition loop needs only that family."""
     groups: dict[Key, list[tuple[str, Row]]] = {}
     for r in rows:
         if r.metric is None:
@@ -114,9 +113,17 @@ def decide_all(
         )
         if decision is not None:
             drafts.append(decision)
+    return drafts
+
+
+def controlled(
+    drafts: Sequence[Decision], alpha: float, pending: Collection[Key] = ()
+) -> dict[Key, Decision]:
+    """The comparisons judged under the run's control. The repetition loop counts the
+    comparisons of groups still running (`pending`) as undecided, and those of them
+    answered by exact counts so far as possibly tested later."""
     unknown = sum(1 for d in drafts if d.key in pending and d.headline and d.family_p is None)
-    controlled = control_run(drafts, design.alpha, pending, unknown)
-    return {tuple(d.key): d for d in controlled}  # type: ignore[misc]
+    return {tuple(d.key): d for d in control_run(drafts, alpha, pending, unknown)}  # type: ignore[misc]
 
 
 def for_run(plan: Mapping[str, Any], rows: Sequence[Row]) -> dict[Key, Decision]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -54,9 +55,10 @@ class Decide:
         self.counted_s: dict[int, list[float]] = {}  # seconds of each counted round
         self.warmed: set[int] = set()  # groups whose warm-up trial just ran
         self.workload_facts = loop.store.get_run(loop.run_id).workloads
-        # Decisions and each group's comparisons, as the trials stored so far give them.
-        self._decided: dict[tuple[int, frozenset[int], bool], dict[verdicts.Key, Decision]] = {}
-        self._group_keys: dict[tuple[int, int], set[verdicts.Key]] = {}
+        self.plan_alpha = self._base().alpha
+        # Per group: its trials counted when its comparisons' evidence was last computed,
+        # and that evidence.
+        self._cached: dict[int, tuple[int, list[Decision]]] = {}
 
     # -- the phases -----------------------------------------------------------------
 
@@ -187,16 +189,27 @@ class Decide:
         """The run's headline decisions as its trials so far give them, the comparisons of
         `pending` groups counted as undecided (and those of them answered by exact counts
         so far as possibly tested later)."""
-        cache_key = (len(self.loop.records), frozenset(pending), explain)
-        if cache_key not in self._decided:
-            rows = self._rows(self.loop.records)
-            pending_keys = {k for i in pending for k in self._keys(i)}
-            self._decided = {
-                cache_key: verdicts.decide_all(
-                    rows, self._base(), explain=explain, pending=pending_keys, headline_only=True
-                )
-            }
-        return self._decided[cache_key]
+        drafts, _ = self._evidence()
+        if not explain:
+            drafts = [replace(d, explain=False) for d in drafts]
+        pending_keys = {k for i in pending for k in self._keys(i)}
+        return verdicts.controlled(drafts, self.plan_alpha, pending_keys)
+
+    def _evidence(self) -> tuple[list[Decision], dict[verdicts.Key, int]]:
+        """Every headline comparison's evidence and the group each belongs to, as the
+        trials stored so far give them (a group's computed again only when it has a new
+        trial)."""
+        for index, group_slots in enumerate(self.groups):
+            keys = {s.cell.key for s in group_slots}
+            mine = [t for t in self.loop.records if t.cell_key in keys]
+            cached = self._cached.get(index)
+            if cached is None or cached[0] != len(mine):
+                rows = build_rows(mine, None, (), self.workload_facts, self.n_max_by_cell())
+                found = verdicts.evidence_all(rows, self._base(), headline_only=True)
+                self._cached[index] = (len(mine), found)
+        drafts = [d for _, found in self._cached.values() for d in found]
+        group_of = {d.key: i for i, (_, found) in self._cached.items() for d in found}
+        return drafts, group_of  # type: ignore[return-value]
 
     def _needs(self, index: int) -> int | None:
         """The repetitions that would settle the group's open pairs at the noise measured
@@ -273,16 +286,9 @@ class Decide:
         return Design(True, MIN_REPS, self.plan.max_reps, self.plan.margin)
 
     def _keys(self, index: int) -> set[verdicts.Key]:
-        """The group's comparisons (the rows of its own trials)."""
-        cache_key = (index, len(self.loop.records))
-        if cache_key not in self._group_keys:
-            keys = {s.cell.key for s in self.groups[index]}
-            rows = self._rows([t for t in self.loop.records if t.cell_key in keys])
-            self._group_keys[cache_key] = {verdicts.key_of(r) for r in rows if r.metric is not None}
-        return self._group_keys[cache_key]
-
-    def _rows(self, trials: Sequence[TrialRecord]) -> list[Any]:
-        return build_rows(list(trials), None, (), self.workload_facts, self.n_max_by_cell())
+        """The group's comparisons."""
+        _, group_of = self._evidence()
+        return {k for k, i in group_of.items() if i == index}
 
     def _history(self) -> dict[str, tuple[list[float], list[float], list[TrialRecord]]]:
         """This host's earlier trials of the run's cells (the last HISTORY_RUNS runs that

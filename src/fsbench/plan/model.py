@@ -3,6 +3,7 @@ and expanded into the matrix of cells the runner measures."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -303,7 +304,7 @@ class Cell:
     params: dict[str, Any]
     knobs: dict[str, str] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         key = f"{self.config.display}|{self.workload}|{json.dumps(self.params, sort_keys=True)}"
         return key + (f"|{json.dumps(self.knobs, sort_keys=True)}" if self.knobs else "")

@@ -11,6 +11,7 @@ from typing import Any
 
 from fsbench.analysis import validity
 from fsbench.analysis import verdicts as run_verdicts
+from fsbench.analysis.budget import TOLERANCE
 from fsbench.analysis.decisions import Decision
 from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
@@ -386,20 +387,47 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     order = "interleaved"
     if plan.get("seed") is not None:
         warm = plan.get("warmup") or 0
-        order = (
-            f"+ {warm} warm-up round{'s' if warm > 1 else ''} (not counted), " if warm else ""
-        ) + f"order shuffled and balanced (seed {plan['seed']})"
+        if run.design.get("warmup") == "trial":
+            warmed = "+ a warm-up trial per group (not counted), "
+        elif warm:
+            warmed = f"+ {warm} warm-up round{'s' if warm > 1 else ''} (not counted), "
+        else:
+            warmed = ""
+        order = warmed + f"order shuffled and balanced (seed {plan['seed']})"
     reps = plan.get("reps")
     if reps == "decide":
         budget = f", budget {plan['budget']:.0f} s" if plan.get("budget") else ""
         margin = plan.get("margin") or 0.05
         reps = f"2 to {plan.get('max_reps')} (until decided, margin ±{margin:.0%}{budget})"
     lines.append(f"scale {plan.get('scale')}, {reps} reps {order}, fresh mkfs every trial")
+    spent = budget_line(run.design)
+    if spent:
+        lines.append(spent)
     if rows is not None:
         design = order_design_line(rows)
         if design:
             lines.append(design)
     return lines
+
+
+def budget_line(design: dict[str, Any]) -> str:
+    """What a decided run spent of its budget, and by how much and why it went over."""
+    spent = design.get("spent_s")
+    budget = design.get("budget_s")
+    if spent is None:
+        return ""
+    looks = [g.get("n_max") for g in design.get("groups") or []]
+    planned = f"; looks planned up to n={min(looks)}-{max(looks)}" if looks else ""
+    if budget is None:
+        return f"time: {spent:.0f} s (no budget){planned}"
+    over = design.get("over_s") or 0.0
+    if over > TOLERANCE * budget:
+        why = design.get("over_why") or "rounds took longer than projected"
+        return (
+            f"time: {spent:.0f} s of a {budget:.0f} s budget, {over:.0f} s "
+            f"({over / budget:.0%}) over: {why}{planned}"
+        )
+    return f"time: {spent:.0f} s of a {budget:.0f} s budget{planned}"
 
 
 def order_design_line(rows: list[Row]) -> str:

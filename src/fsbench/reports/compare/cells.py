@@ -3,12 +3,13 @@
 Cells are matched by (host, config label, chain, workload, params, knobs, metric); a
 parameter left at None (unset: the tool's own default) matches one a run made before it
 existed, as the cell was the same. For every matched cell: both means with n, the ratio
-B/A with its 95% CI (delta method), and one of the three answers of a run's tables
-(decisions.py): B better or worse than A (Welch, or the counts themselves where they do
-not vary; false orders controlled over every cell compared by Benjamini-Hochberg),
-equivalent (the ratio's 90% CI within ± the margin), or undecided with the repetitions
-that would decide it. Per workload and metric, the geometric mean of the ratios. Cells
-found on one side only are listed, not guessed at.
+B/A with the interval its verdict used, and one of the three answers of a run's tables,
+by the same tests (decisions.py): B better or worse than A (Welch on the log scale, or the
+counts themselves where they do not vary; false orders controlled over every cell compared
+by Benjamini-Bogomolov, as a run controls its comparisons), equivalent (the ratio's 90% CI
+within ± the margin), or undecided with the repetitions that would decide it. Per workload
+and metric, the geometric mean of the ratios. Cells found on one side only are listed, not
+guessed at.
 """
 
 from __future__ import annotations
@@ -82,13 +83,18 @@ class CellComparison:
     better: str | None
     a: Row
     b: Row
-    ratio: float | None  # mean B / mean A
-    ratio_ci: tuple[float, float] | None
+    ratio: float | None  # B / A (of the geometric means where the test is on the log scale)
+    ratio_ci: tuple[float, float] | None  # at `ratio_ci_level`, the level its verdict used
     p: float | None  # the order's p before the control over the cells compared
     p_adjusted: float | None  # the same, as decided (None: an exact answer, no test)
     verdict: str  # better | worse | equivalent | undecided | not compared
     text: str  # "faster by 23%", "equivalent within ±5% (...)", "not compared: A unsupported"
     decision: Decision | None = None  # A against B, as a run's table decides a pair
+
+    @property
+    def ratio_ci_level(self) -> float | None:
+        pair = self.decision.pairs[0] if self.decision is not None else None
+        return pair.ci_level if pair is not None and pair.ci is not None else None
 
     @property
     def change(self) -> float | None:
@@ -183,10 +189,13 @@ def _judge(key: CellKey, a: Row, b: Row, decision: Decision | None) -> CellCompa
     unit = a.unit or b.unit
     ratio: float | None = None
     ci: tuple[float, float] | None = None
-    if a.values and b.values:
-        r, ci = ratio_ci(a.values, b.values)
-        ratio = r if math.isfinite(r) else None
     pair = decision.pairs[0] if decision is not None else None
+    if pair is not None:
+        # The pair's own evidence: its ratio and the interval its verdict used.
+        ratio, ci = pair.ratio, pair.ci
+    elif a.values and b.values:
+        r, _ = ratio_ci(a.values, b.values)
+        ratio = r if math.isfinite(r) else None
     p = pair.p if pair is not None else None
     # One pair a cell: its p controlled over the cells is the cell's BH-adjusted p.
     p_adjusted = decision.family_q if decision is not None and p is not None else None

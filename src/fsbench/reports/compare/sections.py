@@ -35,8 +35,8 @@ def ratio_text(c: CellComparison) -> str:
     if c.ratio is None:
         return "-"
     text = f"{c.ratio:.3f}"
-    if c.ratio_ci is not None:
-        text += f" [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]"
+    if c.ratio_ci is not None and c.ratio_ci_level is not None:
+        text += f" [{100 * c.ratio_ci_level:.3g}%: {c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]"
     return text
 
 
@@ -58,7 +58,7 @@ def sections(cmp: Comparison) -> list[Section]:
         names = list(dict.fromkeys(n for c in group for n in c.key.dims()))
         varying = [n for n in names if len({repr(c.key.dims().get(n)) for c in group}) > 1]
         constant = [n for n in names if n not in varying]
-        caption = "mean ± 95% CI (n); B/A [95% CI]"
+        caption = "mean ± 95% CI (n); B/A [the CI its verdict used]"
         if constant:
             caption += " · " + _dims_text(group[0].key.dims(), constant)
         if chain:
@@ -97,8 +97,9 @@ def header_lines(a: RunRecord, b: RunRecord, cmp: Comparison) -> list[str]:
     for d in cmp.differences:
         lines.append(f"differs: {d['what']}: {d['a']} → {d['b']}")
     lines.append(
-        f"verdict: B better or worse than A by Welch's t-test (Benjamini-Hochberg over the "
-        f"{cmp.compared} cells compared, p < {cmp.alpha:g}) or by counts that do not vary; "
+        f"verdict: B better or worse than A by Welch's t-test on the log scale "
+        f"(Benjamini-Bogomolov over the {cmp.compared} cells compared, {cmp.alpha:g}) or by "
+        "counts that do not vary; "
         f"equivalent when the ratio's 90% CI is within ±{cmp.margin:.0%}; otherwise undecided"
         + ("" if cmp.all_metrics else " (headline metrics; --all-metrics for every one)")
     )
