@@ -254,7 +254,7 @@ SCENARIOS = [
         false_orders_per_comparison,
         0.05,
         draws=2000,
-        test_draws=300,
+        test_draws=150,
     ),
     Scenario(
         "aa_three",
@@ -264,7 +264,7 @@ SCENARIOS = [
         false_orders_per_comparison,
         0.05,
         draws=2000,
-        test_draws=300,
+        test_draws=150,
     ),
     Scenario(
         "aa_unequal_noise",
@@ -274,7 +274,7 @@ SCENARIOS = [
         false_orders_per_comparison,
         0.07,
         draws=2000,
-        test_draws=300,
+        test_draws=150,
     ),
     Scenario(
         "bimodal_aa_three",
@@ -285,7 +285,7 @@ SCENARIOS = [
         unflagged_false_orders,
         0.05,
         draws=1000,
-        test_draws=200,
+        test_draws=100,
     ),
     Scenario(
         "quick_shape_aa",
@@ -296,7 +296,7 @@ SCENARIOS = [
         any_false_order,
         0.05,
         draws=400,
-        test_draws=40,
+        test_draws=20,
     ),
     Scenario(
         "quick_shape_aa_budget",
@@ -306,7 +306,7 @@ SCENARIOS = [
         any_false_order,
         0.05,
         draws=400,
-        test_draws=40,
+        test_draws=20,
     ),
     Scenario(
         "power_pair_10pct",
@@ -317,7 +317,7 @@ SCENARIOS = [
         0.90,
         "at least",
         draws=2000,
-        test_draws=300,
+        test_draws=150,
     ),
     Scenario(
         "tost_at_margin",
@@ -327,7 +327,7 @@ SCENARIOS = [
         called_equivalent,
         0.05,
         draws=2000,
-        test_draws=300,
+        test_draws=150,
     ),
 ]
 

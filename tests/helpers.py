@@ -98,3 +98,24 @@ def assert_every_slot_once(trials: Sequence[Any], planned: int, restarts: int = 
     extra = [t for t in trials if t.seq >= planned]
     assert all(t.rep == WARMUP_REP for t in extra), [(t.seq, t.rep) for t in extra]
     assert len(extra) <= restarts
+
+
+def assert_intervals_agree(comparisons: Sequence[dict[str, Any]]) -> int:
+    """Every pair of a JSON report's comparisons agrees with the interval printed beside
+    it: a tested pair whose interval excludes 1 is an order, an undecided pair's interval
+    holds 1, and a timing below n = 3 has no interval. The pairs with an interval."""
+    checked = 0
+    for comparison in comparisons:
+        for pair in comparison["verdict"]["pairs"]:
+            ci, kind = pair["ci"], pair["kind"]
+            if pair["test"] == "Welch" and min(pair["n"]) < 3:
+                assert ci is None, pair
+            if ci is None or pair["test"] != "Welch":
+                continue
+            checked += 1
+            excludes = ci[0] > 1 or ci[1] < 1
+            if excludes:
+                assert kind == "order", (comparison["verdict"]["text"], pair)
+            if kind == "undecided":
+                assert ci[0] <= 1 <= ci[1], (comparison["verdict"]["text"], pair)
+    return checked

@@ -416,8 +416,9 @@ def budget_line(design: dict[str, Any]) -> str:
     budget = design.get("budget_s")
     if spent is None:
         return ""
-    looks = [g.get("n_max") for g in design.get("groups") or []]
-    planned = f"; looks planned up to n={min(looks)}-{max(looks)}" if looks else ""
+    looks = sorted({int(g["n_max"]) for g in design.get("groups") or [] if g.get("n_max")})
+    upto = f"{looks[0]}-{looks[-1]}" if len(looks) > 1 else (str(looks[0]) if looks else "")
+    planned = f"; looks planned up to n = {upto} a group" if looks else ""
     if budget is None:
         return f"time: {spent:.0f} s (no budget){planned}"
     over = design.get("over_s") or 0.0

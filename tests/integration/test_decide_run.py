@@ -1,0 +1,47 @@
+"""The default `--reps decide` run, for real (tiny scale, loop image): the design is
+planned from the budget and said before the counted rounds, kept with the run, the run
+ends within its budget or the report says by how much and why, and every pair of the
+report agrees with the interval printed beside it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import assert_intervals_agree, fsbench, ours
+
+pytestmark = pytest.mark.integration
+
+BUDGET = 90.0
+
+
+def test_a_decided_run_plans_from_its_budget_and_its_verdicts_agree_with_their_intervals(
+    workdir: Path,
+) -> None:
+    db = workdir / "results.db"
+    res = fsbench(
+        "run",
+        *("--fs", "ext4,xfs,btrfs", "--workload", "alloc"),
+        *("--set", "method=write-4k,fallocate", "--set", "size=64M"),
+        *("--budget", f"{BUDGET:.0f}", "--seed", "7", "--json", "--no-report"),
+        *("--workdir", str(workdir / "work"), "--db", str(db), "--image-size", "1G"),
+        *("--scale", "tiny"),
+    )
+    assert res.returncode == 0, res.stderr
+    # The plan, said before the first counted round: per group its looks.
+    plan_at = res.stderr.index("plan: budget 90 s")
+    assert "alloc method=write-4k" in res.stderr[plan_at:]
+    assert "alloc method=fallocate" in res.stderr[plan_at:]
+    doc = json.loads(res.stdout)
+    assert assert_intervals_agree(doc["comparisons"]) >= 3
+    report = fsbench("report", str(doc["run"]), "--db", str(db))
+    assert report.returncode == 0
+    time_line = next(line for line in report.stdout.splitlines() if line.startswith("time: "))
+    spent = float(time_line.split()[1])
+    if spent > BUDGET * 1.05:
+        assert "over:" in time_line, time_line  # and says why
+    else:
+        assert f"of a {BUDGET:.0f} s budget" in time_line and "over" not in time_line
+    assert ours(workdir) == ([], [])
