@@ -9,15 +9,20 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fsbench.store.results import Store
+from tests.fakeansible import spy
 from tests.helpers import TEST_DATA_HOME, default_sigint, fsbench
 from tests.sshd import SshServer, sshd, write_inventory
 
@@ -195,19 +200,23 @@ def _check_compare(run_id: str, db: str) -> None:
         assert all(len(set(v.values())) > 1 for v in doc["differences"].values())
 
 
-def _check_no_password(workdir: Path, db: str, password: str, outputs: list[str]) -> None:
+def _check_no_password(
+    workdir: Path, db: str, password: str, outputs: list[str], since: float | None = None
+) -> None:
     """Not in the output, the controller's directory (ansible.log, events and vars files,
-    fetched stores), the hosts' workdirs, Ansible's job records and temporary files on the
-    hosts, nor any row of the store."""
+    fetched stores), the hosts' workdirs, Ansible's job records, temporary files and caches
+    on the hosts and the controller (~/.ansible: tmp/, any fact cache), the fleet's default
+    directories, nor any row of the store; with `since`, nor any file changed since then
+    in /tmp or /dev/shm (a temporary directory that ignored TMPDIR)."""
     for text in outputs:
         assert password not in text
-    secret = password.encode()
     places = [workdir / "controller", workdir / "hosts", Path.home() / ".ansible_async"]
-    places.append(Path.home() / ".ansible" / "tmp")
-    for place in places:
-        for path in place.rglob("*") if place.exists() else []:
-            if path.is_file() and not path.is_symlink():
-                assert secret not in path.read_bytes(), path
+    places += [Path.home() / ".ansible", *DEFAULT_FLEET_DIRS]
+    held = _holding(password.encode(), places)
+    if since is not None:
+        held += _holding(password.encode(), [Path("/tmp"), Path("/dev/shm")], since)
+    if held:  # every path, in full (an assertion's own message is shortened)
+        raise AssertionError("\n".join(["the password is in:", *map(str, held)]))
     from sqlalchemy import MetaData, create_engine
 
     from fsbench.store.dburl import to_url
@@ -222,6 +231,40 @@ def _check_no_password(workdir: Path, db: str, password: str, outputs: list[str]
                     assert password not in repr(tuple(row)), table.name
     finally:
         engine.dispose()
+
+
+# Where a fleet's controller and hosts keep their files when not told otherwise
+# (docs/fleet.md): the tests tell them, so anything here is a leftover to check too.
+DEFAULT_FLEET_DIRS = (Path("/var/tmp/fsbench-fleet-controller"), Path("/var/tmp/fsbench-fleet"))
+SCAN_LIMIT = 64 << 20  # a file changed since the test began and larger than this is skipped
+
+
+def _holding(secret: bytes, places: list[Path], since: float | None = None) -> list[Path]:
+    """The regular files under `places` (changed since `since`, if given) that hold
+    `secret`. A file that vanishes meanwhile (another run's Ansible temporary files) is
+    skipped; one that cannot be read is an error, except with `since` (other work's
+    temporary files)."""
+    held = []
+    for place in places:
+        for root, _, names in os.walk(place):
+            for name in names:
+                path = Path(root) / name
+                try:
+                    st = path.lstat()
+                    if not stat.S_ISREG(st.st_mode):
+                        continue
+                    if since is not None and (
+                        max(st.st_mtime, st.st_ctime) < since or st.st_size > SCAN_LIMIT
+                    ):
+                        continue
+                    if secret in path.read_bytes():
+                        held.append(path)
+                except FileNotFoundError:
+                    continue
+                except OSError:
+                    if since is None:
+                        raise
+    return held
 
 
 def _controller(workdir: Path, inventory: Path, db: str, *args: str) -> subprocess.Popen[str]:
@@ -455,70 +498,236 @@ def test_limit_and_each_hosts_own_device_with_its_safety_checks(
     assert "LABEL=data" in _blkid(foreign) and "TYPE=ext4" in _blkid(foreign)
 
 
-def test_a_controller_killed_with_9_leaves_no_password_on_disk(
-    workdir: Path, ssh: SshServer, pg_url: str, pg_password: str
-) -> None:
-    """kill -9 of the controller and everything it started (its process group: the
-    ansible-playbook of a status poll in flight) while the hosts run: nothing on disk
-    holds the password afterwards, not the controller's directory or its temporary
-    directory (SSH control sockets), not the hosts' workdirs (each host's fsbench took its
-    password file when it started), not Ansible's temporary files or job records. The
-    hosts' runs go on without the controller and store every trial into PostgreSQL."""
-    inventory = _inventory(workdir, ssh)
-    tmp = workdir / "tmp"
-    tmp.mkdir()
-    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME), "TMPDIR": str(tmp)}
-    argv = [sys.executable, "-m", "fsbench.cli", "fleet", "run", "--inventory", str(inventory)]
-    argv += ["--db", pg_url, "--poll", "1", "--controller-dir", str(workdir / "controller")]
-    controller = subprocess.Popen(
-        [*argv, *ALLOC[:-1], "12"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    pids: list[int] = []
+# The controller with tests/fakeansible/spy.py in front of ansible-playbook.
+SPY_CONTROLLER = REPO / "tests" / "fakeansible" / "controller.py"
+
+
+def _spy_env(workdir: Path, password: str, blind: bool = False) -> dict[str, str]:
+    """The environment of a controller run through SPY_CONTROLLER: its temporary files
+    in the workdir, the spy told the password (hex; not when `blind`: then it checks
+    nothing and lets every call through) and where to log each call."""
+    (workdir / "spy").mkdir(exist_ok=True)
+    (workdir / "tmp").mkdir(exist_ok=True)
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(TEST_DATA_HOME),
+        "TMPDIR": str(workdir / "tmp"),
+        spy.LOG: str(workdir / "spy" / "calls.jsonl"),
+    }
+    if not blind:
+        env[spy.SECRET_HEX] = password.encode().hex()
+    return env
+
+
+def _spy_calls(workdir: Path) -> list[dict[str, Any]]:
+    """The spy's record of every ansible-playbook call, in order."""
+    path = workdir / "spy" / "calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@dataclass
+class KilledInStart:
+    vars_file: Path  # the vars file of the start call the kill interrupted
+    out: Path  # the controller's stdout and stderr
+    since: float  # when the controller started
+
+
+@contextmanager
+def _killed_in_start(
+    workdir: Path,
+    inventory: Path,
+    db: str,
+    password: str,
+    *args: str,
+    leak: str = "",
+    blind: bool = False,
+) -> Iterator[KilledInStart]:
+    """`fsbench fleet run ARGS` through the spy, kill -9 of its process group while its
+    start call (the one call that carries the password) is in flight. Not a race: the
+    spy's callback holds start's ansible-playbook at the end of its play (every host given
+    its password file and its job started, Ansible's temporary files not yet removed), or
+    the spy holds a call it refused, and says so in a file; the controller is killed once
+    that file exists, start's vars file still on disk and the password's memfd still open
+    in ansible-playbook. `leak` makes the controller leak on purpose (controller.py), and
+    `blind` keeps the spy from checking anything (a leaking start then runs). On
+    every path, ends what the test started that still runs there: the controller, the
+    hosts' fsbench and async wrappers, the SSH masters the controller kept open."""
+    env = {**_spy_env(workdir, password, blind), spy.BLOCK: "start"}
+    ready = workdir / "spy" / "ready"
+    env[spy.READY] = str(ready)
+    if leak:
+        env["FSBENCH_SPY_LEAK"] = leak
+    argv = [sys.executable, str(SPY_CONTROLLER), "fleet", "run", "--inventory", str(inventory)]
+    argv += ["--db", db, "--poll", "1", "--controller-dir", str(workdir / "controller"), *args]
+    out = workdir / "controller.out"
+    since = time.time()
+    with out.open("wb") as sink:
+        controller = subprocess.Popen(
+            argv, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
-        pids = [int(_progress(workdir / "hosts" / h, done=1)["pid"]) for h in ("h2", "h3")]
-        # A status poll in flight: its vars file exists (the old controller put the
-        # password line in every one).
-        deadline = time.monotonic() + 60
-        while not list((workdir / "controller").glob("fleet-*/status-*.json")):
-            assert time.monotonic() < deadline, "no status poll"
-            time.sleep(0.05)
+        deadline = time.monotonic() + 300
+        while not ready.exists():
+            assert controller.poll() is None, out.read_text(errors="replace")
+            assert time.monotonic() < deadline, "start never got to its end"
+            time.sleep(0.1)
+        held_by = int(json.loads(ready.read_text())["pid"])
+        assert json.loads(ready.read_text())["playbook"] == "start"
+        # In flight: the controller waits on start's ansible-playbook, which still holds
+        # the password's memfd, and start's vars file is on disk.
+        assert controller.poll() is None
+        fds = _open_files(held_by)
+        assert any(fd.startswith("/memfd:fsbench-secret") for fd in fds), fds
+        (vars_file,) = (workdir / "controller").glob("fleet-*/start-*.json")
         os.killpg(controller.pid, signal.SIGKILL)
         controller.wait(timeout=30)
-        for h in ("h2", "h3"):
-            assert not (workdir / "hosts" / h / "pgpass").exists(), h  # taken at its start
-        deadline = time.monotonic() + 600
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not any(_alive(p) for p in pids), "the hosts' runs did not end"
-        _check_no_password(workdir, pg_url, pg_password, [])
-        for path in workdir.rglob("*"):
-            if path.is_file() and not path.is_symlink():
-                assert pg_password.encode() not in path.read_bytes(), path
+        deadline = time.monotonic() + 30
+        while _alive(held_by) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(held_by)
+        yield KilledInStart(vars_file, out, since)
     finally:
         if controller.poll() is None:
             os.killpg(controller.pid, signal.SIGKILL)
             controller.wait()
-        for pid in pids:
-            if _alive(pid):
+        for pid in _started_under(workdir):
+            try:
                 os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         # The SSH masters the killed controller left (ControlPersist) end now.
-        for sock in tmp.glob("fsb-cp-*/*"):
+        for sock in (workdir / "tmp").glob("fsb-cp-*/*"):
             subprocess.run(
                 ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "fsbench-fleet"],
                 capture_output=True,
                 timeout=30,
                 check=False,
             )
+
+
+def _open_files(pid: int) -> list[str]:
+    """What the descriptors of process `pid` point to."""
+    out = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            out.append(os.readlink(fd))
+        except FileNotFoundError:
+            continue  # closed meanwhile
+    return out
+
+
+def _started_under(workdir: Path) -> list[int]:
+    """Live processes whose command line names `workdir`: what this test started there
+    (the hosts' fsbench, the SSH masters of a killed controller), never this process."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(workdir).encode() in cmdline and _alive(int(entry.name)):
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_controller_killed_with_9_during_start_leaves_no_password_on_disk(
+    workdir: Path, ssh: SshServer, pg_url: str, pg_password: str
+) -> None:
+    """kill -9 of the controller and everything it started (its process group) while its
+    start call is in flight, the one call that carries the password. The spy saw the
+    password come to start as the memfd alone. Nothing on disk holds it afterwards: not
+    start's vars file (still there: nothing removed it), the controller's directory
+    (ansible.log, events files, Ansible's local temporary files) or its temporary
+    directory, not the hosts' workdirs (each host's fsbench took its password file when it
+    started), not Ansible's temporary files, caches or job records, not a file changed in
+    /tmp or /dev/shm meanwhile. The hosts' runs go on without the controller and store
+    every trial into PostgreSQL; the fleet run, left unfinished by the dead controller, is
+    finished by `fsbench fleet run --resume` (docs/fleet.md) with no host started again,
+    and still nothing holds the password."""
+    inventory = _inventory(workdir, ssh)
+    with _killed_in_start(workdir, inventory, pg_url, pg_password, *ALLOC[:-1], "12") as killed:
+        calls = _spy_calls(workdir)
+        assert [(c["playbook"], c["secret_via"], c["violations"]) for c in calls] == [
+            ("start", "memfd", [])
+        ]
+        assert calls[0]["hosts"] == ["h2", "h3"]
+        assert killed.vars_file.exists()  # left by the kill, scanned below
+        pids = [int(_progress(workdir / "hosts" / h, done=1)["pid"]) for h in ("h2", "h3")]
+        for h in ("h2", "h3"):
+            assert not (workdir / "hosts" / h / "pgpass").exists(), h  # taken at its start
+        deadline = time.monotonic() + 600
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not any(_alive(p) for p in pids), "the hosts' runs did not end"
+        output = killed.out.read_text(errors="replace")
+        _check_no_password(workdir, pg_url, pg_password, [output], since=killed.since)
+        for path in workdir.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                assert pg_password.encode() not in path.read_bytes(), path
     store = Store(pg_url)
     try:
         run = store.get_run(store.latest_run_id() or 0)
+        assert run.status == "running"  # nobody said otherwise: the controller died
         members = store.parts(run.uid)
         assert {m.part_host: m.status for m in members} == {"h2": "finished", "h3": "finished"}
         for member in members:
             assert len({t.seq for t in store.get_trials(member.id)}) == len(member.schedule)
+        stored = {m.part_host: len(store.get_trials(m.id)) for m in members}
     finally:
         store.close()
+
+    since = time.time()
+    resume = [sys.executable, str(SPY_CONTROLLER), "fleet", "run", "--resume", str(run.id)]
+    resume += ["--inventory", str(inventory), "--db", pg_url, "--poll", "1"]
+    resume += ["--controller-dir", str(workdir / "controller")]
+    res = subprocess.run(
+        resume,
+        env=_spy_env(workdir, pg_password),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    again = _spy_calls(workdir)[len(calls) :]
+    assert [(c["playbook"], c["violations"]) for c in again] == [("collect", [])]
+    store = Store(pg_url)
+    try:
+        assert store.get_run(run.id).status == "finished"
+        members = store.parts(run.uid)
+        assert {m.part_host: len(store.get_trials(m.id)) for m in members} == stored
+    finally:
+        store.close()
+    _check_no_password(workdir, pg_url, pg_password, [res.stdout, res.stderr], since=since)
+
+
+@pytest.mark.parametrize("blind", [False, True], ids=["spy-refuses", "spy-blind"])
+def test_the_kill_in_start_catches_a_password_in_starts_vars_file(
+    workdir: Path, ssh: SshServer, pg_url: str, pg_password: str, blind: bool
+) -> None:
+    """Must fire: the same kill, of a controller that leaks on purpose: the function that
+    builds the playbooks' variables puts the libpq password line in them (as the
+    controller before the memfd did). The spy names start's vars file and refuses the call
+    (no host is given anything); with the spy blind, the real Ansible runs that start and
+    is held at its end. Either way, after the kill that file is still on disk, and the scan
+    the test above passes names it."""
+    inventory = _inventory(workdir, ssh)
+    with _killed_in_start(
+        workdir, inventory, pg_url, pg_password, *ALLOC_EXT4, leak="start-vars", blind=blind
+    ) as killed:
+        (call,) = _spy_calls(workdir)
+        assert call["playbook"] == "start"
+        named = f"start: the password is in {killed.vars_file}, a file it was given"
+        assert (named in call["violations"]) != blind, call["violations"]
+        assert pg_password not in json.dumps(call)
+        with pytest.raises(AssertionError) as caught:
+            _check_no_password(workdir, pg_url, pg_password, [], since=killed.since)
+        assert str(killed.vars_file) in str(caught.value).splitlines()
+        if blind:  # start ran: let the hosts' short runs end before the workdir goes
+            pids = [int(_progress(workdir / "hosts" / h, done=0)["pid"]) for h in ("h2", "h3")]
+            deadline = time.monotonic() + 600
+            while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+                time.sleep(0.5)
+    assert (workdir / "hosts").exists() == blind  # refused: no host was reached
