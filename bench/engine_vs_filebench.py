@@ -86,11 +86,13 @@ rounds to decide it alone.
 **Noise**: the load average before every trial and each tool's coefficient of
 variation per cell are in the output; this machine is shared with other test runs.
 
-The JSON is rewritten after every trial, so an interrupted bench keeps what it did;
-`--resume` runs only the trials it lacks, and with `--open-only` only those of the cells
-not yet ahead or equivalent (more rounds where the answer is still open; a cell so looked
-at again after every batch of rounds has a larger chance than the nominal 5% of a wrong
-`ahead`, which the JSON's per-cell `pairs` lets a reader weigh). filebench crashes now
+The JSON is rewritten after every trial, so an interrupted bench keeps what it did, with
+this invocation's provenance (bench/results_file.py); `--resume` runs only the trials it
+lacks, as one more invocation under the file's `parts` (its argv, date, commit, load,
+trials), and with `--open-only` only those of the cells not yet ahead or equivalent (more
+rounds where the answer is still open; a cell so looked at again after every batch of
+rounds has a larger chance than the nominal 5% of a wrong `ahead`, which the JSON's
+per-cell `pairs` lets a reader weigh). filebench crashes now
 and then (a worker's segfault leaves its master spinning: 1 of its first 12 runs here);
 such a run is killed after `--seconds` + 240 s, kept in `trials` with its error, and made
 once more.
@@ -718,7 +720,9 @@ def main() -> None:
         [str(args.filebench), "-h"], capture_output=True, text=True
     ).stdout.splitlines()
     # this invocation's provenance; a --resume adds it to the file's parts
-    this = results_file.provenance("engine_vs_filebench", engine=args.engine)
+    this = results_file.provenance(
+        "engine_vs_filebench", engine=args.engine, filesystems=args.fs.split(",")
+    )
     this["tools"]["filebench"] = next((v for v in fb_version if "Version" in v), None)
     doc: dict[str, Any] = {
         **this,
@@ -738,10 +742,17 @@ def main() -> None:
     if args.resume and args.output.exists():
         old = json.loads(args.output.read_text())
         params = doc["params"]
+        first_part = "parts" not in old
         doc = results_file.add_part(old, this)
         doc["parts"][-1]["params"] = params
-        doc["trials"] = [t for t in old["trials"] if "error" not in t]
-        doc["trials"] += [t for t in old["trials"] if "error" in t]
+        if first_part and old["trials"]:  # the first invocation's trials: all so far
+            doc["parts"][0]["trials"] = [0, len(old["trials"])]
+            doc["parts"][0]["rounds"] = [
+                min(t["round"] for t in old["trials"]),
+                max(t["round"] for t in old["trials"]),
+            ]
+        # kept in their order: each part's trials are an index range of them
+        doc["trials"] = list(old["trials"])
         done = {
             (t["round"], t["fs"], t["personality"], t["threads"], t["tool"])
             for t in old["trials"]
@@ -755,6 +766,7 @@ def main() -> None:
             }
             cells = [c for c in cells if c not in settled]
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    first = len(doc["trials"])  # where this invocation's trials start
     n = len(cells) * args.rounds * 2
     i = 0
     with tempfile.TemporaryDirectory(prefix="evf-", dir=args.workdir) as tmpd:
@@ -792,6 +804,13 @@ def main() -> None:
                         f"{t.get('ops_per_s', t.get('error'))}",
                         flush=True,
                     )
+                    if "parts" in doc:  # this part's trials and rounds, for its summary
+                        mine = doc["trials"][first:]
+                        doc["parts"][-1]["trials"] = [first, len(doc["trials"])]
+                        doc["parts"][-1]["rounds"] = [
+                            min(t["round"] for t in mine),
+                            max(t["round"] for t in mine),
+                        ]
                     doc["cells"] = summarize(doc["trials"])
                     doc["pooled"] = pooled(doc["trials"])
                     doc["summary"] = derive(doc)

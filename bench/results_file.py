@@ -245,7 +245,7 @@ def add_part(doc: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     parts = doc.get("parts") or [part_of(doc)]
     doc["parts"] = [*parts, part_of(new)]
     doc["invocations"] = len(doc["parts"])
-    for key in ("argv", "fsbench", "engine", "tools", "load_average"):
+    for key in ("argv", "finished", "fsbench", "engine", "tools", "load_average"):
         doc.pop(key, None)  # each part's own, under parts
     return doc
 
