@@ -46,8 +46,9 @@ def _cell(text: str) -> str:
 
 
 def claims() -> list[dict[str, Any]]:
-    """Every marked passage of every document: where, its heading, files and keys."""
-    out = []
+    """Every marked passage of every document: where (its document, heading and place
+    under it: stable when lines move), files and keys."""
+    out: list[dict[str, Any]] = []
     for path in figures.documents():
         name = str(path.relative_to(figures.ROOT))
         text = path.read_text()
@@ -64,11 +65,14 @@ def claims() -> list[dict[str, Any]]:
             keys = [k for k in p.keys if k != "_"]
             if p.template:
                 keys += [k for cell in p.template for k in cell if k != "_"]
+            heading = re.sub(r"`([^`]*)`", r"\1", heading)
+            nth = 1 + sum(1 for c in out if c["doc"] == name and c["heading"] == heading)
             out.append(
                 {
                     "doc": name,
                     "line": p.line,
-                    "heading": re.sub(r"`([^`]*)`", r"\1", heading),
+                    "heading": heading,
+                    "where": f"{name} § {heading}" + (f" ({nth})" if nth > 1 else ""),
                     "files": p.files,
                     "keys": keys,
                     "figures": sum(1 for f in figures.figures(p) if f.key != "_"),
@@ -82,7 +86,7 @@ def render() -> str:
     cited: dict[str, list[str]] = {}
     for c in found:
         for name in c["files"].values():
-            cited.setdefault(name, []).append(f"{c['doc']}:{c['line']}")
+            cited.setdefault(name, []).append(c["where"])
     rows = [
         HEAD,
         "## Claims",
@@ -99,10 +103,7 @@ def render() -> str:
             f"`{alias}={name}`" if alias else f"`{name}`" for alias, name in c["files"].items()
         )
         keys = ", ".join(f"`{_cell(k)}`" for k in c["keys"])
-        rows.append(
-            f"| {c['doc']}:{c['line']} ({_cell(c['heading'])}) | {c['figures']} | {files} | "
-            f"{keys} |"
-        )
+        rows.append(f"| {_cell(c['where'])} | {c['figures']} | {files} | {keys} |")
     rows += [
         "",
         "## Files",
@@ -112,7 +113,7 @@ def render() -> str:
     ]
     for path in sorted(RESULTS.glob("*.json")):
         doc = json.loads(path.read_text())
-        where = ", ".join(cited.get(path.name, [])) or "no published claim"
+        where = "; ".join(_cell(w) for w in cited.get(path.name, [])) or "no published claim"
         rows.append(
             f"| `{path.name}` | {doc.get('bench')} | {doc.get('invocations')} | "
             f"{doc.get('date')} | {where} |"
