@@ -86,11 +86,13 @@ rounds to decide it alone.
 **Noise**: the load average before every trial and each tool's coefficient of
 variation per cell are in the output; this machine is shared with other test runs.
 
-The JSON is rewritten after every trial, so an interrupted bench keeps what it did;
-`--resume` runs only the trials it lacks, and with `--open-only` only those of the cells
-not yet ahead or equivalent (more rounds where the answer is still open; a cell so looked
-at again after every batch of rounds has a larger chance than the nominal 5% of a wrong
-`ahead`, which the JSON's per-cell `pairs` lets a reader weigh). filebench crashes now
+The JSON is rewritten after every trial, so an interrupted bench keeps what it did, with
+this invocation's provenance (bench/results_file.py); `--resume` runs only the trials it
+lacks, as one more invocation under the file's `parts` (its argv, date, commit, load,
+trials), and with `--open-only` only those of the cells not yet ahead or equivalent (more
+rounds where the answer is still open; a cell so looked at again after every batch of
+rounds has a larger chance than the nominal 5% of a wrong `ahead`, which the JSON's
+per-cell `pairs` lets a reader weigh). filebench crashes now
 and then (a worker's segfault leaves its master spinning: 1 of its first 12 runs here);
 such a run is killed after `--seconds` + 240 s, kept in `trials` with its error, and made
 once more.
@@ -99,7 +101,6 @@ once more.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import os
@@ -112,6 +113,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +123,7 @@ sys.path.insert(0, str(REPO / "src"))
 from fsbench.system import filesystems, fsops  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_file import machine  # noqa: E402
+import results_file  # noqa: E402
 
 from fsbench.analysis.stats import ratio_ci, t_quantile  # noqa: E402
 from fsbench.execute.targets.loop import LoopImage  # noqa: E402
@@ -297,8 +299,33 @@ def trial(
 ) -> dict[str, Any]:
     fs = filesystems.get(fs_name)
     target = LoopImage(args.workdir, args.image_size)
-    load = os.getloadavg()[0]
     t0 = time.monotonic()
+    with results_file.trial_conditions() as conditions:
+        out = _trial(args, target, fs, tool, name, threads, seed, tmp)
+    out.update(
+        {
+            "tool": tool,
+            "fs": fs_name,
+            "personality": name,
+            "threads": threads,
+            "load1_before": conditions["load_before"][0],
+            "wall_s": round(time.monotonic() - t0, 2),
+            **conditions,
+        }
+    )
+    return out
+
+
+def _trial(
+    args: argparse.Namespace,
+    target: LoopImage,
+    fs: filesystems.FsType,
+    tool: str,
+    name: str,
+    threads: int,
+    seed: int,
+    tmp: Path,
+) -> dict[str, Any]:
     try:
         target.open()
         fsops.mkfs(fs, [], target.device)
@@ -319,16 +346,6 @@ def trial(
                 pass
     finally:
         target.close()
-    out.update(
-        {
-            "tool": tool,
-            "fs": fs_name,
-            "personality": name,
-            "threads": threads,
-            "load1_before": load,
-            "wall_s": round(time.monotonic() - t0, 2),
-        }
-    )
     return out
 
 
@@ -491,6 +508,79 @@ def pooled(trials: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _spread(xs: list[float]) -> dict[str, float] | None:
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else None
+
+
+def _cells_summary(trials: list[dict[str, Any]], cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts and spreads over trials and their cells: verdicts, the load before the
+    trials, each tool's CV in a cell, the engine's share of its own CPU."""
+    verdicts = Counter(c.get("verdict") for c in cells if c.get("pairs"))
+    cvs = [c[k] for c in cells for k in ("cv_filebench", "cv_engine") if c.get(k) is not None]
+    return {
+        "verdicts": {
+            v: verdicts.get(v, 0)
+            for v in ("ahead", "equivalent", "not behind", "undecided", "behind")
+        },
+        "load1_before": _spread([t["load1_before"] for t in trials if "error" not in t]),
+        "cv": _spread(cvs),
+        "engine_user_share": _spread(
+            [c["engine_user_share"] for c in cells if c.get("engine_user_share") is not None]
+        ),
+        "engine_less_cpu_cells": sum(1 for c in cells if (c.get("cpu_efficiency") or 0) > 1),
+    }
+
+
+def derive(doc: dict[str, Any]) -> dict[str, Any]:
+    """The figures a reader counts from a file, computed once from its trials and cells
+    (`summary`): verdicts, spreads of load, CV and CPU share, the failed trials, how far
+    engine trials ran past their deadline before 005a0d3; and the same per part of a
+    merged file whose part says which rounds (and trials) it ran. Nothing is measured
+    again."""
+    trials = doc["trials"]
+    out: dict[str, Any] = {
+        "derived": "by engine_vs_filebench.py --derive from this file's trials and cells: "
+        "nothing measured again",
+        "cells": len(doc["cells"]),
+        "failed_trials": sum(1 for t in trials if "error" in t),
+        **_cells_summary(trials, doc["cells"]),
+    }
+    past = []
+    for t in trials:
+        if t.get("tool") == "engine" and "error" not in t and t.get("seconds"):
+            measured = t.get("measured_s_as_run") or t["ops"] / t["ops_per_s"]
+            if measured > t["seconds"] * (1 + 1e-6):
+                past.append(measured - t["seconds"])
+    if past:
+        out["past_deadline"] = {
+            "trials": len(past),
+            "median_s": statistics.median(past),
+            "max_s": max(past),
+        }
+    parts = []
+    for part in doc.get("parts", []):
+        lo, hi = part.get("rounds") or (None, None)
+        if lo is None:
+            parts.append(None)
+            continue
+        # the part's own trials: their index range where the part gives it (a part's
+        # rounds may be those of other parts too, as in a file with copied trials)
+        a, b = part.get("trials") or (0, len(trials))
+        mine = [t for t in trials[a:b] if lo <= t["round"] <= hi]
+        cells = summarize(mine)
+        kept = ("fs", "personality", "threads", "pairs", "ratio", "ci90", "verdict")
+        parts.append(
+            {
+                "rounds": [lo, hi],
+                "cells": [{k: c[k] for k in kept} for c in cells if c.get("pairs")],
+                **_cells_summary(mine, cells),
+            }
+        )
+    if any(parts):
+        out["parts"] = parts
+    return out
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| fs | personality | threads | filebench ops/s | engine ops/s | ratio "
@@ -559,7 +649,12 @@ def main() -> None:
     ap.add_argument(
         "--summarize",
         action="store_true",
-        help="only recompute the cells and pooled ratios of --output from its trials",
+        help="only recompute the cells, pooled ratios and summary of --output from its trials",
+    )
+    ap.add_argument(
+        "--derive",
+        action="store_true",
+        help="only (re)compute the summary of --output (derive) from its trials and cells",
     )
     ap.add_argument(
         "--recount-to",
@@ -571,6 +666,12 @@ def main() -> None:
         "-o", "--output", type=Path, default=REPO / "bench/results/engine_vs_filebench.json"
     )
     args = ap.parse_args()
+    if args.derive:
+        doc = json.loads(args.output.read_text())
+        doc["summary"] = derive(doc)
+        results_file.write(args.output, doc)
+        print(json.dumps(doc["summary"], indent=1))
+        return
     if args.recount_to:
         doc = json.loads(args.output.read_text())
         doc["trials"] = [recount_at_deadline(t) for t in doc["trials"]]
@@ -580,14 +681,16 @@ def main() -> None:
         }
         doc["cells"] = summarize(doc["trials"])
         doc["pooled"] = pooled(doc["trials"])
-        args.recount_to.write_text(json.dumps(doc, indent=1) + "\n")
+        doc["summary"] = derive(doc)
+        results_file.write(args.recount_to, doc)
         print(table(doc["cells"]))
         return
     if args.summarize:
         doc = json.loads(args.output.read_text())
         doc["cells"] = summarize(doc["trials"])
         doc["pooled"] = pooled(doc["trials"])
-        args.output.write_text(json.dumps(doc, indent=1) + "\n")
+        doc["summary"] = derive(doc)
+        results_file.write(args.output, doc)
         print(table(doc["cells"]))
         for name, p in doc["pooled"].items():
             ci = p["ci90"]
@@ -616,18 +719,14 @@ def main() -> None:
     fb_version = subprocess.run(
         [str(args.filebench), "-h"], capture_output=True, text=True
     ).stdout.splitlines()
-    eng_version = subprocess.run(
-        [str(args.engine), "--version"], capture_output=True, text=True
-    ).stdout.strip()
+    # this invocation's provenance; a --resume adds it to the file's parts
+    this = results_file.provenance(
+        "engine_vs_filebench", engine=args.engine, filesystems=args.fs.split(",")
+    )
+    this["tools"]["filebench"] = next((v for v in fb_version if "Version" in v), None)
     doc: dict[str, Any] = {
-        "bench": "engine_vs_filebench",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "filebench": {
-            "binary": str(args.filebench),
-            "version": next((v for v in fb_version if "Version" in v), "?"),
-        },
-        "engine": eng_version,
+        **this,
+        "filebench": {"binary": str(args.filebench), "version": this["tools"]["filebench"]},
         "params": {
             "seconds": args.seconds,
             "engine_warmup_s": WARMUP_S,
@@ -642,9 +741,18 @@ def main() -> None:
     done: set[tuple[int, str, str, int, str]] = set()
     if args.resume and args.output.exists():
         old = json.loads(args.output.read_text())
-        doc["date"] = old.get("date", doc["date"])
-        doc["trials"] = [t for t in old["trials"] if "error" not in t]
-        doc["trials"] += [t for t in old["trials"] if "error" in t]
+        params = doc["params"]
+        first_part = "parts" not in old
+        doc = results_file.add_part(old, this)
+        doc["parts"][-1]["params"] = params
+        if first_part and old["trials"]:  # the first invocation's trials: all so far
+            doc["parts"][0]["trials"] = [0, len(old["trials"])]
+            doc["parts"][0]["rounds"] = [
+                min(t["round"] for t in old["trials"]),
+                max(t["round"] for t in old["trials"]),
+            ]
+        # kept in their order: each part's trials are an index range of them
+        doc["trials"] = list(old["trials"])
         done = {
             (t["round"], t["fs"], t["personality"], t["threads"], t["tool"])
             for t in old["trials"]
@@ -658,6 +766,7 @@ def main() -> None:
             }
             cells = [c for c in cells if c not in settled]
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    first = len(doc["trials"])  # where this invocation's trials start
     n = len(cells) * args.rounds * 2
     i = 0
     with tempfile.TemporaryDirectory(prefix="evf-", dir=args.workdir) as tmpd:
@@ -695,10 +804,18 @@ def main() -> None:
                         f"{t.get('ops_per_s', t.get('error'))}",
                         flush=True,
                     )
+                    if "parts" in doc:  # this part's trials and rounds, for its summary
+                        mine = doc["trials"][first:]
+                        doc["parts"][-1]["trials"] = [first, len(doc["trials"])]
+                        doc["parts"][-1]["rounds"] = [
+                            min(t["round"] for t in mine),
+                            max(t["round"] for t in mine),
+                        ]
                     doc["cells"] = summarize(doc["trials"])
                     doc["pooled"] = pooled(doc["trials"])
-                    doc["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-                    args.output.write_text(json.dumps(doc, indent=1) + "\n")
+                    doc["summary"] = derive(doc)
+                    results_file.finish(doc["parts"][-1] if "parts" in doc else doc)
+                    results_file.write(args.output, doc)
     print(table(doc["cells"]))
     for name, p in doc["pooled"].items():
         print(f"{name}: {p['ratio']:.3f} {p['ci90']} {p['verdict']}, {p['pairs']} pairs")

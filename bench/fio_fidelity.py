@@ -48,14 +48,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_file import machine  # noqa: E402
+import results_file  # noqa: E402
 
 from fsbench.analysis.stats import ratio_ci, t_quantile  # noqa: E402
 from fsbench.system.units import format_size, parse_size  # noqa: E402
@@ -258,6 +258,32 @@ def describe(name: str, values: list[float], unit: str = "MiB/s") -> str:
     return f"{name:<12} {mean:8.1f} {unit}  sd {sd:6.1f}  cv {100 * sd / mean:5.1f}%  [{each}]"
 
 
+def derive(doc: dict[str, Any]) -> dict[str, Any]:
+    """The figures a reader takes from a file, computed once from its runs (`summary`): per
+    metric each side's mean and CV, and both verdicts (paired by rep, and on the ratio of
+    the means) as this bench judges now. Nothing is measured again."""
+    out: dict[str, Any] = {
+        "derived": f"by {Path(__file__).name} --derive from this file's runs: nothing "
+        "measured again"
+    }
+    for metric in doc["verdicts"]:
+        sides: dict[str, list[float]] = {}
+        for run in sorted(doc["runs"], key=lambda r: r["rep"]):
+            sides.setdefault(run["side"], []).append(run[metric])
+        fsb, hand = sides["fsbench"], sides["by hand"]
+        _, record, _ = verdict_line(fsb, hand)
+        out[metric] = {
+            side: {
+                "n": len(v),
+                "mean": statistics.fmean(v),
+                "cv": statistics.stdev(v) / statistics.fmean(v) if len(v) > 1 else None,
+            }
+            for side, v in sides.items()
+        } | {"paired": {k: record[k] for k in ("ratio", "ci90", "verdict")}}
+        out[metric]["unpaired"] = record["unpaired"]
+    return out
+
+
 def save(
     path: Path,
     bench: str,
@@ -265,13 +291,12 @@ def save(
     runs: list[dict[str, object]],
     verdicts: dict[str, object],
     extra: dict[str, object],
+    workload: str,
 ) -> None:
-    """The bench's JSON: machine, date, every run (with the load before it), verdicts."""
-    doc = {
-        "bench": bench,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "argv": sys.argv,
-        "machine": machine(),
+    """The bench's JSON: this invocation's provenance (results_file), every run (with the
+    load before and after it), verdicts."""
+    doc = results_file.provenance(bench, workloads=[workload], filesystems=["ext4"])
+    doc |= {
         "bounds": list(BOUNDS),
         "confidence": 0.90,
         **extra,
@@ -279,8 +304,16 @@ def save(
         "runs": runs,
         "verdicts": verdicts,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    doc["summary"] = derive(doc)
+    results_file.write(path, results_file.finish(doc))
+
+
+def rederive(path: Path) -> None:
+    """The summary of an existing file, made again from its runs (`--derive`)."""
+    doc = json.loads(path.read_text())
+    doc["summary"] = derive(doc)
+    results_file.write(path, doc)
+    print(json.dumps(doc["summary"], indent=1))
 
 
 def main() -> None:
@@ -290,7 +323,13 @@ def main() -> None:
     ap.add_argument("--workdir", default="/var/tmp", type=Path)
     ap.add_argument("--reps", default=6, type=int)
     ap.add_argument("--output", type=Path, default=REPO / "bench/results/fio_fidelity.json")
+    ap.add_argument(
+        "--derive", action="store_true", help="only (re)compute the summary of --output"
+    )
     args = ap.parse_args()
+    if args.derive:
+        rederive(args.output)
+        return
     if os.geteuid() != 0:
         raise SystemExit("needs root (loop devices, mkfs, mount)")
     values: dict[str, list[float]] = {"fsbench": [], "by hand": []}
@@ -305,14 +344,21 @@ def main() -> None:
         runs: list[dict[str, object]] = []
         for rep in range(args.reps):
             for side in sides if rep % 2 == 0 else sides[::-1]:
-                load = os.getloadavg()[0]
-                if side == "fsbench":
-                    value = via_fsbench(args.size, args.image_size, args.workdir)
-                else:
-                    value = by_hand(args.size, args.image_size, tmp)
+                with results_file.trial_conditions() as conditions:
+                    if side == "fsbench":
+                        value = via_fsbench(args.size, args.image_size, args.workdir)
+                    else:
+                        value = by_hand(args.size, args.image_size, tmp)
+                load = conditions["load_before"][0]
                 values[side].append(value)
                 runs.append(
-                    {"rep": rep + 1, "side": side, "write_mib_s": value, "load1_before": load}
+                    {
+                        "rep": rep + 1,
+                        "side": side,
+                        "write_mib_s": value,
+                        "load1_before": load,
+                        **conditions,
+                    }
                 )
                 print(
                     f"  rep {rep + 1:<3} {side:<8} {value:8.1f} MiB/s (load {load:.1f})", flush=True
@@ -329,6 +375,7 @@ def main() -> None:
         runs,
         {"write_mib_s": record},
         {"size": args.size, "image_size": args.image_size, "reps": args.reps},
+        "fio",
     )
     raise SystemExit(0 if ok else 1)
 

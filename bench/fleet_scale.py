@@ -52,7 +52,7 @@ from tests.pgcluster import cluster  # noqa: E402
 from tests.sshd import sshd, write_inventory  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench"))
-from results_file import save  # noqa: E402
+from results_file import save, trial_conditions  # noqa: E402
 
 PLAN = [
     "--fs",
@@ -251,7 +251,9 @@ def main() -> None:
                 db = made.createdb(f"fleet{n}")
             else:
                 db = args.db
-            results.append(one_size(n, base, db, args.poll, pg))
+            with trial_conditions() as conditions:
+                results.append(one_size(n, base, db, args.poll, pg))
+            results[-1]["conditions"] = conditions
             r = results[-1]
             merged = f"{r['merged_per_s']:.0f}" if r["merged_per_s"] == r["merged_per_s"] else "-"
             print(
@@ -290,7 +292,15 @@ def main() -> None:
                 "sizes": [{k: _json(v) for k, v in r.items()} for r in results],
                 "poll_added_per_host": per_host,
             }
-            save(f"fleet_scale-{args.store}", kept, started)
+            save(
+                f"fleet_scale-{args.store}",
+                kept,
+                started,
+                workloads=["alloc"],
+                filesystems=["ext4"],
+                commands={"ansible": ["ansible", "--version"]}
+                | ({"postgresql": ["psql", "--version"]} if pg else {}),
+            )
 
 
 def _json(value: Any) -> Any:

@@ -57,11 +57,13 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+import results_file  # noqa: E402
 from fio_fidelity import (  # noqa: E402
     REPO,
     HandDevice,
     describe,
     fsbench_metrics,
+    rederive,
     save,
     settle,
     verdict_line,
@@ -125,7 +127,13 @@ def main() -> None:
     ap.add_argument("--workdir", default="/var/tmp", type=Path)
     ap.add_argument("--reps", default=6, type=int)
     ap.add_argument("--output", type=Path, default=REPO / "bench/results/fsmark_fidelity.json")
+    ap.add_argument(
+        "--derive", action="store_true", help="only (re)compute the summary of --output"
+    )
     args = ap.parse_args()
+    if args.derive:
+        rederive(args.output)
+        return
     if os.geteuid() != 0:
         raise SystemExit("needs root (loop devices, mkfs, mount)")
     own: dict[str, list[float]] = {"fsbench": [], "by hand": []}
@@ -141,11 +149,12 @@ def main() -> None:
         sides = list(own)
         for rep in range(args.reps):
             for side in sides if rep % 2 == 0 else sides[::-1]:
-                load = os.getloadavg()[0]
-                if side == "fsbench":
-                    o, h = via_fsbench(args.files, args.image_size, args.workdir)
-                else:
-                    o, h = by_hand(args.files, args.image_size, tmp)
+                with results_file.trial_conditions() as conditions:
+                    if side == "fsbench":
+                        o, h = via_fsbench(args.files, args.image_size, args.workdir)
+                    else:
+                        o, h = by_hand(args.files, args.image_size, tmp)
+                load = conditions["load_before"][0]
                 own[side].append(o)
                 head[side].append(h)
                 runs.append(
@@ -155,6 +164,7 @@ def main() -> None:
                         "tool_files_per_s": o,
                         "files_per_s": h,
                         "load1_before": load,
+                        **conditions,
                     }
                 )
                 print(
@@ -181,6 +191,7 @@ def main() -> None:
         runs,
         verdicts,
         {"files": args.files, "image_size": args.image_size, "reps": args.reps},
+        "fs_mark",
     )
     raise SystemExit(0 if ok else 1)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from results_file import save  # noqa: E402
+from results_file import save, trial_conditions  # noqa: E402
 
 from fsbench.analysis.stats import summarize, welch  # noqa: E402
 from fsbench.execute.targets.loop import LoopImage  # noqa: E402
@@ -66,12 +66,15 @@ def main() -> int:
     size = parse_size(args.size)
     work = Path(tempfile.mkdtemp(prefix="fsbench-monitor-", dir="/var/tmp"))
     results: dict[bool, list[float]] = {False: [], True: []}
+    conditions: dict[bool, list[dict[str, object]]] = {False: [], True: []}
     with LoopImage(work, 2 << 30) as target:
         assert isinstance(target, LoopImage)
         mnt = work / "mnt"
         for rep in range(args.reps):
             for monitored in (rep % 2 == 0, rep % 2 != 0):  # alternate who goes first
-                results[monitored].append(one(target, mnt, size, monitored))
+                with trial_conditions() as cond:
+                    results[monitored].append(one(target, mnt, size, monitored))
+                conditions[monitored].append(cond)
     kept: dict[str, object] = {"size_bytes": size, "reps": args.reps}
     for monitored, values in results.items():
         s = summarize(values)
@@ -83,6 +86,7 @@ def main() -> int:
             "mean_s": s.mean,
             "ci95_half_s": half,
             "cv": s.cv,
+            "conditions": conditions[monitored],
         }
     w = welch(results[True], results[False])
     ratio = summarize(results[True]).mean / summarize(results[False]).mean  # type: ignore[operator]
@@ -91,7 +95,7 @@ def main() -> int:
     kept["welch_p"] = w.p if w else None
     shutil.rmtree(work, ignore_errors=True)
     if not args.no_save:
-        save("monitor_overhead", kept, started)
+        save("monitor_overhead", kept, started, filesystems=["ext4"])
     return 0
 
 

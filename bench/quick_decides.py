@@ -23,7 +23,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_file import save  # noqa: E402
+from results_file import REPO, save, trial_conditions  # noqa: E402
+
+sys.path.insert(0, str(REPO / "src"))
+from fsbench.plan.presets import load_preset  # noqa: E402
 
 FSBENCH = str(Path(sys.executable).with_name("fsbench"))
 
@@ -91,16 +94,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="fsbench-quick-") as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
-        results: dict[str, Any] = {"decide": run(where / "decide.db", [])}
+        with trial_conditions() as conditions:
+            results: dict[str, Any] = {"decide": run(where / "decide.db", [])}
+        results["decide"]["conditions"] = conditions
         if not args.skip_fixed:
-            results["fixed_3"] = run(where / "fixed.db", ["--reps", "3"])
+            with trial_conditions() as conditions:
+                results["fixed_3"] = run(where / "fixed.db", ["--reps", "3"])
+            results["fixed_3"]["conditions"] = conditions
     for name, r in results.items():
         print(
             f"{name}: {r['seconds']:.0f} s, {r['decided']}/{r['pairs']} pairs decided "
             f"{r['pairs_by_kind']}",
             file=sys.stderr,
         )
-    save("quick_decides", results, started)
+    quick = load_preset("quick")
+    save(
+        "quick_decides",
+        results,
+        started,
+        workloads=sorted({step for w in quick.workloads for step in w.steps}),
+        filesystems=sorted({c.type for c in quick.fs}),
+    )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from results_file import save  # noqa: E402
+from results_file import save, trial_conditions  # noqa: E402
 
 from fsbench.analysis.race_trials import seconds  # noqa: E402
 from fsbench.analysis.stats import t_quantile  # noqa: E402
@@ -168,13 +168,17 @@ def main() -> None:
         common = ["--image-size", args.image_size, "--workdir", tmp, "--db", str(db)]
         common += ["--seed", str(args.seed), "--no-report"]
         fs_args = [a for spec in space.specs for a in ("--fs", spec)]
-        fsbench("run", *fs_args, *workload, "--reps", str(args.n), *common)
+        with trial_conditions() as grid_conditions:
+            fsbench("run", *fs_args, *workload, "--reps", str(args.n), *common)
         store = Store(db)
         grid_id = store.latest_run_id()
         assert grid_id is not None
         grid_trials = store.get_trials(grid_id)
         braces = [a for spec in given for a in ("--fs", spec)]
-        tune = fsbench("tune", *braces, *workload, "--max-rounds", str(args.n), "--json", *common)
+        with trial_conditions() as race_conditions:
+            tune = fsbench(
+                "tune", *braces, *workload, "--max-rounds", str(args.n), "--json", *common
+            )
         race = json.loads(tune.stdout)
         values = grid_values(store, grid_id)
         geo = {
@@ -207,6 +211,7 @@ def main() -> None:
                 "geo_means": {c: round(v, 1) for c, v in sorted(geo.items(), key=lambda x: -x[1])},
                 "trials": grid_counted,
                 "warmup_trials": grid_warm,
+                "conditions": grid_conditions,
             },
             "race": {
                 "run": race["run_id"],
@@ -221,6 +226,7 @@ def main() -> None:
                 ],
                 "trials": race["trials"],
                 "warmup_trials": race["warmup_trials"],
+                "conditions": race_conditions,
             },
             "winner_checks": checks,
             "winner_matches": all(
@@ -241,7 +247,11 @@ def main() -> None:
         }
     print(json.dumps(results, indent=1))
     save(
-        "tune_vs_grid" if args.space == "clear" else f"tune_vs_grid-{args.space}", results, started
+        "tune_vs_grid" if args.space == "clear" else f"tune_vs_grid-{args.space}",
+        results,
+        started,
+        workloads=["fs_mark"],
+        filesystems=sorted({spec.split(":")[0] for spec in given}),
     )
 
 

@@ -1,208 +1,174 @@
-"""Every figure the README and its guides (docs/*.md) quote from a bench of fsbench itself
-(bench/*.py) is in a committed result file of that bench, bench/results/<bench>*.json,
-which says on which machine and when it was measured.
-
-How a document marks a bench-sourced figure, so that the rule can be checked:
-
-- A passage that quotes a bench's results sits between the lines `<!-- bench: NAME -->`
-  and `<!-- /bench -->` (HTML comments: nothing shows on the rendered page), NAME being the
-  script's stem (`fleet_scale` for bench/fleet_scale.py); several stems are separated by
-  commas. Every number in the passage, outside code spans, is a figure of those benches:
-  some number in one of their result files, shown to the digits it is shown with (0.995
-  matches 0.9951; 12% matches 12 or 0.12; a range 170-390 is two figures).
-- Outside such passages, a paragraph (or list item, or table row) that names a bench
-  script (`bench/NAME.py`, or `NAME.py` where bench/NAME.py exists) quotes no number
-  outside code spans: a bench's figures are quoted inside its marked passage or not at all.
-  Numbers in code spans are commands and options (`--attempts 20`), not figures.
-"""
+"""Every figure the README, the guides (docs/*.md) and engine/README.md print about
+fsbench itself sits in a marked passage that names its result file and, per figure, the
+key of its value, and is that value at its printed precision (bench/figures.py says how a
+passage is marked). The check proves itself: each figure changed by one unit of its last
+digit fails it, and a figure printed outside a passage is caught by the scan."""
 
 from __future__ import annotations
 
-import json
-import math
 import re
-from collections.abc import Iterator
+import sys
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+sys.path.insert(0, str(ROOT / "bench"))
+import figures  # noqa: E402
 
 
-# docs/engine.md came under this rule with the rest of docs/ and does not mark its
-# passages yet (its tables of engine_vs_filebench and fio_fidelity figures): until it
-# does, it is the one guide left out. Remove it from here when it is marked.
-NOT_MARKED_YET = {"docs/engine.md"}
+def test_every_published_figure_is_its_value_at_its_printed_precision() -> None:
+    assert figures.check_all() == []
 
 
-def documents() -> list[Path]:
-    """The README and every guide under docs/ but those not marked yet."""
-    docs = sorted((ROOT / "docs").glob("*.md"))
-    return [README, *(p for p in docs if str(p.relative_to(ROOT)) not in NOT_MARKED_YET)]
+def test_every_document_is_checked_and_the_benches_quoted_are_marked() -> None:
+    names = {str(p.relative_to(ROOT)) for p in figures.documents()}
+    assert {"README.md", "engine/README.md", "docs/engine.md", "docs/statistics.md"} <= names
+    assert names >= {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
+    cited = {
+        name.split("-")[0].removesuffix(".json")
+        for path in figures.documents()
+        for p in figures.passages(path.read_text(), path.name)
+        for name in p.files.values()
+    }
+    assert {
+        "engine_vs_filebench",
+        "fio_fidelity",
+        "fsmark_fidelity",
+        "monitor_overhead",
+        "fleet_scale",
+        "tune_vs_grid",
+    } <= cited
 
 
-BENCH = ROOT / "bench"
-RESULTS = BENCH / "results"
-
-# A mark is a line of its own (a mark quoted in a code span is not one).
-_OPEN = re.compile(r"^\s*<!--\s*bench:\s*([\w ,-]+?)\s*-->\s*$")
-_CLOSE = re.compile(r"^\s*<!--\s*/bench\s*-->\s*$")
-_CODE = re.compile(r"`[^`]*`")
-# A number, and its percent sign, or the one of the range it opens (29-31%).
-_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(%|(?=[-–]\d+(?:\.\d+)?%))?")
+def one_unit_more(text: str) -> str:
+    """A printed number plus one unit of its last digit, printed the same way."""
+    plain = text.replace(",", "")
+    decimals = len(plain.partition(".")[2])
+    value = Decimal(plain) + Decimal(1).scaleb(-decimals)
+    out = f"{value:,.{decimals}f}" if "," in text else f"{value:.{decimals}f}"
+    return out
 
 
-def _figures(text: str) -> Iterator[tuple[str, float, int, bool]]:
-    """(as shown, value, decimals shown, percent) of each number outside code spans."""
-    for m in _NUMBER.finditer(_CODE.sub(" ", text)):
-        whole, frac, pct = m.group(1), m.group(2) or "", m.group(3) is not None
-        yield m.group(0), float(whole.replace(",", "") + frac), max(len(frac) - 1, 0), pct
+def test_one_unit_more() -> None:
+    assert one_unit_more("1.133") == "1.134"
+    assert one_unit_more("0.99") == "1.00"
+    assert one_unit_more("25") == "26"
+    assert one_unit_more("1,742.5") == "1,742.6"
+    assert one_unit_more("9") == "10"
 
 
-def _numbers(doc: Any) -> Iterator[float]:
-    """Every number a result file holds, numeric strings included (a plan's "2")."""
-    if isinstance(doc, bool):
-        return
-    if isinstance(doc, (int, float)):
-        if math.isfinite(doc):
-            yield float(doc)
-    elif isinstance(doc, str):
-        try:
-            value = float(doc)
-        except ValueError:
-            return
-        if math.isfinite(value):
-            yield value
-    elif isinstance(doc, dict):
-        for value in doc.values():
-            yield from _numbers(value)
-    elif isinstance(doc, list):
-        for value in doc:
-            yield from _numbers(value)
-
-
-def _shown_as(value: float, decimals: int, number: float) -> bool:
-    return math.isclose(round(number, decimals), value, abs_tol=10 ** -(decimals + 3))
-
-
-def _result_files(stem: str) -> list[Path]:
-    return sorted(p for p in RESULTS.glob("*.json") if re.match(rf"{stem}(\W|_|$)", p.stem))
-
-
-def _passages(text: str) -> Iterator[tuple[list[str], str, int]]:
-    """(bench stems, text, first line) of each marked passage."""
+def _mutated(text: str, printed: figures.Printed) -> str:
     lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        opened = _OPEN.search(lines[i])
-        if opened is None:
-            i += 1
-            continue
-        stems = [s.strip() for s in opened.group(1).split(",") if s.strip()]
-        j = i + 1
-        while j < len(lines) and not _CLOSE.search(lines[j]):
-            assert not _OPEN.search(lines[j]), f"line {j + 1}: a passage in a passage"
-            j += 1
-        assert j < len(lines), f"line {i + 1}: <!-- bench: --> never closed"
-        yield stems, "\n".join(lines[i + 1 : j]), i + 2
-        i = j + 1
+    line = lines[printed.line - 1]
+    assert line[printed.start : printed.end] == printed.text
+    lines[printed.line - 1] = (
+        line[: printed.start] + one_unit_more(printed.text) + line[printed.end :]
+    )
+    return "\n".join(lines) + "\n"
 
 
-def _outside_passages(text: str) -> str:
-    kept, inside = [], False
-    for line in text.splitlines():
-        if _OPEN.search(line):
-            inside = True
-        kept.append("" if inside else line)
-        if _CLOSE.search(line):
-            inside = False
-    return "\n".join(kept)
-
-
-def _blocks(text: str) -> Iterator[tuple[int, str]]:
-    """Paragraphs, list items and table rows, with their first line number."""
-    block: list[str] = []
-    start = 0
-    for n, line in enumerate([*text.splitlines(), ""], 1):
-        item = re.match(r"\s*([-*]|\d+\.)\s|\s*\|", line)
-        if not line.strip() or item:
-            if block:
-                yield start, " ".join(block)
-            block, start = [], n
-        if line.strip():
-            if not block:
-                start = n
-            block.append(line.strip())
-            if line.lstrip().startswith("|"):
-                yield start, " ".join(block)
-                block = []
-
-
-def _bench_names(text: str) -> set[str]:
-    scripts = {p.stem for p in BENCH.glob("*.py")}
-    named = set(re.findall(r"bench/(\w+)\.py", text))
-    named |= {s for s in re.findall(r"(?<![\w/])(\w+)\.py\b", text) if s in scripts}
-    return named
-
-
-def check(text: str, name: str = "README") -> list[str]:
-    """What a document quotes from a bench that no result file holds, one line each."""
-    problems = []
-    for stems, passage, line in _passages(text):
-        files = [f for s in stems for f in _result_files(s)]
-        if not files:
-            problems.append(f"{name} line {line}: no bench/results/ file of {', '.join(stems)}")
-            continue
-        held: list[float] = []
-        for path in files:
-            doc = json.loads(path.read_text())
-            for key in ("machine", "date"):
-                if not doc.get(key):
-                    problems.append(f"{path.relative_to(ROOT)}: no {key!r}")
-            held += _numbers(doc)
-        for shown, value, decimals, pct in _figures(passage):
-            candidates = held + ([h * 100 for h in held] if pct else [])
-            if not any(_shown_as(value, decimals, h) for h in candidates):
-                problems.append(
-                    f"{name} line {line}+: {shown} is in no result file of {', '.join(stems)}"
-                )
-    for line, block in _blocks(_outside_passages(text)):
-        named = _bench_names(block)
-        quoted = [shown for shown, *_ in _figures(block)]
-        if named and quoted:
-            problems.append(
-                f"{name} line {line}: names bench {', '.join(sorted(named))} and quotes "
-                f"{', '.join(quoted)} outside a <!-- bench: --> passage"
+@pytest.mark.parametrize(
+    "doc",
+    [p for p in figures.documents() if figures.passages(p.read_text())],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_a_figure_one_unit_off_fails_the_check(doc: Path) -> None:
+    """Every figure of every marked passage, changed by one unit of its last printed digit
+    in a copy of the text (1.133 -> 1.134, 25 -> 26, 3.6% -> 3.7%), fails the check of
+    its passage; a number marked `_` (no figure) is left alone."""
+    text = doc.read_text()
+    name = str(doc.relative_to(ROOT))
+    changed = 0
+    for passage in figures.passages(text, name):
+        assert figures.check_passage(passage) == []
+        for fig in figures.figures(passage):
+            if fig.key == "_":
+                continue
+            copy = _mutated(text, fig.printed)
+            (again,) = [p for p in figures.passages(copy, name) if p.line == passage.line]
+            problems = figures.check_passage(again)
+            assert problems, f"{name} line {fig.printed.line}: {fig.printed.text} -> " + (
+                f"{one_unit_more(fig.printed.text)} passes ({fig.key})"
             )
-    return problems
+            changed += 1
+    assert changed > 0
 
 
-def test_the_readme_quotes_from_benches_only_what_their_result_files_hold() -> None:
-    problems = []
-    quoted: set[str] = set()
-    for path in documents():
-        text = path.read_text()
-        problems += check(text, str(path.relative_to(ROOT)))
-        quoted |= {stem for stems, _, _ in _passages(text) for stem in stems}
-    assert problems == []
-    # The passages the guides hold: the check has something to check.
-    assert {"engine_vs_filebench", "monitor_overhead", "fleet_scale"} <= quoted
+def test_the_scan_catches_a_figure_outside_a_passage() -> None:
+    for text in (
+        "The engine was 1.13x (1.01-1.20) filebench.",
+        "The cell came out equivalent (0.99-1.04).",
+        "fsbench wrote 2,341 MiB/s.",
+        "Pooled over 162 pairs the engine is ahead.",
+        "The first trial took 3.2 s, the second 1.7 s.",
+        "The sampler's overhead was 4.3% at load average 28.",
+        "On xfs it made fileserver ~10% slower than filebench.",
+    ):
+        assert figures.unmarked(text), text
+    # design statements, options and code are no measurement
+    for text in (
+        "Two configs are equivalent when the 90% CI of their ratio is within 1 ± 5%.",
+        "`--margin 0.05` (default) and `1.13x (0.99-1.04)` in a code span.",
+        "pgbench with the database at 0.5x and 2x the memory it may use.",
+        "```\nfsbench run --reps 5   # 1.13x (1.01-1.20)\n```",
+    ):
+        assert figures.unmarked(text) == [], text
+    # inside a passage a figure is checked against its key, not scanned
+    marked = (
+        "<!-- bench: monitor_overhead.json\nresults.ratio_with_without\n-->\n"
+        "The ratio was 1.04x (measured).\n<!-- /bench -->\n"
+    )
+    assert figures.unmarked(marked) == []
+    assert figures.check(marked) == []
 
 
-def test_the_rule_catches_a_figure_no_result_file_holds(tmp_path: Path) -> None:
-    """The check itself: a made-up figure in a marked passage, a figure beside a bench's
-    name outside one, and a passage of a bench without results are each caught; what a
-    result file holds, shown to fewer digits, passes."""
-    files = _result_files("monitor_overhead")
-    assert files, "bench/results/monitor_overhead.json is committed"
-    doc = json.loads(files[0].read_text())
-    ratio = doc["results"]["ratio_with_without"]
-    good = f"<!-- bench: monitor_overhead -->\nratio {ratio:.2f}\n<!-- /bench -->\n"
-    assert check(good) == []
-    made_up = f"<!-- bench: monitor_overhead -->\nratio {ratio + 0.5:.2f}\n<!-- /bench -->\n"
-    assert len(check(made_up)) == 1
-    beside = "`bench/monitor_overhead.py` measured a ratio of 0.98.\n"
-    assert "outside a <!-- bench: --> passage" in check(beside)[0]
-    assert check("`bench/monitor_overhead.py` (`--reps 8`) alternates.\n") == []
-    nothing = "<!-- bench: no_such_bench -->\n1.5 s\n<!-- /bench -->\n"
-    assert "no bench/results/ file of no_such_bench" in check(nothing)[0]
+def _passage(keys: str, body: str, files: str = "monitor_overhead.json") -> str:
+    return f"<!-- bench: {files}\n{keys}\n-->\n{body}\n<!-- /bench -->\n"
+
+
+def test_the_marker_rules() -> None:
+    ok = _passage("results.with.mean_s results.reps", "0.80 s with it at n = 8 each.")
+    assert figures.check(ok) == []
+
+    def one(text: str, what: str) -> None:
+        problems = figures.check(text)
+        assert len(problems) == 1 and re.search(what, problems[0]), problems
+
+    one(_passage("results.with.mean_s results.reps", "0.81 s at n = 8."), "is not 0.81")
+    one(_passage("results.with.mean_s", "0.80 s at n = 8."), "no key left")
+    one(_passage("results.with.mean_s results.reps _", "0.80 s at n = 8."), "keys for no figure")
+    one(_passage("results.no_such_key", "0.80 s."), "no 'no_such_key'")
+    one(_passage("_", "1.04x as fast."), "cannot be `_`")
+    one(_passage("_", "over 8 pairs."), "cannot be `_`")
+    one(_passage("8", "n = 8."), "a constant")
+    one(_passage("", "nothing", files="monitor_overhead"), "names result files")
+    # a percentage is the value x 100; a range's percent sign is both ends'
+    assert figures.check(_passage("results.without.cv results.with.cv", "29-31% (CV)")) == []
+    # a file merged from several invocations is said to be
+    merged = "engine_vs_filebench-filebench-tree.json"
+    one(_passage("summary.cells", "27 cells.", files=merged), "invocations")
+    assert (
+        figures.check(_passage("summary.cells invocations", "27 cells, 5 invocations.", merged))
+        == []
+    )
+    # a table row template: {N} is the row's N-th cell
+    table = (
+        "| fs | personality | threads | ratio |\n|---|---|---|---|\n"
+        "| btrfs | fileserver | 64 | 1.016 (0.992-1.041) |\n"
+    )
+    tpl = "| | | cells[fs={1},personality={2},threads={3}].threads | .ratio .ci90[0] .ci90[1] |"
+    assert (
+        figures.check(_passage(f"invocations\n{tpl}", "5 invocations.\n\n" + table, merged)) == []
+    )
+    bad = table.replace("1.016", "1.017")
+    one(_passage(f"invocations\n{tpl}", "5 invocations.\n\n" + bad, merged), "is not 1.017")
+
+
+def test_what_is_no_figure() -> None:
+    line = (
+        "On 2026-11-27 18:30-18:54 UTC, commit 005a0d3, `--rounds 12`, "
+        "engine_vs_filebench-24-rounds.json, ext4, p99, Linux 6.18.44: 1.5x"
+    )
+    assert [n.text for n in figures.numbers(line)] == ["1.5"]

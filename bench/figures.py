@@ -1,0 +1,746 @@
+"""The figures fsbench publishes about itself, each tied to the value it prints.
+
+README.md, docs/*.md and engine/README.md quote what fsbench's own benches measured
+(bench/*.py) only inside a **marked passage**, which names the result file(s) of
+bench/results/ and, per figure, the key of the value it prints:
+
+    <!-- bench: engine_vs_filebench-filebench-tree.json deadline=engine_vs_filebench-deadline.json
+    pooled.all.ratio .pairs pooled.all.ci90[0] pooled.all.ci90[1]
+    summary.verdicts.ahead _ deadline:cells[fs=btrfs,personality=fileserver,threads=64].ratio
+    | _ | _ | cells[fs={1},personality={2},threads={3}].threads | .ratio .ci90[0] .ci90[1] |
+    -->
+    ... the passage: prose, tables ...
+    <!-- /bench -->
+
+- The first line names the files: `FILE.json`, the default, then any `ALIAS=FILE.json`
+  (a key `ALIAS:path` reads that one).
+- Every number of the passage outside code spans, dates (2026-11-27), times (18:30) and
+  file names is a **figure**, and takes the next key, in order. A key is a path into the
+  file (`pooled.all.ratio`, `cells[fs=btrfs,threads=64].ci90[0]`: `[k=v,...]` the one
+  element of a list with those fields, `[?k=v]` all of them, `[*]` every element, `[1:]`
+  a slice, `["by hand"]` a key with a space), a path relative to the object the last
+  full path ended in (`.pairs` after `pooled.all.ratio`), or a computation named in full
+  (`len(cells)`, `min(cells[fs=btrfs].round_ratios)`, `100*x`, `a-b`: functions
+  `len min max median mean sum abs round`). A key reads the file: a constant alone is
+  none. Prefer a key the bench stored (its `summary`) to a computation.
+- `_` is a number of the text that is no figure (the 64 of "at 64 threads", an issue
+  number). It is refused where the number looks measured: a percentage, a ratio `1.1x`,
+  a thousands separator, an interval `(a-b)`, or a count or unit after it (`pairs`,
+  `rounds`, `cells`, `s`, `ops/s` ...).
+- A line of the header that starts with `|` is a **row template**: each data row of the
+  passage's tables takes, cell by cell, the keys of the template's cell, `{N}` standing
+  for the text of the row's N-th cell (from 1), relative keys for the object of the
+  row's first full key. A table's header row and its `|---|` line hold no figures.
+
+A figure is shown as its value **at its printed precision**: 1.133 is the value rounded
+to 3 decimals, 25 the count, 3.6% the value x 100 to one decimal. A passage that cites a
+file merged from several invocations of its bench (its `parts`) says so (the word
+"invocations"). `check()` returns the problems, one line each; `python bench/figures.py
+[DOC...]` lists every figure with its key and value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+
+
+def documents() -> list[Path]:
+    """Every document that may publish a figure of fsbench about itself."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "engine/README.md"]
+
+
+# -- Reading a document: passages and the numbers they print ---------------------------
+
+_OPEN = re.compile(r"^\s*<!--\s*bench:\s*(.*)$")
+_CLOSE = re.compile(r"^\s*<!--\s*/bench\s*-->\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+# What is no figure, masked before numbers are read: code spans, HTML comments, links'
+# targets, file names and paths, dates, times of day, URLs.
+_MASK = re.compile(
+    r"`[^`]*`"
+    r"|<!--.*?-->"
+    r"|\]\([^)]*\)"
+    r"|https?://\S+"
+    r"|[\w./-]*\w\.(?:json|py|md|f|patch|toml|txt|db)\b"
+    r"|\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?"
+    r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s*[-–]\s*\d{1,2}:\d{2}(?::\d{2})?)?"
+)
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
+_PERCENT_AFTER_RANGE = re.compile(r"\s*[-–]\s*\d[\d,]*(?:\.\d+)?%")
+_COUNTED = re.compile(
+    r"\s*(?:pairs?|rounds?|cells?|trials?|reps|repetitions|runs?|hosts?|connections|polls?"
+    r"|ops/s|files/s|MiB/s|MB/s|trials/s|s|ms|us|µs|min|CPU-seconds|ahead|behind"
+    r"|undecided|equivalent)\b"
+)
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A number as a document prints it."""
+
+    line: int  # 1-based line of the document
+    start: int  # its place in the line
+    end: int
+    text: str  # as printed, without a percent sign: "1,742.5"
+    percent: bool
+    ratio: bool  # followed by x or ×
+    counted: bool  # followed by a count or a unit: "162 pairs", "10 s"
+    in_interval: bool  # one end of "(a-b)" or "a-b" of decimals
+
+    @property
+    def decimals(self) -> int:
+        return len(self.text.partition(".")[2])
+
+    def shows(self, value: float) -> bool:
+        """Whether `value` printed at this figure's precision is this figure."""
+        v = value * 100 if self.percent else value
+        return f"{v:.{self.decimals}f}" == self.text.replace(",", "")
+
+
+def mask(line: str) -> str:
+    """The line with what holds no figure blanked out (same length)."""
+    return _MASK.sub(lambda m: " " * len(m.group(0)), line)
+
+
+def numbers(line: str, lineno: int = 0) -> list[Printed]:
+    """The numbers a line prints outside code spans, dates, times and file names."""
+    masked = mask(line)
+    out = []
+    for m in _NUMBER.finditer(masked):
+        after = masked[m.end() :]
+        ratio = bool(re.match(r"[x×](?!\w)", after))
+        if not ratio and (re.match(r"\w", after) or re.match(r"\.\d", after)):
+            continue  # part of a word or a version: 005a0d3, 6.18.44, 3rd
+        text = m.group(0)
+        pct = after.startswith("%") or bool(_PERCENT_AFTER_RANGE.match(after))
+        before = masked[: m.start()]
+        interval = "." in text and (
+            bool(re.match(r"\s*[-–]\s*\d+\.\d", after))
+            or bool(re.search(r"\d\.\d+\s*[-–]\s*$", before))
+        )
+        out.append(
+            Printed(
+                line=lineno,
+                start=m.start(),
+                end=m.end(),
+                text=text,
+                percent=pct,
+                ratio=ratio,
+                counted=bool(_COUNTED.match(after[1:] if ratio else after)),
+                in_interval=interval,
+            )
+        )
+    return out
+
+
+def looks_measured(p: Printed) -> bool:
+    """A number that `_` may not pass off as no figure."""
+    return p.percent or p.ratio or p.counted or p.in_interval or "," in p.text
+
+
+@dataclass
+class Passage:
+    """A marked passage: its files, its keys in order, its row template, its lines."""
+
+    doc: str
+    line: int  # the line of `<!-- bench:`
+    files: dict[str, str]  # alias ("" for the default) -> file name in bench/results/
+    keys: list[str]
+    template: list[list[str]] | None  # keys per column, or None
+    body: list[tuple[int, str]] = field(default_factory=list)  # (line number, text)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(t for _, t in self.body)
+
+
+def _tokens(text: str) -> list[str]:
+    """Whitespace-separated keys; brackets, parentheses and quotes hold spaces."""
+    out, cur, depth, quote = [], "", 0, False
+    for ch in text:
+        if ch == '"':
+            quote = not quote
+        elif not quote and ch in "[(":
+            depth += 1
+        elif not quote and ch in "])":
+            depth -= 1
+        if ch.isspace() and depth == 0 and not quote:
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _cells(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each cell of a table row, code spans' pipes not counted."""
+    masked = re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)
+    bars = [i for i, ch in enumerate(masked) if ch == "|" and (i == 0 or masked[i - 1] != "\\")]
+    return [(a + 1, b) for a, b in zip(bars, bars[1:], strict=False)]
+
+
+def passages(text: str, doc: str = "") -> list[Passage]:
+    """The marked passages of a document."""
+    lines = text.splitlines()
+    out: list[Passage] = []
+    i = 0
+    fenced = False
+    while i < len(lines):
+        if _FENCE.match(lines[i]):
+            fenced = not fenced
+        opened = None if fenced else _OPEN.match(lines[i])
+        if opened is None:
+            i += 1
+            continue
+        start = i + 1
+        header = [opened.group(1)]
+        while "-->" not in header[-1]:
+            i += 1
+            if i >= len(lines):
+                raise ValueError(f"{doc} line {start}: <!-- bench: never ends with -->")
+            header.append(lines[i])
+        header[-1] = header[-1].split("-->", 1)[0]
+        files: dict[str, str] = {}
+        problems = []
+        for word in header[0].split():
+            alias, _, name = word.rpartition("=")
+            if not name.endswith(".json"):
+                problems.append(
+                    f"{doc} line {start}: {word!r}: a passage names result files "
+                    "(NAME.json or ALIAS=NAME.json), not a bench"
+                )
+            files[alias] = name
+        if "" not in files:
+            problems.append(f"{doc} line {start}: no default result file")
+        keys: list[str] = []
+        template = None
+        for h in header[1:]:
+            if h.strip().startswith("|"):
+                template = [_tokens(h[a:b]) for a, b in _cells(h.strip())]
+            else:
+                keys += _tokens(h)
+        p = Passage(doc, start, files, keys, template, problems=problems)
+        i += 1
+        while i < len(lines) and not _CLOSE.match(lines[i]):
+            if _OPEN.match(lines[i]):
+                raise ValueError(f"{doc} line {i + 1}: a passage in a passage")
+            p.body.append((i + 1, lines[i]))
+            i += 1
+        if i >= len(lines):
+            raise ValueError(f"{doc} line {start}: <!-- bench: --> never closed")
+        out.append(p)
+        i += 1
+    return out
+
+
+def outside_passages(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of every line outside passages, headers and code blocks."""
+    out, inside, fenced = [], False, False
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif _OPEN.match(line):
+            inside = True
+        elif _CLOSE.match(line):
+            inside = False
+        elif not inside and not fenced:
+            out.append((i + 1, line))
+        i += 1
+    return out
+
+
+# -- Keys: paths into a result file ------------------------------------------------------
+
+_TOKEN = re.compile(
+    r'\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<str>"[^"]*")|(?P<name>[A-Za-z_][\w=]*)|(?P<op>[][().,:*?+/-]))'
+)
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "min": min,
+    "max": max,
+    "median": statistics.median,
+    "mean": statistics.fmean,
+    "sum": sum,
+    "abs": abs,
+    "round": round,
+}
+
+
+class KeyError_(Exception):
+    """A key that does not resolve, with why."""
+
+
+@dataclass
+class Resolved:
+    value: Any
+    base: tuple[str, Any] | None  # (alias, object) that relative keys start from
+
+
+class _Parser:
+    def __init__(self, key: str, files: dict[str, Any], base: tuple[str, Any] | None) -> None:
+        self.toks: list[tuple[str, str]] = []
+        pos = 0
+        while pos < len(key):
+            m = _TOKEN.match(key, pos)
+            if m is None or m.end() == pos:
+                raise KeyError_(f"cannot read {key[pos:]!r}")
+            kind = m.lastgroup or "op"
+            self.toks.append((kind, m.group(kind)))
+            pos = m.end()
+        self.i = 0
+        self.files = files
+        self.base = base
+        self.new_base: tuple[str, Any] | None = None
+        self.read = False  # whether the key read the file at all
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self, value: str | None = None) -> tuple[str, str]:
+        tok = self.peek()
+        if tok is None or (value is not None and tok[1] != value):
+            raise KeyError_(f"expected {value or 'more'} at token {self.i + 1}")
+        self.i += 1
+        return tok
+
+    def parse(self) -> Any:
+        value = self.expr()
+        if self.peek() is not None:
+            raise KeyError_(f"unexpected {self.peek()[1]!r}")  # type: ignore[index]
+        return value
+
+    def expr(self) -> Any:
+        value = self.term()
+        while (tok := self.peek()) and tok[1] in "+-" and tok[0] == "op":
+            self.take()
+            right = self.term()
+            value = value + right if tok[1] == "+" else value - right
+        return value
+
+    def term(self) -> Any:
+        value = self.factor()
+        while (tok := self.peek()) and tok[0] == "op" and tok[1] in "*/":
+            self.take()
+            right = self.factor()
+            value = value * right if tok[1] == "*" else value / right
+        return value
+
+    def factor(self) -> Any:
+        tok = self.peek()
+        if tok is None:
+            raise KeyError_("a key ends too early")
+        kind, text = tok
+        if kind == "num":
+            self.take()
+            return float(text) if "." in text else int(text)
+        if kind == "op" and text == "(":
+            self.take()
+            value = self.expr()
+            self.take(")")
+            return value
+        if kind == "name" and text in FUNCTIONS and self._next_is("("):
+            self.take()
+            self.take("(")
+            args = [self.expr()]
+            while self.peek() == ("op", ","):
+                self.take()
+                args.append(self.expr())
+            self.take(")")
+            try:
+                return FUNCTIONS[text](*args)
+            except (TypeError, ValueError) as exc:
+                raise KeyError_(f"{text}(): {exc}") from exc
+        return self.path()
+
+    def _next_is(self, op: str) -> bool:
+        return self.i + 1 < len(self.toks) and self.toks[self.i + 1] == ("op", op)
+
+    def path(self) -> Any:
+        kind, text = self.peek()  # type: ignore[misc]
+        self.read = True
+        if kind == "op" and text == ".":
+            if self.base is None:
+                raise KeyError_("a relative key with no full key before it")
+            alias, obj = self.base
+            absolute = False
+        else:
+            alias = ""
+            if kind == "name" and self._next_is(":"):
+                alias = text
+                self.take()
+                self.take(":")
+            if alias not in self.files:
+                raise KeyError_(f"no file {alias!r} in this passage")
+            obj = self.files[alias]
+            absolute = True
+            name = self.take()
+            if name[0] != "name":
+                raise KeyError_(f"a key starts with a name, not {name[1]!r}")
+            obj = _step(obj, name[1])
+        chain = [obj]
+        while (tok := self.peek()) and tok[0] == "op" and tok[1] in ".[":
+            self.take()
+            if tok[1] == ".":
+                name = self.take()
+                if name[0] not in ("name", "num"):
+                    raise KeyError_(f"a name after '.', not {name[1]!r}")
+                obj = _step(obj, name[1])
+            else:
+                obj = self.subscript(obj)
+                self.take("]")
+            chain.append(obj)
+        if absolute:
+            # relative keys start from the deepest object the path went through
+            dicts = [o for o in chain[:-1] if isinstance(o, dict)]
+            self.new_base = (alias, dicts[-1] if dicts else self.files[alias])
+        return obj
+
+    def subscript(self, obj: Any) -> Any:
+        tok = self.peek()
+        if tok is None:
+            raise KeyError_("a key ends inside []")
+        kind, text = tok
+        if kind == "str":
+            self.take()
+            return _step(obj, text[1:-1])
+        if text == "*":
+            self.take()
+            if not isinstance(obj, list):
+                raise KeyError_("[*] of what is not a list")
+            return obj
+        if kind == "num" or text in (":", "-"):
+            lo = self._int()
+            if self.peek() == ("op", ":"):
+                self.take()
+                hi = self._int() if self.peek() != ("op", "]") else None
+                if not isinstance(obj, list):
+                    raise KeyError_("a slice of what is not a list")
+                return obj[lo:hi]
+            if lo is None:
+                raise KeyError_("an empty index")
+            if not isinstance(obj, list) or not -len(obj) <= lo < len(obj):
+                raise KeyError_(f"no [{lo}]")
+            return obj[lo]
+        every = text == "?"
+        if every:
+            self.take()
+        conds = []
+        while True:
+            name = self.take()
+            if name[0] != "name" or "=" not in name[1]:
+                raise KeyError_(f"a condition field=value, not {name[1]!r}")
+            field_, _, value = name[1].partition("=")
+            if not value:
+                value = self.take()[1].strip('"')
+            conds.append((field_, value))
+            if self.peek() != ("op", ","):
+                break
+            self.take()
+        if not isinstance(obj, list):
+            raise KeyError_("a selection [k=v] of what is not a list")
+        chosen = [
+            e for e in obj if isinstance(e, dict) and all(_same(e.get(f), v) for f, v in conds)
+        ]
+        if every:
+            return chosen
+        if len(chosen) != 1:
+            raise KeyError_(f"[{','.join(f'{f}={v}' for f, v in conds)}] matches {len(chosen)}")
+        return chosen[0]
+
+    def _int(self) -> int | None:
+        sign = 1
+        if self.peek() == ("op", "-"):
+            self.take()
+            sign = -1
+        tok = self.peek()
+        if tok is None or tok[0] != "num":
+            return None
+        self.take()
+        return sign * int(tok[1])
+
+
+def _same(held: Any, wanted: str) -> bool:
+    if isinstance(held, bool) or held is None:
+        return str(held).lower() == wanted.lower()
+    if isinstance(held, (int, float)):
+        try:
+            return float(held) == float(wanted)
+        except ValueError:
+            return False
+    return str(held) == wanted
+
+
+def _step(obj: Any, name: str) -> Any:
+    if isinstance(obj, list):
+        return [_step(e, name) for e in obj]
+    if not isinstance(obj, dict) or name not in obj:
+        raise KeyError_(f"no {name!r}")
+    return obj[name]
+
+
+def resolve(key: str, files: dict[str, Any], base: tuple[str, Any] | None = None) -> Resolved:
+    """The value of a key in a passage's files (alias -> parsed JSON)."""
+    parser = _Parser(key, files, base)
+    value = parser.parse()
+    if not parser.read:
+        raise KeyError_("a constant: a key reads its value from the file")
+    return Resolved(value, parser.new_base or base)
+
+
+@cache
+def load(name: str) -> Any:
+    """A result file of bench/results/, parsed (once)."""
+    return json.loads((RESULTS / name).read_text())
+
+
+# -- Binding the figures of a passage to their keys ----------------------------------------
+
+
+@dataclass
+class Figure:
+    doc: str
+    printed: Printed
+    key: str  # as resolved: `{N}` filled in; "_" for no figure
+    value: Any = None
+    file: str = ""
+    problem: str | None = None
+
+
+def _row_cells(line: str) -> list[str]:
+    return [re.sub(r"[*`]", "", line[a:b]).strip() for a, b in _cells(line)]
+
+
+def figures(p: Passage) -> list[Figure]:
+    """Every number of the passage with its key and the value the key names."""
+    files: dict[str, Any] = {}
+    out: list[Figure] = []
+    for alias, name in p.files.items():
+        if not name.endswith(".json"):
+            continue  # refused by passages()
+        try:
+            files[alias] = load(name)
+        except (OSError, ValueError) as exc:
+            p.problems.append(f"{p.doc} line {p.line}: bench/results/{name}: {exc}")
+    if len(files) != len(p.files):
+        return out
+    keys = iter(p.keys)
+    base: tuple[str, Any] | None = None
+    fenced = False
+    lines = list(p.body)
+    for k, (lineno, line) in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        row = line.strip().startswith("|")
+        if row and re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", line.strip()):
+            continue  # |---|
+        nxt = lines[k + 1][1].strip() if k + 1 < len(lines) else ""
+        if row and re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", nxt):
+            continue  # a table's header row
+        found = numbers(line, lineno)
+        if row and p.template is not None:
+            cells = _cells(line)
+            texts = _row_cells(line)
+            if len(cells) != len(p.template):
+                p.problems.append(
+                    f"{p.doc} line {lineno}: {len(cells)} cells, the template has {len(p.template)}"
+                )
+                continue
+            row_base = None
+            for (a, b), template in zip(cells, p.template, strict=True):
+                inside = [n for n in found if a <= n.start < b]
+                if len(inside) != len(template):
+                    p.problems.append(
+                        f"{p.doc} line {lineno}: cell {line[a:b].strip()!r} prints "
+                        f"{len(inside)} numbers, its template {len(template)} keys"
+                    )
+                    continue
+                for n, tk in zip(inside, template, strict=True):
+                    key = re.sub(r"\{(\d+)\}", lambda m, t=texts: t[int(m.group(1)) - 1], tk)
+                    fig, row_base = _bind(p, n, key, files, row_base)
+                    out.append(fig)
+            continue
+        for n in found:
+            key = next(keys, None)
+            if key is None:
+                out.append(Figure(p.doc, n, "", problem="no key left for it"))
+                continue
+            fig, base = _bind(p, n, key, files, base)
+            out.append(fig)
+    left = list(keys)
+    if left:
+        p.problems.append(f"{p.doc} line {p.line}: {len(left)} keys for no figure: {left}")
+    return out
+
+
+def _bind(
+    p: Passage, n: Printed, key: str, files: dict[str, Any], base: tuple[str, Any] | None
+) -> tuple[Figure, tuple[str, Any] | None]:
+    if key == "_":
+        problem = "a measured-looking number cannot be `_`" if looks_measured(n) else None
+        return Figure(p.doc, n, key, problem=problem), base
+    try:
+        res = resolve(key, files, base)
+    except (KeyError_, ZeroDivisionError) as exc:
+        return Figure(p.doc, n, key, problem=f"{key}: {exc}"), base
+    alias = key.partition(":")[0] if re.match(r"^[A-Za-z_]\w*:", key) else ""
+    fig = Figure(p.doc, n, key, res.value, p.files.get(alias, ""))
+    value = res.value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        fig.problem = f"{key} is {value!r}, not a number"
+    elif not n.shows(value):
+        pct = " x 100" if n.percent else ""
+        fig.problem = f"{key} = {value!r}{pct} is not {n.text} at {n.decimals} decimals"
+    return fig, res.base
+
+
+def check(text: str, doc: str = "README.md") -> list[str]:
+    """What a document prints in its marked passages that its keys do not hold."""
+    problems: list[str] = []
+    try:
+        found = passages(text, doc)
+    except ValueError as exc:
+        return [str(exc)]
+    for p in found:
+        problems += check_passage(p)
+    return problems
+
+
+def check_passage(p: Passage) -> list[str]:
+    figs = figures(p)
+    problems = list(p.problems)
+    for f in figs:
+        if f.problem:
+            problems.append(f"{f.doc} line {f.printed.line}: {f.printed.text}: {f.problem}")
+    merged = [n for n in p.files.values() if _is_merged(n)]
+    if merged and not re.search(r"\binvocations?\b", p.text):
+        problems.append(
+            f"{p.doc} line {p.line}: {', '.join(merged)} merges several invocations of "
+            "its bench (its `parts`): the passage says so"
+        )
+    return problems
+
+
+def _is_merged(name: str) -> bool:
+    try:
+        return "parts" in load(name)
+    except (OSError, ValueError):
+        return False
+
+
+# -- Figures outside passages: a heuristic scan ---------------------------------------------
+
+# Shapes no text prints but a measurement: a ratio with its interval, an interval of
+# decimals, a rate, a p-value, a CV, a load average, a count of pairs.
+_STRONG = re.compile(
+    r"\d(?:\.\d+)?\s*[x×]\s*\(\s*\d"
+    r"|\(\s*\d+\.\d+\s*[-–]\s*\d+\.\d+\s*[),;]"
+    r"|\bCI\s+\d+\.\d+\s*[-–]\s*\d+\.\d+"
+    r"|\d+\.\d{2,}\s*[x×](?!\w)"
+    r"|\d[\d,]*(?:\.\d+)?\s*(?:ops/s|MiB/s|MB/s|GiB/s|files/s|trials/s)"
+    r"|\bp\s*(?:=|of)?\s*0\.\d"
+    r"|\bload(?: average)?\s+(?:of\s+)?\d"
+    r"|\d+\s+pairs\b"
+)
+# Words that say a number was measured; with a decimal, a percentage or a duration beside
+# them in one paragraph, the paragraph quotes a measurement.
+_MEASURED = re.compile(
+    r"\b(?:measured|faster|slower|took|came out|overhead|pooled|busy|idle)\b",
+    re.IGNORECASE,
+)
+_QUANTITY = re.compile(
+    r"(?<![\w.])\d+\.\d+(?![\w.])|(?<![\w.])\d+(?:\.\d+)?\s*(?:%|s\b|ms\b|us\b|µs\b)"
+)
+
+
+def blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """Paragraphs, list items and table rows, with their first line number."""
+    block: list[str] = []
+    start = 0
+    for n, line in [*lines, (0, "")]:
+        item = re.match(r"\s*([-*]|\d+\.)\s|\s*\|", line)
+        if not line.strip() or item or (block and n != start + len(block)):
+            if block:
+                yield start, " ".join(block)
+            block = []
+        if line.strip():
+            if not block:
+                start = n
+            block.append(line.strip())
+            if line.lstrip().startswith("|"):
+                yield start, " ".join(block)
+                block = []
+
+
+def unmarked(text: str, doc: str = "README.md") -> list[str]:
+    """Blocks outside marked passages that print what looks like a measured figure."""
+    problems = []
+    for line, block in blocks(outside_passages(text)):
+        plain = mask(block)
+        strong = _STRONG.search(plain)
+        weak = next(
+            (
+                q
+                for w in _MEASURED.finditer(plain)
+                for q in _QUANTITY.finditer(plain, max(0, w.start() - 30), w.end() + 30)
+            ),
+            None,
+        )
+        if strong or weak:
+            what = (strong or weak).group(0)  # type: ignore[union-attr]
+            problems.append(
+                f"{doc} line {line}: {what.strip()!r} looks like a measured figure outside "
+                f"a <!-- bench: --> passage: {block[:100]}"
+            )
+    return problems
+
+
+def check_all() -> list[str]:
+    problems = []
+    for path in documents():
+        text = path.read_text()
+        name = str(path.relative_to(ROOT))
+        problems += check(text, name) + unmarked(text, name)
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(a) for a in argv] or documents()
+    for path in paths:
+        name = str(path.resolve().relative_to(ROOT))
+        for p in passages(path.read_text(), name):
+            print(f"{name} line {p.line}: {' '.join(p.files.values())}")
+            for f in figures(p):
+                mark = f"  <- {f.problem}" if f.problem else ""
+                print(f"  {f.printed.line}: {f.printed.text:>10}  {f.key} = {f.value!r}{mark}")
+            for problem in p.problems:
+                print(f"  {problem}")
+    problems = check_all()
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
