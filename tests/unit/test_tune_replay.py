@@ -134,6 +134,13 @@ def test_a_metric_no_trial_reports_is_an_error_naming_those_that_are() -> None:
         replay(CONFIGS, TuneSpec(metric="tps"), stored(np.ones((3, 4))), keys(), 10_000)
 
 
+def test_a_constraint_on_a_metric_no_trial_reports_is_an_error_too() -> None:
+    # It would never drop a config: the race would end as if it had been kept.
+    spec = TuneSpec(metric="files_per_s", require=["lat_p99<5000"])
+    with pytest.raises(FsbenchError, match="--require lat_p99<5000: no trial reports lat_p99"):
+        replay(CONFIGS, spec, stored(np.ones((3, 4))), keys(), 10_000)
+
+
 def test_metric_names_and_values_in_a_chain() -> None:
     assert split_metric("tree-read:seconds") == ("tree-read", "seconds")
     assert split_metric("tps") == ("", "tps")

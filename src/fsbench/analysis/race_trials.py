@@ -209,6 +209,15 @@ class Replay:
                 f"metric {self.spec.metric!r}: no trial reports it (they report: "
                 f"{', '.join(reported(self._seen))}); pick one with --metric"
             )
+        # A constraint on a metric no trial reports would never drop anything, in silence.
+        for constraint in self.spec.constraints():
+            if better_of(self._seen, constraint.metric) is None and any(
+                r.status == "ok" for r in self._seen
+            ):
+                raise FsbenchError(
+                    f"--require {constraint}: no trial reports {constraint.metric} (they "
+                    f"report: {', '.join(reported(self._seen))})"
+                )
         self.race = Race(self.configs, self.spec.settings(better != "lower"))
         for config, verdict in self.spec.safety.items():
             if verdict.safe and config in self.configs:

@@ -75,6 +75,12 @@ class HostProgress(Hooks):
             markup=False,
             highlight=False,
         )
+        self.progress.start()  # only now: a refusal before the run prints one line, no bars
+
+    def stop(self) -> None:
+        # Never started (refused before the run began): rich would print an empty line.
+        if self.progress.live.is_started:
+            self.progress.stop()
 
     def hosts(self, hosts: list[HostRun]) -> None:
         for h in hosts:
@@ -128,17 +134,20 @@ def fleet_run(
         if [c.key for c in cells] != [c.key for c in built.cells]:
             raise FsbenchError("--set values could not be written into the plan")
     display = HostProgress(err, store)
-    with sigterm_interrupts(), display.progress:
-        outcome = matrix.run(
-            plan,
-            cells,
-            store,
-            argv=sys.argv,
-            overrides=overrides,
-            resume_run=run_id,
-            hooks=display,
-            kind=FLEET,
-        )
+    with sigterm_interrupts():
+        try:
+            outcome = matrix.run(
+                plan,
+                cells,
+                store,
+                argv=sys.argv,
+                overrides=overrides,
+                resume_run=run_id,
+                hooks=display,
+                kind=FLEET,
+            )
+        finally:
+            display.stop()
     if outcome.interrupted:
         err.print(
             f"fsbench fleet: interrupted; `fsbench fleet run --resume {outcome.run_id} "

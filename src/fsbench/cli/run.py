@@ -162,7 +162,9 @@ class ProgressHooks(Hooks):
         self.progress.start()  # only now: a refusal before the run prints one line, no bar
 
     def stop(self) -> None:
-        self.progress.stop()
+        # Never started (refused before the run began): rich would print an empty line.
+        if self.progress.live.is_started:
+            self.progress.stop()
 
     def started(self, slot: Slot, done: int, total: int) -> None:
         rep = "warm-up" if slot.warmup else f"rep {slot.rep}"

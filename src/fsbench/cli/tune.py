@@ -22,7 +22,7 @@ from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.run import interrupted, report_dir, sigterm_interrupts, write_report
 from fsbench.cli.tune_safety import check_safety
-from fsbench.execute.race import TuneOutcome, Watch, run_race
+from fsbench.execute.race import TuneOutcome, Watch, check_one_group, run_race
 from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
 from fsbench.plan import presets
@@ -173,6 +173,7 @@ def tune(
             duplicates=space.duplicates,
         )
         spec.settings(True)  # refuse bad settings before anything runs
+        check_one_group(built.cells)  # and a space that is no race (before its crash tests)
         if safe:
             safety_run, verdicts = check_safety(built.plan, store, safety_set, out)
             spec = spec.model_copy(update={"safety_run": safety_run, "safety": verdicts})

@@ -21,8 +21,13 @@ class Git:
         return res
 
     def commit(self, ref: str) -> str:
-        res = self.run("rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}")
-        return res.stdout.strip()
+        spec = f"{ref}^{{commit}}"
+        res = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", spec, check=False)
+        if res.ok:
+            return res.stdout.strip()
+        if res.returncode == 1 and not res.output.strip():  # --quiet: no such commit
+            raise FsbenchError(f"no commit {ref!r} in {self.tree} (a typo, or not fetched yet)")
+        raise FsbenchError(f"git rev-parse {spec}: {res.output.strip()[-600:]}")
 
     def head(self) -> str:
         return self.commit("HEAD")

@@ -80,6 +80,11 @@ def check_one_group(cells: Sequence[Cell]) -> None:
     names = [c.config.display for c in cells]
     if len(set(names)) != len(names):
         raise FsbenchError("fsbench tune: one cell per config expected")
+    if len(names) < 2:
+        raise FsbenchError(
+            f"fsbench tune races two configs or more; this space has one ({names[0]}): give "
+            "alternatives in braces (--fs 'ext4:mount={noatime,relatime}') or a [search] table"
+        )
 
 
 def config_names(cells: Sequence[Cell]) -> dict[str, str]:

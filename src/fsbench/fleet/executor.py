@@ -131,7 +131,8 @@ class FleetExecutor(Executor):
         if hosts is None:
             hosts = inv.load(self.inventory, spec.limit)
         if not hosts:
-            raise FsbenchError("the inventory has no hosts (after --limit)")
+            matching = f" matching --limit {spec.limit!r}" if spec.limit else ""
+            raise FsbenchError(f"inventory {self.inventory} has no hosts{matching}")
         self.hosts = [HostRun(h) for h in hosts]
         self.workdir = workdir or spec.controller_dir
         self.poll = spec.poll if poll is None else poll

@@ -5,6 +5,7 @@ groups and the `fsbench_*` variables are kept: connection secrets stay with Ansi
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,31 @@ def load(inventory: Path, limit: str | None = None) -> list[FleetHost]:
         data = json.loads(res.stdout)
     except json.JSONDecodeError as exc:
         raise FsbenchError(f"ansible-inventory {inventory}: not JSON ({exc})") from None
-    return hosts_of(data)
+    hosts = hosts_of(data)
+    if not hosts and (why := _unparsed(res.stderr, inventory)):
+        # Ansible only warns (and lists no host) when no plugin can read the file.
+        raise FsbenchError(f"inventory {inventory}: Ansible cannot parse it ({why})")
+    return hosts
+
+
+# What ansible-inventory warns when one of its plugins cannot read a source (ansible-core
+# 2.19: `with 'ini' plugin: ...`; before: `/path with ini plugin: ...`).
+_PLUGIN_FAILED = re.compile(r"Failed to parse (?:inventory|\S+) with '?(\w+)'? plugin: (.+)")
+_PARSER_PREFIX = "Failed to parse inventory: "
+
+
+def _unparsed(stderr: str, inventory: Path) -> str:
+    """Why no plugin of Ansible could read the inventory ('' when one could): what the
+    plugin its name calls for (yaml for .yml, .yaml, .json; else ini) said, in one line."""
+    if not re.search(r"Unable to parse .+ as an inventory source", stderr):
+        return ""
+    said: dict[str, str] = {}
+    for plugin, why in _PLUGIN_FAILED.findall(stderr):
+        said.setdefault(plugin, why.strip().removeprefix(_PARSER_PREFIX))
+    plugin = "yaml" if inventory.suffix in (".yml", ".yaml", ".json") else "ini"
+    if plugin not in said:
+        plugin = next(iter(said), "")
+    return f"{plugin} plugin: {said[plugin]}" if plugin else "no plugin could read it"
 
 
 def hosts_of(data: dict[str, Any]) -> list[FleetHost]:

@@ -20,6 +20,9 @@ def default_db_path() -> Path:
     return Path(base) / "fsbench" / "results.db"
 
 
+PG_FORM = "postgresql://[USER[:PASSWORD]@][HOST][:PORT]/DATABASE"
+
+
 def to_url(db: str | Path | None) -> str:
     """A path or a URL as the engine takes it: `postgresql://` means psycopg 3; any other
     kind of database is refused in one line (fsbench stores results in SQLite or
@@ -28,15 +31,16 @@ def to_url(db: str | Path | None) -> str:
         db = default_db_path()
     given = str(db)
     if given.startswith(("postgresql://", "postgres://")):
-        return with_taken_password("postgresql+psycopg://" + given.split("://", 1)[1])
+        url = "postgresql+psycopg://" + given.split("://", 1)[1]
+        return with_taken_password(_parsed(url, given))
     if given.startswith("postgresql+psycopg://"):
-        return with_taken_password(given)
+        return with_taken_password(_parsed(given, given))
     if given.startswith("sqlite://"):
         return given
     if "://" in given:
         raise FsbenchError(
             f"cannot use {without_password(given)} as a result store: give a file path, "
-            "sqlite:///PATH or postgresql://[USER[:PASSWORD]@][HOST][:PORT]/DATABASE"
+            f"sqlite:///PATH or {PG_FORM}"
         )
     path = Path(given).expanduser()
     try:
@@ -47,6 +51,22 @@ def to_url(db: str | Path | None) -> str:
             "give --db a path in a directory you can write"
         ) from None
     return f"sqlite:///{path}"
+
+
+def _parsed(url: str, given: str) -> str:
+    """`url` if SQLAlchemy can parse it; else `given` is refused in one line. The parser's
+    own words are not quoted: they may hold the password."""
+    try:
+        make_url(url)
+    except ValueError:  # the only one _parse_url raises: int() of the port
+        why = "its port is not a number"
+    except ArgumentError:
+        why = "not a URL"
+    else:
+        return url
+    raise FsbenchError(
+        f"cannot use {without_password(given)} as a result store: {why}; give {PG_FORM}"
+    )
 
 
 def without_password(url: str) -> str:

@@ -166,7 +166,10 @@ class KernelBuilder:
             raise FsbenchError(f"--linux {self.tree}: not a Linux source tree (no Kconfig)")
         self.cache = Path(cache)
         self.user_config = Path(config).resolve() if config else None
-        base = self.user_config.read_text() if self.user_config else fragment_text()
+        try:
+            base = self.user_config.read_text() if self.user_config else fragment_text()
+        except OSError as exc:
+            raise FsbenchError(f"--config {self.user_config}: {exc.strerror}") from None
         self.key = content_key("kbuild", str(self.tree), base, ARCH)
         self.dir = self.cache / self.key
         self.out = self.dir / "out"
