@@ -169,8 +169,7 @@ def plan(
 ) -> BudgetPlan:
     """Every group's looks: its minimum, then rounds shared out while they fit."""
     if budget is None:
-        groups = tuple(GroupPlan(c, max(max_reps, c.n_min)) for c in costs)
-        return BudgetPlan(None, spent, groups)
+        return BudgetPlan(None, spent, tuple(GroupPlan(c, max(max_reps, c.n_min)) for c in costs))
     groups = [GroupPlan(c, c.n_min) for c in costs]
     left = budget - spent - sum(g.cost_s for g in groups)
     for counts in (False, True):

@@ -118,5 +118,6 @@ def look_statistic(kind: str, means: Array, variances: Array, n: int) -> Array:
     smallest: Array = np.min(np.stack(pairs, axis=1), axis=1)
     if kind == PAIR:
         return smallest
-    anova = welch_anova_from_moments(means, variances, np.full(means.shape, float(n)))
-    return np.minimum(np.minimum(anova, 3 * smallest), 1.0)
+    anova: Array = welch_anova_from_moments(means, variances, np.full(means.shape, float(n)))
+    gate: Array = np.minimum(np.minimum(anova, 3 * smallest), 1.0)
+    return gate
