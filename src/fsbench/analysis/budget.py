@@ -39,7 +39,9 @@ class GroupCost:
     round_s: float  # seconds one round of it takes
     counts_only: bool = False  # its headline metrics are all exact counts
     noise: float | None = None  # the CV its cells showed before (this host's trials)
-    rewarm_s: float = 0.0  # a warm-up trial before its extra rounds, if it needs one
+    # A warm-up trial: one just before the group's first rounds, and one more before its
+    # extra rounds, which come after every other group's first rounds.
+    warmup_s: float = 0.0
 
     @property
     def n_min(self) -> int:
@@ -75,8 +77,8 @@ class GroupPlan:
 
     @property
     def cost_s(self) -> float:
-        extra = self.n_max - self.n_min
-        return self.n_max * self.cost.round_s + (self.cost.rewarm_s if extra > 0 else 0.0)
+        warmups = 1 + (self.n_max > self.n_min)
+        return self.n_max * self.cost.round_s + warmups * self.cost.warmup_s
 
     def line(self) -> str:
         """'fileserver threads=4 (3 configs): n up to 4 (looks at 3-4); about 14% at CV
@@ -121,8 +123,8 @@ class BudgetPlan:
 
     @property
     def minimum_s(self) -> float:
-        """What every group's minimum costs, from now."""
-        return sum(g.n_min * g.cost.round_s for g in self.groups)
+        """What every group's minimum costs, from now (its warm-up trial included)."""
+        return sum(g.n_min * g.cost.round_s + g.cost.warmup_s for g in self.groups)
 
     @property
     def planned_s(self) -> float:

@@ -63,7 +63,7 @@ class Decide:
     # -- the phases -----------------------------------------------------------------
 
     def run(self) -> None:
-        costs, probed = self._project()
+        costs = self._project()
         found = budget.plan(
             costs, self.plan.budget, self.loop.clock() - self.started, self.plan.max_reps
         )
@@ -72,7 +72,7 @@ class Decide:
             self.loop.hooks.note(line)
         self._record(found)
         for index in range(len(self.groups)):
-            self._minimum(index, warm=not probed)
+            self._minimum(index)
         self._more()
         self._record(found, done=True)
         for group_slots in self.groups:
@@ -82,10 +82,10 @@ class Decide:
                 if s.seq not in self.loop.stored and s.cell.key not in self.loop.refused
             )
 
-    def _project(self) -> tuple[list[GroupCost], bool]:
+    def _project(self) -> list[GroupCost]:
         """Every group's projected cost: from this host's stored trials of its cells when
-        all have some, else from one warm-up trial of each group, run now (the second
-        value says whether they ran)."""
+        all have some, else from one warm-up trial of each group, run now (stored, never
+        counted)."""
         history = self._history()
         names = _names(self.groups)
         costs: list[GroupCost | None] = []
@@ -101,28 +101,32 @@ class Decide:
                         seconds,
                         _counts_only(history[cells[0].key][2]),
                         statistics.median(noise) if noise else None,
-                        seconds / len(cells),
+                        seconds / len(cells) if self.plan.warmup > 0 else 0.0,
                     )
                 )
             else:
                 costs.append(None)
         if all(c is not None for c in costs):
-            return [c for c in costs if c is not None], False
+            return [c for c in costs if c is not None]
         out = []
         for index, group_slots in enumerate(self.groups):
             cells = _cells(group_slots)
             took, records = self._warm(index)
+            warmup = took if self.plan.warmup > 0 else 0.0
             cost = GroupCost(
-                names[index], len(cells), took * len(cells), _counts_only(records), None, took
+                names[index], len(cells), took * len(cells), _counts_only(records), None, warmup
             )
             out.append(cost)
-        return out, True
+        return out
 
-    def _minimum(self, index: int, warm: bool) -> None:
+    def _minimum(self, index: int) -> None:
         """The group's first rounds: to n = 2, then (unless its exact answers are all in)
-        to its minimum; the warm-up trial first when the projection did not just run it."""
+        to its minimum, after a warm-up trial of its own just before them: the first
+        trial after other work is slower here (a quarter of the speed for fio's first
+        write; bench/results/warmup_effect.json), and the projection's warm-ups ran
+        before other groups' work."""
         group_plan = self.plans[index]
-        if warm and self.plan.warmup > 0:
+        if self.plan.warmup > 0:
             self._warm(index)
         self._rounds(index, 1, MIN_REPS_EXACT)
         if group_plan.n_min > MIN_REPS_EXACT or not self._complete(index):
