@@ -51,11 +51,13 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     n = len(values)
     if n == 0:
         return Summary(0, None, None, None, None, None, None, None)
+    mean = statistics.fmean(values)
     median = statistics.median(values)
-    _, mean, variance = moments(values)
     if n == 1:
         return Summary(1, mean, median, None, None, None, values[0], values[0])
-    sd = math.sqrt(variance)
+    # Exact (statistics works in fractions): a report of a stored run never moves in its
+    # last digit.
+    sd = statistics.stdev(values)
     half = t_quantile(n - 1, confidence) * sd / math.sqrt(n)
     cv = sd / mean if mean else None
     return Summary(n, mean, median, sd, (mean - half, mean + half), cv, min(values), max(values))
