@@ -108,8 +108,9 @@ def one_metric(
 
 
 def quick_shape(cells: Sequence[Cell]) -> dict[str, CellModel]:
-    """The quick preset's groups at a fresh 2-core machine's trial times, every timing
-    metric alike across configs (A/A) and every count different (exact orders)."""
+    """The quick preset's groups at a 2-core machine's trial times (what each slot cost the
+    stored run bench/results/quick_replay.json models), every timing metric alike across
+    configs (A/A) and every count different (exact orders)."""
 
     def m(name: str, unit: str, better: str, mean: float, cv: float = 0.0) -> MetricModel:
         return MetricModel(name, unit, better, mean, cv, LOGNORMAL)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fsbench import workloads
@@ -35,7 +34,7 @@ from fsbench.analysis.design import EXACT_UNITS, MIN_REPS, MIN_REPS_EXACT, Desig
 from fsbench.analysis.rows import build_rows
 from fsbench.execute.schedule import Slot
 from fsbench.store import trialfacts
-from fsbench.store.records import TrialRecord
+from fsbench.store.records import TrialRecord, slot_seconds
 
 if TYPE_CHECKING:
     from fsbench.execute.loop import _Loop
@@ -310,11 +309,11 @@ class Decide:
         for run in reversed(runs):
             if used >= HISTORY_RUNS:
                 break
-            trials = [t for t in self.loop.store.get_trials(run.id) if t.cell_key in keys]
-            if not trials:
+            trials = self.loop.store.get_trials(run.id)
+            if not any(t.cell_key in keys for t in trials):
                 continue
             used += 1
-            for key, seconds, values, records in _cell_history(trials):
+            for key, seconds, values, records in _cell_history(trials, keys):
                 mine = out.setdefault(key, ([], [], records))
                 mine[0].extend(seconds)
                 mine[1].extend(values)
@@ -388,29 +387,20 @@ def _cv(values: Sequence[float]) -> float | None:
 
 
 def _cell_history(
-    trials: Sequence[TrialRecord],
+    trials: Sequence[TrialRecord], keys: set[str]
 ) -> list[tuple[str, list[float], list[float], list[TrialRecord]]]:
-    """Per cell of one run's stored trials: the seconds each counted slot took (its steps
-    together), its first headline metric's values, and its trials."""
+    """Per cell of `keys` in one run's stored trials: what each of its counted slots cost
+    the run (store.records.slot_seconds, over all the run's trials), its first headline
+    metric's values, and its trials."""
+    cost = slot_seconds(list(trials))
     by_cell: dict[str, list[TrialRecord]] = {}
     for t in trials:
-        if t.status == "ok" and not t.warmup:
+        if t.status == "ok" and not t.warmup and t.cell_key in keys:
             by_cell.setdefault(t.cell_key, []).append(t)
     out = []
     for key, records in by_cell.items():
-        slots: dict[int, list[TrialRecord]] = {}
-        for t in records:
-            slots.setdefault(t.seq, []).append(t)
-        seconds = []
-        for steps in slots.values():
-            try:
-                began = min(datetime.fromisoformat(t.started_at) for t in steps)
-                ended = max(datetime.fromisoformat(t.finished_at) for t in steps)
-            except ValueError:
-                continue
-            seconds.append((ended - began).total_seconds())
-        first = records[0]
-        headline = trialfacts.headline(first.provenance) or workloads.get(first.workload).headline
+        seconds = [cost[seq] for seq in sorted({t.seq for t in records}) if seq in cost]
+        headline = _headline_of(records[0])
         values = [
             m.value
             for t in records

@@ -85,3 +85,28 @@ class RunRecord:
     part_of: str = ""
     part_host: str = ""
     part_groups: list[str] = field(default_factory=list)
+
+
+def slot_seconds(trials: list[TrialRecord]) -> dict[int, float]:
+    """What each slot (a cell's steps together) cost its run, by its seq: from the end of
+    the slot run before it to its own end, so that what happens between trials (mkfs,
+    mount, unmount, the checks after) counts; the first slot of a run, its own span."""
+    spans: dict[int, tuple[datetime, datetime]] = {}
+    for t in trials:
+        try:
+            began, ended = (
+                datetime.fromisoformat(t.started_at),
+                datetime.fromisoformat(t.finished_at),
+            )
+        except ValueError:
+            continue
+        old = spans.get(t.seq)
+        spans[t.seq] = (min(began, old[0]), max(ended, old[1])) if old else (began, ended)
+    out: dict[int, float] = {}
+    previous: datetime | None = None
+    for seq, (began, ended) in sorted(spans.items(), key=lambda item: item[1][0]):
+        out[seq] = (
+            ended - (previous if previous is not None and previous <= began else began)
+        ).total_seconds()
+        previous = ended
+    return out

@@ -13,7 +13,6 @@ import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, ClassVar
 
 from fsbench.analysis.design import EXACT_UNITS
@@ -21,7 +20,7 @@ from fsbench.execute.executors.base import Executor, OnRecords, OnStart
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store import trialfacts
-from fsbench.store.records import MetricRecord, TrialRecord, now
+from fsbench.store.records import MetricRecord, TrialRecord, now, slot_seconds
 
 NORMAL, LOGNORMAL = "normal", "lognormal"
 
@@ -168,24 +167,16 @@ class ReplayExecutor(Executor):
 
 def models_from_run(trials: Sequence[TrialRecord]) -> dict[str, CellModel]:
     """Models of a stored run's cells: per metric its counted values' mean and CV
-    (lognormal), an exact count where it never varied; per cell the median seconds of its
-    counted slots (steps together)."""
+    (lognormal), an exact count where it never varied; per cell the median of what its
+    counted slots cost the run (store.records.slot_seconds)."""
+    cost = slot_seconds(list(trials))
     by_cell: dict[str, list[TrialRecord]] = {}
     for t in trials:
         if t.status == "ok" and not t.warmup:
             by_cell.setdefault(t.cell_key, []).append(t)
     out = {}
     for key, records in by_cell.items():
-        slots: dict[int, list[TrialRecord]] = {}
-        for t in records:
-            slots.setdefault(t.seq, []).append(t)
-        seconds = statistics.median(
-            (
-                max(datetime.fromisoformat(t.finished_at) for t in steps)
-                - min(datetime.fromisoformat(t.started_at) for t in steps)
-            ).total_seconds()
-            for steps in slots.values()
-        )
+        seconds = statistics.median(cost[seq] for seq in {t.seq for t in records} if seq in cost)
         steps = []
         for index in sorted({t.step for t in records}):
             mine = [t for t in records if t.step == index]
