@@ -126,12 +126,12 @@ def quick_shape(cells: Sequence[Cell]) -> dict[str, CellModel]:
             if cell.params["method"] == "write-4k":
                 metrics = (m("seconds", "s", "lower", 4.0, 0.05), *counts)
                 out[cell.key] = CellModel(
-                    6.1, (StepModel("alloc", metrics, ("seconds", "fragments", "extents")),)
+                    4.2, (StepModel("alloc", metrics, ("seconds", "fragments", "extents")),)
                 )
             else:
                 metrics = (m("seconds", "s", "lower", 0.01, 0.1), *counts)
                 out[cell.key] = CellModel(
-                    1.5, (StepModel("alloc", metrics, ("fragments", "extents")),)
+                    0.1, (StepModel("alloc", metrics, ("fragments", "extents")),)
                 )
         elif cell.workload == "untar+tree-read":
             untar = (
@@ -144,7 +144,7 @@ def quick_shape(cells: Sequence[Cell]) -> dict[str, CellModel]:
                 m("mb_per_s", "MB/s", "higher", 200.0, 0.08),
             )
             out[cell.key] = CellModel(
-                16.1,
+                9.5,
                 (
                     StepModel("untar", untar, ("seconds", "mb_per_s", "frag_pct_fragmented")),
                     StepModel("tree-read", read, ("seconds", "mb_per_s")),
@@ -152,7 +152,7 @@ def quick_shape(cells: Sequence[Cell]) -> dict[str, CellModel]:
             )
         elif cell.workload == "fs_mark":
             out[cell.key] = CellModel(
-                4.1,
+                2.8,
                 (
                     StepModel(
                         "fs_mark",
@@ -175,7 +175,7 @@ def quick_shape(cells: Sequence[Cell]) -> dict[str, CellModel]:
                 m("lat_p99_us", "us", "lower", 900.0, 0.15),
             )
             out[cell.key] = CellModel(
-                13.1, (StepModel("fileserver", fs, tuple(x.name for x in fs)),)
+                9.3, (StepModel("fileserver", fs, tuple(x.name for x in fs)),)
             )
     return out
 
