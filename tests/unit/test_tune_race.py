@@ -305,3 +305,50 @@ def test_a_metric_that_can_be_zero_is_compared_on_its_own_scale() -> None:
     assert "zero" in {d.config for d in result.dropped}
     b = next(w for w in result.winners if w.config != result.leader)
     assert b.ratio == pytest.approx(1.0, abs=0.05)
+
+
+def test_the_guides_table_of_look_levels_is_the_code() -> None:
+    """docs/tune.md's levels per look are what race_bounds.look_level gives (to the
+    printed digits), so the guide cannot drift from the boundary the race uses."""
+    import re
+    from pathlib import Path
+
+    from fsbench.analysis.race_bounds import look_level
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "tune.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| ([\d.]+)% \| ([\d.]+)% \|$", text, re.MULTILINE)
+    assert len(rows) >= 4
+    for k, at_10, at_20 in rows:
+        for printed, rounds in ((at_10, 10), (at_20, 20)):
+            digits = len(printed.split(".")[1]) if "." in printed else 0
+            assert round(100 * look_level(int(k), 3, rounds, 0.05), digits) == float(printed), (
+                k,
+                rounds,
+            )
+
+
+def test_conover_against_the_best_is_bonferroni_over_the_others() -> None:
+    """Conover's comparisons with the best, against the textbook formula written out here
+    (Conover 1999, 5.8: t on rank sums with the pooled rank variance, (b-1)(k-1) df),
+    one-sided, times the k-1 comparisons: the race and its counted boundary
+    (race_bounds) share this one implementation, so neither can lose the factor alone."""
+    from scipy.stats import rankdata, t
+
+    from fsbench.analysis.race_checks import conover_vs_best, conover_vs_best_many, ranks_within
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        b, k = int(rng.integers(3, 9)), int(rng.integers(3, 7))
+        scores = rng.normal(size=(b, k)) + np.linspace(0, 1, k)
+        ranks = np.array([rankdata(row) for row in scores])
+        sums = ranks.sum(axis=0)
+        top = int(np.argmax(sums))
+        var = 2 * (b * (ranks**2).sum() - (sums**2).sum()) / ((b - 1) * (k - 1))
+        expected = np.minimum(
+            1.0, (k - 1) * t.sf((sums[top] - sums) / np.sqrt(var), (b - 1) * (k - 1))
+        )
+        expected[top] = 1.0
+        mean_ranks, p, best = conover_vs_best(scores)
+        assert best == top and p == pytest.approx(expected, rel=1e-9)
+        many, tops = conover_vs_best_many(ranks_within(scores)[None])
+        assert tops[0] == top and many[0] == pytest.approx(expected, rel=1e-9)

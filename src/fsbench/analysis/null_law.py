@@ -20,13 +20,17 @@ Two statistics:
   the looks. When the gate stays shut, every pair's p at every look is at least a third of
   the threshold, so the pairs' intervals at that level all hold 1 (decisions.py prints them).
 
-A single look of one pair needs no law: Welch's own p is its law. Pure and cached: a few
+A single look of one pair needs no law: Welch's own p is its law. Other statistics join
+the calculator with `register` (the race's ranks: race_bounds.py). Pure and cached: a few
 hundred milliseconds the first time a set of looks is asked for.
 """
 
 from __future__ import annotations
 
 import functools
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -74,30 +78,69 @@ def threshold(kind: str, looks: tuple[int, ...], level: float) -> float:
     if kind == PAIR and len(looks) == 1:
         return level
     laws = _laws(kind, looks)
-    allowed = int(np.floor(level * (DRAWS + 1) + 1e-9)) - 1  # draws at or below it
+    draws = len(laws[0])
+    allowed = int(np.floor(level * (draws + 1) + 1e-9)) - 1  # draws at or below it
     if allowed < 0:
         return 0.0
-    if allowed >= DRAWS:
+    if allowed >= draws:
         return 1.0
     return float(min(law[allowed] for law in laws))
 
 
+Sampler = Callable[[np.random.Generator, int, tuple[float, ...], tuple[int, ...]], Array]
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A statistic the calculator counts the law of: how to draw its smallest value over
+    some looks under no difference, the spread patterns to draw it under (the least
+    favourable kept) and how many draws per pattern."""
+
+    sample: Sampler
+    spreads: tuple[tuple[float, ...], ...]
+    draws: int = DRAWS
+
+
+_STATISTICS: dict[str, Statistic] = {}
+
+
+def register(
+    kind: str, sample: Sampler, spreads: tuple[tuple[float, ...], ...], draws: int = DRAWS
+) -> None:
+    """Another statistic for the calculator (the race's: race_bounds.py); idempotent."""
+    _STATISTICS.setdefault(kind, Statistic(sample, spreads, draws))
+
+
 @functools.lru_cache(maxsize=256)
 def _laws(kind: str, looks: tuple[int, ...]) -> tuple[Array, ...]:
-    """Per spread pattern, the sorted smallest statistic over `looks` of DRAWS draws
-    under no difference."""
-    return tuple(
-        np.sort(smallest_over_looks(kind, looks, spreads, DRAWS, SEED + i))
-        for i, spreads in enumerate(SPREADS[kind])
-    )
+    """Per spread pattern, the sorted smallest statistic over `looks` of the statistic's
+    draws under no difference (seeded by the kind, looks and pattern)."""
+    stat = _STATISTICS[kind]
+    out = []
+    for i, spreads in enumerate(stat.spreads):
+        seed = zlib.crc32(f"{SEED}:{kind}:{looks}:{i}".encode())
+        out.append(np.sort(stat.sample(np.random.default_rng(seed), stat.draws, spreads, looks)))
+    return tuple(out)
+
+
+def _sample(kind: str) -> Sampler:
+    def sample(
+        rng: np.random.Generator, draws: int, spreads: tuple[float, ...], looks: tuple[int, ...]
+    ) -> Array:
+        return smallest_over_looks(kind, looks, spreads, draws, rng)
+
+    return sample
 
 
 def smallest_over_looks(
-    kind: str, looks: tuple[int, ...], spreads: tuple[float, ...], draws: int, seed: int
+    kind: str,
+    looks: tuple[int, ...],
+    spreads: tuple[float, ...],
+    draws: int,
+    rng: np.random.Generator,
 ) -> Array:
-    """`draws` values of the statistic's smallest over the looks, configs alike in mean
-    with these spreads: the law's sample (also what the simulations of the rule draw)."""
-    rng = np.random.default_rng(seed)
+    """`draws` values of the pair's or the gate's smallest over the looks, configs alike
+    in mean with these spreads: the law's sample."""
     k = len(spreads)
     x = rng.standard_normal((draws, k, max(looks))) * np.asarray(spreads)[None, :, None]
     smallest = np.ones(draws)
@@ -121,3 +164,7 @@ def look_statistic(kind: str, means: Array, variances: Array, n: int) -> Array:
     anova: Array = welch_anova_from_moments(means, variances, np.full(means.shape, float(n)))
     gate: Array = np.minimum(np.minimum(anova, 3 * smallest), 1.0)
     return gate
+
+
+for _kind in (PAIR, GATE):
+    register(_kind, _sample(_kind), SPREADS[_kind])

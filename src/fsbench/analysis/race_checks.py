@@ -86,21 +86,27 @@ def finite(value: float | None) -> float | None:
 
 def paired_p(diff: Array) -> float:
     """Two-sided paired t-test of the mean difference against zero."""
+    return float(paired_p_many(np.asarray(diff, dtype=np.float64)[None, :])[0])
+
+
+def paired_p_many(diff: Array) -> Array:
+    """`paired_p` of each row (draws x rounds): the one formula, over many draws."""
     from scipy.special import stdtr
 
-    n = len(diff)
-    mean = float(diff.mean())
-    sd = float(diff.std(ddof=1))
-    if sd == 0:
-        return 1.0 if mean == 0 else 0.0
-    t = mean / (sd / math.sqrt(n))
-    return float(2 * stdtr(n - 1, -abs(t)))
+    n = diff.shape[1]
+    mean = diff.mean(axis=1)
+    sd = diff.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = mean / (sd / math.sqrt(n))
+    p = 2 * stdtr(n - 1, -np.abs(t))
+    return np.asarray(np.where(sd == 0, np.where(mean == 0, 1.0, 0.0), p), dtype=np.float64)
 
 
 def ranks_within(scores: Array) -> Array:
-    """Each value's rank within its block (row), 1 = lowest, ties sharing their mean rank."""
-    below = (scores[:, :, None] > scores[:, None, :]).sum(axis=2)
-    equal = (scores[:, :, None] == scores[:, None, :]).sum(axis=2)
+    """Each value's rank within its block (the last axis), 1 = lowest, ties sharing their
+    mean rank; blocks are rows (rounds x configs), or rows of many draws at once."""
+    below = (scores[..., :, None] > scores[..., None, :]).sum(axis=-1)
+    equal = (scores[..., :, None] == scores[..., None, :]).sum(axis=-1)
     return np.asarray(below + (equal + 1) / 2, dtype=np.float64)
 
 
@@ -111,39 +117,52 @@ def friedman_p(scores: Array) -> float:
     the ranks the post-hoc needs anyway: scipy's wrapper costs a millisecond a call, and
     a simulation of a thousand races calls it tens of thousands of times. 1.0 when every
     block ties every config."""
+    return float(friedman_p_many(ranks_within(np.asarray(scores, dtype=np.float64))[None])[0])
+
+
+def friedman_p_many(ranks: Array) -> Array:
+    """`friedman_p` of each draw (draws x blocks x configs of ranks within blocks)."""
     from scipy.special import chdtrc
 
-    b, k = scores.shape
-    ranks = ranks_within(scores)
-    sums = ranks.sum(axis=0)
-    c1 = b * k * (k + 1) ** 2 / 4
-    total = float((ranks**2).sum()) - c1
-    if total <= 0:
-        return 1.0
-    t1 = (k - 1) * float(((sums - b * (k + 1) / 2) ** 2).sum()) / total
-    return float(chdtrc(k - 1, t1))
+    _, b, k = ranks.shape
+    sums = ranks.sum(axis=1)
+    total = (ranks**2).sum(axis=(1, 2)) - b * k * (k + 1) ** 2 / 4
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1 = (k - 1) * ((sums - b * (k + 1) / 2) ** 2).sum(axis=1) / total
+    return np.asarray(np.where(total > 0, chdtrc(k - 1, t1), 1.0), dtype=np.float64)
 
 
 def conover_vs_best(scores: Array) -> tuple[Array, Array, int]:
     """Mean ranks (higher better), each config's one-sided p of being worse than the
     config of the highest rank sum by Conover's t on rank sums, Bonferroni over the k-1
     comparisons, and that config's index."""
+    ranks = ranks_within(np.asarray(scores, dtype=np.float64))
+    b = ranks.shape[0]
+    p, top = conover_vs_best_many(ranks[None])
+    return ranks.sum(axis=0) / b, p[0], int(top[0])
+
+
+def conover_vs_best_many(ranks: Array) -> tuple[Array, Array]:
+    """`conover_vs_best` of each draw (draws x blocks x configs of ranks within blocks):
+    each config's Bonferroni p against its draw's config of the highest rank sum (1 for
+    that config), and that config's index."""
     from scipy.special import stdtr
 
-    b, k = scores.shape
-    ranks = ranks_within(scores)
-    sums = ranks.sum(axis=0)
-    top = int(np.argmax(sums))
-    a1 = float((ranks**2).sum())
-    var = 2 * (b * a1 - float((sums**2).sum())) / ((b - 1) * (k - 1))
-    gap = sums[top] - sums
-    if var <= 0:  # every block ranks the configs alike: any gap is certain
-        p = np.where(gap > 0, 0.0, 1.0)
-    else:
-        p = stdtr((b - 1) * (k - 1), -gap / math.sqrt(var))
-    p = np.minimum(1.0, p * (k - 1))
-    p[top] = 1.0
-    return sums / b, np.asarray(p, dtype=np.float64), top
+    draws, b, k = ranks.shape
+    sums = ranks.sum(axis=1)
+    top = np.argmax(sums, axis=1)
+    a1 = (ranks**2).sum(axis=(1, 2))
+    var = 2 * (b * a1 - (sums**2).sum(axis=1)) / ((b - 1) * (k - 1))
+    gap = sums[np.arange(draws), top][:, None] - sums
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = gap / np.sqrt(np.where(var > 0, var, 1.0))[:, None]
+    # Every block ranking the configs alike (no variance): any gap is certain.
+    one_sided = np.where(
+        var[:, None] > 0, stdtr((b - 1) * (k - 1), -t), np.where(gap > 0, 0.0, 1.0)
+    )
+    p = np.minimum(1.0, one_sided * (k - 1))
+    p[np.arange(draws), top] = 1.0
+    return np.asarray(p, dtype=np.float64), top
 
 
 def constraint_p(
