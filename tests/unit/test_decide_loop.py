@@ -222,3 +222,67 @@ def test_a_budget_is_not_spent_where_no_round_within_max_reps_would_settle(
     p = _plan(("a", "b"), budget=3600.0, max_reps=6)
     run_id = _run(store, p, by_label({"a": 1.0, "b": 1.0}, 0.30))
     assert counted_reps(store, run_id) == {"a": 3, "b": 3}
+
+
+def test_a_resumed_decided_run_keeps_the_plan_and_the_time_it_made(store: Store) -> None:
+    """Interrupted after its projection and first rounds, then resumed: the looks planned
+    before the first counted round stay what they were (the boundaries were computed for
+    them), no projection runs again, and the time spent before counts against the budget."""
+    from fsbench.execute.executors.replay import CellModel, MetricModel, ReplayExecutor, StepModel
+
+    p = _plan(("a", "b", "c"), workload="fs_mark", budget=120.0, max_reps=8)
+    cells = planning.expand(p)
+    means = {"a": 1000.0, "b": 1020.0, "c": 1040.0}
+    models = {
+        c.key: CellModel(
+            3.0,
+            (
+                StepModel(
+                    "fs_mark",
+                    (
+                        MetricModel(
+                            "files_per_s", "files/s", "higher", means[c.config.display], 0.05
+                        ),
+                    ),
+                    ("files_per_s",),
+                ),
+            ),
+        )
+        for c in cells
+    }
+    first = ReplayExecutor(p, cells, models, seed=3)
+    calls = {"n": 0}
+    original = first.run
+
+    def interrupting(slots, refused, on_start, on_records):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 4:  # projection, warm-up, rounds 1-2: then Ctrl-C
+            raise KeyboardInterrupt
+        return original(slots, refused, on_start, on_records)
+
+    first.run = interrupting  # type: ignore[method-assign]
+    outcome = matrix.run(p, cells, store, argv=[], overrides={}, executor=first, clock=first.clock)
+    assert outcome.interrupted
+    planned = store.get_run(outcome.run_id).design
+    assert planned["cells"] and planned["spent_s"] > 0
+    second = ReplayExecutor(p, cells, models, seed=4)
+    second.clock.now = first.clock.now  # the machine's time goes on
+    again = matrix.run(
+        p,
+        cells,
+        store,
+        argv=[],
+        overrides={},
+        executor=second,
+        resume_run=outcome.run_id,
+        clock=second.clock,
+    )
+    design = store.get_run(again.run_id).design
+    assert design["cells"] == planned["cells"] and design["groups"] == planned["groups"]
+    assert design["spent_s"] >= planned["spent_s"]
+    trials = store.get_trials(again.run_id)
+    warmups = {t.seq for t in trials if t.warmup}
+    extra = any(t.rep > 3 for t in trials)
+    # The projection's warm-up and the one before the first rounds, one on resume, and one
+    # before extra rounds if there were any: no second projection.
+    assert len(warmups) == 3 + extra

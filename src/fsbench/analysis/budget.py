@@ -110,6 +110,7 @@ class GroupPlan:
             "round_s": round(self.cost.round_s, 2),
             "counts_only": self.cost.counts_only,
             "noise": self.cost.noise,
+            "warmup_s": round(self.cost.warmup_s, 2),
             "n_min": self.n_min,
             "n_max": self.n_max,
         }

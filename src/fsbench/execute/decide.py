@@ -48,13 +48,15 @@ class Decide:
         self.loop = loop
         self.plan = loop.plan
         self.groups: list[list[Slot]] = list(loop._by_group().values())
-        self.started = loop.clock()
+        # A resumed run goes on with the plan it made and the time it had spent.
+        self.previous = loop.store.get_run(loop.run_id).design
+        self.started = loop.clock() - float(self.previous.get("spent_s") or 0.0)
         self.final: set[int] = set()
         self.plans: list[budget.GroupPlan] = []
         self.counted_s: dict[int, list[float]] = {}  # seconds of each counted round
-        self.warmed: set[int] = set()  # groups whose warm-up trial just ran
         self.workload_facts = loop.store.get_run(loop.run_id).workloads
         self.plan_alpha = self._base().alpha
+        self.design: dict[str, Any] = {}  # the record kept with the run
         # Per group: its trials counted when its comparisons' evidence was last computed,
         # and that evidence.
         self._cached: dict[int, tuple[int, list[Decision]]] = {}
@@ -62,9 +64,8 @@ class Decide:
     # -- the phases -----------------------------------------------------------------
 
     def run(self) -> None:
-        costs = self._project()
-        found = budget.plan(
-            costs, self.plan.budget, self.loop.clock() - self.started, self.plan.max_reps
+        found = self._resumed() or budget.plan(
+            self._project(), self.plan.budget, self.loop.clock() - self.started, self.plan.max_reps
         )
         self.plans = list(found.groups)
         for line in found.lines():
@@ -80,6 +81,31 @@ class Decide:
                 for s in group_slots
                 if s.seq not in self.loop.stored and s.cell.key not in self.loop.refused
             )
+
+    def _resumed(self) -> BudgetPlan | None:
+        """The plan a resumed run made before it stopped (its looks were fixed then), or
+        None for a new run."""
+        groups = self.previous.get("groups") or []
+        cells = self.previous.get("cells") or {}
+        if len(groups) != len(self.groups) or any(
+            s.cell.key not in cells for g in self.groups for s in g
+        ):
+            return None
+        plans = tuple(
+            budget.GroupPlan(
+                GroupCost(
+                    g["name"],
+                    g["configs"],
+                    g["round_s"],
+                    g["counts_only"],
+                    g.get("noise"),
+                    g.get("warmup_s", 0.0),
+                ),
+                g["n_max"],
+            )
+            for g in groups
+        )
+        return BudgetPlan(self.previous.get("budget_s"), self.previous.get("warmup_s", 0.0), plans)
 
     def _project(self) -> list[GroupCost]:
         """Every group's projected cost: from this host's stored trials of its cells when
@@ -121,9 +147,9 @@ class Decide:
     def _minimum(self, index: int) -> None:
         """The group's first rounds: to n = 2, then (unless its exact answers are all in)
         to its minimum, after a warm-up trial of its own just before them: the first
-        trial after other work is slower here (a quarter of the speed for fio's first
-        write; bench/results/warmup_effect.json), and the projection's warm-ups ran
-        before other groups' work."""
+        trial after other work is slower here (fio's first write twice as slow;
+        bench/results/warmup_effect.json), and the projection's warm-ups ran before other
+        groups' work."""
         group_plan = self.plans[index]
         if self.plan.warmup > 0:
             self._warm(index)
@@ -152,7 +178,7 @@ class Decide:
             _, index = min(wanted)
             first = True
             while not self._complete(index) and self._n(index) < self.plans[index].n_max:
-                extra = self._rewarm_s(index) if first else 0.0
+                extra = self._warmup_s(index) if first else 0.0
                 if not self._fits(self._round_s(index) + extra):
                     break
                 if first:
@@ -241,7 +267,6 @@ class Decide:
         began = self.loop.clock()
         self.loop._run([slot])
         took = self.loop.clock() - began
-        self.warmed.add(index)
         records = [t for t in self.loop.store.get_trials(self.loop.run_id) if t.seq == slot.seq]
         return took, records
 
@@ -256,6 +281,7 @@ class Decide:
         if ran:
             per = (self.loop.clock() - began) / max(1, last - first + 1)
             self.counted_s.setdefault(index, []).extend([per] * (last - first + 1))
+            self._note_spent()
 
     def _n(self, index: int) -> int:
         """Counted rounds the group has stored."""
@@ -266,7 +292,7 @@ class Decide:
         measured = self.counted_s.get(index)
         return statistics.fmean(measured) if measured else self.plans[index].cost.round_s
 
-    def _rewarm_s(self, index: int) -> float:
+    def _warmup_s(self, index: int) -> float:
         cost = self.plans[index].cost
         return self._round_s(index) / max(cost.configs, 1) if self.plan.warmup > 0 else 0.0
 
@@ -319,21 +345,29 @@ class Decide:
                 mine[1].extend(values)
         return out
 
+    def _note_spent(self) -> None:
+        """What the run has spent so far, kept with it: a resumed run goes on from it."""
+        self.design["spent_s"] = round(self.loop.clock() - self.started, 2)
+        self.loop.store.set_design(self.loop.run_id, self.design)
+
     def _record(self, found: BudgetPlan, done: bool = False) -> None:
+        """The run's design record: the plan, what it has spent so far, and at the end by
+        how much and why it went over."""
         spent = self.loop.clock() - self.started
         record: dict[str, Any] = {
             **found.as_dict(),
             "cells": self.n_max_by_cell(),
             "warmup": "trial" if self.plan.warmup > 0 else "none",
+            "spent_s": round(spent, 2),
         }
         if done:
-            record["spent_s"] = round(spent, 2)
             record["reached"] = [self._n(i) for i in range(len(self.groups))]
             if found.budget is not None:
                 over = spent - found.budget
                 record["over_s"] = round(max(0.0, over), 2)
                 if over > budget.TOLERANCE * found.budget:
                     record["over_why"] = _over_why(found, spent)
+        self.design = record
         self.loop.store.set_design(self.loop.run_id, record)
 
 
