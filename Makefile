@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The Debian packages come from fsbench itself (src/fsbench/system/packages.py: the filesystem
+# The Debian packages come from fsbench itself (src/fsbench/execute/packages.py: the filesystem
 # catalogue, the workloads' tools, and a short list of the rest, each with its reason), so
 # the venv comes first; making it needs only these.
 BOOTSTRAP_PACKAGES := python3 python3-venv
@@ -28,9 +28,9 @@ APT_MISSING = missing=""; for p in $$(cat); do \
 bootstrap:
 	@echo $(BOOTSTRAP_PACKAGES) | { $(APT_MISSING); }
 
-# Checked every time; the list is fsbench's own (python -m fsbench.system.packages).
+# Checked every time; the list is fsbench's own (python -m fsbench.execute.packages).
 apt: $(STAMP_PY)
-	@pkgs=$$($(BIN)/python -m fsbench.system.packages) || exit 1; echo "$$pkgs" | { $(APT_MISSING); }
+	@pkgs=$$($(BIN)/python -m fsbench.execute.packages) || exit 1; echo "$$pkgs" | { $(APT_MISSING); }
 
 $(STAMP_PY): pyproject.toml | bootstrap
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -135,9 +135,11 @@ def tool_versions(
     """The versions of the tools a bench runs: those of fsbench's workloads and
     filesystems (as a trial records them), and `commands` (name -> a version command)."""
     sys.path.insert(0, str(REPO / "src"))
+    from fsbench import workloads as registry
     from fsbench.system import hostfacts, proc
 
-    tools: dict[str, str | None] = dict(hostfacts.host(list(filesystems), list(workloads))["tools"])
+    packages = registry.tool_packages(workloads)
+    tools: dict[str, str | None] = dict(hostfacts.host(list(filesystems), packages)["tools"])
     for name, argv in (commands or {}).items():
         tools[name] = proc.tool_version(argv)
     return tools

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from fsbench import workloads
 from fsbench.cli import planflags, targetflags
 from fsbench.cli.app import app
+from fsbench.execute.executors import EXECUTORS
 from fsbench.plan import targets
 from fsbench.reports import render, source
 from fsbench.store.results import Store
@@ -55,9 +56,10 @@ def toys() -> Iterator[dict[str, ModuleType]]:
         yield modules
     finally:
         # The registries' own dicts: what registering added, taken out again.
-        targets._KINDS.pop("ram-image", None)
-        workloads._REGISTRY.pop("toy-files", None)
-        render.RENDERERS.pop("tsv", None)
+        targets.KINDS.unregister("ram-image")
+        EXECUTORS.unregister("ram-image")
+        workloads.REGISTRY.unregister("toy-files")
+        render.FORMATS.unregister("tsv")
         for name in TOYS:
             sys.modules.pop(name, None)
 
@@ -70,7 +72,7 @@ def test_each_extension_is_known_by_registering_itself(toys: dict[str, ModuleTyp
     )
     assert targets.kinds()["ram-image"] is toy_target.RamImageSpec
     assert all_workloads()["toy-files"] is toy_workload.ToyFiles
-    assert render.RENDERERS["tsv"] is toy_format.render_tsv and "tsv" in render.report_formats()
+    assert render.renderer("tsv") is toy_format.render_tsv and "tsv" in render.report_formats()
     assert "ram-image-size" in {f.flag for f in targetflags.all_flags()}
     # The toy kind's flag sets its field, like any kind's; another kind's flag is refused.
     built = planflags.build(

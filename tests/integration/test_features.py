@@ -23,8 +23,8 @@ import pytest
 
 from fsbench.execute.features import registry
 from fsbench.execute.features.base import MiB, Settings
-from fsbench.execute.features.model import FeatureTable, Result
 from fsbench.execute.features.runner import run_features
+from fsbench.store.features import FeatureTable, Result
 from tests.conftest import TEST_ROOT, available_fs
 from tests.helpers import TEST_DATA_HOME, fsbench, ours
 

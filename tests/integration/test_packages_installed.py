@@ -1,4 +1,4 @@
-"""`make install` installed every package fsbench.system.packages names (make test runs it first):
+"""`make install` installed every package fsbench.execute.packages names (make test runs it first):
 a tool a workload or filesystem declares is never missing from the machine that tests it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from fsbench.system import packages
+from fsbench.execute import packages
 
 pytestmark = pytest.mark.integration
 

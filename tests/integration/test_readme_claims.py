@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.execute.executors.local import target_summary
 from fsbench.execute.targets.loop import LoopImage, image_name
+from fsbench.store.summaries import target_summary
 from tests.helpers import fsbench, ours
 
 pytestmark = [

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from fsbench.cli import planflags as pf
-from fsbench.execute import bisect as driver
 from fsbench.store.results import Store
+from fsbench.vm import bisect as driver
 from fsbench.vm import kbuild
 
 WHO = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]

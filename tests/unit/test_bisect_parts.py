@@ -11,7 +11,8 @@ import pytest
 from fsbench.reports import bisect as report
 from fsbench.store.records import RunRecord
 from fsbench.system.errors import FsbenchError
-from fsbench.vm import builtin, kbuild, kernels
+from fsbench.vm import images as builtin
+from fsbench.vm import kbuild, kernels
 
 
 def fake_bzimage(path: Path, version: str) -> None:

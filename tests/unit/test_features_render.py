@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
 from fsbench.reports.features_table import (
     FEATURES_CSS,
     features_table_html,
@@ -15,6 +14,7 @@ from fsbench.reports.features_table import (
     render,
     text_table,
 )
+from fsbench.store.features import FeatureRow, FeatureTable, Result
 
 
 def sample() -> FeatureTable:

@@ -4,8 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.execute.features import load_features, save_features
-from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
+from fsbench.store.features import FeatureRow, FeatureTable, Result, load_features, save_features
 
 
 def _table(fs: list[str], value: str) -> FeatureTable:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
 from fsbench.execute.features.tables import cell_text, differs, unavailable
+from fsbench.store.features import FeatureRow, FeatureTable, Result
 
 FS = ["ext2", "ext3", "ext4", "xfs", "btrfs"]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from fsbench.execute.features import base, registry, runner
-from fsbench.execute.features.model import Result
 from fsbench.execute.features.probes import checksums, fallocate, inodes
 from fsbench.execute.features.values import human_size, value_text
+from fsbench.store.features import Result
 from fsbench.system import proc
 from fsbench.system.filesystems import get
 

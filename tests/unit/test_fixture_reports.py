@@ -29,7 +29,7 @@ ADDED_ROW_FIELDS = {"n_max": None}
 
 def _report(store: Store, run_id: int) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(
-        render.RENDERERS[formats.JSON](source.load(store, run_id), False)
+        render.renderer(formats.JSON)(source.load(store, run_id), False)
     )
     return found
 

@@ -1,4 +1,4 @@
-"""The Debian packages are stated once (fsbench.system.packages) and the Makefile asks for them."""
+"""The Debian packages are stated once (fsbench.execute.packages) and the Makefile asks for them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from fsbench import workloads
-from fsbench.system import filesystems, packages
+from fsbench.execute import packages
+from fsbench.system import filesystems
 
 MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
 
@@ -40,10 +41,10 @@ def test_extras_say_why() -> None:
 
 def test_the_makefile_asks_fsbench_for_the_list() -> None:
     """One list: the Makefile names only what making the venv needs, and those are in
-    the list too; everything else it gets from `python -m fsbench.system.packages`."""
+    the list too; everything else it gets from `python -m fsbench.execute.packages`."""
     text = MAKEFILE.read_text()
     assert "DEB_PACKAGES" not in text
-    assert "-m fsbench.system.packages" in text
+    assert "-m fsbench.execute.packages" in text
     bootstrap = _make_variable("BOOTSTRAP_PACKAGES")
     assert bootstrap and set(bootstrap) <= set(packages.host_packages())
     # No other package name of the list is spelled in the Makefile.
@@ -55,20 +56,20 @@ def test_the_makefile_asks_fsbench_for_the_list() -> None:
 
 def test_command_line() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "fsbench.system.packages"],
+        [sys.executable, "-m", "fsbench.execute.packages"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     assert tuple(out.split()) == packages.host_packages()
     guest = subprocess.run(
-        [sys.executable, "-m", "fsbench.system.packages", "guest"],
+        [sys.executable, "-m", "fsbench.execute.packages", "guest"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     assert tuple(guest.split()) == packages.guest_packages()
     bad = subprocess.run(
-        [sys.executable, "-m", "fsbench.system.packages", "all"], capture_output=True, text=True
+        [sys.executable, "-m", "fsbench.execute.packages", "all"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "usage" in bad.stderr

@@ -21,7 +21,6 @@ from fsbench.cli import planflags
 from fsbench.cli.app import app
 from fsbench.cli.run import report_dir
 from fsbench.execute import loop as matrix
-from fsbench.execute.executors.local import target_summary
 from fsbench.execute.features.registry import PROBES
 from fsbench.plan import model as planning
 from fsbench.plan import targets
@@ -30,6 +29,7 @@ from fsbench.plan.targets import LoopTargetSpec
 from fsbench.reports import render, source
 from fsbench.store import dburl
 from fsbench.store.results import Store
+from fsbench.store.summaries import target_summary
 from fsbench.system import filesystems, fsops
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran, steady

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
 from fsbench.reports import html, source
+from fsbench.store.features import FeatureRow, FeatureTable, Result
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.store.results import Store
 
@@ -298,7 +298,7 @@ def test_the_page_is_made_of_what_the_run_stored(
 ) -> None:
     """Workload summaries, headline metrics and the features table come from the run, not
     from the live workload registry or the features file of this machine."""
-    import fsbench.execute.features.store
+    import fsbench.store.features
     import fsbench.workloads
 
     def refuse(*_args: object, **_kwargs: object) -> None:
@@ -307,7 +307,7 @@ def test_the_page_is_made_of_what_the_run_stored(
     for module, name in (
         (fsbench.workloads, "get"),
         (fsbench.workloads, "all_workloads"),
-        (fsbench.execute.features.store, "load_features"),
+        (fsbench.store.features, "load_features"),
         (fsbench.execute.features, "load_features"),
     ):
         monkeypatch.setattr(module, name, refuse)

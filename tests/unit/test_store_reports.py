@@ -257,4 +257,4 @@ def test_many_processes_open_a_new_store_at_once(new_db: Callable[[], str]) -> N
 def test_every_report_format_has_its_renderer() -> None:
     from fsbench.reports import formats
 
-    assert set(render.RENDERERS) | {formats.HTML} == set(formats.REPORT)
+    assert set(render.FORMATS.all()) | {formats.HTML} == set(formats.REPORT)

@@ -12,9 +12,8 @@ from fsbench.plan.model import Cell, FsConfig
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import images, kernels, pyenv, qemu, rootfs
-from fsbench.vm.job import JobWatch, VmResult
+from fsbench.vm.job import JobWatch, VmResult, import_records
 from fsbench.vm.protocol import DONE, RECORDS, STARTED, VmCell, VmJob
-from fsbench.vm.records import import_records
 
 
 def _cell(fs: str = "jfs", method: str = "fallocate") -> Cell:

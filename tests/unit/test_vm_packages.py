@@ -1,12 +1,14 @@
-"""The VM target's packages are stated once: the guest root's list is fsbench.system.packages'
+"""The VM target's packages are stated once: the guest root's list is fsbench.execute.packages'
 (the catalogue, the workloads' tools, what the runner and a booted guest need), and the
 host packages the VM's doctor and preflight name are among those `make install` installs."""
 
 from __future__ import annotations
 
 from fsbench import workloads
-from fsbench.system import filesystems, packages
-from fsbench.vm import guestfiles, qemu, rootfs
+from fsbench.execute import packages
+from fsbench.system import filesystems
+from fsbench.system import qemu as host_qemu
+from fsbench.vm import guestfiles, rootfs
 from fsbench.vm.cache import content_key
 
 
@@ -22,7 +24,7 @@ def test_guest_root_gets_every_filesystem_and_workload_tool() -> None:
 
 
 def test_vm_host_packages_are_installed_by_make_install() -> None:
-    assert set(qemu.HOST_PACKAGES) <= set(packages.host_packages())
+    assert set(host_qemu.HOST_PACKAGES) <= set(packages.host_packages())
 
 
 def test_guest_loads_every_catalogue_module() -> None:

@@ -21,12 +21,13 @@ from typing import Any
 
 from fsbench.analysis import null_law
 from fsbench.analysis.stats import t_quantile
+from fsbench.plan.model import DEFAULT_MARGIN, MIN_AUTO_REPS
 
 ALPHA = 0.05
-DEFAULT_MARGIN = 0.05
-# Repetitions before a timing is tested, and before a count is: a count fsbench reads
-# itself is exact and decides at 2; a timing needs a variance worth the name.
-MIN_REPS = 3
+# Repetitions before a timing is tested (the plan's minimum for decided repetitions), and
+# before a count is: a count fsbench reads itself is exact and decides at 2; a timing needs
+# a variance worth the name.
+MIN_REPS = MIN_AUTO_REPS
 MIN_REPS_EXACT = 2
 # Units of counts: integers fsbench reads or counts itself, exact when they do not vary.
 EXACT_UNITS = frozenset({"count", "tx", "code"})

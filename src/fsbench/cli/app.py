@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import sys
+from types import ModuleType
 
 import typer
 
-from fsbench import cli
 from fsbench.system.errors import FsbenchError
+from fsbench.system.plugins import Registry
 
 app = typer.Typer(
     name="fsbench",
@@ -21,17 +20,35 @@ app = typer.Typer(
 )
 
 
+# The command contract's version: a plugin built for another is refused.
+CONTRACT = 1
+# The commands: modules with `register(app)` and their place in `--help` (`RANK`): these
+# the built-ins, plugins entry points of `fsbench.commands.v1` (system/plugins.py).
+COMMANDS: Registry[ModuleType] = Registry(
+    "commands",
+    "command",
+    CONTRACT,
+    (
+        "fsbench.cli.bisect",
+        "fsbench.cli.calibrate",
+        "fsbench.cli.compare",
+        "fsbench.cli.doctor",
+        "fsbench.cli.features",
+        "fsbench.cli.fleet",
+        "fsbench.cli.listing",
+        "fsbench.cli.merge",
+        "fsbench.cli.report",
+        "fsbench.cli.run",
+        "fsbench.cli.tune",
+    ),
+    key=lambda module: module.__name__.rsplit(".", 1)[-1],
+)
+
+
 def _register_commands() -> None:
-    """Every module of this package with a `register(app)` is a command (or a group of
-    them), listed in the order of its RANK: a new command is a new module, nothing here."""
-    modules = [
-        importlib.import_module(f"{cli.__name__}.{info.name}")
-        for info in pkgutil.iter_modules(cli.__path__)
-        if not info.name.startswith("_") and info.name != "app"
-    ]
-    for module in sorted(modules, key=lambda m: getattr(m, "RANK", 1000)):
-        if hasattr(module, "register"):
-            module.register(app)
+    """Every command module registers itself, in the order of its RANK."""
+    for module in sorted(COMMANDS.all().values(), key=lambda m: getattr(m, "RANK", 1000)):
+        module.register(app)
 
 
 _register_commands()

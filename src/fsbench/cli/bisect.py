@@ -14,9 +14,9 @@ from rich.console import Console
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
-from fsbench.execute.bisect import BisectArgs, Bisection, Refused
 from fsbench.reports import bisect as report
 from fsbench.store.results import Store
+from fsbench.vm.bisect import BisectArgs, Bisection, Refused
 from fsbench.vm.kbuild import KBUILD_CACHE
 
 RANK = 17

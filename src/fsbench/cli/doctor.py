@@ -57,24 +57,14 @@ def _print(report: checks.DoctorReport) -> None:
             "" if w.available else w.reason,
         )
     console.print(t)
-    if report.vm is not None:
-        v = report.vm
-        t = Table(title="vm target (--target vm)", box=box.SIMPLE_HEAD, title_justify="left")
+    for status in report.targets.values():
+        t = Table(title=status.title, box=box.SIMPLE_HEAD, title_justify="left")
         t.add_column("usable")
-        t.add_column("qemu")
-        t.add_column("accel")
-        t.add_column("cached guest kernels")
-        t.add_column("filesystems it adds", overflow="fold")
-        t.add_column("boot roots", overflow="fold")
-        adds = "; ".join(f"{k}: {', '.join(fs)}" for k, fs in v.filesystems.items()) or "-"
-        t.add_row(
-            _mark(v.usable) + ("" if v.usable else f" {v.reason}"),
-            v.qemu or "-",
-            v.accel,
-            ", ".join(v.images) or "none yet (first vm run builds one)",
-            adds,
-            ", ".join(v.boot_roots) or "-",
-        )
+        for column in status.columns:
+            t.add_column(column, overflow="fold")
+        usable = _mark(status.usable) + ("" if status.usable else f" {status.reason}")
+        for row in status.rows or [[]]:
+            t.add_row(usable, *row)
         console.print(t)
     for line in report.released:
         console.print(f"released stale: {line}", style="yellow", markup=False)

@@ -18,9 +18,9 @@ from fsbench.cli.common import DEFAULT_WORKDIR_PATH, JsonOption, WorkdirOption
 from fsbench.execute.features import registry
 from fsbench.execute.features.base import Settings
 from fsbench.execute.features.runner import run_features
-from fsbench.execute.features.store import save_features
 from fsbench.execute.targets import stale
 from fsbench.reports import features_table as render
+from fsbench.store.features import save_features
 from fsbench.system import filesystems
 from fsbench.system.errors import FsbenchError
 from fsbench.system.units import parse_size

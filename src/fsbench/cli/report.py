@@ -95,7 +95,7 @@ def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: 
         console = Console() if sys.stdout.isatty() else Console(width=200)
         render.print_tables(console, run, rows, all_metrics, cal)
         return
-    _write(render.RENDERERS[fmt](loaded, all_metrics), output)
+    _write(render.renderer(fmt)(loaded, all_metrics), output)
 
 
 # Where `fsbench --help` lists it (app.py registers every command module by its rank).

@@ -10,7 +10,8 @@ from pydantic import BaseModel
 
 from fsbench import workloads
 from fsbench.execute.targets import stale
-from fsbench.plan.targets import DEFAULT_IMAGE_SIZE
+from fsbench.plan import targets
+from fsbench.plan.targets import DEFAULT_IMAGE_SIZE, TargetStatus
 from fsbench.store.results import Store
 from fsbench.system import filesystems, knobs, memcap, proc
 from fsbench.system.units import human_bytes
@@ -39,22 +40,13 @@ class WorkloadStatus(BaseModel):
     tools: list[str]
 
 
-class VmStatus(BaseModel):
-    usable: bool
-    reason: str
-    qemu: str | None
-    accel: str
-    images: list[str]  # kernel versions with a cached guest image
-    filesystems: dict[str, list[str]]  # guest kernel -> filesystems it adds
-    boot_roots: list[str] = []  # cached root images of the boot workload: "xfs (host)"
-
-
 class DoctorReport(BaseModel):
     checks: list[Check]
     filesystems: list[FsStatus]
     workloads: list[WorkloadStatus]
     released: list[str]
-    vm: VmStatus | None = None
+    # Per target kind that has something to say (the VM's QEMU, accelerator, images).
+    targets: dict[str, TargetStatus] = {}
 
     @property
     def ok(self) -> bool:
@@ -163,7 +155,7 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
         filesystems=fs_status,
         workloads=wl_status,
         released=released,
-        vm=_vm_status(),
+        targets=_target_statuses(),
     )
 
 
@@ -188,32 +180,17 @@ def _knob_check(workdir: Path, released: list[str]) -> Check:
     return Check(name="system knobs", ok=not failed, detail="; ".join([detail, *running]))
 
 
-def _vm_status() -> VmStatus | None:
-    """The VM target: QEMU, the accelerator, cached guest images and what they add."""
-    try:
-        from fsbench.vm import doctor_facts
-
-        facts = doctor_facts(probe=False)
-    except Exception as exc:  # doctor reports, never crashes
-        return VmStatus(
-            usable=False,
-            reason=f"cannot inspect: {exc}",
-            qemu=None,
-            accel="-",
-            images=[],
-            filesystems={},
-        )
-    adds = {
-        kernel: [fs for fs, ok in found.items() if ok]
-        for kernel, found in (facts.get("guest_filesystems") or {}).items()
-    }
-    qemu = facts.get("qemu") or {}
-    return VmStatus(
-        usable=bool(facts.get("usable")),
-        reason=str(facts.get("reason") or ""),
-        qemu=qemu.get("version") if isinstance(qemu, dict) else None,
-        accel=str(facts.get("accel") or "-"),
-        images=[str(i.get("kernel_version")) for i in facts.get("images") or []],
-        filesystems=adds,
-        boot_roots=[f"{r['config']} ({r['made_in']})" for r in facts.get("boot_roots") or []],
-    )
+def _target_statuses() -> dict[str, TargetStatus]:
+    """What each kind of target says of itself (`TargetSpec.doctor`); a kind that fails
+    to say is reported so, never a crash."""
+    out: dict[str, TargetStatus] = {}
+    for kind, spec in targets.kinds().items():
+        try:
+            found = spec.doctor()
+        except Exception as exc:  # doctor reports, never crashes
+            found = TargetStatus(
+                title=f"{kind} target", usable=False, reason=f"cannot inspect: {exc}"
+            )
+        if found is not None:
+            out[kind] = found
+    return out

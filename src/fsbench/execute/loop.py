@@ -148,7 +148,7 @@ def create_run(
     provenance, its target, and what its reports need of this fsbench's workloads."""
     fs_types = sorted({c.type for c in plan.fs})
     steps = sorted({s for w in plan.workloads for s in w.steps})
-    host = provenance.host(fs_types, steps)
+    host = provenance.host(fs_types, workloads.tool_packages(steps))
     return store.create_run(
         name=plan.name,
         fsbench_version=__version__,

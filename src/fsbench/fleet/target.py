@@ -5,7 +5,6 @@ fleet/executor.py, its command `fsbench fleet run`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
 
 from pydantic import Field
 
@@ -21,7 +20,6 @@ class FleetTargetSpec(TargetSpec):
     """Many machines: every host of an Ansible inventory, each its own loop image or disk."""
 
     kind: str = "fleet"
-    executor: ClassVar[str] = "fsbench.fleet.executor:FleetExecutor"
     # Each host's work directory is its inventory's (fsbench_dir), not a flag here.
     workdir: Path = Field(default=DEFAULT_WORKDIR, description="Not used: each host's own.")
     inventory: Path = flagged(

@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from fsbench.plan.model import FsConfig, one_line, parse_fs_spec
+from fsbench.plan.fsconfig import FsConfig, one_line, parse_fs_spec
 from fsbench.system.errors import FsbenchError
 
 # --------------------------------------------------------------------------- braces

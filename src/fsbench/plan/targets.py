@@ -1,26 +1,26 @@
 """Where a plan's trials run: one spec model per target kind, found by its `kind`.
 
-A target kind is one spec class (a pydantic model with `kind`, its fields, the executor that
-runs its trials and the command-line flags it takes) registered here: `loop` below, the
-others declared by their packages as entry points of the group `fsbench.targets` (see
-pyproject.toml), or registered by `register` (a test's toy kind). The plan holds one
-target, validated by the class its `kind` names; the CLI builds the target flags of every
-command from the classes (cli/targetflags.py), so no kind is listed by hand anywhere else.
+A target kind is one spec class (a pydantic model with `kind`, its fields and the
+command-line flags it takes) in the registry `KINDS` (system/plugins.py): `loop` below,
+the others declared by their packages as entry points of `fsbench.targets.v1` (see
+pyproject.toml), or registered by `register` (a test's toy kind); its executor is the one
+of the same kind (execute/executors). The plan holds one target, validated by the class
+its `kind` names; the CLI builds the target flags of every command from the classes
+(cli/targetflags.py), so no kind is listed by hand anywhere else.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from fsbench.system.plugins import Registry
 from fsbench.system.units import Bytes
 
 DEFAULT_WORKDIR = Path("/var/tmp/fsbench")
 DEFAULT_IMAGE_SIZE = 8 << 30
-ENTRY_POINTS = "fsbench.targets"
 JsonDict = dict[str, JsonValue]
 
 
@@ -50,10 +50,8 @@ class TargetSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: str
-    # The executor that runs its trials ("module:Class", imported only when a run asks for
-    # it). The command-line flags it takes are its fields marked `flag(...)`: help and
-    # default from the field; a flag of another kind is refused.
-    executor: ClassVar[str]
+    # The command-line flags it takes are its fields marked `flag(...)`: help and default
+    # from the field; a flag of another kind is refused.
 
     # The loop image, or the VM's scratch disk.
     image_size: Bytes = flagged(
@@ -75,12 +73,28 @@ class TargetSpec(BaseModel):
         """Matrix dimensions the target itself adds (the VM's kernels)."""
         return {}
 
+    @classmethod
+    def doctor(cls) -> TargetStatus | None:
+        """What `fsbench doctor` says of this kind of target on this host, beyond the
+        host's own checks (None: nothing)."""
+        return None
+
+
+class TargetStatus(BaseModel):
+    """A target kind's part of `fsbench doctor`: whether it can run here, and a table."""
+
+    title: str
+    usable: bool
+    reason: str = ""
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[str]] = Field(default_factory=list)
+    facts: JsonDict = Field(default_factory=dict)  # the same, as data (`--json`)
+
 
 class LoopTargetSpec(TargetSpec):
     """This host: a sparse loop image, or a real disk (`device` + `destroy_data`)."""
 
     kind: str = "loop"
-    executor: ClassVar[str] = "fsbench.execute.executors.local:LocalExecutor"
     device: str | None = flagged(
         "device", None, "A real block device instead of a loop image (needs --destroy-data)."
     )
@@ -89,25 +103,26 @@ class LoopTargetSpec(TargetSpec):
 
 T = TypeVar("T", bound=type[TargetSpec])
 DEFAULT_KIND = "loop"
-_KINDS: dict[str, type[TargetSpec]] = {DEFAULT_KIND: LoopTargetSpec}
-_loaded = False
+# The target contract's version: a plugin built for another is refused.
+CONTRACT = 1
+KINDS: Registry[type[TargetSpec]] = Registry(
+    "targets",
+    "target kind",
+    CONTRACT,
+    ("fsbench.plan.targets:LoopTargetSpec",),
+    key=lambda spec: str(spec.model_fields["kind"].default),
+)
 
 
 def register(cls: T) -> T:
-    """Make a target kind known by its `kind` (its default)."""
-    spec: type[TargetSpec] = cls
-    _KINDS[str(spec.model_fields["kind"].default)] = spec
+    """Make a target kind known by its `kind` (a test's toy; a plugin is an entry point)."""
+    KINDS.register(cls)
     return cls
 
 
 def kinds() -> dict[str, type[TargetSpec]]:
     """Every target kind by its name (`--target NAME`), the default first."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
-            register(point.load())
-    return dict(_KINDS)
+    return KINDS.all()
 
 
 def parse(value: Any) -> Any:

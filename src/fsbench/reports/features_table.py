@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
 from fsbench.execute.features.tables import LEGEND, MARKS, cell_text, differs, unavailable
 from fsbench.reports import formats
+from fsbench.store.features import FeatureRow, FeatureTable, Result
 
 FORMATS = formats.FEATURES
 

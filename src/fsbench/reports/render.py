@@ -7,6 +7,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich import box
 from rich.console import Console
@@ -21,6 +22,7 @@ from fsbench.reports.safety import baseline, safety_lines
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import Table, build_tables, run_header
 from fsbench.store.records import RunRecord
+from fsbench.system.plugins import Registry
 
 # The CSV columns, in order: a row's identity and summary, its values, then what the
 # statistics say of them (columns are only ever added at the end).
@@ -232,29 +234,56 @@ def render_text(
 
 
 # `fsbench report`'s text formats (the HTML page is reports.html), each a pure function of
-# what the store gave and whether every metric gets a table. A new format is one function
-# given to `register_format` (from its own module, anywhere).
+# what the store gave and whether every metric gets a table: a registry (system/plugins.py)
+# of `Format`s, these the built-ins, plugins entry points of `fsbench.formats.v1`.
 Renderer = Callable[[RunReport, bool], str]
-RENDERERS: dict[str, Renderer] = {
-    TABLE: lambda r, all_metrics: render_text(
+
+
+@dataclass(frozen=True)
+class Format:
+    """A report format: `fsbench report --format NAME` writes `render(report, all_metrics)`."""
+
+    name: str
+    render: Renderer
+
+
+TEXT = Format(
+    TABLE,
+    lambda r, all_metrics: render_text(
         r.run, r.rows, all_metrics=all_metrics, calibration_run=r.calibration_run
     ),
-    MARKDOWN: lambda r, all_metrics: render_markdown(r.run, r.rows, all_metrics, r.calibration_run),
-    CSV: lambda r, _: render_csv(r.run, r.rows),
-    JSON: lambda r, _: render_json(r.run, r.rows, r.calibration_run),
-}
+)
+MARKDOWN_FORMAT = Format(
+    MARKDOWN, lambda r, all_metrics: render_markdown(r.run, r.rows, all_metrics, r.calibration_run)
+)
+CSV_FORMAT = Format(CSV, lambda r, _: render_csv(r.run, r.rows))
+JSON_FORMAT = Format(JSON, lambda r, _: render_json(r.run, r.rows, r.calibration_run))
+# The format contract's version: a plugin built for another is refused.
+CONTRACT = 1
+FORMATS: Registry[Format] = Registry(
+    "formats",
+    "report format",
+    CONTRACT,
+    tuple(
+        f"{__name__}:{name}" for name in ("TEXT", "MARKDOWN_FORMAT", "CSV_FORMAT", "JSON_FORMAT")
+    ),
+)
 
 
 def register_format(name: str, renderer: Renderer) -> Renderer:
-    """A report format more: `fsbench report --format NAME` writes `renderer(report,
-    all_metrics)`."""
-    if name in RENDERERS or name == HTML:
+    """A report format more (a test's toy; a plugin is an entry point)."""
+    if name in FORMATS.all() or name == HTML:
         raise ValueError(f"report format {name!r} exists already")
-    RENDERERS[name] = renderer
+    FORMATS.register(Format(name, renderer))
     return renderer
+
+
+def renderer(name: str) -> Renderer:
+    """The text renderer of a format."""
+    return FORMATS.get(name).render
 
 
 def report_formats() -> tuple[str, ...]:
     """Every format `fsbench report` writes: the shipped ones first, then those
     registered."""
-    return (*formats.REPORT, *(name for name in RENDERERS if name not in formats.REPORT))
+    return (*formats.REPORT, *(name for name in FORMATS.all() if name not in formats.REPORT))

@@ -33,7 +33,7 @@ def workload_facts(names: Iterable[str]) -> dict[str, dict[str, Any]]:
 def features_snapshot(kernel: str, fs_types: Iterable[str]) -> dict[str, Any]:
     """The feature table measured on `kernel`, cut to these filesystems, as JSON; {} when
     none was measured (or it is unreadable)."""
-    from fsbench.execute.features import load_features
+    from fsbench.store.features import load_features
 
     try:
         table = load_features(kernel) if kernel else None

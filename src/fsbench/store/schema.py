@@ -35,6 +35,9 @@ from sqlalchemy import (
     update,
 )
 
+from fsbench.store.runfacts import features_snapshot, workload_facts
+from fsbench.store.summaries import target_summary, vm_notes, vm_summary
+
 SCHEMA_VERSION = 8
 
 metadata = MetaData()
@@ -301,8 +304,6 @@ def _fill_run_facts(conn: Connection) -> list[str]:
     """Schema 6: runs keep what their reports need. Older runs get it from this fsbench
     (what their reports asked the live code for until then): the workloads' facts, and
     the feature table saved for their kernel."""
-    from fsbench.store.runfacts import features_snapshot, workload_facts
-
     done = []
     rows = conn.execute(select(runs.c.id, runs.c.host, runs.c.workloads, runs.c.target)).all()
     for run_id, host, stored, target in rows:
@@ -310,8 +311,6 @@ def _fill_run_facts(conn: Connection) -> list[str]:
         if "summary" not in described:
             described["summary"] = _legacy_summary(described)
             if described.get("kind") == "vm":
-                from fsbench.vm.executor import vm_notes
-
                 described["notes"] = vm_notes(described)
             conn.execute(
                 update(runs).where(runs.c.id == run_id).values(target=json.dumps(described))
@@ -344,9 +343,6 @@ def _fill_run_facts(conn: Connection) -> list[str]:
 def _legacy_summary(target: dict[str, Any]) -> str:
     """The one-line target of a run stored before targets described themselves, as the
     reports of that version printed it."""
-    from fsbench.execute.executors.local import target_summary
-    from fsbench.vm.executor import vm_summary
-
     if target.get("kind") == "vm":
         return vm_summary(target)
     if target.get("kind") in ("loop", "device"):

@@ -6,10 +6,11 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__, workloads
+from fsbench import __version__
 from fsbench.system import filesystems, proc
 
 
@@ -53,17 +54,18 @@ def package_version(package: str) -> str | None:
     return f"{package} {res.stdout.strip()}" if res.ok and res.stdout.strip() else None
 
 
-def host(fs_types: list[str], workload_names: list[str]) -> dict[str, Any]:
+def host(fs_types: list[str], tool_packages: Mapping[str, str]) -> dict[str, Any]:
+    """This host's facts, with the versions of these filesystems' tools and of the tools
+    given as command -> Debian package (the workloads': `workloads.tool_packages`)."""
     tools: dict[str, str | None] = {}
     for name in fs_types:
         fs = filesystems.get(name)
         if fs.version:
             tools[fs.version[0]] = proc.tool_version(fs.version)
-    for wname in workload_names:
-        for tool in workloads.get(wname).tools:
-            # From the package database: several tools have no --version (postmark reads
-            # commands from stdin, fs_mark rejects it).
-            tools[tool.command] = package_version(tool.package)
+    for command, package in tool_packages.items():
+        # From the package database: several tools have no --version (postmark reads
+        # commands from stdin, fs_mark rejects it).
+        tools[command] = package_version(package)
     mem = _meminfo_kib("MemTotal")
     return {
         "hostname": socket.gethostname(),

@@ -16,7 +16,7 @@ One job per module:
     rundir.py     a guest's run directory, released on every path (stale ones too)
     protocol.py   the share between host and guest: the job, the records
     job.py        a job's cells in a guest (run_in_vm)
-    records.py    the guest's records as the store takes them
+    records.py    the guest's records as the store takes them (job.import_records: a job's)
     guest.py      inside the guest: the job through the host's SlotRunner
     bootroot.py   a root copied onto another filesystem (host and guest alike)
     bootdisks.py  the boot workload's root disks, cached
@@ -36,11 +36,10 @@ if TYPE_CHECKING:
     from fsbench.vm.cache import DEFAULT_CACHE
     from fsbench.vm.doctor import doctor_facts
     from fsbench.vm.images import GuestImage, cached_images, ensure_image
-    from fsbench.vm.job import VmResult, VmSpec, check_guest, run_in_vm
+    from fsbench.vm.job import VmResult, VmSpec, check_guest, import_records, run_in_vm
     from fsbench.vm.kernels import Kernel, cached_kernels, resolve_kernel
     from fsbench.vm.protocol import VmCell, VmJob
     from fsbench.vm.qemu import KvmProbe, probe_kvm
-    from fsbench.vm.records import import_records
     from fsbench.vm.rundir import release_stale
 
 _WHERE = {
@@ -60,7 +59,7 @@ _WHERE = {
     "VmJob": "protocol",
     "KvmProbe": "qemu",
     "probe_kvm": "qemu",
-    "import_records": "records",
+    "import_records": "job",
     "release_stale": "rundir",
 }
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench.system import filesystems
+from fsbench.system import qemu as host_qemu
 from fsbench.vm import qemu
 from fsbench.vm.bootdisks import cached_boot_roots
 from fsbench.vm.cache import DEFAULT_CACHE
@@ -78,7 +79,7 @@ def doctor_facts(cache: Path = DEFAULT_CACHE, probe: bool = True) -> dict[str, A
         }
         for img in facts["images"]
     }
-    missing = qemu.missing_packages()
+    missing = host_qemu.missing_packages()
     facts["missing_packages"] = missing
     facts["usable"] = not missing
     if missing:

@@ -6,7 +6,6 @@ of trials; a boot trial is a guest of its own."""
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -19,10 +18,16 @@ from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store import trialfacts
 from fsbench.store.records import TrialRecord
-from fsbench.system import knobs
+from fsbench.store.summaries import vm_notes, vm_summary
+from fsbench.system import knobs, plugins
 from fsbench.system.errors import FsbenchError
-from fsbench.system.units import human_bytes
 from fsbench.vm.target import VmTargetSpec
+
+# The workloads the VM target measures itself (vm_only), each by its host function.
+HOST_MEASURED = {
+    "boot": "fsbench.vm.boot:run_boot_cell",
+    "crash": "fsbench.vm.crash.host:run_crash_cell",
+}
 
 if TYPE_CHECKING:  # QEMU, images: imported when a VM run asks for them
     from fsbench.vm import VmCell, VmSpec
@@ -170,8 +175,7 @@ class VmExecutor(Executor):
         if slot.cell.key in refused:
             return
         on_start(slot)
-        module, _, function = workloads.get(slot.cell.workload).vm_host.partition(":")
-        measure = getattr(importlib.import_module(module), function)
+        measure = plugins.load(HOST_MEASURED[slot.cell.workload])
         records = measure(self._vm_cell(slot), self._spec(kernel))
         for record in records:  # a guest of its own: nothing ran before it there
             record.position, record.previous_cell = slot.position, ""
@@ -238,32 +242,3 @@ class VmExecutor(Executor):
         from fsbench import vm
 
         return vm.VmCell.of(slot.seq, slot.rep, slot.cell, slot.position)
-
-
-def vm_notes(t: dict[str, Any]) -> list[str]:
-    """What a report must say beside a VM run's numbers."""
-    if t.get("accel") != "tcg":
-        return []
-    return [
-        "TCG (software emulation): these numbers compare the configs within this run, not "
-        "with the host or with KVM runs"
-    ]
-
-
-def vm_summary(t: dict[str, Any]) -> str:
-    guest = t.get("guest") or {}
-    kernels = t.get("kernels") or {}
-    kernel = (
-        " / ".join(str(v) for v in kernels.values())
-        if len(kernels) > 1
-        else guest.get("kernel") or t.get("kernel_version", "?")
-    )
-    disk = (
-        f"virtio scratch disk {human_bytes(t['scratch_bytes'])}"
-        if t.get("scratch_bytes")
-        else "booting from a root image per config"
-    )
-    return (
-        f"QEMU guest, kernel {kernel}, accel {t.get('accel', '?')}, {t.get('vcpus', '?')} "
-        f"vCPUs, {t.get('guest_ram_mb', '?')} MiB RAM, {disk}"
-    )

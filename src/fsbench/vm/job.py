@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from fsbench import __version__, workloads
+from fsbench.plan.fsconfig import FsConfig
 from fsbench.plan.targets import DEFAULT_WORKDIR
-from fsbench.store.records import TrialRecord
+from fsbench.store.records import TrialRecord, now
+from fsbench.system import qemu as host_qemu
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import pyenv, qemu
 from fsbench.vm.cache import DEFAULT_CACHE, LogFn, quiet
@@ -82,7 +84,7 @@ def machine_facts(
     return {
         "accel": accel,
         "accel_detail": accel_facts,
-        "qemu_version": qemu.qemu_version(),
+        "qemu_version": host_qemu.qemu_version(),
         "vcpus": spec.vcpus,
         "guest_ram_mb": spec.ram_mb,
         "image": img.key,
@@ -129,7 +131,7 @@ def run_in_vm(
     if spec.init not in ("script", "systemd"):
         raise FsbenchError(f"VM init {spec.init!r}: expected script or systemd")
     throttle = qemu.validate_throttle(spec.throttle)
-    missing = qemu.qemu_missing()
+    missing = host_qemu.qemu_missing()
     if missing:
         raise FsbenchError(missing)
     img = ensure_image(spec.kernel, spec.cache_dir, log)
@@ -257,3 +259,54 @@ def _failure(rd: RunDir, outcome: qemu.Outcome, watch: JobWatch) -> str:
     if outcome.stderr.strip():
         what += f"\nQEMU: {outcome.stderr.strip()[-1000:]}"
     return rd.with_console(what)
+
+
+def import_records(
+    result: VmResult, *, only_missing: bool = False, skip: set[str] | None = None
+) -> list[TrialRecord]:
+    """The guest's records as TrialRecords for Store.record_trials, the VM's provenance
+    under "vm"; a cell the guest never finished is a `failed` record with the reason and
+    the console's tail. With `only_missing`, just those (the caller stored the others as
+    `on_cell` streamed them). Cells whose key is in `skip` (refused by the kernel, so the
+    guest skipped them on purpose) are not missing."""
+    got = [to_record(r, result.provenance) for r in result.records]
+    have = {(r.seq, r.rep) for r in got}
+    out = [] if only_missing else got
+    skipped = set(skip or ()) | {r.cell_key for r in got if r.status == "unsupported"}
+    first = result.error.splitlines()[0] if result.error else "the VM job did not finish"
+    for vc in result.job.cells:
+        if (vc.seq, vc.rep) in have or vc.cell_key() in skipped:
+            continue
+        try:
+            cell = vc.cell()
+            steps = cell.steps
+            config, chain, key = cell.config, (cell.workload if cell.is_chain else ""), cell.key
+        except Exception:  # an invalid cell in the job: report it, do not crash the import
+            config = FsConfig.model_construct(type=str(vc.config.get("type", "?")))
+            steps, chain, key = [(vc.workload, vc.params)], "", vc.workload
+        for i, (name, params) in enumerate(steps):
+            out.append(
+                TrialRecord(
+                    seq=vc.seq,
+                    rep=vc.rep,
+                    step=i,
+                    chain=chain,
+                    cell_key=key,
+                    config=config.display,
+                    fs=config.type,
+                    mkfs_options=list(config.mkfs),
+                    mount_options=config.mount,
+                    workload=name,
+                    params=params,
+                    knobs=dict(vc.knobs),
+                    status="failed",
+                    message=f"VM: {first}" if i == 0 else f"not run: VM: {first}",
+                    detail=result.error,
+                    started_at=now(),
+                    finished_at=now(),
+                    provenance={"vm": result.provenance},
+                    position=vc.position,
+                )
+            )
+    out.sort(key=lambda r: (r.seq, r.step))
+    return out

@@ -4,7 +4,6 @@ one way a guest is launched and watched: an outer limit, and killed on every pat
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import signal
 import subprocess
@@ -17,11 +16,12 @@ from typing import Any
 
 from fsbench.system import proc
 from fsbench.system.errors import FsbenchError
+from fsbench.system.qemu import (
+    QEMU,
+    qemu_binary,
+    qemu_version,
+)
 
-QEMU = "qemu-system-x86_64"
-# The VM target's side on the host, as Debian packages and the command each gives: QEMU
-# and qemu-img run a guest; debootstrap builds the guest image (a cached one needs none).
-HOST_PACKAGES = {"qemu-system-x86": QEMU, "qemu-utils": "qemu-img", "debootstrap": "debootstrap"}
 KVM_PROBE_SECONDS = 10.0
 # The probe's guest: a boot sector that writes 0x31 to isa-debug-exit (qemu exits with
 # (0x31 << 1) | 1 = 99) and halts. Exiting with 99 proves the accelerator ran guest code.
@@ -53,31 +53,6 @@ SHARE_FSTAB = (
     f"{SHARE_TAG} {SHARE_MOUNTPOINT} 9p {SHARE_MOUNT_OPTIONS},nofail,"
     "x-systemd.after=systemd-modules-load.service 0 0"
 )
-
-
-def qemu_binary() -> str | None:
-    return proc.which(QEMU)
-
-
-def missing_packages() -> list[str]:
-    """The host packages of the VM target that are not installed (by their commands)."""
-    return [pkg for pkg, command in HOST_PACKAGES.items() if proc.which(command) is None]
-
-
-def qemu_missing() -> str | None:
-    """Why this host cannot run a guest at all, or None."""
-    if qemu_binary() is None:
-        return f"the VM target needs QEMU: apt-get install {' '.join(HOST_PACKAGES)}"
-    return None
-
-
-def qemu_version(binary: str | None = None) -> str | None:
-    binary = binary or qemu_binary()
-    if binary is None:
-        return None
-    res = proc.run([binary, "--version"], timeout=20)
-    m = re.search(r"version\s+(\S+)", res.stdout)
-    return m.group(1) if m else None
 
 
 @dataclass(frozen=True)

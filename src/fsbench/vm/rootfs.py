@@ -1,7 +1,7 @@
 """The guest's root filesystem before any kernel: Debian 12 minbase by debootstrap, with
 the guest's packages, built once per package list and cached (kernel-independent).
 
-The packages are not a list of their own (fsbench.system.packages): every filesystem's tools
+The packages are not a list of their own (fsbench.execute.packages): every filesystem's tools
 (the catalogue, also those the host kernel lacks), every workload's tools, what the runner
 calls beside them, and what a booted guest needs.
 """
@@ -13,7 +13,8 @@ import shutil
 import time
 from pathlib import Path
 
-from fsbench.system import packages, proc
+from fsbench.execute import packages
+from fsbench.system import proc
 from fsbench.system.errors import FsbenchError
 from fsbench.vm.cache import DEFAULT_CACHE, LogFn, content_key, locked, quiet
 

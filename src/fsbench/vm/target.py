@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pydantic import Field, field_validator
 
-from fsbench.plan.targets import TargetSpec, flagged
+from fsbench.plan.targets import TargetSpec, TargetStatus, flagged
 from fsbench.system import knobs
 
 
@@ -15,7 +13,6 @@ class VmTargetSpec(TargetSpec):
     """A QEMU guest with its own kernel: filesystems the host lacks, other kernels."""
 
     kind: str = "vm"
-    executor: ClassVar[str] = "fsbench.vm.executor:VmExecutor"
     kernel: str | list[str] | None = flagged(
         "kernel",
         None,
@@ -45,3 +42,34 @@ class VmTargetSpec(TargetSpec):
     def dimensions(self) -> dict[str, list[str]]:
         kernels = self.kernels
         return {knobs.KERNEL: [str(k) for k in kernels]} if len(kernels) > 1 else {}
+
+    @classmethod
+    def doctor(cls) -> TargetStatus:
+        """QEMU, the accelerator, the cached guest images and the filesystems they add."""
+        from fsbench.vm.doctor import doctor_facts
+
+        facts = doctor_facts(probe=False)
+        adds = {
+            kernel: [fs for fs, ok in found.items() if ok]
+            for kernel, found in (facts.get("guest_filesystems") or {}).items()
+        }
+        qemu = facts.get("qemu") or {}
+        images = [str(i.get("kernel_version")) for i in facts.get("images") or []]
+        roots = [f"{r['config']} ({r['made_in']})" for r in facts.get("boot_roots") or []]
+        usable = bool(facts.get("usable"))
+        return TargetStatus(
+            title="vm target (--target vm)",
+            usable=usable,
+            reason=str(facts.get("reason") or ""),
+            columns=["qemu", "accel", "cached guest kernels", "filesystems it adds", "boot roots"],
+            rows=[
+                [
+                    (qemu.get("version") if isinstance(qemu, dict) else None) or "-",
+                    str(facts.get("accel") or "-"),
+                    ", ".join(images) or "none yet (first vm run builds one)",
+                    "; ".join(f"{k}: {', '.join(fs)}" for k, fs in adds.items()) or "-",
+                    ", ".join(roots) or "-",
+                ]
+            ],
+            facts={"images": images, "filesystems": adds, "boot_roots": roots},
+        )

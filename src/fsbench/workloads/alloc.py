@@ -23,7 +23,6 @@ from pydantic import Field
 from fsbench.system import fiemap
 from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.system.units import Bytes
-from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
 
@@ -104,7 +103,6 @@ def _by_mmap(fd: int, size: int, buf: memoryview) -> None:
     # No msync: the runner's sync + umount writes the dirty pages, inside the timing.
 
 
-@register
 class Alloc(Workload[AllocParams]):
     name = "alloc"
     summary = (

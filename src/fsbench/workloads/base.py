@@ -141,10 +141,9 @@ class Workload(ABC, Generic[P]):
     # Metrics the terminal table shows, most telling first; every metric is stored and in
     # md/csv/json. `headline_for` narrows them to what one trial's parameters report.
     headline: ClassVar[tuple[str, ...]] = ("seconds",)
-    # Measured by the VM target itself (a whole guest booting), never by the runner:
-    # `vm_host` names the host's function that measures a cell ("module:function").
+    # Measured by the VM target itself (a whole guest booting), never by the runner: the
+    # VM target knows which of its functions measures it.
     vm_only: ClassVar[bool] = False
-    vm_host: ClassVar[str] = ""
     # False: its groups get no warm-up round (each trial starts from fresh guests anyway).
     warms: ClassVar[bool] = True
     # Repetitions of an ad-hoc run (`--workload NAME` without --reps); None: the plan's.

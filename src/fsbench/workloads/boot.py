@@ -5,14 +5,13 @@ options honoured; mount options in fstab and rootflags=), boots it under QEMU wi
 systemd, and times QEMU's start to a marker service ordered after multi-user.target;
 systemd-analyze gives the kernel (with the initramfs) / userspace split, and the host's disk and CPU
 are sampled at 10 Hz until the marker (the bootchart). fsck is skipped on every root
-(only e2fsck would be in the initrd). The work is in `fsbench.vm.boot`; the runner never
-runs this workload itself.
+(only e2fsck would be in the initrd). The VM target does the work (its boot measurement);
+the runner never runs this workload itself.
 """
 
 from __future__ import annotations
 
 from fsbench.system.errors import Unsupported
-from fsbench.workloads import register
 from fsbench.workloads.base import Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Metric
 
@@ -21,7 +20,6 @@ class BootParams(Params):
     pass
 
 
-@register
 class BootWorkload(Workload[BootParams]):
     name = "boot"
     summary = "boot the guest OS from a root on each filesystem (VM target)"
@@ -29,13 +27,12 @@ class BootWorkload(Workload[BootParams]):
     # kernel_s includes the initramfs (initramfs-tools: no systemd in it to time it apart).
     headline = ("seconds", "kernel_s", "userspace_s")
     vm_only = True
-    vm_host = "fsbench.vm.boot:run_boot_cell"
     # Boot-time differences between root filesystems are smaller than the noise of fewer.
     default_reps = 10
 
     @classmethod
     def missing(cls) -> str | None:
-        from fsbench.vm.qemu import qemu_missing
+        from fsbench.system.qemu import qemu_missing
 
         return qemu_missing()
 

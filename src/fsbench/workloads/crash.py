@@ -1,13 +1,13 @@
 """crash: what each config loses when the power goes (VM target only).
 
-In the guest, an application pattern (fsbench.vm.crash.patterns: an fsync()ed log, replace
+In the guest, an application pattern (the VM target's crash patterns: an fsync()ed log, replace
 by rename with and without fsync, an untarred tree then sync(), SQLite commits in WAL
 mode) runs on a fresh filesystem of the config and acknowledges each operation to the
 host over a virtio serial port as it happens; the host kills QEMU at a seeded moment,
 boots the guest again on the same disk, runs the read-only fsck, mounts (journal
 recovery, timed) and checks the files against the acknowledgements. One trial is
-`crashes` power cuts; every metric is a count over them, never one lucky run. The work
-is in `fsbench.vm.crash.host`; the runner never runs this workload itself.
+`crashes` power cuts; every metric is a count over them, never one lucky run. The VM
+target does the work (its crash host); the runner never runs this workload itself.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from fsbench.system.errors import Unsupported
-from fsbench.workloads import register
 from fsbench.workloads.base import Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Metric
 
@@ -46,7 +45,6 @@ class CrashParams(Params):
     )
 
 
-@register
 class Crash(Workload[CrashParams]):
     name = "crash"
     summary = "power cuts during an application pattern: what survives (VM target)"
@@ -66,7 +64,6 @@ class Crash(Workload[CrashParams]):
         "cache_damaged",
     )
     vm_only = True
-    vm_host = "fsbench.vm.crash.host:run_crash_cell"
     # The N crashes inside a trial are the repetitions; each boots fresh guests, so a
     # warm-up round would only cost time.
     default_reps = 1
@@ -74,7 +71,7 @@ class Crash(Workload[CrashParams]):
 
     @classmethod
     def missing(cls) -> str | None:
-        from fsbench.vm.qemu import qemu_missing
+        from fsbench.system.qemu import qemu_missing
 
         return qemu_missing()
 

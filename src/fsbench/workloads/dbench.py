@@ -24,7 +24,7 @@ from pydantic import Field
 
 from fsbench.system import proc
 from fsbench.system.errors import TrialFailed, Unsupported
-from fsbench.workloads import _tools, register
+from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
 
@@ -113,7 +113,6 @@ def argv(params: DbenchParams, directory: Path, warmup_option: bool) -> list[str
     return args
 
 
-@register
 class Dbench(Workload[DbenchParams]):
     name = "dbench"
     summary = "dbench: N clients replaying a file-server trace for a fixed time: MB/s, max latency"

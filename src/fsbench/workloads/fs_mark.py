@@ -31,7 +31,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from fsbench.system.units import Bytes
-from fsbench.workloads import _tools, register
+from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate
 
@@ -199,7 +199,6 @@ def argv(params: FsMarkParams, directories: list[Path], log: Path) -> list[str]:
     return args
 
 
-@register
 class FsMark(Workload[FsMarkParams]):
     name = "fs_mark"
     summary = (

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from fsbench.system import filesystems, proc
 from fsbench.system.errors import TrialFailed, Unsupported
-from fsbench.workloads import _trees, register
+from fsbench.workloads import _trees
 from fsbench.workloads._tools import first_error_line, tool_failed
 from fsbench.workloads.base import CacheState, Flush, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
@@ -56,7 +56,6 @@ class FsckParams(_trees.TreeParams):
     pass
 
 
-@register
 class Fsck(Workload[FsckParams]):
     name = "fsck"
     summary = "read-only fsck of the filesystem holding the tree, unmounted"

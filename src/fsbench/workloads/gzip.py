@@ -22,7 +22,7 @@ from typing import Annotated
 from pydantic import Field
 
 from fsbench.system.units import Bytes
-from fsbench.workloads import _tools, register
+from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate
 
@@ -87,7 +87,6 @@ def argv(params: GzipParams, src: os.PathLike[str]) -> list[str]:
     return [*args, os.fspath(src)]
 
 
-@register
 class Gzip(Workload[GzipParams]):
     name = "gzip"
     summary = "gzip: compress a file (half random, half text) on the filesystem into another: MB/s"

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from fsbench.system import proc
 from fsbench.system.errors import TrialFailed, Unsupported
-from fsbench.workloads import _trees, register
+from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Metric
 
@@ -40,7 +40,6 @@ def _jobs(params: KernelBuildParams) -> int:
     return params.jobs or os.cpu_count() or 1
 
 
-@register
 class KernelBuild(Workload[KernelBuildParams]):
     name = "kernel-build"
     summary = "make defconfig && make -jN in the untarred kernel tree"

@@ -22,7 +22,6 @@ from pydantic import Field
 
 from fsbench.system import engine
 from fsbench.system.units import Bytes
-from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, bucket_width
 
@@ -170,7 +169,6 @@ def _record_series(ctx: TrialContext, ts: dict[str, Any]) -> None:
             ctx.series(f"lat_{q}_us", "us", "lower", [t for t, _ in points], [v for _, v in points])
 
 
-@register
 class Fileserver(_Personality):
     name = "fileserver"
     summary = (
@@ -182,7 +180,6 @@ class Fileserver(_Personality):
     )
 
 
-@register
 class Varmail(_Personality):
     name = "varmail"
     summary = (
@@ -192,7 +189,6 @@ class Varmail(_Personality):
     scale_defaults = _defaults({Scale.TINY: 4, Scale.QUICK: 16, Scale.FULL: 16})
 
 
-@register
 class Webserver(_Personality):
     name = "webserver"
     summary = (

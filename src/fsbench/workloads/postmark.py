@@ -26,7 +26,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from fsbench.system.units import Bytes
-from fsbench.workloads import _tools, register
+from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
 
@@ -208,7 +208,6 @@ def metrics_from(params: PostmarkParams, report: Report, ph: Phases, total: floa
 _SHAPE = {"files": 500, "min_size": "5K", "max_size": "512K"}
 
 
-@register
 class Postmark(Workload[PostmarkParams]):
     name = "postmark"
     summary = (

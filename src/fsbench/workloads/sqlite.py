@@ -24,7 +24,6 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from fsbench.system.errors import TrialFailed, Unsupported
-from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate
 
@@ -81,7 +80,6 @@ def connect(path: Path, params: SqliteParams) -> sqlite3.Connection:
     return conn
 
 
-@register
 class Sqlite(Workload[SqliteParams]):
     name = "sqlite"
     summary = (

@@ -26,7 +26,7 @@ from pydantic import Field, field_validator, model_validator
 from fsbench.system import proc
 from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.system.units import Bytes, format_size, parse_size
-from fsbench.workloads import _tools, register
+from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
 
@@ -241,7 +241,6 @@ def _failure(res: proc.Result, what: str, direct: bool) -> Exception:
     return TrialFailed(f"sysbench {what} failed: {msg}", detail)
 
 
-@register
 class SysbenchFileio(Workload[SysbenchFileioParams]):
     name = "sysbench-fileio"
     summary = (

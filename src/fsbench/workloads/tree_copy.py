@@ -11,7 +11,7 @@ from pydantic import Field
 
 from fsbench.system.errors import TrialFailed
 from fsbench.system.sourcetree import SourceTree
-from fsbench.workloads import _trees, register
+from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, Scale, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate
 
@@ -22,7 +22,6 @@ class TreeCopyParams(_trees.TreeParams):
     )
 
 
-@register
 class TreeCopy(Workload[TreeCopyParams]):
     name = "tree-copy"
     summary = "N parallel cp -a of a warm tree on the filesystem + sync"

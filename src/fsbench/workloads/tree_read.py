@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fsbench.workloads import _trees, register
+from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, TrialContext
 from fsbench.workloads.metric import Better, Metric, rate
 
 
-@register
 class TreeRead(_trees.OnTrees):
     name = "tree-read"
     summary = "read every file of the tree(s) cold, after remount"

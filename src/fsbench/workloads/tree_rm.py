@@ -6,12 +6,11 @@ from collections.abc import Mapping
 
 from fsbench.system import proc
 from fsbench.system.errors import TrialFailed
-from fsbench.workloads import _trees, register
+from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, TrialContext
 from fsbench.workloads.metric import Better, Metric, rate
 
 
-@register
 class TreeRm(_trees.OnTrees):
     name = "tree-rm"
     summary = "rm -rf of N trees, caches dropped first, + sync"

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from fsbench.system import fiemap, sourcetree
 from fsbench.system.sourcetree import SourceTree
-from fsbench.workloads import _trees, register
+from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric, rate
 
@@ -28,7 +28,6 @@ class UntarParams(_trees.TreeParams):
     )
 
 
-@register
 class Untar(Workload[UntarParams]):
     name = "untar"
     summary = "extract a kernel tree onto the filesystem + sync; fragmentation"

@@ -28,7 +28,7 @@ def main() -> None:
             out = {}
             for run_id in runs:
                 report = json.loads(
-                    render.RENDERERS[formats.JSON](source.load(store, run_id), False)
+                    render.renderer(formats.JSON)(source.load(store, run_id), False)
                 )
                 out[str(run_id)] = report["comparisons"]
             store.close()

@@ -31,10 +31,10 @@ from fsbench.execute.targets.blockdev import BlockDevice
 from fsbench.execute.targets.loop import LoopImage
 from fsbench.plan.model import Cell, Plan
 from fsbench.plan.targets import LoopTargetSpec
+from fsbench.store.summaries import target_summary
 from fsbench.system import cache as system
 from fsbench.system import filesystems, servers
 from fsbench.system.errors import FsbenchError
-from fsbench.system.units import human_bytes
 
 
 @dataclass
@@ -67,21 +67,6 @@ def make_target(t: LoopTargetSpec) -> Target:
     if t.destroy_data:
         raise FsbenchError("--destroy-data only makes sense with --device")
     return LoopImage(t.workdir, t.image_size)
-
-
-def target_summary(desc: dict[str, Any]) -> str:
-    """One line for reports: what the filesystems were made on."""
-    known = desc.get("rotational")
-    rotational = "rotational?" if known is None else "rotational" if known else "non-rotational"
-    if desc.get("kind") == "loop":
-        model = f", {desc['backing_model']}" if desc.get("backing_model") else ""
-        return (
-            f"loop image {human_bytes(desc.get('size_bytes', 0))} on "
-            f"{desc.get('backing_fs', '?')} ({desc.get('backing_device', '?')}{model}, "
-            f"{rotational}), direct I/O {'on' if desc.get('direct_io') else 'off'}"
-        )
-    model = f" {desc['model']}" if desc.get("model") else ""
-    return f"{desc.get('path')} {human_bytes(desc.get('size_bytes', 0))}{model}, {rotational}"
 
 
 class LocalExecutor(Executor):

@@ -9,9 +9,8 @@ present, this package measures).
 from __future__ import annotations
 
 from fsbench.execute.features.base import Settings
-from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
 from fsbench.execute.features.runner import run_features
-from fsbench.execute.features.store import load_features, save_features
+from fsbench.store.features import FeatureRow, FeatureTable, Result, load_features, save_features
 
 __all__ = [
     "FeatureRow",

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.execute.features.model import Feature, Result, Support
 from fsbench.execute.targets.loop import LoopImage
+from fsbench.store.features import Feature, Result, Support
 from fsbench.system import fsops, proc
 from fsbench.system.errors import FsbenchError, Unsupported
 from fsbench.system.filesystems import FsType

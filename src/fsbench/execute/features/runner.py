@@ -22,8 +22,8 @@ from pathlib import Path
 
 from fsbench.execute.features import registry
 from fsbench.execute.features.base import Cancelled, Evidence, Probe, Scratch, Settings
-from fsbench.execute.features.model import FeatureRow, FeatureTable, Result
 from fsbench.execute.targets.loop import LoopImage
+from fsbench.store.features import FeatureRow, FeatureTable, Result
 from fsbench.system import filesystems
 from fsbench.system.errors import Unsupported
 from fsbench.system.filesystems import FsType

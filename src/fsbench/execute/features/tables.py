@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from fsbench.execute.features.model import MEASURED, FeatureRow, FeatureTable, Result
 from fsbench.execute.features.values import value_text
+from fsbench.store.features import MEASURED, FeatureRow, FeatureTable, Result
 
 MARKS = {"yes": "✓", "no": "✗", "n/a": "–", "unsupported": "–", "error": "!"}
 LEGEND = (

@@ -3,7 +3,7 @@ thousands separators."""
 
 from __future__ import annotations
 
-from fsbench.execute.features.model import Result
+from fsbench.store.features import Result
 
 _UNITS = (
     ("EiB", 1 << 60),

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from fsbench.execute.features.model import FeatureTable
 from fsbench.reports.features_table import FEATURES_CSS, features_table_html
 from fsbench.reports.html.markup import e, tag
+from fsbench.store.features import FeatureTable
 from fsbench.store.records import RunRecord, TrialRecord
 
 SECTION_ID = "features"

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.workloads.aging.base import Aged, Recipe
 from fsbench.workloads.aging.churn import Churn
@@ -66,3 +67,5 @@ __all__ = ["KNOB", "NONE", "RECIPES", "Aged", "Recipe", "normalize", "parse", "r
 
 # Last: the workload module reads the names above from this package.
 from fsbench.workloads.aging import workload as workload  # noqa: E402
+
+knobs.made_elsewhere(KNOB, normalize)

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from fsbench.system import filesystems, proc
 from fsbench.system.errors import TrialFailed, Unsupported
-from fsbench.workloads import _trees, register
+from fsbench.workloads import _trees
 from fsbench.workloads.aging import NONE, parse
 from fsbench.workloads.aging import measure as age_measure
 from fsbench.workloads.aging.apply import Ager
@@ -58,7 +58,6 @@ class AgingParams(Params):
     )
 
 
-@register
 class Aging(Workload[AgingParams]):
     name = "aging"
     summary = (

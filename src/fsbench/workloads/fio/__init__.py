@@ -48,7 +48,6 @@ from pathlib import Path
 from fsbench.system import servers
 from fsbench.system.errors import TrialFailed
 from fsbench.system.units import parse_size
-from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.fio import jobfile, logs, tool
 from fsbench.workloads.fio.parse import job_metrics, written_bytes
@@ -67,7 +66,6 @@ MIB = 1 << 20
 _MARGIN_MIN = 64 * MIB  # journal and metadata overhead that matters on small filesystems
 
 
-@register
 class Fio(Workload[FioParams]):
     name = "fio"
     summary = (

@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 
 from fsbench.system import proc, servers
 from fsbench.system.errors import TrialFailed, Unsupported
-from fsbench.workloads import _tools, register
+from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
 from fsbench.workloads.pgbench import cluster, txlog
@@ -142,7 +142,6 @@ def run_argv(bindir: Path, paths: cluster.Paths, params: PgbenchParams) -> list[
     return argv
 
 
-@register
 class Pgbench(Workload[PgbenchParams]):
     name = "pgbench"
     summary = (

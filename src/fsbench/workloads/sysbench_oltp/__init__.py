@@ -34,7 +34,6 @@ from typing import Any
 
 from fsbench.system import proc, servers
 from fsbench.system.errors import TrialFailed
-from fsbench.workloads import register
 from fsbench.workloads.base import CacheState, Flush, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Metric
 from fsbench.workloads.sysbench_oltp.mariadb import (
@@ -74,7 +73,6 @@ from fsbench.workloads.sysbench_oltp.params import (
 )
 
 
-@register
 class SysbenchOltp(Workload[SysbenchOltpParams]):
     name = "sysbench-oltp"
     summary = (

@@ -6,7 +6,7 @@ looked up."""
 from __future__ import annotations
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 
 CASEFOLD = Feature(
     "case-insensitive names",

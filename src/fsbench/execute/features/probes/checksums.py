@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 from fsbench.system import fsops, kmsg
 
 CHECKSUMS = Feature(

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, first_line
-from fsbench.execute.features.model import Feature, Result
 from fsbench.execute.features.values import human_size
+from fsbench.store.features import Feature, Result
 from fsbench.system.errors import Unsupported
 
 UNIT = Feature(

@@ -10,7 +10,7 @@ import os
 import re
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 from fsbench.system import fiemap, proc
 
 COMPRESSION = Feature(

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 from fsbench.system import fiemap, proc
 
 DEFRAG = Feature(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsbench.execute.features.base import Evidence, MiB, Probe, Scratch, Setup, os_error
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 
 # <linux/falloc.h>
 FALLOC_FL_KEEP_SIZE = 0x01

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 
 FILES = Feature(
     "inodes: files until full",

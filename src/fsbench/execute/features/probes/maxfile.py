@@ -8,9 +8,9 @@ import errno
 import os
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
-from fsbench.execute.features.model import Feature, Result
 from fsbench.execute.features.search import largest_accepted
 from fsbench.execute.features.values import human_size
+from fsbench.store.features import Feature, Result
 
 MAXFILE = Feature(
     "largest file",

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
-from fsbench.execute.features.model import Feature, Result
 from fsbench.execute.features.search import largest_accepted
+from fsbench.store.features import Feature, Result
 
 NAMES = Feature(
     "longest file name",

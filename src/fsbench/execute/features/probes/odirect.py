@@ -11,7 +11,7 @@ import os
 import struct
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 
 ODIRECT = Feature(
     "O_DIRECT",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup
-from fsbench.execute.features.model import Feature, Result
 from fsbench.execute.features.values import human_size
+from fsbench.store.features import Feature, Result
 
 OVERHEAD = Feature(
     "space lost when empty",

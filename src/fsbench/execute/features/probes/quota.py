@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 from fsbench.system import proc
 from fsbench.system.errors import Unsupported
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from fsbench.execute.features.base import Evidence, MiB, Probe, Scratch, Setup, complaint
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 from fsbench.system import fiemap
 
 REFLINK = Feature(

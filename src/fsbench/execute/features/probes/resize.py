@@ -25,8 +25,8 @@ from fsbench.execute.features.base import (
     complaint,
     lacks_capability,
 )
-from fsbench.execute.features.model import Feature, Result
 from fsbench.execute.features.values import human_size
+from fsbench.store.features import Feature, Result
 from fsbench.system.errors import Unsupported
 
 ONLINE_GROW = Feature("online grow", "Can the mounted filesystem be grown into a bigger device?")

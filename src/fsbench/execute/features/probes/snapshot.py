@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint
-from fsbench.execute.features.model import Feature, Result
+from fsbench.store.features import Feature, Result
 
 SNAPSHOT = Feature(
     "snapshots",

@@ -5,18 +5,21 @@ the filesystem catalogue (`FsType.package`: mkfs, fsck, geometry tools; also of 
 filesystems the host kernel lacks, which the VM target adds) and the workloads' tools
 (`Tool.package`). `EXTRA` names, with the reason for each, what is none of these.
 
-`make install` asks this module for the host's list (`python -m fsbench.system.packages`, from
+`make install` asks this module for the host's list (`python -m fsbench.execute.packages`, from
 the venv, which needs only python3-venv to be made); the VM target's guest root gets
 `guest_packages()`. A workload that declares a new tool, or a filesystem added to the
 catalogue, brings its package to both without another edit.
 
-    python -m fsbench.system.packages [host|guest]   # one package a line, sorted
+    python -m fsbench.execute.packages [host|guest]   # one package a line, sorted
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+
+from fsbench import workloads
+from fsbench.system import filesystems
 
 
 @dataclass(frozen=True)
@@ -71,9 +74,6 @@ GUEST_SYSTEM: tuple[str, ...] = (
 
 def tool_packages() -> set[str]:
     """The packages of every filesystem's and every workload's tools."""
-    from fsbench import workloads
-    from fsbench.system import filesystems
-
     found = {fs.package for fs in filesystems.CATALOGUE.values()}
     found |= {t.package for wl in workloads.all_workloads().values() for t in wl.tools}
     return found
@@ -95,7 +95,7 @@ def guest_packages() -> tuple[str, ...]:
 def main(argv: list[str]) -> int:
     which = argv[0] if argv else "host"
     if which not in ("host", "guest") or len(argv) > 1:
-        print("usage: python -m fsbench.system.packages [host|guest]", file=sys.stderr)
+        print("usage: python -m fsbench.execute.packages [host|guest]", file=sys.stderr)
         return 2
     print("\n".join(host_packages() if which == "host" else guest_packages()))
     return 0

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__, workloads
+from fsbench import __version__, vm, workloads
 from fsbench.analysis import bisect_gate
 from fsbench.analysis.bisect_gate import BAD, GOOD, UNDECIDED, Verdict
 from fsbench.analysis.design import MIN_REPS
@@ -36,6 +36,7 @@ from fsbench.store.records import TrialRecord, now
 from fsbench.store.results import Store
 from fsbench.system import hostfacts, knobs
 from fsbench.system.errors import FsbenchError
+from fsbench.vm import qemu
 from fsbench.vm.kbuild import KBUILD_CACHE, Built, KernelBuilder, confounders, read_config
 from fsbench.vm.records import record_for
 from fsbench.vm.target import VmTargetSpec
@@ -145,8 +146,6 @@ class Bisection:
     # -- measuring ---------------------------------------------------------------------
 
     def _vm_spec(self, bzimage: Path) -> Any:
-        from fsbench import vm
-
         t = self.plan.target
         assert isinstance(t, VmTargetSpec)
         return vm.VmSpec(
@@ -165,8 +164,6 @@ class Bisection:
     def measure(self, step: Step, bzimage: Path, reps: int) -> None:
         """`reps` more repetitions of the cell under this kernel, in one guest (a warm-up
         first when the plan has one); every record stored as it comes back."""
-        from fsbench import vm
-
         cell = self._cell(step.commit)
         first = len(step.values) + 1
         wanted = list(range(first, first + reps))
@@ -251,8 +248,6 @@ class Bisection:
             raise FsbenchError(f"{self.git.tree} has changes ({dirty[0].strip()}): commit them")
         good, bad = self.git.commit(self.args.good), self.git.commit(self.args.bad)
         self.checked_out = self.git.branch()
-        from fsbench.vm import qemu
-
         # Decided once: every step runs under the same accelerator (KVM, or TCG when KVM
         # does not work here), never KVM for some commits and TCG for others.
         self.accel, accel_facts = qemu.resolve_accel("auto")
@@ -263,7 +258,9 @@ class Bisection:
             plan=self.plan.model_dump(mode="json", by_alias=True),
             overrides={},
             schedule=[],
-            host=hostfacts.host([self.cell.config.type], [s for s, _ in self.cell.steps]),
+            host=hostfacts.host(
+                [self.cell.config.type], workloads.tool_packages(s for s, _ in self.cell.steps)
+            ),
             target=self._target(good, bad, accel_facts),
             kind=KIND,
         )
