@@ -11,6 +11,7 @@ from rich.console import Console
 
 from fsbench.analysis import aa_check as calibration
 from fsbench.execute import loop as matrix
+from fsbench.execute import session
 from fsbench.plan import model as planning
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
@@ -159,7 +160,7 @@ def test_each_fleet_host_is_checked_against_its_own_calibration(tmp_path: Path) 
         matrix.run(
             _base(3), cells, store, argv=["fsbench"], overrides={},
             executor=FakeExecutor(_base(3), cells, _noisy(0.05, seed, {"xfs": 1.02})),
-            part=matrix.Part(part_of, name, ("all",)),
+            part=session.Part(part_of, name, ("all",)),
         )  # fmt: skip
     h2 = store.part(part_of, "h2")
     assert h2 is not None

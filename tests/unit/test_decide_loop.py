@@ -263,7 +263,7 @@ def test_a_resumed_decided_run_keeps_the_plan_and_the_time_it_made(store: Store)
     first.run = interrupting  # type: ignore[method-assign]
     outcome = matrix.run(p, cells, store, argv=[], overrides={}, executor=first, clock=first.clock)
     assert outcome.interrupted
-    planned = store.get_run(outcome.run_id).design
+    planned = store.get_run(outcome.run_id).facts["design"]
     assert planned["cells"] and planned["spent_s"] > 0
     second = ReplayExecutor(p, cells, models, seed=4)
     second.clock.now = first.clock.now  # the machine's time goes on
@@ -277,7 +277,7 @@ def test_a_resumed_decided_run_keeps_the_plan_and_the_time_it_made(store: Store)
         resume_run=outcome.run_id,
         clock=second.clock,
     )
-    design = store.get_run(again.run_id).design
+    design = store.get_run(again.run_id).facts["design"]
     assert design["cells"] == planned["cells"] and design["groups"] == planned["groups"]
     assert design["spent_s"] >= planned["spent_s"]
     trials = store.get_trials(again.run_id)

@@ -96,7 +96,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 
 
 def test_every_package_is_in_a_layer() -> None:
-    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and any(p.glob("*.py"))}
     assert packages == {n for names in LAYERS for n in names}
 
 
@@ -176,7 +176,8 @@ def test_only_the_fleet_package_and_its_command_know_the_fleet() -> None:
         if p.is_file() and p.suffix in (".py", ".yml", ".toml", ".css") and "fleet" in p.read_text()
     }
     outside = {k for k in knowing if not k.startswith("fleet/")}
-    assert outside == {"cli/fleet.py", "store/schema.py"}
+    # The commands' table (cli/app.py) names every command module, the fleet's too.
+    assert outside == {"cli/fleet.py", "cli/app.py", "store/schema.py"}
     history = [
         line
         for line in (PACKAGE / "store" / "schema.py").read_text().splitlines()

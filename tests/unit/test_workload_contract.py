@@ -5,6 +5,8 @@ not-cold) that workloads feed through hooks."""
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import pkgutil
 from pathlib import Path
 
@@ -16,31 +18,35 @@ from fsbench.execute import checks
 from fsbench.system import proc
 from fsbench.system.monitors.sampler import CpuTimes, Totals
 from fsbench.workloads import fsck
-from fsbench.workloads.base import Params, Scale
+from fsbench.workloads.base import Params, Scale, Workload
 
 PACKAGE = Path(workloads.__file__).parent
 
 
-def _registering_modules() -> set[str]:
-    """Modules (and packages) of fsbench.workloads whose source applies @register."""
+def _workload_classes() -> set[str]:
+    """Every workload class defined in fsbench.workloads (a Workload with a name of its
+    own, not abstract), as "module:Class"."""
     found = set()
-    for info in pkgutil.iter_modules([str(PACKAGE)]):
-        path = PACKAGE / info.name
-        files = list(path.rglob("*.py")) if info.ispkg else [path.with_suffix(".py")]
-        if any("@register" in f.read_text() for f in files):
-            found.add(info.name)
+    for info in pkgutil.walk_packages([str(PACKAGE)], prefix="fsbench.workloads."):
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, Workload)
+                and obj.__module__ == module.__name__
+                and not inspect.isabstract(obj)
+                and "name" in vars(obj)
+            ):
+                found.add(f"{module.__name__}:{name}")
     return found
 
 
 def test_discovery_is_the_explicit_list() -> None:
-    """Every module that registers a workload is named in MODULES, and only those: no
-    naming rule decides what is loaded."""
-    assert set(workloads.MODULES) == _registering_modules()
+    """Every workload class is named in BUILTIN, and only those: no naming rule decides
+    what is loaded; and the registry holds exactly them."""
+    assert set(workloads.BUILTIN) == _workload_classes()
     names = workloads.all_workloads()
-    modules = {
-        cls.__module__.removeprefix("fsbench.workloads.").split(".")[0] for cls in names.values()
-    }
-    assert modules == set(workloads.MODULES)
+    assert {f"{cls.__module__}:{cls.__name__}" for cls in names.values()} == set(workloads.BUILTIN)
 
 
 def test_params_model_is_the_generic_argument() -> None:

@@ -21,7 +21,8 @@ from typing import Any
 
 from fsbench.analysis import null_law
 from fsbench.analysis.stats import t_quantile
-from fsbench.plan.model import DEFAULT_MARGIN, MIN_AUTO_REPS
+from fsbench.plan.model import DEFAULT_MARGIN as DEFAULT_MARGIN  # the plan's default
+from fsbench.plan.model import MIN_AUTO_REPS
 
 ALPHA = 0.05
 # Repetitions before a timing is tested (the plan's minimum for decided repetitions), and

@@ -3,14 +3,13 @@ objective's value of a trial, and the replay that rebuilds the race round by rou
 
 A tune run is stored like any run: its plan (the space's configs as `fs`), one trial per
 config per round with the round as `rep` (0: the uncounted warm-up), and the race's
-settings in the run's convergence record under `race` (what the repetition loop decided,
-for a race). The race itself is never stored: it is replayed from the trials, the same
-way by the command that runs it (after a kill, `--resume` goes on from there) and by every
-report, so a report years later shows the race as it ran.
-
-A trial the kernel refused (`unsupported`) drops its config at that round; a failed trial
-drops its config too (`failed`: a config that fails would leave every later round
-incomplete, and a race compares complete rounds only).
+settings as its facts (store/runkinds.py: the kind `tune`, facts `TuneSpec`). The race
+itself is never stored: it is replayed from the trials, the same way by the command that
+runs it (after a kill, `--resume` goes on from there) and by every report, so a report
+years later shows the race as it ran. A trial the kernel refused (`unsupported`) drops
+its config at that round; a failed trial drops its config too (`failed`: a config that
+fails would leave every later round incomplete, and a race compares complete rounds
+only).
 
 Pure: stored records in, a `Race` out.
 """
@@ -39,7 +38,6 @@ from fsbench.store.records import TrialRecord
 from fsbench.system.errors import FsbenchError
 
 KIND = "tune"  # the run's kind in the store
-RACE_KEY = "race"  # where the run's convergence record keeps the race
 FAILED = "failed"  # a config whose trial failed leaves the race
 
 
@@ -52,7 +50,7 @@ class SafetyVerdict(BaseModel):
 
 
 class TuneSpec(BaseModel):
-    """What a race decides by, stored with the run (its convergence record, `race`)."""
+    """What a race decides by: the run's facts."""
 
     model_config = ConfigDict(extra="ignore")
 

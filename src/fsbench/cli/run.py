@@ -27,6 +27,7 @@ from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.report import emit
 from fsbench.execute import loop as matrix
+from fsbench.execute import session
 from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
@@ -202,7 +203,7 @@ def execute(
     overrides: dict[str, list[str]],
     resume_run: int | None = None,
     kind: str = "run",
-    part: matrix.Part | None = None,
+    part: session.Part | None = None,
     watch: Watch | None = None,
 ) -> matrix.Outcome:
     """The run with a progress bar (and whatever else `watch` wraps around it); exits 130

@@ -16,7 +16,7 @@ from fsbench import workloads
 from fsbench.analysis.design import DEFAULT_MARGIN
 from fsbench.analysis.race import MAX_ROUNDS, Drop
 from fsbench.analysis.race_checks import parse_requirements
-from fsbench.analysis.race_trials import KIND, RACE_KEY, TuneSpec, value_of
+from fsbench.analysis.race_trials import KIND, TuneSpec, value_of
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
@@ -126,7 +126,7 @@ def tune(
         run_id = _resumable(store, plan_file)
         run = store.get_run(run_id)
         plan = Plan.model_validate(run.plan)
-        spec = TuneSpec.model_validate(run.convergence[RACE_KEY])
+        spec = TuneSpec.model_validate(run.facts)
         cells = planning.expand(plan, run.overrides)
         done = len({t.seq for t in store.get_trials(run_id)})
         err.print(f"fsbench: resuming race {run_id} ({done} trials stored)", highlight=False)
@@ -211,7 +211,7 @@ def _resumable(store: Store, run_arg: Path | None) -> int:
             raise FsbenchError(f"no unfinished race of fsbench tune in {store.url} to resume")
         run_id = open_races[-1]
     record = store.get_run(run_id)
-    if record.kind != KIND or RACE_KEY not in record.convergence:
+    if record.kind != KIND or not record.facts:
         raise FsbenchError(f"run {run_id} is not a race of fsbench tune")
     if record.status == "finished":
         raise FsbenchError(f"race {run_id} is finished: nothing to resume")

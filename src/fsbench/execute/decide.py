@@ -15,16 +15,16 @@
    undecided, which can only give it more later.
 
 Everything after the executor's preflight counts against the budget; the run's design
-record (store: runs.design) keeps the plan, what was spent, and by how much and why the
-run went over, for the report.
+record (the run's facts, `design`) keeps the plan, what was spent, and by how much and
+why the run went over, for the report.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fsbench import workloads
 from fsbench.analysis import budget, verdicts
@@ -32,24 +32,47 @@ from fsbench.analysis.budget import BudgetPlan, GroupCost
 from fsbench.analysis.decisions import UNDECIDED, Decision
 from fsbench.analysis.design import EXACT_UNITS, MIN_REPS, MIN_REPS_EXACT, Design
 from fsbench.analysis.rows import build_rows
+from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import Slot
+from fsbench.plan.model import Plan
 from fsbench.store import trialfacts
 from fsbench.store.records import TrialRecord, slot_seconds
+from fsbench.store.results import Store
 
-if TYPE_CHECKING:
-    from fsbench.execute.loop import _Loop
+
+class Loop(Protocol):
+    """What the decided repetitions need of the repetition loop (loop.py)."""
+
+    plan: Plan
+    store: Store
+    hooks: Hooks
+    records: list[TrialRecord]  # every trial of the run stored so far
+    stored: set[int]  # seqs stored
+    refused: set[str]  # cells the kernel refused
+    dropped: int  # planned slots that will not run
+    clock: Callable[[], float]
+
+    @property
+    def run_id(self) -> int: ...
+
+    def by_group(self) -> dict[int, list[Slot]]: ...
+
+    def warmup_slot(self, first: Slot) -> Slot: ...
+
+    def run_slots(self, slots: Sequence[Slot], cold: bool = False) -> bool: ...
+
 
 # Runs of this host the projection looks back over for trials of the same cells.
 HISTORY_RUNS = 5
 
 
 class Decide:
-    def __init__(self, loop: _Loop) -> None:
+    def __init__(self, loop: Loop) -> None:
         self.loop = loop
         self.plan = loop.plan
-        self.groups: list[list[Slot]] = list(loop._by_group().values())
+        self.groups: list[list[Slot]] = list(loop.by_group().values())
         # A resumed run goes on with the plan it made and the time it had spent.
-        self.previous = loop.store.get_run(loop.run_id).design
+        self.previous = loop.store.get_run(loop.run_id).facts.get("design") or {}
         self.started = loop.clock() - float(self.previous.get("spent_s") or 0.0)
         self.final: set[int] = set()
         self.plans: list[budget.GroupPlan] = []
@@ -263,9 +286,9 @@ class Decide:
         """One warm-up trial of the group (its first counted cell): seconds and records."""
         group_slots = self.groups[index]
         first = min((s for s in group_slots if s.rep == 1), key=lambda s: s.seq)
-        slot = self.loop._rewarm(first)
+        slot = self.loop.warmup_slot(first)
         began = self.loop.clock()
-        self.loop._run([slot])
+        self.loop.run_slots([slot])
         took = self.loop.clock() - began
         records = [t for t in self.loop.store.get_trials(self.loop.run_id) if t.seq == slot.seq]
         return took, records
@@ -277,7 +300,7 @@ class Decide:
             return
         slots = [s for s in self.groups[index] if first <= s.rep <= last]
         began = self.loop.clock()
-        ran = self.loop._run(slots)
+        ran = self.loop.run_slots(slots)
         if ran:
             per = (self.loop.clock() - began) / max(1, last - first + 1)
             self.counted_s.setdefault(index, []).extend([per] * (last - first + 1))
@@ -348,7 +371,7 @@ class Decide:
     def _note_spent(self) -> None:
         """What the run has spent so far, kept with it: a resumed run goes on from it."""
         self.design["spent_s"] = round(self.loop.clock() - self.started, 2)
-        self.loop.store.set_design(self.loop.run_id, self.design)
+        self.loop.store.set_facts(self.loop.run_id, {"design": self.design})
 
     def _record(self, found: BudgetPlan, done: bool = False) -> None:
         """The run's design record: the plan, what it has spent so far, and at the end by
@@ -368,7 +391,7 @@ class Decide:
                 if over > budget.TOLERANCE * found.budget:
                     record["over_why"] = _over_why(found, spent)
         self.design = record
-        self.loop.store.set_design(self.loop.run_id, record)
+        self.loop.store.set_facts(self.loop.run_id, {"design": record})
 
 
 def _over_why(found: BudgetPlan, spent: float) -> str:

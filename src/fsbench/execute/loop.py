@@ -13,29 +13,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fsbench import __version__, workloads
+from fsbench import workloads
 from fsbench.analysis.convergence import convergence, group_needs_more
-from fsbench.execute import schedule
+from fsbench.execute import schedule, session
 from fsbench.execute.decide import Decide
 from fsbench.execute.executors import Binding, Executor, for_plan
 from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import WARMUP_REP, Slot
 from fsbench.plan.model import MIN_AUTO_REPS, Cell, Plan
-from fsbench.store import runfacts
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.schema import new_uid
-from fsbench.system import hostfacts as provenance
-
-
-@dataclass(frozen=True)
-class Part:
-    """This run is one host's part of a run on many hosts: that run's uid, the host's
-    inventory name and groups."""
-
-    uid: str
-    host: str
-    groups: tuple[str, ...] = ()
 
 
 @dataclass
@@ -81,7 +69,7 @@ def run(
     executor: Executor | None = None,
     kind: str = "run",
     uid: str | None = None,
-    part: Part | None = None,
+    part: session.Part | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Outcome:
     """Run (or with `resume_run`, finish) the plan's matrix; every trial is stored as it
@@ -93,79 +81,27 @@ def run(
     executor = executor or for_plan(plan, cells)
     if uid is None:
         uid = store.get_run(resume_run).uid if resume_run is not None else new_uid()
-    ready(executor, Binding(store, uid, hooks), hooks.note)
+    session.ready(executor, Binding(store, uid, hooks), hooks.note)
     if resume_run is None:
         plan = with_seed(plan)
     slots = slots_of(plan, cells)
     with executor:  # a real device's safety checks happen in open(), before any write
         if resume_run is None:
-            run_id = create_run(
-                store, plan, slots, executor, argv, overrides, kind=kind, uid=uid, part=part
-            )
+            schedule = [(s.rep, s.cell.key) for s in slots]
+            run_id = session.create(
+                store, plan, schedule, executor.describe(), argv, overrides, kind=kind,
+                uid=uid, part=part,
+            )  # fmt: skip
         else:
             run_id = resume_run
             store.reopen_run(run_id)
         loop = _Loop(plan, cells, slots, store, executor, hooks, run_id, clock)
-        try:
+        with session.lived(store, run_id, executor.describe) as life:
             loop.run()
-        except KeyboardInterrupt:
-            store.set_target(run_id, executor.describe())
-            store.finish_run(run_id, "interrupted")
-            loop.outcome.interrupted = True
-            return loop.outcome
-        except BaseException:
-            store.finish_run(run_id, "failed")
-            raise
-        store.set_target(run_id, executor.describe())
-        loop.outcome.unfinished = executor.unfinished()
-        store.finish_run(run_id, "incomplete" if loop.outcome.unfinished else "finished")
+            loop.outcome.unfinished = executor.unfinished()
+            life.end = "incomplete" if loop.outcome.unfinished else "finished"
+        loop.outcome.interrupted = life.interrupted
         return loop.outcome
-
-
-def ready(executor: Executor, run: Binding, note: Callable[[str], None]) -> None:
-    """The executor bound to its run, its preflight passed (a refusal raises, one line),
-    and what crashed runs left behind released; each warning and release said by `note`."""
-    executor.bind(run)
-    for warning in executor.preflight():
-        note(f"warning: {warning}")
-    for line in executor.release_stale():
-        note(f"released stale: {line}")
-
-
-def create_run(
-    store: Store,
-    plan: Plan,
-    slots: Sequence[Slot],
-    executor: Executor,
-    argv: list[str],
-    overrides: dict[str, list[str]],
-    *,
-    kind: str,
-    uid: str | None = None,
-    part: Part | None = None,
-) -> int:
-    """The run in the store, before its first trial: its plan and schedule, this host's
-    provenance, its target, and what its reports need of this fsbench's workloads."""
-    fs_types = sorted({c.type for c in plan.fs})
-    steps = sorted({s for w in plan.workloads for s in w.steps})
-    host = provenance.host(fs_types, workloads.tool_packages(steps))
-    return store.create_run(
-        name=plan.name,
-        fsbench_version=__version__,
-        argv=argv,
-        plan=plan.model_dump(mode="json", by_alias=True),
-        overrides=overrides,
-        schedule=[(s.rep, s.cell.key) for s in slots],
-        host=host,
-        target=executor.describe(),
-        kind=kind,
-        workloads=runfacts.workload_facts(steps),
-        features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
-        uid=uid,
-        part_of=part.uid if part else "",
-        part_host=part.host if part else "",
-        part_groups=list(part.groups) if part else None,
-    )
 
 
 class _Loop:
@@ -239,7 +175,7 @@ class _Loop:
             self.run_id, convergence(self.plan, self.cells, self.store.get_trials(self.run_id))
         )
 
-    def _by_group(self) -> dict[int, list[Slot]]:
+    def by_group(self) -> dict[int, list[Slot]]:
         out: dict[int, list[Slot]] = {}
         for slot in self.slots:
             out.setdefault(slot.group, []).append(slot)
@@ -254,9 +190,9 @@ class _Loop:
         """Slots not stored yet (a resumed run skips the rest) to the executor, after a
         warm-up where they would otherwise start cold with a counted trial (`rewarm`: the
         group is taken up again after other work)."""
-        self._run(slots, cold=rewarm or not self.handed)
+        self.run_slots(slots, cold=rewarm or not self.handed)
 
-    def _run(self, slots: Sequence[Slot], cold: bool = False) -> bool:
+    def run_slots(self, slots: Sequence[Slot], cold: bool = False) -> bool:
         """The slots not stored yet nor refused, to the executor; a warm-up first when
         they start `cold` or the executor starts them on a fresh machine (a booted guest).
         Whether anything ran."""
@@ -266,13 +202,13 @@ class _Loop:
             return False
         cold = cold or self.executor.fresh_start(pending[0])
         if cold and not pending[0].warmup and self.plan.warmup > 0 and warms(pending[0].cell):
-            pending.insert(0, self._rewarm(pending[0]))
+            pending.insert(0, self.warmup_slot(pending[0]))
         self.handed = True
         self.executor.run(pending, self.refused, self._started, self._finished)
         self.store.set_target(self.run_id, self.executor.describe())
         return True
 
-    def _rewarm(self, first: Slot) -> Slot:
+    def warmup_slot(self, first: Slot) -> Slot:
         """A warm-up trial before `first`, of the cell the schedule runs just before it in
         its group (so `first` follows what the design meant it to follow): stored, never
         counted, like the warm-up round. The first trial after a restart or in a freshly

@@ -8,8 +8,9 @@ run's, each fed to the race (analysis/race.py) as soon as it is complete.
   config takes its slots out and keeps the others' order. Every slot keeps its `seq` in
   the planned schedule, so a resumed race numbers its trials as the first one would have.
 - Trials are stored as they end (kind `tune`, `rep` = the round); the race's settings are
-  kept in the run's convergence record (`race`). The race is never stored: it is replayed
-  from the trials (analysis/race_trials.py), by `--resume` and by reports alike.
+  the run's facts (store/runkinds.py: TuneSpec). The race is never stored: it is replayed
+  from the trials (analysis/race_trials.py), by `--resume` and by reports alike. The run
+  lives through the one life cycle every run has (execute/session.py).
 - Resume: the stored rounds are replayed into a new race; the round a kill cut short
   keeps its stored trials and runs the rest, after a warm-up trial (the first trial of a
   process counts for nobody, as in the loop).
@@ -28,11 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from fsbench.analysis.race import BUDGET, Drop, Race
-from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec
-from fsbench.execute import schedule
+from fsbench.analysis.race_trials import KIND, Replay, TuneSpec
+from fsbench.execute import schedule, session
 from fsbench.execute.executors import Binding, Executor, for_plan
 from fsbench.execute.hooks import Hooks
-from fsbench.execute.loop import create_run, ready, slots_of, warms, with_seed
+from fsbench.execute.loop import slots_of, warms, with_seed
 from fsbench.execute.schedule import WARMUP_REP, Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord
@@ -113,34 +114,28 @@ def run_race(
     if executor.whole_plan:
         raise FsbenchError(f"fsbench tune runs on one machine, not on a {plan.target.kind} target")
     uid = store.get_run(resume_run).uid if resume_run is not None else new_uid()
-    ready(executor, Binding(store, uid, Hooks()), watch.note)
+    session.ready(executor, Binding(store, uid, Hooks()), watch.note)
     if resume_run is None:
         plan = with_seed(plan)
     planned = plan.model_copy(update={"reps": spec.max_rounds})
     slots = slots_of(planned, cells)
     with executor:
         if resume_run is None:
-            run_id = create_run(store, plan, slots, executor, argv, overrides, kind=KIND, uid=uid)
-            store.set_convergence(run_id, {RACE_KEY: spec.model_dump(mode="json")})
+            schedule = [(s.rep, s.cell.key) for s in slots]
+            facts = spec.model_dump(mode="json")
+            run_id = session.create(
+                store, plan, schedule, executor.describe(), argv, overrides, kind=KIND,
+                facts=facts, uid=uid,
+            )  # fmt: skip
         else:
             run_id = resume_run
             store.reopen_run(run_id)
         driver = _Driver(plan, cells, slots, store, executor, watch, run_id, spec)
-        try:
+        with session.lived(store, run_id, executor.describe) as life:
             driver.run()
-        except KeyboardInterrupt:
-            store.set_target(run_id, executor.describe())
-            store.finish_run(run_id, "interrupted")
-            return TuneOutcome(run_id, driver.state.finish(), True, driver.counts)
-        except BaseException:
-            store.finish_run(run_id, "failed")
-            raise
-        store.set_target(run_id, executor.describe())
-        race = driver.state.finish()
-        final = driver.spec.model_copy(update={"stop": race.result().stop})
-        store.set_convergence(run_id, {RACE_KEY: final.model_dump(mode="json")})
-        store.finish_run(run_id, "finished")
-        return TuneOutcome(run_id, race, False, driver.counts)
+            final = driver.spec.model_copy(update={"stop": driver.state.finish().result().stop})
+            store.set_facts(run_id, final.model_dump(mode="json"))
+        return TuneOutcome(run_id, driver.state.finish(), life.interrupted, driver.counts)
 
 
 class _Driver:
@@ -208,7 +203,7 @@ class _Driver:
         self.pace = (now - self.round_clock) / ran
         self.round_clock = now
         self.spec = self.spec.model_copy(update={"spent": self.spent_before + now - self.clock})
-        self.store.set_convergence(self.run_id, {RACE_KEY: self.spec.model_dump(mode="json")})
+        self.store.set_facts(self.run_id, self.spec.model_dump(mode="json"))
 
     def _over_budget(self, pending: int) -> bool:
         if self.spec.budget is None:

@@ -18,8 +18,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from fsbench.execute.hooks import Hooks
-from fsbench.execute.loop import Part
 from fsbench.execute.schedule import Slot
+from fsbench.execute.session import Part
 from fsbench.plan.model import Plan
 from fsbench.store.records import TrialRecord
 

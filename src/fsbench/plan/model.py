@@ -24,7 +24,8 @@ from pydantic import (
 
 from fsbench import workloads
 from fsbench.plan import targets
-from fsbench.plan.fsconfig import FsConfig, one_line
+from fsbench.plan.fsconfig import FsConfig as FsConfig  # what plans are made of
+from fsbench.plan.fsconfig import one_line as one_line
 from fsbench.plan.fsconfig import parse_fs_spec as parse_fs_spec  # what plans are built of
 from fsbench.plan.space import search_configs
 from fsbench.plan.targets import LoopTargetSpec, TargetSpec

@@ -18,6 +18,7 @@ from fsbench.analysis.rows import Row, build_rows, convergence_key
 from fsbench.plan.model import FsConfig
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.store.runkinds import design as design_of
 
 
 @dataclass
@@ -47,7 +48,7 @@ def config_order(run: RunRecord) -> list[str]:
 
 
 def rows_of(run: RunRecord, trials: list[TrialRecord]) -> list[Row]:
-    n_max = run.design.get("cells") or {}
+    n_max = design_of(run).get("cells") or {}
     return build_rows(trials, run.convergence, config_order(run), run.workloads, n_max)
 
 
@@ -69,17 +70,17 @@ def convergence_of(store: Store, run: RunRecord, parts: list[RunRecord]) -> dict
     }
 
 
-def design_of(run: RunRecord, parts: list[RunRecord]) -> dict[str, Any]:
-    """A run's design record; a run made of parts gathers its parts' last looks per cell,
-    keyed by host (each host plans its own)."""
+def gathered_design(run: RunRecord, parts: list[RunRecord]) -> dict[str, Any]:
+    """A run's design record (runkinds.design); a run made of parts gathers its parts'
+    last looks per cell, keyed by host (each host plans its own)."""
     if not parts:
-        return run.design
+        return design_of(run)
     cells = {
         convergence_key(part.part_host, key): value
         for part in parts
-        for key, value in (part.design.get("cells") or {}).items()
+        for key, value in (design_of(part).get("cells") or {}).items()
     }
-    return {**run.design, "cells": cells}
+    return {**design_of(run), "cells": cells}
 
 
 def load(store: Store, run_id: int) -> RunReport:
@@ -87,7 +88,7 @@ def load(store: Store, run_id: int) -> RunReport:
     trials = trials_of(store, run)
     parts = store.parts(run.uid)
     run.convergence = convergence_of(store, run, parts)
-    run.design = design_of(run, parts)
+    run.facts = {**run.facts, "design": gathered_design(run, parts)}
     report = RunReport(run, trials, rows_of(run, trials))
     if parts:
         groups = {m.part_host: m.part_groups for m in parts}

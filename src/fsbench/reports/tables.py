@@ -17,6 +17,7 @@ from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
 from fsbench.execute.schedule import williams as schedule_williams
 from fsbench.store.records import RunRecord
+from fsbench.store.runkinds import design as design_of
 from fsbench.system.units import human_bytes
 
 
@@ -387,7 +388,7 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     order = "interleaved"
     if plan.get("seed") is not None:
         warm = plan.get("warmup") or 0
-        if run.design.get("warmup") == "trial":
+        if design_of(run).get("warmup") == "trial":
             warmed = "+ a warm-up trial per group (not counted), "
         elif warm:
             warmed = f"+ {warm} warm-up round{'s' if warm > 1 else ''} (not counted), "
@@ -400,7 +401,7 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
         margin = plan.get("margin") or 0.05
         reps = f"2 to {plan.get('max_reps')} (until decided, margin ±{margin:.0%}{budget})"
     lines.append(f"scale {plan.get('scale')}, {reps} reps {order}, fresh mkfs every trial")
-    spent = budget_line(run.design)
+    spent = budget_line(design_of(run))
     if spent:
         lines.append(spent)
     if rows is not None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsbench.analysis.race import Drop, RaceResult
-from fsbench.analysis.race_trials import KIND, RACE_KEY, Replay, TuneSpec, replay, value_of
+from fsbench.analysis.race_trials import KIND, Replay, TuneSpec, replay, value_of
 from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, FsConfig, Plan
 from fsbench.store.records import RunRecord, TrialRecord
@@ -100,11 +100,11 @@ def as_json(doc: TuneReport) -> str:
 def load(store: Store, run_id: int) -> tuple[RunRecord, Plan, list[Cell], TuneSpec, Replay]:
     """A tune run, its plan and cells, the race's settings and the race replayed."""
     run = store.get_run(run_id)
-    if run.kind != KIND or RACE_KEY not in run.convergence:
+    if run.kind != KIND or not run.facts:
         raise FsbenchError(f"run {run_id} is a {run.kind} run, not a race of fsbench tune")
     try:
         plan = Plan.model_validate(run.plan)
-        spec = TuneSpec.model_validate(run.convergence[RACE_KEY])
+        spec = TuneSpec.model_validate(run.facts)
     except ValidationError as exc:
         raise FsbenchError(f"run {run_id}: {planning.one_line(exc)}") from None
     cells = planning.expand(plan, run.overrides)

@@ -34,7 +34,7 @@ from fsbench.system.errors import FsbenchError
 # How far a run got: a merge never moves a run back.
 _PROGRESS = {"running": 0, "interrupted": 1, "failed": 1, "incomplete": 1, "finished": 2}
 # What a run that DEST has takes from a source that got further.
-_STATE = ("status", "finished_at", "convergence", "design", "target")
+_STATE = ("status", "finished_at", "convergence", "facts", "target")
 
 
 @dataclass

@@ -74,8 +74,8 @@ class RunRecord:
     host: dict[str, Any]
     target: dict[str, Any]
     convergence: dict[str, Any] = field(default_factory=dict)
-    # --reps decide: the design planned from the budget and what the run spent (decide.py).
-    design: dict[str, Any] = field(default_factory=dict)
+    # The facts of its kind (store/runkinds.py): a grid's design, a race's settings, ...
+    facts: dict[str, Any] = field(default_factory=dict)
     kind: str = "run"  # the command that made it (schema.runs.kind)
     # What its reports need of the code that made it (runfacts.py).
     workloads: dict[str, Any] = field(default_factory=dict)

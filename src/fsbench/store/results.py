@@ -227,6 +227,7 @@ class Store:
         host: dict[str, Any],
         target: dict[str, Any],
         kind: str = "run",
+        facts: dict[str, Any] | None = None,
         workloads: dict[str, Any] | None = None,
         features: dict[str, Any] | None = None,
         uid: str | None = None,
@@ -252,6 +253,7 @@ class Store:
                     target=json.dumps(target),
                     workloads=json.dumps(workloads or {}),
                     features=json.dumps(features or {}),
+                    facts=json.dumps(facts or {}),
                     uid=uid or schema.new_uid(),
                     part_of=part_of,
                     part_host=part_host,
@@ -270,9 +272,10 @@ class Store:
                 update(runs).where(runs.c.id == run_id).values(convergence=json.dumps(convergence))
             )
 
-    def set_design(self, run_id: int, design: dict[str, Any]) -> None:
+    def set_facts(self, run_id: int, facts: dict[str, Any]) -> None:
+        """The facts of the run's kind (store/runkinds.py), replaced whole."""
         with self.engine.begin() as conn:
-            conn.execute(update(runs).where(runs.c.id == run_id).values(design=json.dumps(design)))
+            conn.execute(update(runs).where(runs.c.id == run_id).values(facts=json.dumps(facts)))
 
     def reopen_run(self, run_id: int) -> None:
         """A resumed run is running again until it finishes or is interrupted again."""
@@ -443,7 +446,7 @@ _RUN_JSON: dict[str, str] = {
     "host": "{}",
     "target": "{}",
     "convergence": "{}",
-    "design": "{}",
+    "facts": "{}",
     "workloads": "{}",
     "features": "{}",
     "part_groups": "[]",

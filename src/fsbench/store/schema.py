@@ -77,9 +77,9 @@ runs = Table(
     Column("target", Text, nullable=False),  # JSON: device, model, rotational, direct I/O
     # JSON, --reps auto: per cell key, reps made and whether its CI reached the target.
     Column("convergence", Text, nullable=False, default="{}"),
-    # JSON, --reps decide: the design planned from the budget (per group its looks, per
-    # cell its last look), what the run spent, and by how much and why it went over.
-    Column("design", Text, nullable=False, server_default="{}"),
+    # JSON: the facts of the run's kind (store/runkinds.py: each kind its typed model): a
+    # grid's design planned from its budget, a race's settings, a bisection's tree and ends.
+    Column("facts", Text, nullable=False, server_default="{}"),
     # JSON: what the reports need to know of each workload, as this fsbench defined it
     # ({name: {summary, headline, params}}), so that a later fsbench reports it the same.
     Column("workloads", Text, nullable=False, server_default="{}"),
@@ -223,7 +223,7 @@ MIGRATIONS: dict[int, tuple[Added | Renamed, ...]] = {
         Renamed("runs", "fleet_host", "part_host"),
         Renamed("runs", "fleet_groups", "part_groups"),
     ),
-    8: (Added("runs", "design", "TEXT", "'{}'"),),
+    8: (Added("runs", "facts", "TEXT", "'{}'"),),
 }
 
 # Columns that tell an unversioned store's age: the newest version whose additions are all

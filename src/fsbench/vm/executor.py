@@ -109,7 +109,7 @@ class VmExecutor(Executor):
             raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
         check_workloads(self.plan, vm=True)
         # The guest's kernel and tools decide; this host only needs QEMU.
-        from fsbench.vm.qemu import qemu_missing
+        from fsbench.system.qemu import qemu_missing
 
         missing = qemu_missing()
         if missing:

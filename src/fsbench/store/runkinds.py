@@ -1,0 +1,99 @@
+"""Run kinds, as first-class as target kinds: what made a run, and how it lives.
+
+A run's `kind` names one `RunKind` of the registry `KINDS` (system/plugins.py): the grid
+run of `fsbench run` and its A/A twin of `fsbench calibrate` (one driver: the repetition
+loop), the race of `fsbench tune`, and (a plugin shipped with the VM target, an entry
+point of `fsbench.run_kinds.v1`) the kernel bisection of `fsbench bisect`. Each declares:
+
+- its **facts**: a typed model (pydantic) of what the run keeps beyond the plan, in the
+  run's own column (`runs.facts`): a grid's design planned from its budget, a race's
+  settings, a bisection's tree and endpoints;
+- its **command**, which makes it and resumes it (`fsbench tune --resume RUN`): `fsbench
+  run --resume` goes on with grid runs only, and names the command for the others;
+- its **report**: the function that writes a stored run of this kind in a format of
+  `fsbench report` (None: the grid's tables, charts and pages);
+- whether `fsbench compare` takes its rows.
+
+Its driver is its command's: the repetition loop (execute/loop.py), the race
+(execute/race.py), the bisection (vm/bisect.py), each living through the one run life
+cycle (execute/session.py).
+
+Every reference is "module:attribute", loaded when used: the store knows the kinds
+without importing what runs or reports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from fsbench.store.records import RunRecord
+from fsbench.system.plugins import Registry, load
+
+
+@dataclass(frozen=True)
+class RunKind:
+    name: str  # as the store keeps it in runs.kind
+    title: str  # what lists and messages call it: "race of fsbench tune"
+    command: str  # the command that makes and resumes it: "fsbench tune"
+    facts: str  # "module:Class" of its facts model
+    report: str = ""  # "module:function(store, run_id, fmt, output, all_metrics, charts)"
+    comparable: bool = True  # `fsbench compare` takes its rows
+
+    def facts_of(self, run: RunRecord) -> Any:
+        """The run's facts as its kind's model."""
+        model: type[BaseModel] = load(self.facts)
+        return model.model_validate(run.facts or {})
+
+    @property
+    def resume(self) -> str:
+        """How to go on with a run of this kind ("fsbench tune --resume")."""
+        return f"{self.command} --resume"
+
+
+class GridFacts(BaseModel):
+    """A grid run's facts: its design planned from the budget (execute/decide.py; {} for
+    a fixed or `auto` design)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    design: dict[str, Any] = {}
+
+
+GRID = RunKind("run", "comparison of fsbench run", "fsbench run", f"{__name__}:GridFacts")
+CALIBRATION = RunKind(
+    "calibration",
+    "A/A calibration of fsbench calibrate",
+    "fsbench calibrate",
+    f"{__name__}:GridFacts",
+)
+TUNE = RunKind(
+    "tune",
+    "race of fsbench tune",
+    "fsbench tune",
+    "fsbench.analysis.race_trials:TuneSpec",
+    report="fsbench.reports.tune:report",
+    comparable=False,
+)
+
+# The run-kind contract's version: a plugin built for another is refused.
+CONTRACT = 1
+KINDS: Registry[RunKind] = Registry(
+    "run_kinds",
+    "run kind",
+    CONTRACT,
+    tuple(f"{__name__}:{name}" for name in ("GRID", "CALIBRATION", "TUNE")),
+)
+
+
+def kind_of(run: RunRecord) -> RunKind:
+    """The run's kind (a run stored before kinds had facts is a grid run)."""
+    return KINDS.get(run.kind or GRID.name)
+
+
+def design(run: RunRecord) -> dict[str, Any]:
+    """A grid run's design record (GridFacts.design): {} for any other run."""
+    found = (run.facts or {}).get("design")
+    return found if isinstance(found, dict) else {}
