@@ -104,11 +104,18 @@ def code_state(*paths: str) -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(changed) if status is not None else None}
 
 
+# The checkout's commit and state as the bench started.
+_CODE_AT_START = code_state()
+
+
 def fsbench_state() -> dict[str, Any]:
+    """The fsbench checkout the bench ran: its commit as the bench started (this module is
+    imported at its start; a commit made while a long bench runs is not the code it ran),
+    whether the tree was dirty then, and the version."""
     sys.path.insert(0, str(REPO / "src"))
     from fsbench import __version__
 
-    return {**code_state(), "version": __version__}
+    return {**_CODE_AT_START, "version": __version__}
 
 
 def engine_state(binary: Path) -> dict[str, Any]:
