@@ -106,7 +106,8 @@ def lived(
 ) -> Iterator[Life]:
     """The body of a run: on its end, the target as the executor now describes it, and
     the run's status; an interrupt ends the run `interrupted` and is swallowed (the
-    caller reads `life.interrupted`), anything else ends it `failed` and goes on up."""
+    caller reads `life.interrupted`); an error that says how the run ended (its
+    `run_status`: a bisection refused) ends it so, anything else `failed`, and goes on up."""
     life = Life()
     try:
         yield life
@@ -116,8 +117,8 @@ def lived(
         store.finish_run(run_id, "interrupted")
         life.interrupted = True
         return
-    except BaseException:
-        store.finish_run(run_id, "failed")
+    except BaseException as exc:
+        store.finish_run(run_id, str(getattr(exc, "run_status", "failed")))
         raise
     if describe is not None:
         store.set_target(run_id, dict(describe()))

@@ -405,6 +405,29 @@ def _fill_7(conn: Connection) -> list[str]:
     return []
 
 
+def _fill_8(conn: Connection) -> list[str]:
+    """Schema 8: a run's kind keeps its facts in a column of its own. A race's settings
+    were in its convergence record (`race`), a bisection's tree and endpoints in its target
+    (`bisect`): they move, and nothing else of those records changes."""
+    done = []
+    rows = conn.execute(select(runs.c.id, runs.c.kind, runs.c.convergence, runs.c.target)).all()
+    for run_id, kind, convergence, target in rows:
+        moved: dict[str, Any] = {}
+        if kind == "tune":
+            record = json.loads(convergence or "{}")
+            moved = record.pop("race", None) or {}
+            values = {"convergence": json.dumps(record)}
+        elif kind == "bisect":
+            described = json.loads(target or "{}")
+            moved = described.pop("bisect", None) or {}
+            values = {"target": json.dumps(described)}
+        if moved:
+            values["facts"] = json.dumps(moved)
+            conn.execute(update(runs).where(runs.c.id == run_id).values(**values))
+            done.append(f"schema 8: run {run_id} ({kind}) keeps its facts in runs.facts")
+    return done
+
+
 def new_uid() -> str:
     """The uid of a new run or trial: random (UUID4), so that many hosts writing one store,
     or stores merged later, never give two rows one identity."""
@@ -430,7 +453,11 @@ def legacy_trial_uid(run_uid: str, seq: int, step: int) -> str:
 
 
 # Data a version's reports need that older rows lack, filled after its columns exist.
-DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {6: _fill_6, 7: _fill_7}
+DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {
+    6: _fill_6,
+    7: _fill_7,
+    8: _fill_8,
+}
 
 
 def write_version(conn: Connection) -> None:

@@ -11,10 +11,12 @@
 
 git runs as argv lists in the user's tree; its bisect log is an ordinary `git bisect log`
 (`git bisect replay` takes it) and is left in place, as `git bisect run` leaves it. Every
-trial is stored in one run (kind "bisect") as it comes back, each commit's trials with
-the knob kernel=<commit>; a build that failed is a `failed` record with the compiler's
-words. `--resume` continues a killed bisection: the evidence is the store's, the marks
-are the tree's bisect log.
+trial is stored in one run of the run kind `bisect` (BISECT below, registered with the
+VM target's plugins: its facts `BisectFacts`, its report reports/bisect.py) as it comes
+back, each commit's trials with the knob kernel=<commit>; a build that failed is a
+`failed` record with the compiler's words. The run lives through the one life cycle every
+run has (execute/session.py). `--resume` continues a killed bisection: the evidence is the
+store's, the marks are the tree's bisect log.
 """
 
 from __future__ import annotations
@@ -26,15 +28,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fsbench import __version__, vm, workloads
+from pydantic import BaseModel, ConfigDict
+
+from fsbench import vm, workloads
 from fsbench.analysis import bisect_gate
 from fsbench.analysis.bisect_gate import BAD, GOOD, UNDECIDED, Verdict
 from fsbench.analysis.design import MIN_REPS
+from fsbench.execute import session
 from fsbench.execute.git import Git
 from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord, now
 from fsbench.store.results import Store
-from fsbench.system import hostfacts, knobs
+from fsbench.store.runkinds import RunKind
+from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import qemu
 from fsbench.vm.kbuild import KBUILD_CACHE, Built, KernelBuilder, confounders, read_config
@@ -42,13 +48,51 @@ from fsbench.vm.records import record_for
 from fsbench.vm.target import VmTargetSpec
 
 KIND = "bisect"
+
+
+class BisectFacts(BaseModel):
+    """What a bisection run keeps (its kind's facts): the tree, the endpoints, the metric
+    and budget, the build; and as it goes, the steps, the first bad commit or why it
+    stopped, the bisect log, the time spent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    linux: str
+    good: str
+    bad: str
+    metric: str
+    max_reps: int
+    config: str
+    build_dir: str
+    unit: str = ""
+    better: str = ""
+    first_bad: dict[str, Any] | None = None
+    stopped: str = ""
+    range_left: list[str] = []
+    confounders: list[str] = []
+    steps: list[dict[str, Any]] = []
+    log: str = ""
+    order: list[str] = []
+    seconds: float = 0.0
+
+
+BISECT = RunKind(
+    KIND,
+    "kernel bisection of fsbench bisect",
+    "fsbench bisect",
+    f"{__name__}:BisectFacts",
+    report="fsbench.reports.bisect:report",
+    comparable=False,
+)
 FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
 LOGGED_FIRST_BAD = re.compile(r"^# first bad commit: \[([0-9a-f]{40})\]", re.M)
 Log = Callable[[str], None]
 
 
 class Refused(FsbenchError):
-    """The endpoints cannot be bisected (one line, with numbers)."""
+    """The endpoints cannot be bisected (one line, with numbers): the run ends `refused`."""
+
+    run_status = "refused"
 
 
 class NoValues(FsbenchError):
@@ -251,22 +295,28 @@ class Bisection:
         # Decided once: every step runs under the same accelerator (KVM, or TCG when KVM
         # does not work here), never KVM for some commits and TCG for others.
         self.accel, accel_facts = qemu.resolve_accel("auto")
-        self.run_id = self.store.create_run(
-            name=f"bisect {good[:12]}..{bad[:12]}",
-            fsbench_version=__version__,
-            argv=self.argv,
-            plan=self.plan.model_dump(mode="json", by_alias=True),
-            overrides={},
-            schedule=[],
-            host=hostfacts.host(
-                [self.cell.config.type], workloads.tool_packages(s for s, _ in self.cell.steps)
-            ),
-            target=self._target(good, bad, accel_facts),
+        self.run_id = session.create(
+            self.store,
+            self.plan,
+            [],
+            self._target(accel_facts),
+            self.argv,
+            {},
             kind=KIND,
+            name=f"bisect {good[:12]}..{bad[:12]}",
+            facts=BisectFacts(
+                linux=str(self.git.tree),
+                good=good,
+                bad=bad,
+                metric=self.metric,
+                max_reps=self.args.max_reps,
+                config=str(self.args.config) if self.args.config else "tinyconfig+fsbench",
+                build_dir=str(self.builder.out),
+            ).model_dump(mode="json"),
         )
         return self._guarded(good, bad)
 
-    def _target(self, good: str, bad: str, accel: dict[str, Any]) -> dict[str, Any]:
+    def _target(self, accel: dict[str, Any]) -> dict[str, Any]:
         t = self.plan.target
         assert isinstance(t, VmTargetSpec)
         return {
@@ -277,15 +327,6 @@ class Bisection:
             "accel_facts": accel,
             "vcpus": t.vcpus,
             "guest_ram_mb": t.guest_ram_mb,
-            KIND: {
-                "linux": str(self.git.tree),
-                "good": good,
-                "bad": bad,
-                "metric": self.metric,
-                "max_reps": self.args.max_reps,
-                "config": str(self.args.config) if self.args.config else "tinyconfig+fsbench",
-                "build_dir": str(self.builder.out),
-            },
         }
 
     def resume(self) -> Outcome:
@@ -297,12 +338,12 @@ class Bisection:
             for r in self.store.list_runs()
             if r.kind == KIND
             and r.status not in ("finished", "refused")
-            and r.target.get(KIND, {}).get("linux") == tree
+            and r.facts.get("linux") == tree
         ]
         if not runs:
             raise FsbenchError(f"no unfinished bisection of {tree} in {self.store.url}")
         record = runs[-1]
-        facts = record.target[KIND]
+        facts = record.facts
         self.earlier_seconds = float(facts.get("seconds") or 0.0)
         self.run_id, self.accel = record.id, str(record.target.get("accel") or "auto")
         trials = self.store.get_trials(self.run_id)
@@ -315,16 +356,11 @@ class Bisection:
     def _guarded(self, good: str, bad: str) -> Outcome:
         """The bisection; a run that stops on an error or a kill is marked so (and
         --resume continues it)."""
-        try:
-            return self._run(good, bad)
-        except Refused:
-            raise
-        except KeyboardInterrupt:
-            self.store.finish_run(self.run_id, "interrupted")
-            raise
-        except BaseException:
-            self.store.finish_run(self.run_id, "failed")
-            raise
+        with session.lived(self.store, self.run_id) as life:
+            out = self._run(good, bad)
+        if life.interrupted:
+            raise KeyboardInterrupt
+        return out
 
     def _stored(self, step: Step) -> Step:
         """The step with the values already stored for its commit (a resumed run)."""
@@ -381,7 +417,6 @@ class Bisection:
         if refused is not None:
             out.stopped = refused.line
             self.save(out)
-            self.store.finish_run(self.run_id, "refused")
             if self.checked_out and not self.git.bisecting():
                 self.git.run("checkout", "-q", self.checked_out)
             raise Refused(refused.line)
@@ -399,13 +434,12 @@ class Bisection:
             self._recheck(good, bad, out)
         out.log = self.git.log()
         self.save(out)
-        self.store.finish_run(self.run_id, "finished")
         return out
 
     def save(self, out: Outcome) -> None:
         """The bisection's facts into its run's target: what the report reads."""
         record = self.store.get_run(self.run_id)
-        facts = dict(record.target.get(KIND, {}))
+        facts = dict(record.facts)
         first = None
         if out.first_bad:
             subject, date = self.git.subject(out.first_bad)
@@ -423,7 +457,7 @@ class Bisection:
             order=self._history(out),
             seconds=round(out.seconds, 1),
         )
-        self.store.set_target(self.run_id, {**record.target, KIND: facts})
+        self.store.set_facts(self.run_id, BisectFacts.model_validate(facts).model_dump(mode="json"))
 
     def _marked(self, good_sha: str, bad_sha: str) -> list[Step]:
         """The steps the bisect log marked already (a resumed run), with their values."""
