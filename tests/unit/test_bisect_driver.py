@@ -76,7 +76,9 @@ def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, float]:
 
     monkeypatch.setattr(kbuild.KernelBuilder, "build", build)
     monkeypatch.setattr(driver.Bisection, "measure", measure)
-    monkeypatch.setattr(driver.hostfacts, "host", lambda *a: {})
+    from fsbench.system import hostfacts
+
+    monkeypatch.setattr(hostfacts, "host", lambda *a: {})
     from fsbench.vm import qemu
 
     monkeypatch.setattr(qemu, "resolve_accel", lambda requested: ("tcg", {}))
