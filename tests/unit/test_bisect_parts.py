@@ -4,15 +4,21 @@ config fragment, the confounders between two configs, the report's text."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from fsbench.cli import report as cli_report
 from fsbench.reports import bisect as report
+from fsbench.reports import formats
 from fsbench.store.records import RunRecord
+from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import images as builtin
 from fsbench.vm import kbuild, kernels
+from fsbench.vm.bisect import BisectFacts
 
 
 def fake_bzimage(path: Path, version: str) -> None:
@@ -87,7 +93,31 @@ def test_report_text() -> None:
             "error": "fsync.c:140: error: x",
         },
     ]
-    run = RunRecord(
+    text = report.text(report.as_json(_bisect_run(steps), []))
+    assert "first bad commit: dddddddddddd ext4: slower (2024-01-06)" in text
+    assert "skip" in text and "fsync.c:140: error" in text
+    assert "git bisect start" in text and "total 600 s" in text
+
+
+def _facts(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "linux": "/src/linux",
+        "good": "a" * 40,
+        "bad": "b" * 40,
+        "metric": "files_per_s",
+        "max_reps": 4,
+        "config": "tinyconfig+fsbench",
+        "build_dir": "/var/tmp/kb",
+        "unit": "files/s",
+        "first_bad": {"commit": "d" * 40, "subject": "ext4: slower", "date": "2024-01-06"},
+        "steps": steps,
+        "log": "git bisect start\n",
+        "seconds": 600.0,
+    }
+
+
+def _bisect_run(steps: list[dict[str, Any]]) -> RunRecord:
+    return RunRecord(
         id=1,
         name="bisect",
         status="finished",
@@ -99,25 +129,37 @@ def test_report_text() -> None:
         overrides={},
         schedule=[],
         host={},
-        target={
-            "accel": "tcg",
-            "bisect": {
-                "good": "a" * 40,
-                "bad": "b" * 40,
-                "metric": "files_per_s",
-                "unit": "files/s",
-                "first_bad": {"commit": "d" * 40, "subject": "ext4: slower", "date": "2024-01-06"},
-                "steps": steps,
-                "log": "git bisect start\n",
-                "seconds": 600.0,
-            },
-        },
+        target={"accel": "tcg"},
         kind="bisect",
+        facts=_facts(steps),
     )
-    text = report.text(report.as_json(run, []))
-    assert "first bad commit: dddddddddddd ext4: slower (2024-01-06)" in text
-    assert "skip" in text and "fsync.c:140: error" in text
-    assert "git bisect start" in text and "total 600 s" in text
+
+
+def test_fsbench_report_writes_a_stored_bisection_in_every_format(tmp_path: Path) -> None:
+    """The bisect run kind's report through `fsbench report` (the CLI's dispatch by kind):
+    the steps and the first bad commit in a table, markdown, CSV, JSON and HTML."""
+    step = {"commit": "c" * 40, "role": "step", "verdict": "bad", "gate": None,
+            "build_seconds": 9.0, "measure_seconds": 31.0, "seqs": []}  # fmt: skip
+    store = Store(tmp_path / "r.db")
+    run_id = store.create_run(
+        name="bisect", fsbench_version="0", argv=[], plan={}, overrides={}, schedule=[],
+        host={}, target={"accel": "tcg"}, kind="bisect", facts=_facts([step]),
+    )  # fmt: skip
+    BisectFacts.model_validate(store.get_run(run_id).facts)  # the kind's own model reads it
+    for fmt in formats.REPORT:
+        out = tmp_path / f"report.{fmt}"
+        cli_report.report(run_id, fmt, out, False, None, str(tmp_path / "r.db"))
+        written = out.read_text()
+        assert "c" * 12 in written, fmt
+        if fmt == formats.JSON:
+            doc = json.loads(written)
+            assert doc["first_bad"]["commit"] == "d" * 40 and doc["steps"][0]["verdict"] == "bad"
+        elif fmt == formats.CSV:
+            assert written.splitlines()[1].startswith("c" * 40 + ",step,0,")
+        else:
+            assert "dddddddddddd ext4: slower" in written, fmt
+    assert "<table" in (tmp_path / "report.html").read_text()
+    assert "| commit | role |" in (tmp_path / "report.md").read_text()
 
 
 def test_chart_draws_the_commits_in_history_order() -> None:

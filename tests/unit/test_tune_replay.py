@@ -13,10 +13,9 @@ from fsbench.analysis.race_trials import (
     SafetyVerdict,
     TuneSpec,
     replay,
-    split_metric,
-    value_of,
 )
 from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.store.values import split_metric, value_of
 from fsbench.system.errors import FsbenchError
 
 CONFIGS = ["a", "b", "c", "d"]

@@ -24,9 +24,10 @@ from fsbench.analysis.rows import Row, build_rows
 from fsbench.analysis.stats import holm, min_detectable, ratio_ci, reps_needed
 from fsbench.analysis.verdicts import decide_rows
 from fsbench.plan.model import Plan
+from fsbench.store import runkinds
 from fsbench.store.records import RunRecord, TrialRecord
 
-KIND = "calibration"
+KIND = runkinds.CALIBRATION.name
 LABELS = ("A", "B")
 # The differences the calibration screen answers for.
 DIFFERENCES = (0.05, 0.10, 0.25)

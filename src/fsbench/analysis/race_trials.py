@@ -16,7 +16,6 @@ Pure: stored records in, a `Race` out.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -34,10 +33,12 @@ from fsbench.analysis.race import (
     RaceSettings,
 )
 from fsbench.analysis.race_checks import Constraint
+from fsbench.store import runkinds
 from fsbench.store.records import TrialRecord
+from fsbench.store.values import better_of, value_of
 from fsbench.system.errors import FsbenchError
 
-KIND = "tune"  # the run's kind in the store
+KIND = runkinds.TUNE.name  # the run's kind in the store
 FAILED = "failed"  # a config whose trial failed leaves the race
 
 
@@ -79,38 +80,6 @@ class TuneSpec(BaseModel):
             max_rounds=self.max_rounds,
             constraints=self.constraints(),
         )
-
-
-def split_metric(metric: str) -> tuple[str, str]:
-    """`STEP:NAME` -> (STEP, NAME); `NAME` -> ("", NAME)."""
-    step, sep, name = metric.rpartition(":")
-    return (step, name) if sep else ("", metric)
-
-
-def value_of(records: Sequence[TrialRecord], metric: str) -> float | None:
-    """The metric's value in one slot's records (a chain has one per step): the step named
-    (`STEP:NAME`), else the first step that reports it; None when no ok step does."""
-    step, name = split_metric(metric)
-    for record in records:
-        if record.status != "ok" or (step and record.workload != step):
-            continue
-        for m in record.metrics:
-            if m.name == name and math.isfinite(m.value):
-                return float(m.value)
-    return None
-
-
-def better_of(records: Iterable[TrialRecord], metric: str) -> str | None:
-    """Which direction is better for the metric, as the first ok trial reporting it says
-    ("higher" or "lower"); None when no trial reported it."""
-    step, name = split_metric(metric)
-    for record in records:
-        if record.status != "ok" or (step and record.workload != step):
-            continue
-        for m in record.metrics:
-            if m.name == name:
-                return m.better
-    return None
 
 
 def reported(records: Iterable[TrialRecord]) -> list[str]:

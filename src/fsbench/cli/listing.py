@@ -15,6 +15,7 @@ from rich.text import Text
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.plan import presets
 from fsbench.reports import formats
+from fsbench.store import runkinds
 from fsbench.store.results import Store
 from fsbench.system import filesystems
 from fsbench.workloads import describe
@@ -75,6 +76,7 @@ def list_(
             {
                 "id": r.id,
                 "name": r.name,
+                "kind": r.kind or runkinds.GRID.name,  # its command: runkinds.KINDS
                 "status": r.status,
                 "created_at": r.created_at,
                 "trials": len(r.schedule),

@@ -9,12 +9,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from fsbench.analysis.race_trials import KIND as TUNE_KIND
 from fsbench.cli.common import DbOption
 from fsbench.reports import formats, render, source
-from fsbench.reports import tune as tune_report
 from fsbench.store.results import Store
+from fsbench.store.runkinds import kind_of
 from fsbench.system.errors import FsbenchError
+from fsbench.system.plugins import load
 
 
 def report(
@@ -48,9 +48,12 @@ def report(
     rid = run_id if run_id is not None else store.latest_run_id()
     if rid is None:
         raise FsbenchError(f"no runs in {store.url}: start one with `fsbench run`")
-    if store.get_run(rid).kind == TUNE_KIND and fmt in (formats.TABLE, formats.JSON, formats.HTML):
-        race(store, rid, fmt, output, charts)
-        return
+    kind = kind_of(store.get_run(rid))
+    if kind.report:
+        written = load(kind.report)(store, rid, fmt, charts)
+        if written is not None:
+            _write(written, output)
+            return
     if fmt == formats.HTML:
         # Imported here: matplotlib costs most of a second at every start of fsbench.
         from fsbench.reports import html
@@ -59,24 +62,6 @@ def report(
         _write(page, output)
         return
     emit(store, rid, fmt, output, all_metrics)
-
-
-def race(store: Store, run_id: int, fmt: str, output: Path | None, charts: Path | None) -> None:
-    """A race of `fsbench tune`: what the race decided, round by round (the per-config
-    tables of an ordinary run would compare configs that ran different numbers of rounds);
-    markdown and CSV give those tables all the same."""
-    doc = tune_report.document(store, run_id)
-    if fmt == formats.HTML:
-        from fsbench.reports.html.race import race_report_html
-
-        _write(race_report_html(doc, charts), output)
-    elif fmt == formats.JSON:
-        _write(tune_report.as_json(doc), output)
-    elif output is None:
-        tune_report.print_report(Console() if sys.stdout.isatty() else Console(width=200), doc)
-    else:
-        with output.open("w", encoding="utf-8") as handle:
-            tune_report.print_report(Console(file=handle, width=200), doc)
 
 
 def _write(text: str, output: Path | None) -> None:

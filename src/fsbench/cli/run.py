@@ -33,7 +33,7 @@ from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
 from fsbench.plan.model import Plan
 from fsbench.reports import source
-from fsbench.store import trialfacts
+from fsbench.store import runkinds, trialfacts
 from fsbench.store.dburl import default_db_path
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
@@ -84,19 +84,10 @@ def resume_run(store: Store, run_arg: Path | None, watch: Watch | None = None) -
 
 
 def resumable(store: Store, run_arg: Path | None) -> tuple[int, Plan, dict[str, list[str]]]:
-    """The run to resume (the id given, or the last unfinished one), its plan and --set."""
-    if run_arg is not None:
-        if not str(run_arg).isdigit():
-            raise FsbenchError(f"--resume takes a run id, not {str(run_arg)!r}")
-        run_id = int(str(run_arg))
-    else:
-        unfinished = [r.id for r in store.list_runs() if r.status != "finished"]
-        if not unfinished:
-            raise FsbenchError(f"no unfinished run in {store.url} to resume")
-        run_id = unfinished[-1]
-    record = store.get_run(run_id)
-    if record.status == "finished":
-        raise FsbenchError(f"run {run_id} is finished: nothing to resume")
+    """The grid run to resume (the id given, or the last unfinished one), its plan and --set;
+    a run of another kind is refused with the command that resumes it."""
+    record = session.to_resume(store, runkinds.GRID, None if run_arg is None else str(run_arg))
+    run_id = record.id
     try:
         plan = Plan.model_validate(record.plan)
     except ValidationError as exc:

@@ -16,21 +16,24 @@ from fsbench import workloads
 from fsbench.analysis.design import DEFAULT_MARGIN
 from fsbench.analysis.race import MAX_ROUNDS, Drop
 from fsbench.analysis.race_checks import parse_requirements
-from fsbench.analysis.race_trials import KIND, TuneSpec, value_of
+from fsbench.analysis.race_trials import TuneSpec
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.run import interrupted, report_dir, sigterm_interrupts, write_report
 from fsbench.cli.tune_safety import check_safety
-from fsbench.execute.race import TuneOutcome, Watch, check_one_group, run_race
+from fsbench.execute import session
+from fsbench.execute.race import TuneOutcome, Watch, races, run_race
 from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
 from fsbench.plan import presets
 from fsbench.plan.model import Plan
 from fsbench.plan.space import describe, expand_space
 from fsbench.reports import tune as tune_report
+from fsbench.store import runkinds
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
+from fsbench.store.values import value_of
 from fsbench.system.errors import FsbenchError
 
 F = TypeVar("F", bound=typing.Callable[..., Any])
@@ -173,23 +176,50 @@ def tune(
             duplicates=space.duplicates,
         )
         spec.settings(True)  # refuse bad settings before anything runs
-        check_one_group(built.cells)  # and a space that is no race (before its crash tests)
+        planned = races(built.cells)  # a space that is no race is refused before its crash tests
         if safe:
             safety_run, verdicts = check_safety(built.plan, store, safety_set, out)
             spec = spec.model_copy(update={"safety_run": safety_run, "safety": verdicts})
-        outcome = _run(built.plan, built.cells, store, spec, built.overrides, err)
-    doc = tune_report.document(store, outcome.run_id)
+        if len(planned) > 1:
+            share = budget_s / len(planned) if budget_s else 0.0
+            each = f"; the budget split evenly, {share:.0f} s each" if share else ""
+            out.print(
+                f"{len(planned)} races, one per value of {', '.join(planned[0][1])}: "
+                + "; ".join(" ".join(f"{k}={v[0]}" for k, v in n.items()) for _, n in planned)
+                + each,
+                highlight=False,
+            )
+            if budget_s:
+                spec = spec.model_copy(update={"budget": budget_s / len(planned)})
+        outcomes = [
+            _run(built.plan, cells, store, spec, {**built.overrides, **narrow}, err)
+            for cells, narrow in planned
+        ]
+        _show(store, [o.run_id for o in outcomes], json_out, no_report, err)
+        return
+    _show(store, [outcome.run_id], json_out, no_report, err)
+
+
+def _show(store: Store, run_ids: list[int], json_out: bool, no_report: bool, err: Console) -> None:
+    """Each race's report (a JSON array when there are several), and its pages."""
+    docs = [tune_report.document(store, run_id) for run_id in run_ids]
     if json_out:
-        typer.echo(tune_report.as_json(doc), nl=False)
+        if len(docs) == 1:
+            typer.echo(tune_report.as_json(docs[0]), nl=False)
+        else:
+            typer.echo("[\n" + ",\n".join(tune_report.as_json(d).rstrip() for d in docs) + "\n]")
     else:
         console = Console() if sys.stdout.isatty() else Console(width=160)
-        tune_report.print_report(console, doc)
-    if not no_report:
-        write_report(store, outcome.run_id)
-        # Imported here: matplotlib costs most of a second at every start of fsbench.
-        from fsbench.reports.html.race import write_race_page
+        for doc in docs:
+            tune_report.print_report(console, doc)
+    if no_report:
+        return
+    # Imported here: matplotlib costs most of a second at every start of fsbench.
+    from fsbench.reports.html.race import write_race_page
 
-        page = write_race_page(doc, report_dir(store, outcome.run_id))
+    for doc in docs:
+        write_report(store, doc.run_id)
+        page = write_race_page(doc, report_dir(store, doc.run_id))
         err.print(f"race: {page}", highlight=False, markup=False)
 
 
@@ -201,21 +231,10 @@ def default_metric(plan: Plan) -> str:
 
 
 def _resumable(store: Store, run_arg: Path | None) -> int:
-    if run_arg is not None:
-        if not str(run_arg).isdigit():
-            raise FsbenchError(f"--resume takes a run id, not {str(run_arg)!r}")
-        run_id = int(str(run_arg))
-    else:
-        open_races = [r.id for r in store.list_runs() if r.kind == KIND and r.status != "finished"]
-        if not open_races:
-            raise FsbenchError(f"no unfinished race of fsbench tune in {store.url} to resume")
-        run_id = open_races[-1]
-    record = store.get_run(run_id)
-    if record.kind != KIND or not record.facts:
-        raise FsbenchError(f"run {run_id} is not a race of fsbench tune")
-    if record.status == "finished":
-        raise FsbenchError(f"race {run_id} is finished: nothing to resume")
-    return run_id
+    record = session.to_resume(store, runkinds.TUNE, None if run_arg is None else str(run_arg))
+    if not record.facts:
+        raise FsbenchError(f"run {record.id} keeps no race settings: it cannot be resumed")
+    return record.id
 
 
 def _run(

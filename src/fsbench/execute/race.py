@@ -39,6 +39,7 @@ from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.schema import new_uid
+from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
 
 
@@ -69,23 +70,40 @@ class TuneOutcome:
     counts: dict[str, int] = field(default_factory=dict)  # status -> trials stored now
 
 
-def check_one_group(cells: Sequence[Cell]) -> None:
-    """A race compares configs at one workload and one set of parameters: one cell each."""
+def races(cells: Sequence[Cell]) -> list[tuple[list[Cell], dict[str, list[str]]]]:
+    """The races a space makes: one per comparison group of one workload (a parameter the
+    scale sweeps, threads 1 and 4, gives one race per value), each with the --set that
+    narrows the plan to it (kept with its run: a resume expands that group only). Several
+    workloads or kernels are refused: a race compares configs at one of each."""
     found = schedule.groups(cells)
-    if len(found) != 1:
+    if len({(c.workload, c.knobs.get(knobs.KERNEL, "")) for c in cells}) > 1:
         raise FsbenchError(
-            f"fsbench tune races configs on one workload at one set of parameters; this plan "
-            f"has {len(found)} comparison groups (several workloads, a --set or --knob list): "
-            "give one"
+            f"fsbench tune races configs on one workload under one kernel; this plan has "
+            f"{len(found)} comparison groups (several workloads or kernels): give one"
         )
-    names = [c.config.display for c in cells]
-    if len(set(names)) != len(names):
-        raise FsbenchError("fsbench tune: one cell per config expected")
-    if len(names) < 2:
-        raise FsbenchError(
-            f"fsbench tune races two configs or more; this space has one ({names[0]}): give "
-            "alternatives in braces (--fs 'ext4:mount={noatime,relatime}') or a [search] table"
-        )
+    varying = sorted(
+        {k for g in found for k in g[0].params if g[0].params[k] != found[0][0].params[k]}
+    )
+    out = []
+    for group in found:
+        names = [c.config.display for c in group]
+        if len(set(names)) != len(names):
+            raise FsbenchError("fsbench tune: one cell per config expected")
+        if len(names) < 2:
+            raise FsbenchError(
+                f"fsbench tune races two configs or more; this space has one ({names[0]}): "
+                "give alternatives in braces (--fs 'ext4:mount={noatime,relatime}') or a "
+                "[search] table"
+            )
+        out.append((group, {k: [_set_value(group[0].params[k])] for k in varying}))
+    return out
+
+
+def _set_value(value: object) -> str:
+    """A parameter's value as --set gives it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def config_names(cells: Sequence[Cell]) -> dict[str, str]:
@@ -109,7 +127,8 @@ def run_race(
     Returns with `interrupted` set after Ctrl-C or SIGTERM."""
     watch = watch or Watch()
     cells = list(cells)
-    check_one_group(cells)
+    if len(races(cells)) != 1:
+        raise FsbenchError("fsbench tune: a race runs one comparison group (execute.race.races)")
     executor = executor or for_plan(plan, cells)
     if executor.whole_plan:
         raise FsbenchError(f"fsbench tune runs on one machine, not on a {plan.target.kind} target")

@@ -24,7 +24,9 @@ from fsbench.plan.model import Plan
 from fsbench.store import runfacts
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
+from fsbench.store.runkinds import RunKind, kind_of
 from fsbench.system import hostfacts
+from fsbench.system.errors import FsbenchError
 
 # A run that has not ended (a resume goes on with it).
 UNFINISHED = ("running", "interrupted", "failed", "incomplete")
@@ -125,14 +127,46 @@ def lived(
     store.finish_run(run_id, life.end)
 
 
+def to_resume(store: Store, kind: RunKind, run_arg: str | None) -> RunRecord:
+    """The run `kind`'s `--resume` goes on with: the id given, or the newest unfinished run
+    that its command resumes. A finished run, or one another command resumes, is refused in
+    one line that names that command."""
+    if run_arg is None:
+        found = last_unfinished(store, kind)
+        if found is not None:
+            return found
+        other = last_unfinished(store, None)
+        if other is None:
+            raise FsbenchError(f"no unfinished run in {store.url} to resume")
+        theirs = kind_of(other)
+        raise FsbenchError(
+            f"no unfinished {kind.title} in {store.url} to resume; run {other.id} is a "
+            f"{theirs.title}: `{theirs.resume} {other.id}` goes on with it"
+        )
+    if not str(run_arg).isdigit():
+        raise FsbenchError(f"--resume takes a run id, not {str(run_arg)!r}")
+    record = store.get_run(int(str(run_arg)))
+    theirs = kind_of(record)
+    if theirs.resume != kind.resume:
+        raise FsbenchError(
+            f"run {record.id} is a {theirs.title}: `{theirs.resume} {record.id}` goes on with it"
+        )
+    if record.status not in UNFINISHED:
+        raise FsbenchError(f"run {record.id} is {record.status}: nothing to resume")
+    return record
+
+
 def last_unfinished(
-    store: Store, kind: str, match: Callable[[RunRecord], bool] = lambda run: True
+    store: Store, kind: RunKind | None, match: Callable[[RunRecord], bool] = lambda run: True
 ) -> RunRecord | None:
-    """The newest run of this kind that has not finished (and `match`es): what a plain
-    `--resume` of its command goes on with."""
+    """The newest run that has not finished (and `match`es) of the kinds `kind`'s command
+    resumes (None: of any kind): what a plain `--resume` of that command goes on with."""
     found = [
         r
         for r in store.list_runs()
-        if r.kind == kind and r.status in UNFINISHED and not r.part_of and match(r)
+        if r.status in UNFINISHED
+        and not r.part_of
+        and (kind is None or kind_of(r).resume == kind.resume)
+        and match(r)
     ]
     return found[-1] if found else None

@@ -3,24 +3,32 @@ date), each commit's evidence (n, mean, 95% CI, verdict, build and measure secon
 endpoints' config differences, the `git bisect log`, the total time; and a chart of the
 metric over the commits tested, in history order, with the endpoints as bands.
 
-Pure functions of a stored run (its target's `bisect` facts and its trials).
+Pure functions of a stored run (its run kind's facts, `BisectFacts` of vm/bisect.py, and
+its trials); `report` writes it in every format of `fsbench report`.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from fsbench.analysis.stats import summarize
+from fsbench.reports import formats
+from fsbench.reports.formats import md_escape
+from fsbench.reports.tables import fmt_number
 from fsbench.store.records import RunRecord, TrialRecord
+from fsbench.store.results import Store
+from fsbench.store.values import counted_values
 from fsbench.system import knobs
-
-KIND = "bisect"
 
 
 def facts(run: RunRecord) -> dict[str, Any]:
-    found = run.target.get(KIND)
-    return found if isinstance(found, dict) else {}
+    """The bisection's facts (its run kind's, in runs.facts)."""
+    return dict(run.facts or {})
 
 
 def values_of(
@@ -28,14 +36,12 @@ def values_of(
 ) -> list[float]:
     """The counted values of `metric` measured under `commit` (its knob kernel), of the
     trials `seqs` when given (an endpoint and its recheck are the same commit)."""
-    return [
-        m.value
-        for t in sorted(trials, key=lambda t: t.seq)
-        if t.knobs.get(knobs.KERNEL) == commit[:12] and t.rep > 0 and t.status == "ok"
-        if seqs is None or t.seq in seqs
-        for m in t.metrics
-        if m.name == metric
+    mine = [
+        t
+        for t in trials
+        if t.knobs.get(knobs.KERNEL) == commit[:12] and (seqs is None or t.seq in seqs)
     ]
+    return counted_values(mine, metric)
 
 
 def as_json(run: RunRecord, trials: Sequence[TrialRecord]) -> dict[str, Any]:
@@ -74,20 +80,37 @@ def as_json(run: RunRecord, trials: Sequence[TrialRecord]) -> dict[str, Any]:
     }
 
 
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.4g}"
+def headline(report: dict[str, Any]) -> str:
+    """The first bad commit, or why there is none."""
+    first = report.get("first_bad")
+    if first:
+        return f"first bad commit: {first['commit'][:12]} {first['subject']} ({first['date']})"
+    return f"no first bad commit: {report.get('stopped') or 'not finished'}"
+
+
+STEP_COLUMNS = ("commit", "role", "n", "mean", "95% CI", "verdict", "build s", "measure s")
+
+
+def step_cells(step: dict[str, Any]) -> list[str]:
+    """One commit's row of evidence, as every format prints it."""
+    ci = step.get("ci95")
+    return [
+        step["commit"][:12],
+        step["role"],
+        str(step["n"]),
+        fmt_number(step["mean"]),
+        f"{fmt_number(ci[0])}..{fmt_number(ci[1])}" if ci else "-",
+        step.get("verdict") or "-",
+        f"{step.get('build_seconds') or 0:.0f}",
+        f"{step.get('measure_seconds') or 0:.0f}",
+    ]
 
 
 def text(report: dict[str, Any]) -> str:
     """The report as plain text (the terminal's, and a mailing-list post's)."""
     unit = report["unit"]
     lines = []
-    first = report.get("first_bad")
-    if first:
-        fb = first
-        lines.append(f"first bad commit: {fb['commit'][:12]} {fb['subject']} ({fb['date']})")
-    else:
-        lines.append(f"no first bad commit: {report.get('stopped') or 'not finished'}")
+    lines.append(headline(report))
     lines.append(
         f"metric {report['metric']} ({unit}), good {str(report['good'])[:12]}, "
         f"bad {str(report['bad'])[:12]}, accel {report.get('accel')}"
@@ -95,16 +118,18 @@ def text(report: dict[str, Any]) -> str:
     for c in report["confounders"]:
         lines.append(f"config differs between the endpoints: {c}")
     lines.append("")
-    lines.append(
-        f"{'commit':12}  {'role':13} {'n':>3} {'mean':>10} {'95% CI':>21}  {'verdict':10}"
-        f" {'build s':>7} {'measure s':>9}"
-    )
+    widths = (12, 13, 3, 10, 21, 10, 7, 9)
+    right = {2, 3, 4, 6, 7}
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    lines.append(line(STEP_COLUMNS))
     for s in report["steps"]:
-        ci = f"{_fmt(s['ci95'][0])}..{_fmt(s['ci95'][1])}" if s.get("ci95") else "-"
-        lines.append(
-            f"{s['commit'][:12]}  {s['role']:13} {s['n']:>3} {_fmt(s['mean']):>10} {ci:>21}  "
-            f"{s['verdict'] or '-':10} {s['build_seconds']:>7.0f} {s['measure_seconds']:>9.0f}"
-        )
+        lines.append(line(step_cells(s)))
         if s.get("error"):
             lines.append(f"{'':14}{s['error'].splitlines()[0][:100]}")
         gate = s.get("gate") or {}
@@ -123,8 +148,6 @@ def text(report: dict[str, Any]) -> str:
 def chart_svg(report: dict[str, Any]) -> str:
     """The metric over the commits tested, in history order (good first), each a mean with
     its 95% CI; the endpoints' CIs as bands."""
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -155,3 +178,91 @@ def chart_svg(report: dict[str, Any]) -> str:
     fig.savefig(buf, format="svg")
     plt.close(fig)
     return buf.getvalue()
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report as a mailing-list post in markdown: the verdict, the steps' table, the log."""
+    out = [f"## fsbench bisect: run {report['run']} ({report['status']})", ""]
+    out += [f"**{md_escape(headline(report))}**", ""]
+    out.append(
+        f"metric {md_escape(report['metric'])} ({md_escape(report['unit'])}), good "
+        f"`{str(report['good'])[:12]}`, bad `{str(report['bad'])[:12]}`, accel "
+        f"{report.get('accel')}"
+    )
+    out += [
+        f"- config differs between the endpoints: {md_escape(c)}" for c in report["confounders"]
+    ]
+    out += ["", "| " + " | ".join(STEP_COLUMNS) + " |", "|" + "---|" * len(STEP_COLUMNS)]
+    out += ["| " + " | ".join(md_escape(c) for c in step_cells(s)) + " |" for s in report["steps"]]
+    out += ["", "```", str(report["bisect_log"]).rstrip(), "```"]
+    if report.get("seconds") is not None:
+        out += ["", f"total {report['seconds']:.0f} s"]
+    return "\n".join(out) + "\n"
+
+
+def csv_text(report: dict[str, Any]) -> str:
+    """One row per commit measured."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["commit", "role", "n", "mean", "ci_low", "ci_high", "verdict", "unit"])
+    for s in report["steps"]:
+        ci = s.get("ci95") or (None, None)
+        writer.writerow(
+            [s["commit"], s["role"], s["n"], s["mean"], ci[0], ci[1], s.get("verdict") or "",
+             report["unit"]]
+        )  # fmt: skip
+    return buf.getvalue()
+
+
+def html_page(report: dict[str, Any]) -> str:
+    """One self-contained page: the verdict, the chart, the steps, the bisect log."""
+    from fsbench.reports.html.markup import e, head, pre, table, tag
+    from fsbench.reports.html.page import css
+
+    rows = (tag("tr", "".join(tag("td", e(c)) for c in step_cells(s))) for s in report["steps"])
+    body = "".join(
+        [
+            tag("h1", e(f"fsbench bisect: run {report['run']} ({report['status']})")),
+            tag("p", tag("strong", e(headline(report)))),
+            tag(
+                "p",
+                e(
+                    f"metric {report['metric']} ({report['unit']}), good "
+                    f"{str(report['good'])[:12]}, bad {str(report['bad'])[:12]}, accel "
+                    f"{report.get('accel')}"
+                ),
+            ),
+            *(
+                tag("p", e(f"config differs between the endpoints: {c}"))
+                for c in report["confounders"]
+            ),
+            chart_svg(report) if any(s["n"] for s in report["steps"]) else "",
+            tag("h2", "Commits measured"),
+            table(head(*STEP_COLUMNS, numeric=("n", "mean", "build s", "measure s")), rows),
+            tag("h2", "git bisect log"),
+            pre(str(report["bisect_log"])),
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{e('fsbench bisect run ' + str(report['run']))}</title>\n"
+        f'<style>{css()}</style>\n</head>\n<body>\n<div class="wrap">{body}</div>\n'
+        "</body>\n</html>\n"
+    )
+
+
+def report(store: Store, run_id: int, fmt: str, charts: Path | None) -> str | None:
+    """The bisection in a format of `fsbench report` (its run kind's report)."""
+    data = as_json(store.get_run(run_id), store.get_trials(run_id))
+    if charts is not None:
+        charts.mkdir(parents=True, exist_ok=True)
+        (charts / "bisect.svg").write_text(chart_svg(data), encoding="utf-8")
+    if fmt == formats.JSON:
+        return json.dumps(data, indent=1, default=str) + "\n"
+    if fmt == formats.MARKDOWN:
+        return markdown(data)
+    if fmt == formats.CSV:
+        return csv_text(data)
+    if fmt == formats.HTML:
+        return html_page(data)
+    return text(data)

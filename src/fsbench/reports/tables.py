@@ -117,7 +117,11 @@ def _add_power(table: Table, columns: list[tuple[str, list[Row]]]) -> None:
             table.footnotes.append(f"{name}: {note}" if len(columns) > 1 else note)
 
 
-def fmt_number(x: float) -> str:
+def fmt_number(x: float | None, missing: str = "-") -> str:
+    """A number as every report prints it: thousands separated, never an exponent above
+    1, three significant digits below (`missing` for none)."""
+    if x is None:
+        return missing
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
     mag = abs(x)

@@ -15,11 +15,13 @@ from rich.console import Console
 from rich.table import Table
 
 from fsbench.analysis.race import Drop, RaceResult
-from fsbench.analysis.race_trials import KIND, Replay, TuneSpec, replay, value_of
+from fsbench.analysis.race_trials import KIND, Replay, TuneSpec, replay
 from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, FsConfig, Plan
+from fsbench.reports.tables import fmt_number
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.store.values import value_of
 from fsbench.system.errors import FsbenchError
 
 
@@ -210,11 +212,7 @@ def rerun_command(
 # --------------------------------------------------------------------------- terminal
 
 
-def number(x: float | None, missing: str = "-") -> str:
-    """4 significant digits, with thousands separators rather than an exponent."""
-    if x is None:
-        return missing
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+number = fmt_number  # one formatter for every report
 
 
 def interval(ci: tuple[float, float] | None, missing: str = "-") -> str:

@@ -39,8 +39,11 @@ class RunKind:
     title: str  # what lists and messages call it: "race of fsbench tune"
     command: str  # the command that makes and resumes it: "fsbench tune"
     facts: str  # "module:Class" of its facts model
-    report: str = ""  # "module:function(store, run_id, fmt, output, all_metrics, charts)"
+    # "module:function(store, run_id, fmt, charts) -> str | None": the run in a format of
+    # `fsbench report` (None: the grid's tables do for that format)
+    report: str = ""
     comparable: bool = True  # `fsbench compare` takes its rows
+    resumed_by: str = ""  # the command that goes on with it, when not its own
 
     def facts_of(self, run: RunRecord) -> Any:
         """The run's facts as its kind's model."""
@@ -50,7 +53,7 @@ class RunKind:
     @property
     def resume(self) -> str:
         """How to go on with a run of this kind ("fsbench tune --resume")."""
-        return f"{self.command} --resume"
+        return f"{self.resumed_by or self.command} --resume"
 
 
 class GridFacts(BaseModel):
@@ -68,13 +71,14 @@ CALIBRATION = RunKind(
     "A/A calibration of fsbench calibrate",
     "fsbench calibrate",
     f"{__name__}:GridFacts",
+    resumed_by=GRID.command,  # the repetition loop's run, like a grid's
 )
 TUNE = RunKind(
     "tune",
     "race of fsbench tune",
     "fsbench tune",
     "fsbench.analysis.race_trials:TuneSpec",
-    report="fsbench.reports.tune:report",
+    report="fsbench.reports.tune_formats:report",
     comparable=False,
 )
 

@@ -40,6 +40,7 @@ from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord, now
 from fsbench.store.results import Store
 from fsbench.store.runkinds import RunKind
+from fsbench.store.values import better_of, counted_values, unit_of
 from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import qemu
@@ -238,15 +239,12 @@ class Bisection:
             raise NoValues(f"{step.commit[:12]}: no {self.metric}: {why or failed or '?'}")
 
     def values(self, records: list[TrialRecord]) -> list[float]:
-        out = []
-        for r in sorted(records, key=lambda r: r.rep):
-            if r.rep == 0 or r.status != "ok":
-                continue
-            for m in r.metrics:
-                if m.name == self.metric:
-                    out.append(m.value)
-                    self.better, self.unit = m.better, m.unit
-        return out
+        """The metric's counted values in `records` (and its unit and direction, once seen)."""
+        found = counted_values(records, self.metric)
+        if found:
+            self.better = better_of(records, self.metric) or self.better
+            self.unit = unit_of(records, self.metric)
+        return found
 
     # -- building ----------------------------------------------------------------------
 
@@ -333,16 +331,11 @@ class Bisection:
         """Continue the last unfinished bisection of this tree: the evidence stored so far
         is kept, the marks are the tree's `git bisect log`."""
         tree = str(self.git.tree)
-        runs = [
-            r
-            for r in self.store.list_runs()
-            if r.kind == KIND
-            and r.status not in ("finished", "refused")
-            and r.facts.get("linux") == tree
-        ]
-        if not runs:
+        record = session.last_unfinished(
+            self.store, BISECT, lambda run: run.facts.get("linux") == tree
+        )
+        if record is None:
             raise FsbenchError(f"no unfinished bisection of {tree} in {self.store.url}")
-        record = runs[-1]
         facts = record.facts
         self.earlier_seconds = float(facts.get("seconds") or 0.0)
         self.run_id, self.accel = record.id, str(record.target.get("accel") or "auto")
