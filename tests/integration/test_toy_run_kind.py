@@ -1,0 +1,82 @@
+"""A run kind is one file (tests/extensions/toy_kind.py: `fsbench laps`), and every
+command that deals in runs deals with it through the run-kind registry: `list runs`
+names its kind, `report` writes it in every format by its kind's report, `fsbench run
+--resume` refuses it and names `fsbench laps --resume`, and its own `--resume` goes on
+where the interrupt left it."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from typer.testing import CliRunner
+
+from fsbench.cli.app import app
+from fsbench.reports import formats
+from fsbench.store.results import Store
+from fsbench.store.runkinds import KINDS
+from fsbench.system.errors import FsbenchError
+
+pytestmark = pytest.mark.integration
+
+TOY = "tests.extensions.toy_kind"
+
+
+@pytest.fixture
+def toy() -> Iterator[ModuleType]:
+    module = importlib.import_module(TOY)
+    try:
+        yield module
+    finally:
+        KINDS.unregister(module.NAME)
+        app.registered_commands[:] = [c for c in app.registered_commands if c.name != module.NAME]
+        sys.modules.pop(TOY, None)
+
+
+def test_a_toy_run_kind_is_listed_reported_and_resumed_by_its_own_command(
+    toy: ModuleType, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "laps.db")
+    cli = CliRunner()
+    stopped = cli.invoke(app, ["laps", "--laps", "3", "--stop-after", "1", "--db", db])
+    assert stopped.exit_code == 130, stopped.output
+    store = Store(db)
+    run = store.get_run(store.latest_run_id() or 0)
+    assert (run.kind, run.status, len(run.facts["seconds"])) == ("laps", "interrupted", 1)
+
+    listed = cli.invoke(app, ["list", "runs", "--db", db, "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [(r["id"], r["kind"], r["status"]) for r in json.loads(listed.stdout)] == [
+        (run.id, "laps", "interrupted")
+    ]
+
+    # `fsbench run --resume` goes on with grid runs only: the toy's run is named with its
+    # own command, by id and without one, and nothing runs.
+    for args in (["run", "--resume", str(run.id)], ["run", "--resume"]):
+        refused = cli.invoke(app, [*args, "--db", db])
+        assert isinstance(refused.exception, FsbenchError), refused.output
+        assert f"`fsbench laps --resume {run.id}` goes on with it" in str(refused.exception)
+        assert "stopwatch of fsbench laps" in str(refused.exception)
+    assert store.get_run(run.id).status == "interrupted"
+
+    resumed = cli.invoke(app, ["laps", "--resume", "--db", db])
+    assert resumed.exit_code == 0, resumed.output
+    done = store.get_run(run.id)
+    assert (done.status, len(done.facts["seconds"]), store.latest_run_id()) == (
+        "finished", 3, run.id
+    )  # fmt: skip
+    again = cli.invoke(app, ["laps", "--resume", str(run.id), "--db", db])
+    assert f"run {run.id} is finished: nothing to resume" in str(again.exception)
+
+    for fmt in formats.REPORT:
+        shown = cli.invoke(app, ["report", str(run.id), "--format", fmt, "--db", db])
+        assert shown.exit_code == 0, (fmt, shown.output)
+        if fmt == formats.JSON:
+            assert len(json.loads(shown.stdout)["seconds"]) == 3
+        else:
+            assert f"laps run {run.id}: 3 of 3 laps" in shown.stdout, fmt
