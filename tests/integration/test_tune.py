@@ -147,6 +147,13 @@ def test_a_race_killed_with_minus_9_goes_on_from_its_last_finished_round(
     finished = max(t.rep for t in before) - 1  # the last round wholly stored
     assert finished >= 1
 
+    # `fsbench run --resume` goes on with grid runs only: it names the race's own command
+    # and runs nothing (it once ran the race's space as a grid, and exited 0).
+    grid = fsbench("run", "--resume", "--db", str(db), "--no-report", timeout=120)
+    assert grid.returncode == 2, grid.stderr
+    assert f"`fsbench tune --resume {run_id}` goes on with it" in grid.stderr
+    assert len(store.get_trials(run_id)) == len(before) and len(store.list_runs()) == 1
+
     res = fsbench("tune", "--resume", "--db", str(db), "--json", "--no-report", timeout=300)
     assert res.returncode == 0, res.stderr
     assert f"resuming race {run_id}" in res.stderr
@@ -178,3 +185,28 @@ def test_a_race_killed_with_minus_9_goes_on_from_its_last_finished_round(
     assert (workdir / "report" / f"race-{run_id}.png").exists()
     again = fsbench("tune", "--resume", "--db", str(db))
     assert again.returncode == 2 and "no unfinished race" in again.stderr
+
+
+def test_a_space_swept_over_a_parameter_makes_one_race_per_value(workdir: Path) -> None:
+    """Not refused for having several comparison groups: each value of the swept parameter
+    gets a race of its own (a run each, kept with the --set that narrows it)."""
+    res = fsbench(
+        "tune",
+        "--fs",
+        "ext4:mount={data=ordered,data=writeback}",
+        *["--workload", "fs_mark", "--scale", "tiny", "--set", "sync=0"],
+        *["--set", "files=200,300", "--max-rounds", "3", "--seed", "3", "--json"],
+        *common(workdir),
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "2 races, one per value of files: files=200; files=300" in res.stdout + res.stderr
+    docs = json.loads(res.stdout)
+    assert len(docs) == 2 and len({d["run_id"] for d in docs}) == 2
+    store = Store(workdir / "results.db")
+    for doc, files in zip(docs, ("200", "300"), strict=True):
+        run = store.get_run(doc["run_id"])
+        assert (run.kind, run.status, run.overrides["files"]) == ("tune", "finished", [files])
+        assert {t.params["files"] for t in store.get_trials(run.id)} == {int(files)}
+        assert doc["space"]["total"] == 2 and doc["max_rounds"] == 3
+    assert ours(workdir) == ([], [])

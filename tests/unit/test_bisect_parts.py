@@ -158,6 +158,7 @@ def test_fsbench_report_writes_a_stored_bisection_in_every_format(tmp_path: Path
             assert written.splitlines()[1].startswith("c" * 40 + ",step,0,")
         else:
             assert "dddddddddddd ext4: slower" in written, fmt
+            assert "budget: up to 4 repetitions per commit" in written, fmt
     assert "<table" in (tmp_path / "report.html").read_text()
     assert "| commit | role |" in (tmp_path / "report.md").read_text()
 

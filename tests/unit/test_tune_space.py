@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from fsbench.cli import planflags
+from fsbench.execute import schedule
+from fsbench.execute.race import races
+from fsbench.plan import model as planning
 from fsbench.plan import presets
 from fsbench.plan.model import load_plan_file, parse_fs_spec
 from fsbench.plan.space import (
@@ -193,3 +196,32 @@ def test_a_plan_keeps_its_search_space_and_run_builds_its_grid(tmp_path: Path) -
     )  # fmt: skip
     with pytest.raises(FsbenchError, match=r"^\[search.ext4\].*no alternatives"):
         load_plan_file(bad)
+
+
+def test_a_plain_tune_command_races_once_per_value_the_scale_sweeps() -> None:
+    """`fsbench tune --fs ext4,xfs,btrfs --workload fileserver --scale tiny`: the tiny
+    scale sweeps fileserver's threads, so the space makes one race per thread count, each
+    with the --set that narrows the plan to it (a resumed race expands its own group)."""
+    flags = planflags.flags_of(
+        {"fs": ["ext4", "xfs", "btrfs"], "workload": ["fileserver"], "scale": "tiny"}
+    )
+    built = planflags.build(flags)
+    planned = races(built.cells)
+    assert len(planned) == len(schedule.groups(built.cells)) > 1
+    swept = {tuple(narrow) for _, narrow in planned}
+    assert swept == {("threads",)}
+    for cells, narrow in planned:
+        assert sorted(c.config.display for c in cells) == ["btrfs", "ext4", "xfs"]
+        again = planning.expand(built.plan, {**built.overrides, **narrow})
+        assert [c.key for c in again] == [c.key for c in cells]
+    assert sorted(int(n["threads"][0]) for _, n in planned) == sorted(
+        {c.params["threads"] for c in built.cells}
+    )
+
+
+def test_a_race_takes_one_workload() -> None:
+    built = planflags.build(
+        planflags.flags_of({"fs": ["ext4", "xfs"], "workload": ["fs_mark", "alloc"]})
+    )
+    with pytest.raises(FsbenchError, match="one workload under one kernel"):
+        races(built.cells)

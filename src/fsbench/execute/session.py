@@ -24,7 +24,7 @@ from fsbench.plan.model import Plan
 from fsbench.store import runfacts
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
-from fsbench.store.runkinds import RunKind, kind_of
+from fsbench.store.runkinds import GRID, RunKind, kind_of
 from fsbench.system import hostfacts
 from fsbench.system.errors import FsbenchError
 
@@ -135,12 +135,13 @@ def to_resume(store: Store, kind: RunKind, run_arg: str | None) -> RunRecord:
         found = last_unfinished(store, kind)
         if found is not None:
             return found
+        what = "run" if kind.resume == GRID.resume else kind.title
         other = last_unfinished(store, None)
         if other is None:
-            raise FsbenchError(f"no unfinished run in {store.url} to resume")
+            raise FsbenchError(f"no unfinished {what} in {store.url} to resume")
         theirs = kind_of(other)
         raise FsbenchError(
-            f"no unfinished {kind.title} in {store.url} to resume; run {other.id} is a "
+            f"no unfinished {what} in {store.url} to resume; run {other.id} is a "
             f"{theirs.title}: `{theirs.resume} {other.id}` goes on with it"
         )
     if not str(run_arg).isdigit():

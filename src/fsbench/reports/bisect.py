@@ -77,6 +77,7 @@ def as_json(run: RunRecord, trials: Sequence[TrialRecord]) -> dict[str, Any]:
         "bisect_log": f.get("log", ""),
         "order": f.get("order", []),
         "seconds": f.get("seconds"),
+        "max_reps": f.get("max_reps"),
     }
 
 
@@ -86,6 +87,11 @@ def headline(report: dict[str, Any]) -> str:
     if first:
         return f"first bad commit: {first['commit'][:12]} {first['subject']} ({first['date']})"
     return f"no first bad commit: {report.get('stopped') or 'not finished'}"
+
+
+def budget(report: dict[str, Any]) -> str:
+    """The bisection's budget in words, as every format states it."""
+    return f"budget: up to {report.get('max_reps') or '?'} repetitions per commit"
 
 
 STEP_COLUMNS = ("commit", "role", "n", "mean", "95% CI", "verdict", "build s", "measure s")
@@ -113,7 +119,7 @@ def text(report: dict[str, Any]) -> str:
     lines.append(headline(report))
     lines.append(
         f"metric {report['metric']} ({unit}), good {str(report['good'])[:12]}, "
-        f"bad {str(report['bad'])[:12]}, accel {report.get('accel')}"
+        f"bad {str(report['bad'])[:12]}, accel {report.get('accel')}; {budget(report)}"
     )
     for c in report["confounders"]:
         lines.append(f"config differs between the endpoints: {c}")
@@ -187,7 +193,7 @@ def markdown(report: dict[str, Any]) -> str:
     out.append(
         f"metric {md_escape(report['metric'])} ({md_escape(report['unit'])}), good "
         f"`{str(report['good'])[:12]}`, bad `{str(report['bad'])[:12]}`, accel "
-        f"{report.get('accel')}"
+        f"{report.get('accel')}; {budget(report)}"
     )
     out += [
         f"- config differs between the endpoints: {md_escape(c)}" for c in report["confounders"]
@@ -229,7 +235,7 @@ def html_page(report: dict[str, Any]) -> str:
                 e(
                     f"metric {report['metric']} ({report['unit']}), good "
                     f"{str(report['good'])[:12]}, bad {str(report['bad'])[:12]}, accel "
-                    f"{report.get('accel')}"
+                    f"{report.get('accel')}; {budget(report)}"
                 ),
             ),
             *(

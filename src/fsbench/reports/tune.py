@@ -92,6 +92,15 @@ class TuneReport(BaseModel):
     values: dict[str, list[float | None]]
     safety_run: int | None = None  # the crash tests' run (`--require safe`)
     safety: list[SafetyDoc] = []
+    # What the race was given: rounds at most, wall time (None: no limit), the margin.
+    max_rounds: int = 0
+    budget_s: float | None = None
+    margin: float = 0.0
+
+    def budget(self) -> str:
+        """The race's budget in words, as every format states it."""
+        wall = f"{self.budget_s:.0f} s of wall time" if self.budget_s else "no time limit"
+        return f"budget: up to {self.max_rounds} rounds, {wall}; margin ±{self.margin:.0%}"
 
 
 def as_json(doc: TuneReport) -> str:
@@ -153,6 +162,9 @@ def document(store: Store, run_id: int) -> TuneReport:
         values=_values(trials, {c.key: c.config.display for c in cells}, spec, result.rounds),
         safety_run=spec.safety_run,
         safety=[SafetyDoc(config=c, **v.model_dump()) for c, v in spec.safety.items()],
+        max_rounds=spec.max_rounds,
+        budget_s=spec.budget,
+        margin=spec.margin,
     )
 
 
@@ -232,6 +244,7 @@ def print_report(console: Console, doc: TuneReport) -> None:
         + ")",
         highlight=False,
     )
+    console.print(doc.budget(), highlight=False)
     head = {
         "one left": "winner",
         "equivalent": "equally good (within the margin)",

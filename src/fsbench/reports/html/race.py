@@ -86,7 +86,7 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
                     f"{doc.space.total} configs raced on {doc.metric} ({doc.better} is better), "
                     f"scale {doc.scale}; stopped: {doc.stop or 'not finished'} after "
                     f"{doc.grid_n} rounds; {doc.trials} counted trials (+{doc.warmup_trials} "
-                    f"warm-up) against {doc.grid_trials} for a full grid."
+                    f"warm-up) against {doc.grid_trials} for a full grid; {doc.budget()}."
                 ),
             ),
             chart_html,
