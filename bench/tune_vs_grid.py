@@ -59,8 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from results_file import save, trial_conditions  # noqa: E402
 
-from fsbench.analysis.race_trials import seconds  # noqa: E402
 from fsbench.analysis.stats import t_quantile  # noqa: E402
+from fsbench.execute.race.trials import seconds  # noqa: E402
 from fsbench.plan.space import describe, expand_space  # noqa: E402
 from fsbench.store.results import Store  # noqa: E402
 

@@ -56,7 +56,10 @@ def laps(
         store.reopen_run(run_id)
     else:
         facts = LapsFacts(laps=count)
-        plan = Plan.model_validate({"name": "laps", "fs": [{"type": "ext4"}], "workload": [{"name": "fs_mark"}]})
+        # Every run keeps a plan; a stopwatch's names no more than it must.
+        plan = Plan.model_validate(
+            {"name": "laps", "fs": [{"type": "ext4"}], "workload": [{"name": "fs_mark"}]}
+        )
         run_id = session.create(
             store, plan, [], {"kind": "none"}, ["fsbench", "laps"], {}, kind=NAME,
             facts=facts.model_dump(),

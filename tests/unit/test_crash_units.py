@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from fsbench.analysis import stats
+from fsbench.analysis.crash_evidence import crash_text
 from fsbench.analysis.rows import Row
 from fsbench.plan.model import FsConfig, parse_fs_spec
-from fsbench.reports.safety import crash_text, safety_lines
+from fsbench.reports.safety import safety_lines
 from fsbench.store.records import TrialRecord
 from fsbench.vm.crash import host, logwrites, patterns
 from fsbench.vm.crash.patterns import PATTERNS, READY, read_acks

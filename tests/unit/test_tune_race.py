@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import friedmanchisquare
 
-from fsbench.analysis.race import (
+from fsbench.execute.race.checks import Constraint, friedman_p, parse_requirements
+from fsbench.execute.race.rule import (
     AT_MAX,
     BUDGET,
     CONSTRAINT,
@@ -25,7 +26,6 @@ from fsbench.analysis.race import (
     RaceSettings,
     race,
 )
-from fsbench.analysis.race_checks import Constraint, friedman_p, parse_requirements
 from fsbench.system.errors import FsbenchError
 
 
@@ -313,7 +313,7 @@ def test_the_guides_table_of_look_levels_is_the_code() -> None:
     import re
     from pathlib import Path
 
-    from fsbench.analysis.race_bounds import look_level
+    from fsbench.execute.race.bounds import look_level
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "tune.md").read_text()
     rows = re.findall(r"^\| (\d+) \| ([\d.]+)% \| ([\d.]+)% \|$", text, re.MULTILINE)
@@ -334,7 +334,7 @@ def test_conover_against_the_best_is_bonferroni_over_the_others() -> None:
     (race_bounds) share this one implementation, so neither can lose the factor alone."""
     from scipy.stats import rankdata, t
 
-    from fsbench.analysis.race_checks import conover_vs_best, conover_vs_best_many, ranks_within
+    from fsbench.execute.race.checks import conover_vs_best, conover_vs_best_many, ranks_within
 
     rng = np.random.default_rng(7)
     for _ in range(20):

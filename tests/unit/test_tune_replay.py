@@ -1,4 +1,4 @@
-"""A race of `fsbench tune` rebuilt from stored trials (analysis/race_trials.py): the same
+"""A race of `fsbench tune` rebuilt from stored trials (execute/race/trials.py): the same
 drops as the race fed directly, outside drops for refused and failed trials, the metric's
 direction from the trials, an incomplete round left for the resumed race to finish."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fsbench.analysis.race import BUDGET, ONE_LEFT, UNSAFE, UNSUPPORTED, race
-from fsbench.analysis.race_trials import (
+from fsbench.execute.race.rule import BUDGET, ONE_LEFT, UNSAFE, UNSUPPORTED, race
+from fsbench.execute.race.trials import (
     FAILED,
     SafetyVerdict,
     TuneSpec,

@@ -9,7 +9,7 @@ import pytest
 
 from fsbench.cli import planflags
 from fsbench.execute import schedule
-from fsbench.execute.race import races
+from fsbench.execute.race.driver import races
 from fsbench.plan import model as planning
 from fsbench.plan import presets
 from fsbench.plan.model import load_plan_file, parse_fs_spec

@@ -21,7 +21,7 @@ Two statistics:
   the threshold, so the pairs' intervals at that level all hold 1 (decisions.py prints them).
 
 A single look of one pair needs no law: Welch's own p is its law. Other statistics join
-the calculator with `register` (the race's ranks: race_bounds.py). Pure and cached: a few
+the calculator with `register` (the race's ranks: execute/race/bounds.py). Pure and cached: a few
 hundred milliseconds the first time a set of looks is asked for.
 """
 
@@ -107,7 +107,7 @@ _STATISTICS: dict[str, Statistic] = {}
 def register(
     kind: str, sample: Sampler, spreads: tuple[tuple[float, ...], ...], draws: int = DRAWS
 ) -> None:
-    """Another statistic for the calculator (the race's: race_bounds.py); idempotent."""
+    """Another statistic for the calculator (the race's: execute/race/bounds.py); idempotent."""
     _STATISTICS.setdefault(kind, Statistic(sample, spreads, draws))
 
 

@@ -14,16 +14,17 @@ from rich.console import Console
 
 from fsbench import workloads
 from fsbench.analysis.design import DEFAULT_MARGIN
-from fsbench.analysis.race import MAX_ROUNDS, Drop
-from fsbench.analysis.race_checks import parse_requirements
-from fsbench.analysis.race_trials import TuneSpec
+from fsbench.analysis.rows import build_rows
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
-from fsbench.cli.run import interrupted, report_dir, sigterm_interrupts, write_report
-from fsbench.cli.tune_safety import check_safety
+from fsbench.cli.run import execute, interrupted, report_dir, sigterm_interrupts, write_report
 from fsbench.execute import session
-from fsbench.execute.race import TuneOutcome, Watch, races, run_race
+from fsbench.execute.race import safety
+from fsbench.execute.race.checks import parse_requirements
+from fsbench.execute.race.driver import TuneOutcome, Watch, races, run_race
+from fsbench.execute.race.rule import MAX_ROUNDS, Drop
+from fsbench.execute.race.trials import SafetyVerdict, TuneSpec
 from fsbench.execute.schedule import Slot
 from fsbench.plan import model as planning
 from fsbench.plan import presets
@@ -221,6 +222,28 @@ def _show(store: Store, run_ids: list[int], json_out: bool, no_report: bool, err
         write_report(store, doc.run_id)
         page = write_race_page(doc, report_dir(store, doc.run_id))
         err.print(f"race: {page}", highlight=False, markup=False)
+
+
+def check_safety(
+    plan: Plan, store: Store, settings: list[str], out: Console
+) -> tuple[int, dict[str, SafetyVerdict]]:
+    """Run the crash tests of the race's configs (`settings`: the crash workload's
+    KEY=VALUE, e.g. pattern=fsync-append); their run id and each config's verdict."""
+    checks = safety.safety_plan(plan)
+    overrides = planning.parse_set(settings, flag="--safety-set")
+    cells = planning.expand(checks, overrides)
+    out.print(
+        f"safety: crash tests of {len(plan.fs)} configs in a VM before the race "
+        f"({', '.join(settings) or 'the crash workload defaults'})",
+        highlight=False,
+    )
+    outcome = execute(checks, cells, store, overrides)
+    rows = build_rows(store.get_trials(outcome.run_id))
+    verdicts = {c.display: safety.verdict(rows, c.display) for c in plan.fs}
+    for config, found in verdicts.items():
+        word = "safe" if found.safe else "UNSAFE"
+        out.print(f"  {word}: {config}: {found.evidence}", highlight=False, markup=False)
+    return outcome.run_id, verdicts
 
 
 def default_metric(plan: Plan) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fsbench.analysis import stats
+from fsbench.analysis.crash_evidence import CRASH, crash_text
 from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision
 from fsbench.analysis.design import Design
 from fsbench.analysis.pvalues import fmt_p
@@ -21,8 +21,6 @@ from fsbench.analysis.rows import Row
 from fsbench.analysis.verdicts import Key, decide_all, key_of, label_of
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.tables import dims_of
-
-CRASH = "crash"
 
 
 @dataclass
@@ -32,59 +30,6 @@ class SafetyLine:
     crash: list[str] = field(default_factory=list)  # per pattern
     damaged: bool = False  # some crash of this config lost or damaged something
     baseline: bool = False  # the config the speed side is measured against
-
-
-def _total(rows: Sequence[Row], metric: str) -> int:
-    return int(sum(sum(r.values) for r in rows if r.metric == metric))
-
-
-def crash_text(
-    pattern: str, rows: Sequence[Row], base: Sequence[Row] = (), base_config: str = ""
-) -> tuple[str, bool]:
-    """'replace-rename: 7/20 crashes damaged (31 files mixed); 0/20 on ext4, Fisher
-    p = 0.008', and whether any crash was damaged. `base`: the baseline config's rows of
-    the same pattern, compared by Fisher's exact test on damaged crashes."""
-    n = _total(rows, "crashes")
-    damaged = _total(rows, "damaged_crashes")
-    against = ""
-    base_n, base_damaged = _total(base, "crashes"), _total(base, "damaged_crashes")
-    if base and (damaged or base_damaged):
-        p = stats.fisher_exact(damaged, n, base_damaged, base_n)
-        against = f"; {base_damaged}/{base_n} on {base_config}, Fisher {fmt_p(p)}"
-    parts = [
-        f"{count} {what}"
-        for what, metric in (
-            ("acknowledged ops lost", "acked_lost"),
-            ("files empty", "files_empty"),
-            ("files mixed", "files_mixed"),
-            ("fsck errors", "fsck_errors"),
-            ("failed mounts", "mount_failures"),
-        )
-        if (count := _total(rows, metric))
-    ]
-    cache = _cache_text(rows)
-    if not damaged and not parts:
-        return f"{pattern}: nothing lost in {_n(n, 'crash')}{against}{cache}", "damaged" in cache
-    detail = f" ({', '.join(parts)})" if parts else ""
-    return f"{pattern}: {damaged}/{n} crashes damaged{detail}{against}{cache}", True
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("sh") else "s")
-
-
-def _cache_text(rows: Sequence[Row]) -> str:
-    """'; volatile cache: 1/20 states damaged (3 acknowledged ops lost)', or why none."""
-    states = _total(rows, "cache_states")
-    if not states:
-        return "; volatile-cache states not tested"
-    damaged = _total(rows, "cache_damaged")
-    lost, fsck = _total(rows, "cache_acked_lost"), _total(rows, "cache_fsck_errors")
-    parts = [f"{lost} acknowledged ops lost"] * bool(lost) + [f"{fsck} fsck errors"] * bool(fsck)
-    detail = f" ({', '.join(parts)})" if parts else ""
-    if not damaged and not parts:
-        return f"; volatile cache: {_n(states, 'state')} intact"
-    return f"; volatile cache: {damaged}/{states} states damaged{detail}"
 
 
 def speed_text(row: Row, base: Row, decision: Decision | None = None) -> str | None:

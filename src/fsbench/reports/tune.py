@@ -14,8 +14,8 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from fsbench.analysis.race import Drop, RaceResult
-from fsbench.analysis.race_trials import KIND, Replay, TuneSpec, replay
+from fsbench.execute.race.rule import Drop, RaceResult
+from fsbench.execute.race.trials import KIND, Replay, TuneSpec, replay
 from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, FsConfig, Plan
 from fsbench.reports.tables import fmt_number

@@ -15,7 +15,7 @@ point of `fsbench.run_kinds.v1`) the kernel bisection of `fsbench bisect`. Each 
 - whether `fsbench compare` takes its rows.
 
 Its driver is its command's: the repetition loop (execute/loop.py), the race
-(execute/race.py), the bisection (vm/bisect.py), each living through the one run life
+(execute/race/driver.py), the bisection (vm/bisect.py), each living through the one run life
 cycle (execute/session.py).
 
 Every reference is "module:attribute", loaded when used: the store knows the kinds
@@ -77,7 +77,7 @@ TUNE = RunKind(
     "tune",
     "race of fsbench tune",
     "fsbench tune",
-    "fsbench.analysis.race_trials:TuneSpec",
+    "fsbench.execute.race.trials:TuneSpec",
     report="fsbench.reports.tune_formats:report",
     comparable=False,
 )

@@ -7,11 +7,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fsbench.analysis.crash_evidence import CRASH
 from fsbench.analysis.decisions import Decision
 from fsbench.analysis.rows import Row
 from fsbench.analysis.verdicts import Key
 from fsbench.reports.html.markup import badge, details, e, head, pre, table, tag
-from fsbench.reports.safety import CRASH, baseline, safety_lines
+from fsbench.reports.safety import baseline, safety_lines
 from fsbench.store import trialfacts
 from fsbench.store.records import TrialRecord
 

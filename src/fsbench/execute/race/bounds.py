@@ -6,7 +6,7 @@ values' law (no ties): the Friedman gate and Conover's comparisons with the best
 every look from `min_rounds` to `max_rounds`, have a joint law free of the configs'
 means, spreads and distribution, so seeded normal draws stand for any continuous law
 and one spread pattern is all there is. What a look would drop on is computed by the very
-functions a race runs (race_checks.py, over many draws at once), and the level is the
+functions a race runs (execute/race/checks.py, over many draws at once), and the level is the
 constant one at which some look of an A/A race drops a config with probability alpha (a
 fifth kept back for ties and the counting error: NULL_SAFETY). A union bound over the looks
 (alpha spent bit by bit, Lan & DeMets) wastes their strong correlation: the same rounds
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from fsbench.analysis import null_law
-from fsbench.analysis.race_checks import (
+from fsbench.execute.race.checks import (
     Array,
     conover_vs_best_many,
     friedman_p_many,

@@ -1,5 +1,6 @@
-"""`fsbench tune --require safe`: the configs' crash tests before the race, as an ordinary
-run of the `crash` workload on the VM target (the guest is the machine whose power is
+"""What "safe" means for `fsbench tune --require safe` (cli/tune.py runs the checks): the
+configs' crash tests before the race, as an ordinary run of the `crash` workload on the VM
+target (the guest is the machine whose power is
 cut), stored beside the race. A config is safe when no crash of any pattern lost or
 damaged anything, the volatile-cache states included; a config with no crash result (the
 guest's kernel refused the option, a trial failed) is not shown safe, so it does not race.
@@ -10,16 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-
-from fsbench.analysis.race_trials import SafetyVerdict
-from fsbench.analysis.rows import Row, build_rows
-from fsbench.cli.run import execute
-from fsbench.plan import model as planning
+from fsbench.analysis.crash_evidence import CRASH, crash_text
+from fsbench.analysis.rows import Row
+from fsbench.execute.race.trials import SafetyVerdict
 from fsbench.plan import targets
 from fsbench.plan.model import Plan
-from fsbench.reports.safety import CRASH, crash_text
-from fsbench.store.results import Store
 
 VM = "vm"
 
@@ -47,28 +43,6 @@ def safety_plan(plan: Plan) -> Plan:
         description=f"crash tests of the configs of a race ({plan.description or 'tune'})",
     )
     return Plan.model_validate(data)
-
-
-def check_safety(
-    plan: Plan, store: Store, settings: list[str], out: Console
-) -> tuple[int, dict[str, SafetyVerdict]]:
-    """Run the crash tests of the race's configs (`settings`: the crash workload's
-    KEY=VALUE, e.g. pattern=fsync-append); their run id and each config's verdict."""
-    checks = safety_plan(plan)
-    overrides = planning.parse_set(settings, flag="--safety-set")
-    cells = planning.expand(checks, overrides)
-    out.print(
-        f"safety: crash tests of {len(plan.fs)} configs in a VM before the race "
-        f"({', '.join(settings) or 'the crash workload defaults'})",
-        highlight=False,
-    )
-    outcome = execute(checks, cells, store, overrides)
-    rows = build_rows(store.get_trials(outcome.run_id))
-    verdicts = {c.display: verdict(rows, c.display) for c in plan.fs}
-    for config, found in verdicts.items():
-        word = "safe" if found.safe else "UNSAFE"
-        out.print(f"  {word}: {config}: {found.evidence}", highlight=False, markup=False)
-    return outcome.run_id, verdicts
 
 
 def verdict(rows: list[Row], config: str) -> SafetyVerdict:

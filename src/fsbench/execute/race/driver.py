@@ -1,5 +1,5 @@
 """The race of `fsbench tune`, run: rounds of trials through an executor, stored like any
-run's, each fed to the race (analysis/race.py) as soon as it is complete.
+run's, each fed to the race (execute/race/rule.py) as soon as it is complete.
 
 - The schedule is the repetition loop's (schedule.py): one comparison group, an uncounted
   warm-up round, then rounds in a Williams order (positions and neighbours balanced over
@@ -9,7 +9,7 @@ run's, each fed to the race (analysis/race.py) as soon as it is complete.
   the planned schedule, so a resumed race numbers its trials as the first one would have.
 - Trials are stored as they end (kind `tune`, `rep` = the round); the race's settings are
   the run's facts (store/runkinds.py: TuneSpec). The race is never stored: it is replayed
-  from the trials (analysis/race_trials.py), by `--resume` and by reports alike. The run
+  from the trials (execute/race/trials.py), by `--resume` and by reports alike. The run
   lives through the one life cycle every run has (execute/session.py).
 - Resume: the stored rounds are replayed into a new race; the round a kill cut short
   keeps its stored trials and runs the rest, after a warm-up trial (the first trial of a
@@ -28,12 +28,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fsbench.analysis.race import BUDGET, Drop, Race
-from fsbench.analysis.race_trials import KIND, Replay, TuneSpec
 from fsbench.execute import schedule, session
 from fsbench.execute.executors import Binding, Executor, for_plan
 from fsbench.execute.hooks import Hooks
 from fsbench.execute.loop import slots_of, warms, with_seed
+from fsbench.execute.race.rule import BUDGET, Drop, Race
+from fsbench.execute.race.trials import KIND, Replay, TuneSpec
 from fsbench.execute.schedule import WARMUP_REP, Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord

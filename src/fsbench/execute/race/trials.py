@@ -23,7 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN
-from fsbench.analysis.race import (
+from fsbench.execute.race.checks import Constraint
+from fsbench.execute.race.rule import (
     MAX_ROUNDS,
     MIN_ROUNDS,
     UNSAFE,
@@ -32,7 +33,6 @@ from fsbench.analysis.race import (
     Race,
     RaceSettings,
 )
-from fsbench.analysis.race_checks import Constraint
 from fsbench.store import runkinds
 from fsbench.store.records import TrialRecord
 from fsbench.store.values import better_of, value_of

@@ -74,8 +74,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN, MIN_REPS, Design
-from fsbench.analysis.race_bounds import look_level
-from fsbench.analysis.race_checks import (
+from fsbench.analysis.stats import summarize, t_quantile
+from fsbench.execute.race.bounds import look_level
+from fsbench.execute.race.checks import (
     Array,
     Constraint,
     conover_vs_best,
@@ -84,7 +85,6 @@ from fsbench.analysis.race_checks import (
     friedman_p,
     paired_p,
 )
-from fsbench.analysis.stats import summarize, t_quantile
 from fsbench.system.errors import FsbenchError
 
 MIN_ROUNDS = MIN_REPS  # rounds before the first look
