@@ -83,7 +83,11 @@ def bisect(
     """Bisect a kernel performance change: build, boot and measure each commit git bisect
     picks, and mark it good or bad only when its measurements are significantly closer to
     one endpoint's than to the other's."""
-    flags = pf.flags_of(locals(), target_kind="vm", reps="1")
+    flags = pf.flags_of(
+        {"fs": fs, "workload": workload, "set_": set_, "scale": scale, "margin": margin,
+         "trial_timeout": trial_timeout, "warmup": warmup, **target_flags},
+        target_kind="vm", reps="1",
+    )  # fmt: skip
     built = pf.build(flags)
     store = Store(db)
     err = Console(stderr=True, highlight=False)

@@ -38,8 +38,7 @@ def calibrate(
     (default: the quick preset on ext4) twice, as configs A and B. Prints, per workload,
     the CV, any order effect, whether identical configs got a winner, and the smallest
     difference a comparison can resolve; stored, so later reports warn below it."""
-    arguments = locals()
-    built = pf.build(pf.flags_of(arguments, reps=reps or str(DEFAULT_REPS)))
+    built = pf.build(pf.flags_of(given, reps=reps or str(DEFAULT_REPS)))
     plan = calibration.aa_plan(built.plan)
     cells = planning.expand(plan, built.overrides)
     store = Store(db)

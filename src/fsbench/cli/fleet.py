@@ -109,7 +109,7 @@ def fleet_run(
     fsbench_device names), as async Ansible tasks, into one store: a PostgreSQL --db the
     hosts write into, or their own stores fetched and merged. Prints per-host progress,
     then one table with the host beside each config."""
-    flags = pf.flags_of(locals(), target_kind=FLEET)
+    flags = pf.flags_of(given, target_kind=FLEET)
     store = Store(db)
     err = Console(stderr=True)
     run_id: int | None = None
@@ -177,7 +177,7 @@ def fleet_member(
         job = MemberEntry.model_validate_json(entry)
     except ValidationError as exc:
         raise FsbenchError(f"--entry: not a member entry: {planning.one_line(exc)}") from None
-    flags = pf.flags_of(locals())
+    flags = pf.flags_of(given, plan_file=plan_file)
     store = Store(db)
     member = store.part(job.uid, job.host)
     if member is not None and member.status == "finished":  # the controller sees it at once

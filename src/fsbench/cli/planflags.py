@@ -6,7 +6,7 @@ so a default is stated once."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -126,7 +126,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def with_plan_flags(skip: Collection[str] = ()) -> Callable[[F], F]:
     """A command that takes the plan flags (all but `skip`, and but those it declares
-    itself) in its `**kwargs`, listed first by `--help`; `flags_of(locals())` gathers
+    itself) in its `**kwargs`, listed first by `--help`; `flags_of(kwargs)` gathers
     them. Stated once here rather than in every command's signature."""
 
     def decorate(func: F) -> F:
@@ -174,19 +174,25 @@ class PlanFlags:
     target: dict[str, Any] = field(default_factory=dict)
 
 
-def flags_of(arguments: dict[str, Any], **changes: Any) -> PlanFlags:
-    """The plan flags among a command's arguments (its `locals()` on entry): each command
-    declares the flags it takes, and this is the one place they become a PlanFlags."""
+def flags_of(arguments: Mapping[str, Any], **changes: Any) -> PlanFlags:
+    """The plan flags among a command's arguments, by parameter name (the `**given` of
+    with_plan_flags and with_target_flags, and any the command declares itself, named):
+    the one place they become a PlanFlags; `changes` win over what was given."""
     names = {f.name for f in fields(PlanFlags)} - {"target"}
-    given = {
-        **arguments,
-        **arguments.get("given", {}),
-        **arguments.get("target_flags", {}),
-        **changes,
-    }
+    given = {**arguments, **changes}
     return PlanFlags(
         **{k: v for k, v in given.items() if k in names}, target=targetflags.given(given)
     )
+
+
+def parse_budget(text: str | None) -> float | None:
+    """--budget in seconds (9m, 1h, 540), None when not given; a bad one refused."""
+    if text is None:
+        return None
+    try:
+        return planning.parse_duration(text)
+    except ValueError as exc:
+        raise FsbenchError(f"--budget: {exc}") from None
 
 
 @dataclass
@@ -246,10 +252,7 @@ def build_plan(flags: PlanFlags) -> Plan:
         # A preset's budget is sized for its own workloads, not for the ones given here.
         data["budget"] = None
     if flags.budget is not None:
-        try:
-            data["budget"] = planning.parse_duration(flags.budget)
-        except ValueError as exc:
-            raise FsbenchError(f"--budget: {exc}") from None
+        data["budget"] = parse_budget(flags.budget)
     if flags.reps is not None:
         data["reps"] = _parse_reps(flags.reps)
     elif wanted := [w.default_reps for w in steps if w.default_reps]:

@@ -62,7 +62,7 @@ def run(
     **given: Any,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
-    flags = pf.flags_of(locals())
+    flags = pf.flags_of(given)
     store = Store(db)
     if resume:
         outcome = resume_run(store, flags.plan_file)

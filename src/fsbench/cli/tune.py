@@ -77,21 +77,11 @@ def tune(
             "direction is the metric's own \\[default: the workload's first headline metric].",
         ),
     ] = None,
-    margin: Annotated[
-        float,
-        typer.Option("--margin", help="Configs within ± this ratio of the best are equally good."),
-    ] = DEFAULT_MARGIN,
+    margin: pf.MarginOpt = None,
     max_rounds: Annotated[
         int, typer.Option("--max-rounds", help="The race stops after this many rounds.")
     ] = MAX_ROUNDS,
-    budget: Annotated[
-        str | None,
-        typer.Option(
-            "--budget",
-            help="Wall time the race may take (9m, 1h; mkfs, mounts and warm-ups included): "
-            "a round that would go past it is not started.",
-        ),
-    ] = None,
+    budget: pf.BudgetOpt = None,
     require: Annotated[
         list[str],
         typer.Option(
@@ -139,14 +129,13 @@ def tune(
         constraints, safe = parse_requirements(require)
         if safety_set and not safe:
             raise FsbenchError("--safety-set sets the crash tests of --require safe: give both")
-        if budget is not None:
-            try:
-                budget_s: float | None = planning.parse_duration(budget)
-            except ValueError as exc:
-                raise FsbenchError(f"--budget: {exc}") from None
-        else:
-            budget_s = None
-        arguments = locals()
+        budget_s = pf.parse_budget(budget)
+        margin = DEFAULT_MARGIN if margin is None else margin
+        arguments = {
+            "plan_file": plan_file, "preset": preset, "fs": fs, "workload": workload,
+            "set_": set_, "scale": scale, "trial_timeout": trial_timeout, "seed": seed,
+            "target_kind": target_kind, **target_flags,
+        }  # fmt: skip
         # The space: --fs with its braces, else the plan's configs (its search space's
         # grid among them, planflags.build_plan).
         if fs:

@@ -145,9 +145,9 @@ class Plan(BaseModel):
     budget: float | None = Field(
         default=None,
         gt=0,
-        description="Seconds the whole run may take with --reps decide: every group gets "
-        "its first rounds, then the groups still open get more, cheapest to settle first, "
-        "while the budget lasts (--budget 9m, 1h; default: none).",
+        description="Seconds the whole run may take (--budget 9m, 1h; default: none): with "
+        "--reps decide, each group's looks are planned to fit it; a race of fsbench tune "
+        "starts no round that would go past it.",
     )
     ci_target: float = Field(
         default=0.05, gt=0, lt=1, description="CI half-width / mean that --reps auto aims at."
