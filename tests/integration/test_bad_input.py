@@ -276,7 +276,7 @@ CASES: list[Bad] = [
         said="no unfinished race of fsbench tune in "),
     bad("fleet-resume-nothing", "fleet", "run", "--resume", "-i", "{tmp}/hosts.ini",
         files=HOSTS,
-        said="no unfinished run in "),
+        said="no unfinished run on many hosts of fsbench fleet run in "),
     bad("bisect-resume-nothing", *BISECT, "--good", "HEAD", "--bad", "HEAD", "--resume",
         *ONE_CELL,
         files=LINUX, git=("linux",),

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from fsbench.analysis.design import ALPHA, MIN_REPS, NEEDED_LIMIT, Design, needed_reps
 from fsbench.analysis.null_law import GATE, PAIR
@@ -286,34 +286,26 @@ def _pair_factor(p: Pair) -> str:
     return _factor_range(f, f) + (" apart" if f < 1.095 else "")
 
 
-def decide(
-    sides: Sequence[Side],
-    *,
-    better: str,
-    metric: str | None = None,
-    unit: str | None = None,
-    resolution: float = 0.0,
-    design: Design | None = None,
-    headline: bool = True,
-    key: tuple[str, ...] = (),
-    explain: bool = True,
-) -> Decision | None:
+def decide(sides: Sequence[Side], **options: Unpack[Options]) -> Decision | None:
     """The answers for one comparison's configs (in table order) at the full level; the
     run's control over its comparisons (family.control_run) sets the level they are
     finally judged at. None with fewer than two configs that have values, or a metric
-    with no direction."""
-    found = evidence(
-        sides,
-        better=better,
-        metric=metric,
-        unit=unit,
-        resolution=resolution,
-        design=design,
-        headline=headline,
-        key=key,
-        explain=explain,
-    )
+    with no direction. `options`: those of `evidence`."""
+    found = evidence(sides, **options)
     return None if found is None else at_level(found, found.design.alpha)
+
+
+class Options(TypedDict, total=False):
+    """How one comparison is judged (the keywords of `evidence` and `decide`)."""
+
+    better: Required[str]
+    metric: str | None
+    unit: str | None
+    resolution: float
+    design: Design | None
+    headline: bool
+    key: tuple[str, ...]
+    explain: bool
 
 
 def evidence(

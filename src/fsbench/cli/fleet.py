@@ -33,7 +33,7 @@ from fsbench.execute import loop as matrix
 from fsbench.execute.hooks import Hooks
 from fsbench.fleet.executor import HostRun
 from fsbench.fleet.member import MemberEntry, ProgressFile
-from fsbench.fleet.target import FleetTargetSpec
+from fsbench.fleet.target import FLEET_RUN, FleetTargetSpec
 from fsbench.plan import model as planning
 from fsbench.plan.model import Plan
 from fsbench.store.results import Store
@@ -41,7 +41,7 @@ from fsbench.system.errors import FsbenchError
 
 app = typer.Typer(help="Many machines: one plan on a fleet through Ansible, one store.")
 
-FLEET = "fleet"
+FLEET = FLEET_RUN.name
 RESUME_HELP = (
     "Finish an interrupted fleet run (its id in place of PLAN, or the last unfinished one): "
     "only what is missing, on the hosts that miss it."
@@ -114,10 +114,7 @@ def fleet_run(
     err = Console(stderr=True)
     run_id: int | None = None
     if resume:
-        run_id, plan, overrides = resumable(store, flags.plan_file)
-        record = store.get_run(run_id)
-        if record.kind != FLEET:
-            raise FsbenchError(f"run {run_id} is not a fleet run: fsbench run --resume {run_id}")
+        run_id, plan, overrides = resumable(store, flags.plan_file, FLEET_RUN)
         # The fleet target as stored (or, stored before it was one, made from the loop
         # image's size), with the target flags given now.
         stored = plan.target.model_dump()

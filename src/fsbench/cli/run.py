@@ -83,10 +83,12 @@ def resume_run(store: Store, run_arg: Path | None, watch: Watch | None = None) -
     return execute(plan, cells, store, overrides, resume_run=run_id, watch=watch)
 
 
-def resumable(store: Store, run_arg: Path | None) -> tuple[int, Plan, dict[str, list[str]]]:
-    """The grid run to resume (the id given, or the last unfinished one), its plan and --set;
-    a run of another kind is refused with the command that resumes it."""
-    record = session.to_resume(store, runkinds.GRID, None if run_arg is None else str(run_arg))
+def resumable(
+    store: Store, run_arg: Path | None, kind: runkinds.RunKind = runkinds.GRID
+) -> tuple[int, Plan, dict[str, list[str]]]:
+    """The run of `kind` to resume (the id given, or the last unfinished one), its plan and
+    --set; a run of another kind is refused with the command that resumes it."""
+    record = session.to_resume(store, kind, None if run_arg is None else str(run_arg))
     run_id = record.id
     try:
         plan = Plan.model_validate(record.plan)

@@ -86,15 +86,11 @@ def run(
         plan = with_seed(plan)
     slots = slots_of(plan, cells)
     with executor:  # a real device's safety checks happen in open(), before any write
-        if resume_run is None:
-            schedule = [(s.rep, s.cell.key) for s in slots]
-            run_id = session.create(
-                store, plan, schedule, executor.describe(), argv, overrides, kind=kind,
-                uid=uid, part=part,
-            )  # fmt: skip
-        else:
-            run_id = resume_run
-            store.reopen_run(run_id)
+        schedule = [(s.rep, s.cell.key) for s in slots]
+        run_id = session.begun(
+            store, resume_run, plan, schedule, executor.describe, argv, overrides, kind=kind,
+            uid=uid, part=part,
+        )  # fmt: skip
         loop = _Loop(plan, cells, slots, store, executor, hooks, run_id, clock)
         with session.lived(store, run_id, executor.describe) as life:
             loop.run()

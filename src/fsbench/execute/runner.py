@@ -28,7 +28,7 @@ from fsbench.execute import checks
 from fsbench.execute.context import Context
 from fsbench.execute.targets.base import Target
 from fsbench.plan.model import Cell
-from fsbench.store.records import MetricRecord, TrialRecord, now
+from fsbench.store.records import MetricRecord, TrialRecord, cell_record, now
 from fsbench.system import cache as system
 from fsbench.system import contention, filesystems, fsops, knobs, memcap, sourcetree
 from fsbench.system.errors import TrialFailed, TrialTimeout, Unsupported
@@ -147,24 +147,10 @@ class Runner:
         `unsupported`; a failed step makes the steps after it `failed` (not run)."""
         steps = self._stages(cell)
         self._instances = {}  # one per workload per cell
+        chain = cell.workload if cell.is_chain or len(steps) > 1 else ""
         records = [
-            TrialRecord(
-                seq=seq,
-                rep=rep,
-                step=i,
-                chain=cell.workload if cell.is_chain or len(steps) > 1 else "",
-                cell_key=cell.key,
-                config=cell.config.display,
-                fs=cell.config.type,
-                mkfs_options=list(cell.config.mkfs),
-                mount_options=cell.config.mount,
-                workload=name,
-                params=params,
-                knobs=dict(cell.knobs),
-                status="pending",
-                started_at=now(),
-            )
-            for i, (name, params) in enumerate(steps)
+            cell_record(cell, seq, rep, "pending", step=i, chain=chain, workload=step, params=p)
+            for i, (step, p) in enumerate(steps)
         ]
         fs = filesystems.get(cell.config.type)
         ctx = Context(

@@ -92,6 +92,24 @@ def create(
     )
 
 
+def begun(
+    store: Store,
+    resume_run: int | None,
+    plan: Plan,
+    schedule: Sequence[tuple[int, str]],
+    describe: Callable[[], Mapping[str, Any]],
+    argv: list[str],
+    overrides: Mapping[str, list[str]],
+    **kind_and_facts: Any,
+) -> int:
+    """The run's id: `resume_run` reopened, or a new run `create`d (with the target as the
+    executor describes it, and `kind_and_facts`: kind=, facts=, uid=, part=)."""
+    if resume_run is not None:
+        store.reopen_run(resume_run)
+        return resume_run
+    return create(store, plan, schedule, describe(), argv, overrides, **kind_and_facts)
+
+
 @dataclass
 class Life:
     """How a run's life ended: `interrupted` after Ctrl-C or SIGTERM (the context then
@@ -167,7 +185,15 @@ def last_unfinished(
         for r in store.list_runs()
         if r.status in UNFINISHED
         and not r.part_of
-        and (kind is None or kind_of(r).resume == kind.resume)
+        and (kind is None or _resume_of(r) == kind.resume)
         and match(r)
     ]
     return found[-1] if found else None
+
+
+def _resume_of(run: RunRecord) -> str:
+    """The command that resumes the run ("" for a kind this fsbench does not know)."""
+    try:
+        return kind_of(run).resume
+    except FsbenchError:
+        return ""

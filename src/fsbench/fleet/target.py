@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import Field
 
 from fsbench.plan.targets import DEFAULT_WORKDIR, LoopTargetSpec, TargetSpec, flagged
+from fsbench.store.runkinds import RunKind
 
 DEFAULT_POLL = 10.0
 # A host that stops answering may come back (an SSH drop, a reboot of the network): its
@@ -47,3 +48,14 @@ class FleetTargetSpec(TargetSpec):
         """The target each host runs its part on: its own loop image of this size (or the
         disk its inventory's fsbench_device names)."""
         return LoopTargetSpec(image_size=self.image_size)
+
+
+# A run on many hosts is a grid run of its own kind (an entry point of fsbench.run_kinds.v1):
+# its command resumes it (with the inventory), its reports are the grid's with the host
+# beside each config; each host's part is a grid run that is part of it (runs.part_of).
+FLEET_RUN = RunKind(
+    "fleet",
+    "run on many hosts of fsbench fleet run",
+    "fsbench fleet run",
+    "fsbench.store.runkinds:GridFacts",
+)

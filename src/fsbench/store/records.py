@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fsbench.plan.model import Cell
 
 
 def now() -> str:
@@ -110,3 +113,24 @@ def slot_seconds(trials: list[TrialRecord]) -> dict[int, float]:
         ).total_seconds()
         previous = ended
     return out
+
+
+def cell_record(cell: Cell, seq: int, rep: int, status: str, **fields: Any) -> TrialRecord:
+    """A trial record of `cell`: its identity (config with its mkfs and mount options,
+    workload, parameters, knobs), the status, and `fields` over them (a chain's step, its
+    own workload and parameters; times, metrics)."""
+    identity: dict[str, Any] = {
+        "seq": seq,
+        "rep": rep,
+        "cell_key": cell.key,
+        "config": cell.config.display,
+        "fs": cell.config.type,
+        "mkfs_options": list(cell.config.mkfs),
+        "mount_options": cell.config.mount,
+        "workload": cell.workload,
+        "params": dict(cell.params),
+        "knobs": dict(cell.knobs),
+        "status": status,
+        "started_at": now(),
+    }
+    return TrialRecord(**{**identity, **fields})

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from fsbench.store.records import RunRecord
+from fsbench.system.errors import FsbenchError
 from fsbench.system.plugins import Registry, load
 
 
@@ -93,8 +94,16 @@ KINDS: Registry[RunKind] = Registry(
 
 
 def kind_of(run: RunRecord) -> RunKind:
-    """The run's kind (a run stored before kinds had facts is a grid run)."""
-    return KINDS.get(run.kind or GRID.name)
+    """The run's kind (a run stored before kinds had facts is a grid run); a kind no
+    installed fsbench provides is refused in one line."""
+    name = run.kind or GRID.name
+    try:
+        return KINDS.get(name)
+    except KeyError:
+        raise FsbenchError(
+            f"run {run.id} is of kind {name!r}, which this fsbench does not provide (known: "
+            f"{', '.join(KINDS.all())}): install the package that made it"
+        ) from None
 
 
 def design(run: RunRecord) -> dict[str, Any]:

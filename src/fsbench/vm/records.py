@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsbench.plan.model import Cell
-from fsbench.store.records import MetricRecord, TrialRecord, now
+from fsbench.store.records import MetricRecord, TrialRecord, cell_record
 
 if TYPE_CHECKING:
     from fsbench.vm.protocol import VmCell
@@ -29,18 +29,4 @@ def new_record(vc: VmCell) -> TrialRecord:
 def record_for(cell: Cell, seq: int, rep: int, status: str, **fields: Any) -> TrialRecord:
     """A record of `cell` made on the host, not by the runner (what a guest did not
     finish, a kernel that did not build): the cell's identity, the status and `fields`."""
-    return TrialRecord(
-        seq=seq,
-        rep=rep,
-        cell_key=cell.key,
-        config=cell.config.display,
-        fs=cell.config.type,
-        mkfs_options=list(cell.config.mkfs),
-        mount_options=cell.config.mount,
-        workload=cell.workload,
-        params=dict(cell.params),
-        knobs=dict(cell.knobs),
-        status=status,
-        started_at=now(),
-        **fields,
-    )
+    return cell_record(cell, seq, rep, status, **fields)

@@ -20,7 +20,7 @@ from fsbench.execute.executors.base import Executor, OnRecords, OnStart
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store import trialfacts
-from fsbench.store.records import MetricRecord, TrialRecord, now, slot_seconds
+from fsbench.store.records import MetricRecord, TrialRecord, cell_record, now, slot_seconds
 
 NORMAL, LOGNORMAL = "normal", "lognormal"
 
@@ -138,21 +138,15 @@ class ReplayExecutor(Executor):
     def _record(self, slot: Slot, step: StepModel, index: int, began: str) -> TrialRecord:
         cell = slot.cell
         params = cell.steps[index][1] if index < len(cell.steps) else cell.params
-        return TrialRecord(
-            seq=slot.seq,
-            rep=slot.rep,
-            cell_key=cell.key,
-            config=cell.config.display,
-            fs=cell.config.type,
-            mkfs_options=list(cell.config.mkfs),
-            mount_options=cell.config.mount,
+        return cell_record(
+            cell,
+            slot.seq,
+            slot.rep,
+            "ok",
             workload=step.workload,
             params=params,
             step=index,
             chain=cell.workload if cell.is_chain else "",
-            knobs=dict(cell.knobs),
-            status="ok",
-            message="",
             started_at=began,
             finished_at=now(),
             metrics=[

@@ -139,16 +139,11 @@ def run_race(
     planned = plan.model_copy(update={"reps": spec.max_rounds})
     slots = slots_of(planned, cells)
     with executor:
-        if resume_run is None:
-            schedule = [(s.rep, s.cell.key) for s in slots]
-            facts = spec.model_dump(mode="json")
-            run_id = session.create(
-                store, plan, schedule, executor.describe(), argv, overrides, kind=KIND,
-                facts=facts, uid=uid,
-            )  # fmt: skip
-        else:
-            run_id = resume_run
-            store.reopen_run(run_id)
+        schedule = [(s.rep, s.cell.key) for s in slots]
+        run_id = session.begun(
+            store, resume_run, plan, schedule, executor.describe, argv, overrides, kind=KIND,
+            facts=spec.model_dump(mode="json"), uid=uid,
+        )  # fmt: skip
         driver = _Driver(plan, cells, slots, store, executor, watch, run_id, spec)
         with session.lived(store, run_id, executor.describe) as life:
             driver.run()
