@@ -195,12 +195,16 @@ def test_a_space_swept_over_a_parameter_makes_one_race_per_value(workdir: Path) 
         "--fs",
         "ext4:mount={data=ordered,data=writeback}",
         *["--workload", "fs_mark", "--scale", "tiny", "--set", "sync=0"],
-        *["--set", "files=200,300", "--max-rounds", "3", "--seed", "3", "--json"],
+        *["--set", "files=200,300", "--max-rounds", "3", "--seed", "3", "--budget", "10m"],
+        "--json",
         *common(workdir),
         timeout=300,
     )
     assert res.returncode == 0, res.stderr
-    assert "2 races, one per value of files: files=200; files=300" in res.stdout + res.stderr
+    assert (
+        "2 races, one per value of files: files=200; files=300; the budget split evenly, 300 s "
+        "each" in res.stderr
+    )
     docs = json.loads(res.stdout)
     assert len(docs) == 2 and len({d["run_id"] for d in docs}) == 2
     store = Store(workdir / "results.db")
@@ -208,5 +212,5 @@ def test_a_space_swept_over_a_parameter_makes_one_race_per_value(workdir: Path) 
         run = store.get_run(doc["run_id"])
         assert (run.kind, run.status, run.overrides["files"]) == ("tune", "finished", [files])
         assert {t.params["files"] for t in store.get_trials(run.id)} == {int(files)}
-        assert doc["space"]["total"] == 2 and doc["max_rounds"] == 3
+        assert doc["space"]["total"] == 2 and (doc["max_rounds"], doc["budget_s"]) == (3, 300)
     assert ours(workdir) == ([], [])

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fsbench.analysis import null_law
-from fsbench.analysis.stats import t_quantile
+from fsbench.analysis.stats import least_n, t_quantile
 from fsbench.plan.model import DEFAULT_MARGIN as DEFAULT_MARGIN  # the plan's default
 from fsbench.plan.model import MIN_AUTO_REPS
 
@@ -142,13 +142,5 @@ def needed_reps(
             return True
         return d < margin and (t_quantile(df, level) + power) * spread <= margin - d
 
-    if not decides(NEEDED_LIMIT):
-        return None
-    lo, hi = 2, NEEDED_LIMIT  # decides(hi) holds; find the least n that decides
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if decides(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return max(lo, MIN_REPS)
+    found = least_n(decides, 2, NEEDED_LIMIT)
+    return None if found is None else max(found, MIN_REPS)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,16 +200,16 @@ def reps_needed(
         found = min_detectable(cv, 1.0, n, alpha, power)
         return found is not None and found <= difference
 
-    if not enough(limit):
+    # What min_detectable finds shrinks with n: the least n that is enough.
+    return least_n(enough, 2, limit)
+
+
+def least_n(holds: Callable[[int], bool], lo: int, hi: int) -> int | None:
+    """The least n in lo..hi for which `holds` (true from some n on; a bisection), None
+    when it does not hold at hi."""
+    if not holds(hi):
         return None
-    lo, hi = 2, limit  # what min_detectable finds shrinks with n: the least n that is enough
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if enough(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return lo + bisect.bisect_left(range(lo, hi + 1), True, key=holds)
 
 
 @dataclass(frozen=True)

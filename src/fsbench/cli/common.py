@@ -36,4 +36,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 NoReportOption = Annotated[
     bool, typer.Option("--no-report", help="Do not write the HTML report and charts at the end.")
 ]
+OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")]
+AllMetricsOption = Annotated[
+    bool, typer.Option("--all-metrics", help="Every metric, not only the headline ones.")
+]
 DEFAULT_WORKDIR_PATH = DEFAULT_WORKDIR

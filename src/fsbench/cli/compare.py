@@ -6,7 +6,6 @@ import io
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,7 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from fsbench.analysis.rows import Row
-from fsbench.cli.common import DbOption, JsonOption
+from fsbench.cli.common import AllMetricsOption, DbOption, JsonOption, OutputOption
 from fsbench.reports import compare as cmp
 from fsbench.reports import formats, hosts, source
 from fsbench.store.records import RunRecord
@@ -43,10 +42,8 @@ def compare(
     fmt: Annotated[
         str, typer.Option("--format", "-f", help=f"{formats.listed(formats.COMPARE)}.")
     ] = formats.TABLE,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,
-    all_metrics: Annotated[
-        bool, typer.Option("--all-metrics", help="Every metric, not only the headline ones.")
-    ] = False,
+    output: OutputOption = None,
+    all_metrics: AllMetricsOption = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:

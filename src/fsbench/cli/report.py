@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from fsbench.cli.common import DbOption
+from fsbench.cli.common import AllMetricsOption, DbOption, OutputOption
 from fsbench.reports import formats, render, source
 from fsbench.store.results import Store
 from fsbench.store.runkinds import kind_of
@@ -24,11 +24,8 @@ def report(
     fmt: Annotated[
         str, typer.Option("--format", "-f", help=f"{formats.listed(formats.REPORT)}.")
     ] = formats.TABLE,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,
-    all_metrics: Annotated[
-        bool,
-        typer.Option("--all-metrics", help="Tables for every metric, not only the headline ones."),
-    ] = False,
+    output: OutputOption = None,
+    all_metrics: AllMetricsOption = False,
     charts: Annotated[
         Path | None,
         typer.Option(

@@ -9,7 +9,7 @@ benchexec swaps its executor the same way, and hyperfine has `trait Executor`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -37,6 +37,16 @@ class Binding:
 
 OnStart = Callable[[Slot], None]
 OnRecords = Callable[[Slot, list[TrialRecord]], None]
+
+
+def started(slots: Sequence[Slot], refused: set[str], on_start: OnStart) -> Iterator[Slot]:
+    """The slots an executor runs one by one, each announced as it starts: those of a cell
+    the kernel has refused (`refused`, which grows as the run goes) are skipped."""
+    for slot in slots:
+        if slot.cell.key not in refused:
+            on_start(slot)
+            yield slot
+
 
 # Room the filesystem itself takes (journal, metadata, btrfs chunks): a workload must fit
 # in the target with this much to spare.

@@ -22,6 +22,7 @@ from fsbench.execute.executors.base import (
     check_fits,
     check_params,
     check_workloads,
+    started,
 )
 from fsbench.execute.runner import Runner, cache_root, mount_root
 from fsbench.execute.schedule import Slot
@@ -47,10 +48,7 @@ class SlotRunner:
     def run(
         self, slots: Sequence[Slot], refused: set[str], on_start: OnStart, on_records: OnRecords
     ) -> None:
-        for slot in slots:
-            if slot.cell.key in refused:
-                continue
-            on_start(slot)
+        for slot in started(slots, refused, on_start):
             records = self.runner.run_cell(slot.seq, slot.rep, slot.cell)
             for record in records:
                 record.position = slot.position

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from fsbench.analysis.design import EXACT_UNITS
-from fsbench.execute.executors.base import Executor, OnRecords, OnStart
+from fsbench.execute.executors.base import Executor, OnRecords, OnStart, started
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store import trialfacts
@@ -122,10 +122,7 @@ class ReplayExecutor(Executor):
     def run(
         self, slots: Sequence[Slot], refused: set[str], on_start: OnStart, on_records: OnRecords
     ) -> None:
-        for slot in slots:
-            if slot.cell.key in refused:
-                continue
-            on_start(slot)
+        for slot in started(slots, refused, on_start):
             model = self.models[slot.cell.key]
             began = now()
             self.clock.advance(model.seconds)
