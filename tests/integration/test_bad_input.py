@@ -305,8 +305,8 @@ CASES: list[Bad] = [
     bad("tune-search-unknown-key", "tune", *PLAN,
         files=plan(BOTH + '[search.ext4]\nmnt = [["noatime", "relatime"]]\n'),
         said="[search.ext4]: mnt: Extra inputs are not permitted"),
-    bad("tune-many-groups", "tune", *RACE,
-        said="races configs on one workload at one set of parameters; this plan has 5"),
+    bad("tune-many-workloads", "tune", *RACE, "-w", "fs_mark",
+        said="races configs on one workload under one kernel; this plan has "),
     bad("tune-max-rounds-zero", "tune", *RACE, "--set", "method=fallocate", "--max-rounds", "0",
         said="max rounds 0 is below the first look (3)"),
     # -- inventories of a fleet
