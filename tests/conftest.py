@@ -13,8 +13,13 @@ from pathlib import Path
 import pytest
 
 from fsbench.system import filesystems, fsops
+from fsbench.vm import ensure_image
+from fsbench.vm.images import GuestImage
+from tests.helpers import VM_CACHE
 
-pytest_plugins = ["tests.pgcluster"]  # a real PostgreSQL, started once per session
+# A real PostgreSQL, started once per session; where the suite's time goes (printed at
+# the end, and kept by bench/suite_time.py).
+pytest_plugins = ["tests.pgcluster", "tests.suitetime"]
 
 TEST_ROOT = Path("/var/tmp/fsbench-tests")
 CORE_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
@@ -112,3 +117,33 @@ def make_fs(loopdev: str, workdir: Path) -> Iterator[MountFactory]:
         yield factory
     finally:
         _release(made, None, None)
+
+
+# -- what the suite builds once and shares --------------------------------------------------
+# Each is built at most once per session (a session fixture; under pytest-xdist, the
+# cache's own lock makes the second worker wait for the first and reuse its build) and
+# across sessions while its inputs are unchanged (the cache's content key, the artefact
+# checked before it is reused: fsbench.vm.cache.damaged). Each build is timed by name in
+# the session's report (tests/suitetime.py).
+
+
+@pytest.fixture(scope="session")
+def guest_images() -> Callable[[str | None], GuestImage]:
+    """guest_images(None | "6.1" | "6.12") -> the cached guest image of that kernel."""
+    from tests.suitetime import build  # a plugin of this conftest's (pytest_plugins)
+
+    made: dict[str | None, GuestImage] = {}
+
+    def image(kernel: str | None = None) -> GuestImage:
+        if kernel not in made:
+            with build(f"guest image, kernel {kernel or 'default'}") as log:
+                made[kernel] = ensure_image(kernel, VM_CACHE, log)
+        return made[kernel]
+
+    return image
+
+
+@pytest.fixture(scope="session")
+def guest_image(guest_images: Callable[[str | None], GuestImage]) -> GuestImage:
+    """The default kernel's guest image (debootstrap + kernel + initrd the first time)."""
+    return guest_images(None)
