@@ -12,8 +12,8 @@ import shutil
 import time
 from pathlib import Path
 
-from fsbench.vm.cache import LogFn, content_key, locked, publish
-from fsbench.vm.images import GuestImage, ensure_image
+from fsbench.vm.cache import LogFn, content_key, damaged, locked, publish
+from fsbench.vm.images import IMAGE_FILES, GuestImage, ensure_image
 from fsbench.vm.kernels import Kernel
 
 
@@ -34,10 +34,10 @@ def builtin_image(k: Kernel, cache: Path, log: LogFn) -> GuestImage:
     key = "builtin-" + content_key("builtin", base.key, str(k.bzimage), st.st_size, st.st_mtime_ns)
     final = cache / "images" / key
     image = GuestImage(key, final, k.version, k.source)
-    if (final / "meta.json").is_file():
+    if damaged(final, IMAGE_FILES) is None:
         return image
     with locked(cache, f"image-{key}"):
-        if (final / "meta.json").is_file():
+        if damaged(final, IMAGE_FILES) is None:
             return image
         tmp = cache / "images" / f"{key}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
