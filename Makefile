@@ -11,7 +11,7 @@ STAMP_PY := $(VENV)/.stamp-python
 # The native engine (engine/, Rust >= 1.88): cargo from PATH or rustup's default place.
 CARGO ?= $(shell command -v cargo 2>/dev/null || ls $(HOME)/.cargo/bin/cargo 2>/dev/null)
 
-.PHONY: install bootstrap apt engine run test lint clean
+.PHONY: install bootstrap apt engine run test check cargo-test lint clean
 
 install: apt engine
 
@@ -52,12 +52,42 @@ run: install
 # No part of the suite is skipped for a missing tool: without cargo the engine's tests
 # cannot run, so `make test` fails. As root (the suite's normal case) the engine's tests
 # that need root run too; as another user cargo counts them as ignored.
-test: install
+#
+# `make test` is the whole suite (what CI runs); `make check` the edit loop's tier: the
+# engine's tests, the unit tests and the integration tests not marked slow (minutes, not
+# half an hour). Both run pytest on two workers (pytest-xdist): tests that share a guest,
+# a kernel build or the machine's sysctls are grouped (xdist_group) and run on one worker
+# in turn (tests/conftest.py). Each prints where its time went: the slowest tests, the
+# shared builds (guest images, kernels, the Debian source) and make's own steps, timed
+# into $(STEPS).
+STEPS := build/make-steps.jsonl
+PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder --durations=15
+# $(call timed,NAME,COMMAND): run COMMAND; its seconds go into $(STEPS) as NAME.
+timed = t0=$$(date +%s%N); $(2); rc=$$?; \
+	ms=$$(( ($$(date +%s%N) - t0) / 1000000 )); \
+	printf '{"name": "%s", "seconds": %d.%03d}\n' "$(1)" $$((ms / 1000)) $$((ms % 1000)) >> $(STEPS); \
+	exit $$rc
+
+test: timed-install
+	@$(call timed,cargo test (engine),$(MAKE) --no-print-directory cargo-test)
+	FSBENCH_MAKE_STEPS=$(STEPS) $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+check: timed-install
+	@$(call timed,cargo test (engine),$(MAKE) --no-print-directory cargo-test)
+	FSBENCH_MAKE_STEPS=$(STEPS) $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# `make install`, timed: the venv and the Debian packages, then the engine.
+.PHONY: timed-install
+timed-install:
+	@mkdir -p $(dir $(STEPS)) && rm -f $(STEPS)
+	@$(call timed,venv and apt packages (make apt),$(MAKE) --no-print-directory apt)
+	@$(call timed,engine (cargo build --release),$(MAKE) --no-print-directory engine)
+
+cargo-test:
 	@if [ -z "$(CARGO)" ]; then \
 	  echo "make test: no cargo: the engine needs Rust >= 1.88 (install it with rustup: https://rustup.rs)" >&2; \
 	  exit 1; fi
 	$(CARGO) test --quiet --manifest-path engine/Cargo.toml -- $$([ "$$(id -u)" = 0 ] && echo --include-ignored)
-	$(BIN)/python -m pytest -q
 
 lint: install
 	$(BIN)/ruff check src tests bench

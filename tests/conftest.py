@@ -3,18 +3,25 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from fsbench.system import filesystems, fsops
+from fsbench.vm import ensure_image
+from fsbench.vm.images import GuestImage
+from tests.helpers import VM_CACHE
 
-pytest_plugins = ["tests.pgcluster"]  # a real PostgreSQL, started once per session
+# A real PostgreSQL, started once per session; where the suite's time goes (printed at
+# the end, and kept by bench/suite_time.py).
+pytest_plugins = ["tests.pgcluster", "tests.suitetime"]
 
 TEST_ROOT = Path("/var/tmp/fsbench-tests")
 CORE_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
@@ -112,3 +119,169 @@ def make_fs(loopdev: str, workdir: Path) -> Iterator[MountFactory]:
         yield factory
     finally:
         _release(made, None, None)
+
+
+# -- what the suite builds once and shares --------------------------------------------------
+# Each is built at most once per session (a session fixture; under pytest-xdist, the
+# cache's own lock makes the second worker wait for the first and reuse its build) and
+# across sessions while its inputs are unchanged (the cache's content key, the artefact
+# checked before it is reused: fsbench.vm.cache.damaged). Each build is timed by name in
+# the session's report (tests/suitetime.py).
+
+
+@pytest.fixture(scope="session")
+def guest_images() -> Callable[[str | None], GuestImage]:
+    """guest_images(None | "6.1" | "6.12") -> the cached guest image of that kernel."""
+    from tests.suitetime import build  # a plugin of this conftest's (pytest_plugins)
+
+    made: dict[str | None, GuestImage] = {}
+
+    def image(kernel: str | None = None) -> GuestImage:
+        if kernel not in made:
+            with build(f"guest image, kernel {kernel or 'default'}") as log:
+                made[kernel] = ensure_image(kernel, VM_CACHE, log)
+        return made[kernel]
+
+    return image
+
+
+@pytest.fixture(scope="session")
+def guest_image(guest_images: Callable[[str | None], GuestImage]) -> GuestImage:
+    """The default kernel's guest image (debootstrap + kernel + initrd the first time)."""
+    return guest_images(None)
+
+
+# -- two workers (pytest-xdist, `make test`) ----------------------------------------------
+# Tests that share something run on one worker, one after the other (xdist_group, with
+# --dist loadgroup): the QEMU guests (one TCG guest at a time: each takes both CPUs), the
+# bisection's kernel tree, the fleet's sshd, the machine's sysctls (two runs that set and
+# restore vm.dirty_ratio at once would leave each other's value behind). A test whose
+# assertions time the machine (a 10 Hz sampler, CPU seconds, an A/A test that must find no
+# winner, a race) is marked `alone`: it waits for the other worker's test to end and the
+# other worker waits for it (a readers-writer lock on two files). The longest groups are
+# handed out first (--no-loadscope-reorder keeps this order).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "qemu": (
+        "tests/integration/test_vm.py",
+        "tests/integration/test_vm_boot.py",
+        "tests/integration/test_crash.py",
+        "tests/integration/test_tune_safe.py",
+    ),
+    "bisect": ("tests/integration/test_bisect.py",),
+    "fleet": ("tests/integration/test_fleet.py",),
+    "sysctls": (
+        "tests/integration/test_knobs_restore.py",
+        "tests/integration/test_cli.py::test_knobs_are_dimensions_and_restored",
+        "tests/integration/test_memcap.py",
+    ),
+}
+FIRST = ("bisect", "qemu", "fleet")  # started first: the longest chains of one worker
+
+# `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the
+# fleet, the database servers, and every other test that took more than 8 s on this
+# machine (bench/results/suite_time.json); what remains runs in a few minutes.
+SLOW = (
+    *GROUPS["qemu"],
+    *GROUPS["bisect"],
+    *GROUPS["fleet"],
+    "tests/integration/test_sysbench_oltp.py",
+    "tests/integration/test_reps_auto_all.py",
+    "tests/integration/test_calibrate.py",
+    "tests/integration/test_campaign.py",
+    "tests/integration/test_decide_run.py",
+    "tests/integration/test_html_report.py",
+    "tests/integration/test_aging.py::test_aging_curves_aged_and_clean_at_every_stage",
+    "tests/integration/test_aging.py::test_any_workload_on_an_aged_filesystem",
+    "tests/integration/test_cli.py::test_hanging_tool_hits_the_trial_timeout_and_the_run_goes_on",
+    "tests/integration/test_cli.py::test_write_amplification_for_every_write_workload",
+    "tests/integration/test_engine_workloads.py::test_fileserver_thread_sweep_gives_ops_and_percentiles",
+    "tests/integration/test_pgbench.py::test_cli_run_gives_tps_and_latency_per_config",
+    "tests/integration/test_series.py::test_scale_to_mem_sweeps_the_working_set_across_the_cap",
+    "tests/integration/test_store_backends.py::test_a_run_in_postgresql_reports_like_one_in_sqlite_and_its_password_is_nowhere",
+    "tests/integration/test_trees.py::test_kernel_build_of_a_small_target",
+)
+
+
+def _under(nodeid: str, prefixes: tuple[str, ...]) -> bool:
+    """nodeid is one of prefixes (a file, or a test with all its parameters) or in one."""
+    return any(nodeid == p or nodeid.startswith((p + "::", p + "[")) for p in prefixes)
+
+
+def _group_of(nodeid: str) -> str | None:
+    return next((name for name, prefixes in GROUPS.items() if _under(nodeid, prefixes)), None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _group_of(item.nodeid)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        if _under(item.nodeid, SLOW):
+            item.add_marker(pytest.mark.slow)
+
+    def rank(item: pytest.Item) -> int:
+        group = _group_of(item.nodeid)
+        return FIRST.index(group) if group in FIRST else len(FIRST)
+
+    items.sort(key=rank)  # stable: the rest keep their order
+
+
+@contextmanager
+def _flock(path: Path, mode: int) -> Iterator[None]:
+    with path.open("a") as fh:
+        fcntl.flock(fh, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _share_files(config: pytest.Config) -> tuple[Path, Path] | None:
+    """The session's turnstile and lock (None without xdist's workers)."""
+    uid = getattr(config, "workerinput", {}).get("testrunuid") or getattr(
+        config.option, "testrunuid", None
+    )
+    if not uid:
+        return None
+    return TEST_ROOT / f"share-{uid}.turnstile", TEST_ROOT / f"share-{uid}.lock"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The controller names the session (xdist passes it to every worker) to find its
+    # lock files again when it ends.
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        config.option.testrunuid = config.option.testrunuid or uuid.uuid4().hex
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    files = _share_files(config)
+    if files is not None and not hasattr(config, "workerinput"):
+        for path in files:
+            path.unlink(missing_ok=True)
+
+
+@pytest.fixture(autouse=True)
+def _share_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under xdist: every test holds the session's lock shared, an `alone` test holds it
+    exclusive. A writer takes the turnstile while it waits, so that readers queue behind
+    it instead of passing it by."""
+    files = _share_files(request.config)
+    if files is None or not hasattr(request.config, "workerinput"):
+        yield  # one process: nothing runs beside the test
+        return
+    turnstile, lock = files
+    TEST_ROOT.mkdir(parents=True, exist_ok=True)
+    if request.node.get_closest_marker("alone") is not None:
+        with _flock(turnstile, fcntl.LOCK_EX):
+            held = lock.open("a")
+            fcntl.flock(held, fcntl.LOCK_EX)  # once the tests running now have ended
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+            held.close()
+    else:
+        with _flock(turnstile, fcntl.LOCK_EX):
+            pass
+        with _flock(lock, fcntl.LOCK_SH):
+            yield

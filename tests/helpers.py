@@ -18,7 +18,12 @@ from fsbench.execute.context import Context
 from fsbench.system import filesystems, fsops
 from fsbench.workloads.base import Scale
 
-TEST_DATA_HOME = Path("/var/tmp/fsbench-tests/xdg-data")
+# The user's ~/.local/share/fsbench (default store, saved feature tables) stays theirs;
+# each pytest-xdist worker has its own, as a serial run has one.
+TEST_DATA_HOME = Path(
+    "/var/tmp/fsbench-tests/xdg-data"
+    + (f"-{w}" if (w := os.environ.get("PYTEST_XDIST_WORKER")) else "")
+)
 
 # The VM tests: the guest image cache they share (built once), and when they can run.
 VM_CACHE = Path(os.environ.get("FSBENCH_VM_CACHE", "/var/tmp/fsbench/cache/vm"))
@@ -40,19 +45,27 @@ def fsbench(
 ) -> subprocess.CompletedProcess[str]:
     """Run the CLI. `fsbench run` writes no HTML report unless asked (charts take seconds;
     tests/integration/test_html_report.py covers them)."""
-    argv = list(args)
-    if argv and argv[0] == "run" and not report and "--no-report" not in argv:
-        argv.append("--no-report")
-    # The user's ~/.local/share/fsbench (default store, saved feature tables) stays theirs.
-    env = {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
     return subprocess.run(
-        [sys.executable, "-m", "fsbench.cli", *argv],
-        env=env,
+        [sys.executable, "-m", "fsbench.cli", *cli_args(*args, report=report)],
+        env=cli_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
     )
+
+
+def cli_args(*args: str, report: bool = False) -> list[str]:
+    """The argv `fsbench()` gives the CLI: `run` without its HTML report unless asked."""
+    argv = list(args)
+    if argv and argv[0] == "run" and not report and "--no-report" not in argv:
+        argv.append("--no-report")
+    return argv
+
+
+def cli_env() -> dict[str, str]:
+    """The environment `fsbench()` gives the CLI: the tests' own XDG_DATA_HOME."""
+    return {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
 
 
 def default_sigint() -> None:

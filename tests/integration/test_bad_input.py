@@ -9,14 +9,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import fsbench
+from tests.forkcli import ForkedCli
+from tests.helpers import cli_args, cli_env
 
 pytestmark = pytest.mark.integration
 
@@ -409,12 +410,20 @@ def _prepare(case: Bad, tmp: Path) -> list[str]:
     return argv
 
 
+@pytest.fixture(scope="module")
+def cli() -> Iterator[ForkedCli]:
+    """Each case's `fsbench` is a process of its own, forked from one that has imported
+    the CLI (tests/forkcli.py): the same command, without a second of imports each."""
+    with ForkedCli(cli_env()) as server:
+        yield server
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_refused_in_one_line(case: Bad, tmp_path: Path) -> None:
+def test_bad_input_is_refused_in_one_line(case: Bad, tmp_path: Path, cli: ForkedCli) -> None:
     if os.geteuid() != 0:
         pytest.skip("the preflight runs as root (a non-root run is refused before it)")
     argv = _prepare(case, tmp_path)
-    res = fsbench(*argv, timeout=120)
+    res = cli.run(*cli_args(*argv), timeout=120)
     err = res.stderr.removesuffix("\n")
     assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
     assert err and "\n" not in err, res.stderr  # one line: no traceback, no banner, no bar

@@ -26,6 +26,7 @@ import pytest
 from fsbench.system import sourcetree
 from fsbench.vm.kbuild import KBUILD_CACHE
 from tests.helpers import VM_MARKS, fsbench
+from tests.suitetime import build, record
 
 pytestmark = [
     *VM_MARKS,
@@ -62,10 +63,21 @@ def git(*args: str, date: str = "2024-01-01T00:00:00+00:00", check: bool = True)
 
 
 def base_repo() -> None:
-    """Debian's Linux source as one commit (tag debian-base), made once."""
-    if REPO.is_dir() and git("tag", "-l", BASE_TAG, check=False).strip():
-        return
-    tree = sourcetree.kernel_source(SOURCE_CACHE)
+    """Debian's Linux source as one commit (tag debian-base), made once per source: kept
+    while the tag's message names the source the cache holds."""
+    with build("Debian source (linux-source, xz -d)") as log:
+        tree = sourcetree.kernel_source(SOURCE_CACHE, log)
+    subject = f"Debian {tree.name}"
+    with build("bisect: the Debian source as a git commit") as log:
+        if REPO.is_dir() and git("log", "-1", "--format=%s", BASE_TAG, check=False).strip() == (
+            subject
+        ):
+            return
+        log(f"git commit of {tree.name} in {REPO}")
+        _commit_source(tree, subject)
+
+
+def _commit_source(tree: sourcetree.SourceTree, subject: str) -> None:
     tmp = REPO.with_name(REPO.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -76,7 +88,7 @@ def base_repo() -> None:
         ["git", "init", "-q", "-b", "main"],
         # Debian's .gitignore ignores its top level: everything is added by force.
         ["git", "add", "-A", "-f"],
-        ["git", "commit", "-q", "-m", f"Debian {tree.name}"],
+        ["git", "commit", "-q", "-m", subject],
         ["git", "tag", BASE_TAG],
     ):
         subprocess.run(argv, cwd=tmp, env=env, check=True, capture_output=True)
@@ -175,6 +187,7 @@ def test_bisect_names_the_planted_commit(history: dict[str, str], tmp_path: Path
     assert data["seconds"] > 0
     print(f"bisection: {data['seconds']:.0f} s")
     for s in data["steps"]:
+        record(f"bisect: kernel {s['commit'][:12]} ({s['role']})", s["build_seconds"])
         print(
             f"  {s['commit'][:12]} {s['role']:13} n={s['n']} {s['verdict']:9} "
             f"build {s['build_seconds']:.0f} s, measure {s['measure_seconds']:.0f} s"

@@ -11,7 +11,8 @@ import pytest
 from fsbench.analysis.stats import min_detectable, reps_needed
 from tests.helpers import fsbench, ours
 
-pytestmark = pytest.mark.integration
+# alone: an A/A test: a neighbour's bursts must not hand out a winner (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 
 def _calibrate(workdir: Path, db: Path, seed: int) -> dict:

@@ -34,7 +34,8 @@ from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContex
 from fsbench.workloads.metric import Better, Metric
 from tests.runcell import Bench, flags, loop_bench, metrics
 
-pytestmark = pytest.mark.integration
+# alone: a trial's CPU seconds against its wall time (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 SECONDS = 3.0
 

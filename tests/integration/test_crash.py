@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from fsbench.store.results import Store
-from fsbench.vm import ensure_image
 from fsbench.vm.crash.host import case_seed, cut_after
-from tests.helpers import VM_CACHE, VM_MARKS, assert_every_slot_once, fsbench
+from fsbench.vm.images import GuestImage
+from tests.helpers import VM_MARKS, assert_every_slot_once, fsbench
 
 pytestmark = VM_MARKS
 COUNTS = ("crashes", "damaged_crashes", "acked_lost", "files_empty", "files_mixed", "fsck_errors")
@@ -62,8 +62,7 @@ def _run(workdir: Path, *args: str) -> dict:  # type: ignore[type-arg]
     return json.loads(res.stdout)  # type: ignore[no-any-return]
 
 
-def test_power_cuts_on_ordered_and_writeback(workdir: Path) -> None:
-    ensure_image(None, VM_CACHE)  # shared with the other VM tests: built once
+def test_power_cuts_on_ordered_and_writeback(workdir: Path, guest_image: GuestImage) -> None:
     out = _crash_run(
         workdir,
         *["--fs", "ext4:mount=data=ordered", "--fs", "ext4:mount=data=writeback"],
@@ -109,8 +108,7 @@ def test_power_cuts_on_ordered_and_writeback(workdir: Path) -> None:
     assert not list((workdir / "work").glob("vm-*"))
 
 
-def test_fsync_append_loses_no_acknowledged_record(workdir: Path) -> None:
-    ensure_image(None, VM_CACHE)
+def test_fsync_append_loses_no_acknowledged_record(workdir: Path, guest_image: GuestImage) -> None:
     out = _crash_run(workdir, "--fs", "ext4", "--set", "pattern=fsync-append", "--set", "crashes=2")
     rows = {r["metric"]: r for r in out["rows"]}
     assert rows["crashes"]["mean"] == 2
@@ -153,11 +151,10 @@ def _failing(workdir: Path, run_id: int) -> list:  # type: ignore[type-arg]
 
 
 def test_noauto_da_alloc_leaves_renamed_files_empty_and_the_seed_replays_it(
-    workdir: Path,
+    workdir: Path, guest_image: GuestImage
 ) -> None:
     """Without auto_da_alloc, a rename over a file commits before the new data has blocks
     (delayed allocation): after the power cut, the renamed files are empty."""
-    ensure_image(None, VM_CACHE)
     assert all(cut_after(case_seed(LATE_CUT_SEED, r, 0), 7.0) >= 6 for r in (0, 1, 2))
     out = _crash_run(
         workdir, "--fs", "ext4:mount=noauto_da_alloc", "--set", "pattern=replace-rename",
@@ -178,12 +175,11 @@ def test_noauto_da_alloc_leaves_renamed_files_empty_and_the_seed_replays_it(
 
 
 def test_without_barriers_a_volatile_cache_loses_fsynced_records_and_the_seed_replays_it(
-    workdir: Path,
+    workdir: Path, guest_image: GuestImage
 ) -> None:
     """ext4 mounted barrier=0 never flushes: on this disk (no cache) every fsync()ed record
     survives the cut, but a disk with a volatile cache keeps only what a flush covered:
     not one record since mkfs."""
-    ensure_image(None, VM_CACHE)
     out = _crash_run(
         workdir, "--fs", "ext4:mount=barrier=0", "--set", "pattern=fsync-append",
         "--set", "crashes=1", "--set", "seed=3",
@@ -208,8 +204,9 @@ def test_without_barriers_a_volatile_cache_loses_fsynced_records_and_the_seed_re
     print(f"barrier=0 seed {case['seed']}: {rows} / replayed {replayed}")
 
 
-def test_a_killed_crash_run_resumes_where_it_stopped(workdir: Path) -> None:
-    ensure_image(None, VM_CACHE)
+def test_a_killed_crash_run_resumes_where_it_stopped(
+    workdir: Path, guest_image: GuestImage
+) -> None:
     db = workdir / "r.db"
     argv = [
         *[sys.executable, "-m", "fsbench.cli", "run", "--target", "vm", "--workload", "crash"],

@@ -22,7 +22,8 @@ from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContex
 from fsbench.workloads.metric import Better, Metric
 from tests.runcell import Bench, flags, loop_bench, metrics
 
-pytestmark = pytest.mark.integration
+# alone: the runner's clock and its 10 Hz sampler are timed (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 MIB = 1 << 20
 

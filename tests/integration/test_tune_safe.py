@@ -9,16 +9,17 @@ import json
 from pathlib import Path
 
 from fsbench.store.results import Store
-from fsbench.vm import ensure_image
-from tests.helpers import VM_CACHE, VM_MARKS, fsbench, ours
+from fsbench.vm.images import GuestImage
+from tests.helpers import VM_MARKS, fsbench, ours
 
 pytestmark = VM_MARKS
 
 UNSAFE_CONFIG = "ext4 barrier=0"
 
 
-def test_unsafe_configs_leave_the_race_with_their_crash_evidence(workdir: Path) -> None:
-    ensure_image(None, VM_CACHE)  # shared with the other VM tests: built once
+def test_unsafe_configs_leave_the_race_with_their_crash_evidence(
+    workdir: Path, guest_image: GuestImage
+) -> None:
     db = workdir / "results.db"
     res = fsbench(
         "tune",

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from fsbench.plan.model import Cell, FsConfig
 from fsbench.store.results import Store
-from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, ensure_image, import_records, run_in_vm
+from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, import_records, run_in_vm
 from fsbench.vm.doctor import host_lacks
+from fsbench.vm.images import GuestImage
 from tests.helpers import VM_CACHE, VM_MARKS, default_sigint, fsbench
 
 pytestmark = VM_MARKS
@@ -44,8 +45,7 @@ def _qemu_pids(under: Path) -> set[int]:
     return out
 
 
-def test_alloc_in_vm(tmp_path: Path) -> None:
-    ensure_image(None, CACHE)  # built once, cached between tests and runs
+def test_alloc_in_vm(tmp_path: Path, guest_image: GuestImage) -> None:
     cells = [Cell(FsConfig(type=fs), "alloc", {"method": m, "size": 8 << 20}) for fs, m in EXPECT]
     job = VmJob([VmCell.of(i, 1, c) for i, c in enumerate(cells)], "tiny", trial_timeout=120)
     seen: list[int] = []
@@ -78,8 +78,7 @@ def test_alloc_in_vm(tmp_path: Path) -> None:
     assert Path(result.console_log).is_file()
 
 
-def test_doctor_facts() -> None:
-    ensure_image(None, CACHE)
+def test_doctor_facts(guest_image: GuestImage) -> None:
     facts = doctor_facts(CACHE)
     assert facts["qemu"]["version"]
     assert facts["accel"] in ("kvm", "tcg")
@@ -109,8 +108,7 @@ run_in_vm(
 """
 
 
-def test_ctrl_c_kills_qemu_and_cleans_up(tmp_path: Path) -> None:
-    ensure_image(None, CACHE)
+def test_ctrl_c_kills_qemu_and_cleans_up(tmp_path: Path, guest_image: GuestImage) -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(CACHE), str(tmp_path)], preexec_fn=default_sigint
     )
@@ -131,11 +129,12 @@ def test_ctrl_c_kills_qemu_and_cleans_up(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("vm-*"))
 
 
-def test_vm_run_skips_a_refused_cell_and_says_where_each_trial_ran(workdir: Path) -> None:
+def test_vm_run_skips_a_refused_cell_and_says_where_each_trial_ran(
+    workdir: Path, guest_image: GuestImage
+) -> None:
     """Through `fsbench run` and the VM executor: jfs refuses fallocate once and is never
     asked again (its later slots are skipped on purpose, not recorded as failed); every
     record says its place in its round and the trial before it in the guest."""
-    ensure_image(None, CACHE)
     db = workdir / "r.db"
     res = fsbench(
         "run",

@@ -5,18 +5,19 @@ the bootchart samples, and nothing left behind."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from fsbench.store.results import Store
-from fsbench.vm import ensure_image, qemu
+from fsbench.vm import qemu
+from fsbench.vm.images import GuestImage
 from tests.helpers import VM_CACHE, VM_MARKS, fsbench, ours
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
 
 
-def test_one_boot_from_an_ext4_root(workdir: Path) -> None:
-    ensure_image(None, CACHE)  # shared with the other VM tests: built once
+def test_one_boot_from_an_ext4_root(workdir: Path, guest_image: GuestImage) -> None:
     db = workdir / "r.db"
     res = fsbench(
         "run",
@@ -67,9 +68,11 @@ def test_one_boot_from_an_ext4_root(workdir: Path) -> None:
     assert not list((workdir / "work").glob("mnt-*"))
 
 
-def test_two_kernels_in_one_run_compared_by_kernel(workdir: Path) -> None:
-    ensure_image("6.1", CACHE)
-    ensure_image("6.12", CACHE)
+def test_two_kernels_in_one_run_compared_by_kernel(
+    workdir: Path, guest_images: Callable[[str | None], GuestImage]
+) -> None:
+    guest_images("6.1")
+    guest_images("6.12")
     db = workdir / "r.db"
     res = fsbench(
         "run",

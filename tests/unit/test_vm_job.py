@@ -85,6 +85,9 @@ def test_machine_argv_tcg_and_throttle(tmp_path: Path) -> None:
     argv = m.argv()
     joined = " ".join(argv)
     assert "-cpu qemu64,+rdrand" in joined
+    # x86-64-v2, the baseline numpy's wheels are built for (the guest imports it).
+    cpu = argv[argv.index("-cpu") + 1].split(",")
+    assert {"+cx16", "+lahf_lm", "+popcnt", "+ssse3", "+sse4.1", "+sse4.2"} <= set(cpu)
     assert "-no-reboot" in argv
     assert "panic=-1" in m.cmdline()
     scratch = next(a for a in argv if a.startswith(f"file={tmp_path / 'scratch.img'}"))

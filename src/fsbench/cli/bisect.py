@@ -1,5 +1,5 @@
 """`fsbench bisect`: find the kernel commit that changed a metric, with a statistical gate
-at every step (execute/bisect.py). See docs/bisect.md."""
+at every step (vm/bisect.py). See docs/bisect.md."""
 
 from __future__ import annotations
 

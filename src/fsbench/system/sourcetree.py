@@ -14,7 +14,7 @@ import os
 import random
 import re
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -111,7 +111,10 @@ def _count(tar: Path) -> tuple[str, int, int, int]:
     return top, files, dirs, size
 
 
-def kernel_source(cache_dir: Path) -> SourceTree:
+def kernel_source(cache_dir: Path, log: Callable[[str], None] | None = None) -> SourceTree:
+    """Debian's Linux source as an uncompressed tar in `cache_dir`, decompressed once (and
+    again only when the tarball changes or the tar is not the size it was made at); `log`
+    hears when it is decompressed."""
     tarball = find_kernel_tarball()
     if tarball is None:
         raise Unsupported(
@@ -125,6 +128,8 @@ def kernel_source(cache_dir: Path) -> SourceTree:
         cached = _load_manifest(tar, key)
         if cached:
             return cached
+        if log is not None:
+            log(f"xz -dc {tarball} -> {tar}")
         part = tar.with_suffix(".tar.part")
         with part.open("wb") as out:
             res = proc.run_to_file(["xz", "-dc", str(tarball)], out, timeout=1800)

@@ -10,7 +10,9 @@ content keys, and the build steps that must succeed.
       logs/                  the last serial console logs                    (rundir.py)
 
 A key hashes everything that goes into its artefact, so a change to any of it makes a new
-one and an unchanged one is reused.
+one and an unchanged one is reused, after a check: a published build's meta.json lists its
+files with their sizes (`publish`), and one whose files are not all there at those sizes
+(cut short, truncated, removed by hand) is built again, not trusted (`damaged`).
 """
 
 from __future__ import annotations
@@ -72,8 +74,30 @@ def json_files(paths: Iterable[Path]) -> Iterator[tuple[Path, dict[str, Any]]]:
 
 
 def publish(tmp: Path, final: Path, meta: dict[str, Any]) -> None:
-    """A build made in `tmp` becomes `final` with its meta.json, in one rename: a reader
-    sees the whole build or none of it."""
-    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    """A build made in `tmp` becomes `final` with its meta.json (listing its files and
+    their sizes, for `damaged`), in one rename: a reader sees the whole build or none."""
+    files = {f.name: f.stat().st_size for f in sorted(tmp.iterdir()) if f.is_file()}
+    (tmp / "meta.json").write_text(json.dumps({**meta, "files": files}, indent=1))
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
+
+
+def damaged(final: Path, required: Iterable[str]) -> str | None:
+    """Why the published build `final` cannot be used (None: it can): no meta.json that
+    reads, a `required` file missing or empty, or a file not at the size its meta.json
+    recorded. A symlink is checked through to its target."""
+    try:
+        meta = json.loads((final / "meta.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return "no meta.json" if not (final / "meta.json").exists() else "meta.json unreadable"
+    recorded: dict[str, int] = meta.get("files") or {}
+    for name in sorted({*required, *recorded}):
+        try:
+            size = (final / name).stat().st_size
+        except OSError:
+            return f"{name} missing"
+        if name in recorded and size != recorded[name]:
+            return f"{name} is {size} bytes, built as {recorded[name]}"
+        if size == 0 and name in required:
+            return f"{name} empty"
+    return None

@@ -28,6 +28,7 @@ from fsbench.vm.cache import (
     LogFn,
     build_step,
     content_key,
+    damaged,
     json_files,
     locked,
     publish,
@@ -39,6 +40,7 @@ from fsbench.vm.kernels import Kernel, cached_kernels, resolve_kernel
 RECIPE_VERSION = "4"
 ROOT_HEADROOM = 768 << 20
 GUEST_FACTS = "guest.json"  # in the image's directory: what the last guest reported
+IMAGE_FILES = ("root.img", "vmlinuz", "initrd.img")  # what a usable image has
 
 
 @dataclass(frozen=True)
@@ -121,12 +123,15 @@ def ensure_image(
     key = image_key(k)
     final = cache / "images" / key
     image = GuestImage(key, final, k.version, k.source)
-    if (final / "meta.json").is_file():
+    if damaged(final, IMAGE_FILES) is None:
         return image
     tree = rootfs.build_rootfs(cache, log)
     with locked(cache, f"image-{key}"):
-        if (final / "meta.json").is_file():
+        why = damaged(final, IMAGE_FILES)
+        if why is None:
             return image
+        if final.exists():
+            log(f"image {key}: {why}; building it again")
         t0 = time.monotonic()
         tmp = cache / "images" / f"{key}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -217,10 +222,10 @@ def builtin_image(k: Kernel, cache: Path, log: LogFn) -> GuestImage:
     key = "builtin-" + content_key("builtin", base.key, str(k.bzimage), st.st_size, st.st_mtime_ns)
     final = cache / "images" / key
     image = GuestImage(key, final, k.version, k.source)
-    if (final / "meta.json").is_file():
+    if damaged(final, IMAGE_FILES) is None:
         return image
     with locked(cache, f"image-{key}"):
-        if (final / "meta.json").is_file():
+        if damaged(final, IMAGE_FILES) is None:
             return image
         tmp = cache / "images" / f"{key}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)

@@ -117,6 +117,12 @@ def _probe(timeout: float) -> KvmProbe:
     return KvmProbe(False, f"test guest under KVM failed: {err}", out.seconds)
 
 
+# The CPU a TCG guest gets: qemu64 with x86-64-v2 (the guest's Python packages are the
+# host's: numpy >= 2.4 is built for x86-64-v2 and dies of SIGILL on plain qemu64), and
+# +rdrand: an entropy source, or mkfs stalls seconds for the random pool.
+TCG_CPU = "qemu64,+rdrand,+cx16,+lahf_lm,+popcnt,+ssse3,+sse4.1,+sse4.2"
+
+
 def resolve_accel(requested: str) -> tuple[str, dict[str, Any]]:
     """auto | kvm | tcg -> the accelerator a guest gets, and how that was decided."""
     if requested == "tcg":
@@ -197,8 +203,7 @@ class Machine:
         if self.accel == "kvm":
             accel = ["-accel", "kvm", "-cpu", "host"]
         else:
-            # +rdrand: an entropy source, or mkfs stalls seconds for the random pool.
-            accel = ["-accel", "tcg,thread=multi", "-cpu", "qemu64,+rdrand"]
+            accel = ["-accel", "tcg,thread=multi", "-cpu", TCG_CPU]
         # Each disk a virtio-blk device of its own, in order (/dev/vda, vdb...), carrying
         # this guest's serial.
         disks = [(self.root_overlay, f"format=qcow2,cache={self.root_cache}", False)]
