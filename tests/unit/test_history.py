@@ -42,7 +42,9 @@ def test_a_change_is_found_between_the_right_runs_with_its_evidence() -> None:
     assert c.direction == "worse" and c.ratio == pytest.approx(0.8, abs=0.05)
     assert c.ratio_ci95 is not None and c.ratio_ci95[0] < c.ratio < c.ratio_ci95[1] < 1
     assert c.p <= 0.01 and c.method == "e-divisive"
-    assert {"what": "fsbench version", "before": "0.1.0", "after": "0.2.0"} in c.coincident
+    assert {"what": "fsbench version", "before": "0.1.0", "after": "0.2.0", "at_run": "13"} in (
+        c.coincident
+    )
     assert c.harness
 
 

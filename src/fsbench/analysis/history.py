@@ -329,11 +329,7 @@ def changes_of(series: Series) -> list[ChangePoint]:
         before, after = means[lo:at], means[at:hi]
         ratio, ci = _ratio(before, after)
         a, b = series.points[at - 1], series.points[at]
-        coincident = [
-            {"what": k, "before": a.facts.get(k, ""), "after": b.facts.get(k, "")}
-            for k in sorted(set(a.facts) | set(b.facts))
-            if a.facts.get(k, "") != b.facts.get(k, "")
-        ]
+        coincident = _changed_near(series.points, at)
         out.append(
             ChangePoint(
                 index=at,
@@ -352,6 +348,24 @@ def changes_of(series: Series) -> list[ChangePoint]:
                 harness=any(harness_fact(c["what"]) for c in coincident),
             )
         )
+    return out
+
+
+# A change point is placed to within a run or so (bench/history_detector.py): what changed
+# between any two neighbouring runs this close to it changed "at the same place".
+NEAR = 1
+
+
+def _changed_near(points: Sequence[Point], at: int) -> list[dict[str, str]]:
+    """The facts that changed between neighbouring runs within NEAR runs of the change
+    (between points at-1-NEAR .. at+NEAR), each with the run it changed at."""
+    out = []
+    for j in range(max(1, at - NEAR), min(len(points), at + NEAR + 1)):
+        a, b = points[j - 1].facts, points[j].facts
+        for k in sorted(set(a) | set(b)):
+            if a.get(k, "") != b.get(k, ""):
+                out.append({"what": k, "before": a.get(k, ""), "after": b.get(k, ""),
+                            "at_run": str(points[j].run)})  # fmt: skip
     return out
 
 

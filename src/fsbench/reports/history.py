@@ -58,8 +58,10 @@ def run_label(named: dict[str, Any]) -> str:
 def coincident_text(c: ChangePoint) -> str:
     if not c.coincident:
         return "nothing else recorded changed"
-    changed = "; ".join(f"{x['what']}: {x['before'] or '-'} -> {x['after'] or '-'}"
-                        for x in c.coincident)  # fmt: skip
+    changed = "; ".join(
+        f"{x['what']}: {x['before'] or '-'} -> {x['after'] or '-'} (at run {x['at_run']})"
+        for x in c.coincident
+    )
     return f"{changed} ({HARNESS_NOTE})" if c.harness else changed
 
 
