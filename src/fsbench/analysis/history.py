@@ -318,10 +318,19 @@ def _ordered(points: list[Point], by: str, rank: Mapping[str, int] | None) -> li
     return sorted(points, key=lambda p: (p.created_at, p.run))
 
 
+def on_scale(means: Sequence[float]) -> list[float]:
+    """The run means as the detector sees them: their logarithms when all are positive (a
+    change in performance is a ratio: 30x slower is as plain on a noisy fast series as on
+    a quiet one), else as they are (a count that can be 0)."""
+    if means and all(m > 0 for m in means):
+        return [math.log(m) for m in means]
+    return list(means)
+
+
 def changes_of(series: Series) -> list[ChangePoint]:
     """The change points of the series' run means, each with its evidence."""
     means = [p.mean for p in series.points]
-    found = changepoints.detect(means)
+    found = changepoints.detect(on_scale(means))
     bounds = [0, *[c.at for c in found], len(means)]
     out = []
     for i, change in enumerate(found):
