@@ -165,3 +165,16 @@ def test_filters_pick_cells(db: Path) -> None:
     assert json.loads(
         fsbench("history", "--db", str(db), "--set", "files=300", "-f", "json").stdout
     )["series"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--tag", "night ly"], "--tag 'night ly': up to 80 letters"),
+        (["--tag", "x", "--resume"], "--tag names a new run; a resumed run keeps the tag it has"),
+    ],
+)
+def test_a_bad_tag_is_refused_before_anything_runs(db: Path, args: list[str], says: str) -> None:
+    res = fsbench("run", "--fs", "ext4", "--workload", "fs_mark", "--db", str(db), *args)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and says in res.stderr
+    assert not Store(db).list_runs()
