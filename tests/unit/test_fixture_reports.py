@@ -5,9 +5,10 @@ and their comparisons as today's rule decides them.
 `v6-fleet.db` is a run on two hosts as fsbench stored it before the parts of a run were
 named by what they are (schema 7 renames the columns); `v7.db` a real alloc run and a run
 on two hosts (schema 7); `v8.db` schema 8, one step behind today's (a real decided
-run, its design planned from its budget). The rows must not change; the comparisons follow the decision rule
-(`*-comparisons.json`, written by `tests/data/stores/comparisons.py` when the rule changes
-on purpose, the change said in its commit)."""
+run, its design planned from its budget). The rows must not change; the comparisons
+follow the decision rule (`*-comparisons.json`, written by
+`tests/data/stores/comparisons.py` when the rule changes on purpose, the change said in its
+commit)."""
 
 from __future__ import annotations
 
