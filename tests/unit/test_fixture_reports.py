@@ -4,10 +4,11 @@ and their comparisons as today's rule decides them.
 
 `v6-fleet.db` is a run on two hosts as fsbench stored it before the parts of a run were
 named by what they are (schema 7 renames the columns); `v7.db` a real alloc run and a run
-on two hosts (schema 7); `v8.db` today's store (a real decided run, its design planned
-from its budget). The rows must not change; the comparisons follow the decision rule
-(`*-comparisons.json`, written by `tests/data/stores/comparisons.py` when the rule changes
-on purpose, the change said in its commit)."""
+on two hosts (schema 7); `v8.db` schema 8, one step behind today's (a real decided
+run, its design planned from its budget). The rows must not change; the comparisons
+follow the decision rule (`*-comparisons.json`, written by
+`tests/data/stores/comparisons.py` when the rule changes on purpose, the change said in its
+commit)."""
 
 from __future__ import annotations
 
@@ -88,9 +89,11 @@ def test_a_schema_7_store_reports_the_same(copied, run_id: int) -> None:  # type
     assert got["comparisons"] == _comparisons("v7", run_id)
 
 
-def test_todays_store_reports_the_same(copied) -> None:  # type: ignore[no-untyped-def]
+def test_a_schema_8_store_gains_only_the_tag_and_reports_the_same(copied) -> None:  # type: ignore[no-untyped-def]
     store = copied("v8.db")
-    assert store.migrated == []
+    # Schema 9 added runs.tag (fsbench run --tag, fsbench history --tag) and nothing else.
+    assert store.migrated == [f"migrated from schema 8 to {SCHEMA_VERSION}", "schema 9: runs.tag"]
+    assert store.get_run(1).tag == ""
     expected = json.loads((DATA / "v8-reports.json").read_text())["1"]
     got = _report(store, 1)
     assert {k: v for k, v in got.items() if k != "comparisons"} == {

@@ -35,6 +35,7 @@ COMMANDS: Registry[ModuleType] = Registry(
         "fsbench.cli.doctor",
         "fsbench.cli.features",
         "fsbench.cli.fleet",
+        "fsbench.cli.history",
         "fsbench.cli.listing",
         "fsbench.cli.merge",
         "fsbench.cli.report",

@@ -105,6 +105,18 @@ def bisect(
     job = Bisection(
         args, built.plan, built.cells, store, sys.argv, log=lambda s: err.print(s, soft_wrap=True)
     )
+    drive(job, store, resume, json_out, chart)
+
+
+def drive(
+    job: Bisection,
+    store: Store,
+    resume: bool = False,
+    json_out: bool = False,
+    chart: Path | None = None,
+) -> None:
+    """Run the bisection (or go on with it) and print its report; exits 5 when refused,
+    6 when no first bad commit was named. `fsbench history --bisect` hands over here."""
     try:
         outcome = job.resume() if resume else job.start()
     except Refused as exc:

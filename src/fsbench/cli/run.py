@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -57,18 +58,28 @@ Watch = Callable[[Hooks], Hooks]
 def run(
     no_report: NoReportOption = False,
     resume: Annotated[bool, typer.Option("--resume", help=RESUME_HELP)] = False,
+    tag: Annotated[
+        str,
+        typer.Option(
+            "--tag",
+            help="Name the series this run belongs to (a nightly job's): `fsbench history "
+            "--tag NAME` follows it.",
+        ),
+    ] = "",
     db: DbOption = None,
     json_out: JsonOption = False,
     **given: Any,
 ) -> None:
     """Format the target with every filesystem config, run the workloads, print the table."""
     flags = pf.flags_of(given)
+    if tag and resume:
+        raise FsbenchError("--tag names a new run; a resumed run keeps the tag it has")
     store = Store(db)
     if resume:
         outcome = resume_run(store, flags.plan_file)
     else:
         built = pf.build(flags)
-        outcome = execute(built.plan, built.cells, store, built.overrides)
+        outcome = execute(built.plan, built.cells, store, built.overrides, tag=check_tag(tag))
     finish(store, outcome, json_out, report=not no_report)
 
 
@@ -198,6 +209,7 @@ def execute(
     kind: str = "run",
     part: session.Part | None = None,
     watch: Watch | None = None,
+    tag: str = "",
 ) -> matrix.Outcome:
     """The run with a progress bar (and whatever else `watch` wraps around it); exits 130
     after an interrupt, naming the run."""
@@ -217,6 +229,7 @@ def execute(
                 resume_run=resume_run,
                 kind=kind,
                 part=part,
+                tag=tag,
             )
             state = "interrupted" if outcome.interrupted else "finished"
         finally:
@@ -228,6 +241,19 @@ def execute(
             f"(`fsbench run --resume {outcome.run_id}` finishes it)"
         )
     return outcome
+
+
+# What a tag may be: a name a nightly job gives on a command line, and a store column.
+TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,79}$")
+
+
+def check_tag(tag: str) -> str:
+    if tag and not TAG.match(tag):
+        raise FsbenchError(
+            f"--tag {tag!r}: up to 80 letters, digits and . _ : / @ + -, starting with a "
+            "letter or digit"
+        )
+    return tag
 
 
 def interrupted(what_now: str) -> NoReturn:

@@ -71,6 +71,7 @@ def run(
     uid: str | None = None,
     part: session.Part | None = None,
     clock: Callable[[], float] = time.monotonic,
+    tag: str = "",
 ) -> Outcome:
     """Run (or with `resume_run`, finish) the plan's matrix; every trial is stored as it
     ends. Returns with `interrupted` set after Ctrl-C or SIGTERM (the run is then marked
@@ -89,7 +90,7 @@ def run(
         schedule = [(s.rep, s.cell.key) for s in slots]
         run_id = session.begun(
             store, resume_run, plan, schedule, executor.describe, argv, overrides, kind=kind,
-            uid=uid, part=part,
+            uid=uid, part=part, tag=tag,
         )  # fmt: skip
         loop = _Loop(plan, cells, slots, store, executor, hooks, run_id, clock)
         with session.lived(store, run_id, executor.describe) as life:

@@ -65,6 +65,7 @@ def create(
     facts: Mapping[str, Any] | None = None,
     uid: str | None = None,
     part: Part | None = None,
+    tag: str = "",
 ) -> int:
     """The run in the store, before its first trial: its plan and schedule, this host's
     provenance, its target, what its reports need of this fsbench's workloads, the
@@ -89,6 +90,7 @@ def create(
         part_of=part.uid if part else "",
         part_host=part.host if part else "",
         part_groups=list(part.groups) if part else None,
+        tag=tag,
     )
 
 
@@ -103,7 +105,7 @@ def begun(
     **kind_and_facts: Any,
 ) -> int:
     """The run's id: `resume_run` reopened, or a new run `create`d (with the target as the
-    executor describes it, and `kind_and_facts`: kind=, facts=, uid=, part=)."""
+    executor describes it, and `kind_and_facts`: kind=, facts=, uid=, part=, tag=)."""
     if resume_run is not None:
         store.reopen_run(resume_run)
         return resume_run

@@ -88,6 +88,7 @@ class RunRecord:
     part_of: str = ""
     part_host: str = ""
     part_groups: list[str] = field(default_factory=list)
+    tag: str = ""  # the series it belongs to (fsbench run --tag)
 
 
 def slot_seconds(trials: list[TrialRecord]) -> dict[int, float]:

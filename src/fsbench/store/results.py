@@ -234,6 +234,7 @@ class Store:
         part_of: str = "",
         part_host: str = "",
         part_groups: list[str] | None = None,
+        tag: str = "",
     ) -> int:
         """A new run; its argv is stored with any URL's password hidden."""
         with self.engine.begin() as conn:
@@ -258,6 +259,7 @@ class Store:
                     part_of=part_of,
                     part_host=part_host,
                     part_groups=json.dumps(list(part_groups or [])),
+                    tag=tag,
                 )
             )
             return _new_id(res.inserted_primary_key)

@@ -38,7 +38,7 @@ from sqlalchemy import (
 from fsbench.store.runfacts import features_snapshot, workload_facts
 from fsbench.store.summaries import target_summary, vm_notes, vm_summary
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 metadata = MetaData()
 
@@ -92,6 +92,9 @@ runs = Table(
     Column("part_of", String(32), nullable=False, server_default=""),
     Column("part_host", String(200), nullable=False, server_default=""),
     Column("part_groups", Text, nullable=False, server_default="[]"),
+    # The series the run belongs to (`fsbench run --tag NAME`; `fsbench history --tag`
+    # selects them): "" for none.
+    Column("tag", String(80), nullable=False, server_default=""),
 )
 runs_uid = Index("runs_uid", runs.c.uid, unique=True)
 runs_part = Index("runs_part", runs.c.part_of, runs.c.part_host)
@@ -224,6 +227,7 @@ MIGRATIONS: dict[int, tuple[Added | Renamed, ...]] = {
         Renamed("runs", "fleet_groups", "part_groups"),
     ),
     8: (Added("runs", "facts", "TEXT", "'{}'"),),
+    9: (Added("runs", "tag", "VARCHAR(80)", "''"),),
 }
 
 # Columns that tell an unversioned store's age: the newest version whose additions are all

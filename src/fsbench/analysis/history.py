@@ -1,0 +1,441 @@
+"""A metric over many stored runs: the series of run means per host, config and metric, the
+change points in it (analysis/changepoints.py), and what else changed where it moved.
+
+A series is one cell measured again and again: the same host, config label, workload (its
+chain step), parameters and knobs (the VM target's `kernel` knob aside: a series may run
+over kernels). Each run gives one point: the mean of its counted repetitions with their
+95% interval. A change point names the runs on either side of it, the means before and
+after, their ratio with its interval, the p of the test that found it, and every recorded
+fact that changed between those two runs: a change of fsbench or of a tool there may be
+the harness, not the system measured.
+
+Pure functions of stored records: the command reads the store (cli/history.py) and the
+reports show what comes out (reports/history.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fsbench.analysis import changepoints
+from fsbench.analysis.stats import ratio_ci, summarize, t_quantile
+from fsbench.store import trialfacts
+from fsbench.store.records import RunRecord, TrialRecord
+from fsbench.store.values import counted_values
+
+KERNEL_KNOB = "kernel"  # system/knobs.KERNEL: the VM target's kernel, a dimension
+BY = ("date", "kernel", "commit", "host")
+_COMMIT = re.compile(r"\b[0-9a-f]{40}\b")
+_SHORT_COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+# Facts whose change means the measuring changed, not the system measured.
+HARNESS = ("fsbench version", "fsbench commit", "python", "qemu", "guest fsbench")
+HOST_FACTS = ("cpu", "cpus", "memory_bytes", "cpufreq_governor", "dirty_ratio",
+              "dirty_background_ratio", "machine", "kernel")  # fmt: skip
+
+
+@dataclass
+class Point:
+    """One run's measurement of a series' cell."""
+
+    run: int
+    created_at: str
+    host: str
+    kernel: str
+    commit: str  # the kernel commit the run's guest booted ("" when none is recorded)
+    fsbench_version: str
+    tag: str
+    n: int
+    mean: float
+    ci95: list[float] | None
+    values: list[float]
+    facts: dict[str, str]  # everything recorded that could change under the series
+    cell_key: str = ""  # the cell of the run's plan it measured (a bisection measures it)
+
+    def named(self) -> dict[str, Any]:
+        """What a change point says of a run beside it."""
+        return {
+            "run": self.run,
+            "date": self.created_at,
+            "host": self.host,
+            "kernel": self.kernel,
+            "commit": self.commit,
+            "fsbench_version": self.fsbench_version,
+            "mean": self.mean,
+        }
+
+
+@dataclass
+class ChangePoint:
+    index: int  # the first point after the change
+    before_run: dict[str, Any]
+    after_run: dict[str, Any]
+    before_mean: float
+    after_mean: float
+    before_runs: int
+    after_runs: int
+    ratio: float  # after / before
+    ratio_ci95: list[float] | None
+    p: float
+    method: str  # e-divisive | newest-runs (changepoints.py)
+    direction: str  # worse | better | changed (the metric names no better direction)
+    coincident: list[dict[str, str]]  # facts that changed between the two runs
+    harness: bool  # fsbench, Python, QEMU or a tool changed there too
+
+    @property
+    def worse(self) -> bool:
+        return self.direction == "worse"
+
+
+@dataclass
+class Series:
+    host: str  # "" when hosts are compared in one series (--by host)
+    config: str
+    fs: str
+    workload: str
+    chain: str
+    params: dict[str, Any]
+    knobs: dict[str, str]
+    metric: str
+    unit: str
+    better: str
+    headline: bool
+    points: list[Point] = field(default_factory=list)
+    changes: list[ChangePoint] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        dims = [f"{k}={v}" for k, v in {**self.params, **self.knobs}.items()]
+        where = f" @ {self.host}" if self.host else ""
+        return f"{self.config} · {self.workload} {' '.join(dims)} · {self.metric}{where}".replace(
+            "  ", " "
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["title"] = self.title
+        return out
+
+
+@dataclass(frozen=True)
+class Filters:
+    workloads: tuple[str, ...] = ()  # a workload or a chain
+    fs: tuple[str, ...] = ()  # a config label or a filesystem type
+    sets: tuple[tuple[str, str], ...] = ()  # a parameter or knob and its value
+
+    def take(self, t: TrialRecord) -> bool:
+        if self.workloads and t.workload not in self.workloads and t.chain not in self.workloads:
+            return False
+        if self.fs and t.config not in self.fs and t.fs not in self.fs:
+            return False
+        dims = {**{k: str(v) for k, v in t.params.items()}, **t.knobs}
+        return all(dims.get(k) == v for k, v in self.sets)
+
+
+def host_of(run: RunRecord, trial: TrialRecord) -> str:
+    return trial.host or str(run.host.get("hostname") or "")
+
+
+def commit_of(trial: TrialRecord) -> str:
+    """The kernel commit the trial's guest booted: the `kernel` knob when it names a
+    commit (fsbench bisect), else one in the guest's kernel source (a kbuild path)."""
+    knob = trial.knobs.get(KERNEL_KNOB, "")
+    if _SHORT_COMMIT.match(knob):
+        return knob
+    guest = trialfacts.vm(trial.provenance) or {}
+    found = _COMMIT.search(f"{guest.get('kernel_source', '')} {knob}")
+    return found.group(0) if found else ""
+
+
+def kernel_of(run: RunRecord, trial: TrialRecord) -> str:
+    guest = trialfacts.vm(trial.provenance) or {}
+    knob = trial.knobs.get(KERNEL_KNOB, "")
+    if knob and not _SHORT_COMMIT.match(knob) and not guest.get("kernel_version"):
+        return knob
+    return str(guest.get("kernel_version") or run.host.get("kernel") or "")
+
+
+def facts_of(run: RunRecord, trial: TrialRecord) -> dict[str, str]:
+    """Everything recorded of a run and its trial that may change along a series, flat."""
+    host = run.host
+    guest = trialfacts.vm(trial.provenance) or {}
+    out = {
+        "fsbench version": run.fsbench_version,
+        "fsbench commit": str(host.get("fsbench_commit") or ""),
+        "python": str(host.get("python") or ""),
+        "qemu": str(guest.get("qemu_version") or ""),
+        "guest fsbench": str(guest.get("fsbench_version") or ""),
+        "mkfs options": " ".join(trial.mkfs_options),
+        "mount options": trial.mount_options,
+        "mount effective": str(trialfacts.mount_effective(trial.provenance) or ""),
+        "kernel": kernel_of(run, trial),
+        "commit": commit_of(trial),
+        "host": host_of(run, trial),
+    }
+    for name, version in sorted((host.get("tools") or {}).items()):
+        out[f"tool {name}"] = str(version or "")
+    for name, value in sorted(trial.knobs.items()):
+        if name != KERNEL_KNOB:
+            out[f"knob {name}"] = str(value)
+    for name in HOST_FACTS:
+        if name != "kernel":
+            out[f"host {name}"] = str(host.get(name) or "")
+    return {k: v for k, v in out.items() if v}
+
+
+def harness_fact(name: str) -> bool:
+    return name in HARNESS or name.startswith("tool ")
+
+
+def _headline(run: RunRecord, trial: TrialRecord) -> list[str]:
+    return trialfacts.headline(trial.provenance) or list(
+        (run.workloads.get(trial.workload) or {}).get("headline") or []
+    )
+
+
+SeriesKey = tuple[str, str, str, str, str, str, str]
+
+
+def build(
+    runs: Iterable[tuple[RunRecord, list[TrialRecord]]],
+    filters: Filters = Filters(),
+    by: str = "date",
+    commit_rank: Mapping[str, int] | None = None,
+    all_metrics: bool = False,
+) -> list[Series]:
+    """The series of `runs` (each with its trials), points ordered `by` date, kernel
+    version, kernel commit (`commit_rank`: a commit's place in the tree's history; points
+    of commits it does not rank are left out) or date across hosts (`host`: one series
+    for all hosts). Change points are found in each."""
+    cells: dict[SeriesKey, dict[tuple[int, str], list[TrialRecord]]] = {}
+    meta: dict[SeriesKey, tuple[RunRecord, TrialRecord]] = {}
+    run_of: dict[int, RunRecord] = {}
+    for run, trials in runs:
+        run_of[run.id] = run
+        for t in trials:
+            if not filters.take(t):
+                continue
+            knobs = {k: v for k, v in t.knobs.items() if k != KERNEL_KNOB}
+            key = (
+                "" if by == "host" else host_of(run, t),
+                t.config,
+                t.chain,
+                t.workload,
+                json.dumps(t.params, sort_keys=True),
+                json.dumps(knobs, sort_keys=True),
+                "",
+            )
+            meta.setdefault(key, (run, t))
+            # A point per run and kernel: a run over several kernels gives one per kernel.
+            cells.setdefault(key, {}).setdefault((run.id, t.knobs.get(KERNEL_KNOB, "")), [])
+            cells[key][(run.id, t.knobs.get(KERNEL_KNOB, ""))].append(t)
+    out: list[Series] = []
+    for key, by_point in cells.items():
+        first_run, first = meta[key]
+        metrics: dict[str, tuple[str, str]] = {}
+        headline: set[str] = set()
+        for (rid, _), trials in by_point.items():
+            for t in trials:
+                if t.status == "ok":
+                    for m in t.metrics:
+                        metrics.setdefault(m.name, (m.unit, m.better))
+                    headline.update(_headline(run_of[rid], t))
+        for metric, (unit, better) in metrics.items():
+            if not all_metrics and metric not in headline:
+                continue
+            series = Series(
+                host=key[0],
+                config=first.config,
+                fs=first.fs,
+                workload=first.workload,
+                chain=first.chain,
+                params=dict(first.params),
+                knobs={k: v for k, v in first.knobs.items() if k != KERNEL_KNOB},
+                metric=metric,
+                unit=unit,
+                better=better,
+                headline=metric in headline,
+            )
+            for (rid, _), trials in by_point.items():
+                point = _point(run_of[rid], trials, metric)
+                if point is not None:
+                    series.points.append(point)
+            series.points = _ordered(series.points, by, commit_rank)
+            if series.points:
+                series.changes = changes_of(series)
+                out.append(series)
+    return out
+
+
+def _point(run: RunRecord, trials: list[TrialRecord], metric: str) -> Point | None:
+    values = counted_values(trials, metric)
+    if not values:
+        return None
+    s = summarize(values)
+    assert s.mean is not None
+    first = next((t for t in trials if t.status == "ok" and t.rep > 0), trials[0])
+    return Point(
+        run=run.id,
+        created_at=run.created_at,
+        host=host_of(run, first),
+        kernel=kernel_of(run, first),
+        commit=commit_of(first),
+        fsbench_version=run.fsbench_version,
+        tag=run.tag,
+        n=s.n,
+        mean=s.mean,
+        ci95=list(s.ci95) if s.ci95 else None,
+        values=values,
+        facts=facts_of(run, first),
+        cell_key=first.cell_key,
+    )
+
+
+def version_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A kernel version as it sorts: 6.1.0-41 < 6.12.0 (numbers as numbers)."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.findall(r"\d+|[a-z]+", text))
+
+
+def _ordered(points: list[Point], by: str, rank: Mapping[str, int] | None) -> list[Point]:
+    if by == "kernel":
+        return sorted(points, key=lambda p: (version_key(p.kernel), p.created_at, p.run))
+    if by == "commit":
+        ranks = rank or {}
+
+        def place(p: Point) -> int | None:
+            return next((r for c, r in ranks.items() if p.commit and c.startswith(p.commit)), None)
+
+        ranked = [(place(p), p) for p in points]
+        return [
+            p for r, p in sorted(((r, p) for r, p in ranked if r is not None),
+                                 key=lambda rp: (rp[0], rp[1].created_at))
+        ]  # fmt: skip
+    return sorted(points, key=lambda p: (p.created_at, p.run))
+
+
+def on_scale(means: Sequence[float]) -> list[float]:
+    """The run means as the detector sees them: their logarithms when all are positive (a
+    change in performance is a ratio: 30x slower is as plain on a noisy fast series as on
+    a quiet one), else as they are (a count that can be 0)."""
+    if means and all(m > 0 for m in means):
+        return [math.log(m) for m in means]
+    return list(means)
+
+
+def changes_of(series: Series) -> list[ChangePoint]:
+    """The change points of the series' run means, each with its evidence."""
+    means = [p.mean for p in series.points]
+    found = changepoints.detect(on_scale(means))
+    bounds = [0, *[c.at for c in found], len(means)]
+    out = []
+    for i, change in enumerate(found):
+        lo, at, hi = bounds[i], bounds[i + 1], bounds[i + 2]
+        before, after = means[lo:at], means[at:hi]
+        ratio, ci = _ratio(before, after)
+        a, b = series.points[at - 1], series.points[at]
+        coincident = _changed_near(series.points, at)
+        out.append(
+            ChangePoint(
+                index=at,
+                before_run=a.named(),
+                after_run=b.named(),
+                before_mean=statistics.fmean(before),
+                after_mean=statistics.fmean(after),
+                before_runs=len(before),
+                after_runs=len(after),
+                ratio=ratio,
+                ratio_ci95=ci,
+                p=change.p,
+                method=change.method,
+                direction=direction(series.better, ratio),
+                coincident=coincident,
+                harness=any(harness_fact(c["what"]) for c in coincident),
+            )
+        )
+    return out
+
+
+# A change point is placed to within a run or so (bench/history_detector.py): what changed
+# between any two neighbouring runs this close to it changed "at the same place".
+NEAR = 1
+
+
+def _changed_near(points: Sequence[Point], at: int) -> list[dict[str, str]]:
+    """The facts that changed between neighbouring runs within NEAR runs of the change
+    (between points at-1-NEAR .. at+NEAR), each with the run it changed at."""
+    out = []
+    for j in range(max(1, at - NEAR), min(len(points), at + NEAR + 1)):
+        a, b = points[j - 1].facts, points[j].facts
+        for k in sorted(set(a) | set(b)):
+            if a.get(k, "") != b.get(k, ""):
+                out.append({"what": k, "before": a.get(k, ""), "after": b.get(k, ""),
+                            "at_run": str(points[j].run)})  # fmt: skip
+    return out
+
+
+def direction(better: str, ratio: float) -> str:
+    if better not in ("higher", "lower") or not math.isfinite(ratio) or ratio == 1:
+        return "changed"
+    return "worse" if (ratio < 1) == (better == "higher") else "better"
+
+
+def _ratio(before: Sequence[float], after: Sequence[float]) -> tuple[float, list[float] | None]:
+    """after / before with its 95% interval: Welch's delta method with two runs or more on
+    each side; with one run after, that run counted as one more draw of the runs before
+    (the prediction interval the newest-runs test uses)."""
+    if len(after) >= 2:
+        ratio, ci = ratio_ci(before, after)
+        return ratio, list(ci) if ci else None
+    mb, x = statistics.fmean(before), after[0]
+    if mb == 0 or len(before) < 2:
+        return (x / mb if mb else math.nan), None
+    rel = statistics.stdev(before) / abs(mb) * math.sqrt(1 + 1 / len(before))
+    half = t_quantile(len(before) - 1) * rel
+    ratio = x / mb
+    return ratio, [ratio * math.exp(-half), ratio * math.exp(half)]
+
+
+@dataclass(frozen=True)
+class Alarm:
+    series: Series
+    change: ChangePoint
+
+
+def regressions(
+    series: Iterable[Series], newer_than: str | None = None, headline_only: bool = True
+) -> list[Alarm]:
+    """The change points for the worse that a gate fails on: those the newest run of their
+    host starts, or (`newer_than`, a run's creation time) every one whose first run after
+    is newer than that."""
+    out = []
+    for s in series:
+        if headline_only and not s.headline:
+            continue
+        newest = max((p.created_at for p in s.points), default="")
+        for c in s.changes:
+            started = str(c.after_run["date"])
+            new = started > newer_than if newer_than is not None else started == newest
+            if c.worse and new:
+                out.append(Alarm(s, c))
+    return out
+
+
+def document(series: Sequence[Series], by: str, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """The JSON document of `fsbench history --format json`."""
+    return {
+        "by": by,
+        "method": {
+            "changes": "E-divisive means, permutation test (Matteson & James 2014)",
+            "alpha": changepoints.ALPHA,
+            "permutations": changepoints.PERMUTATIONS,
+            "newest_runs": f"Student t, last 1..{changepoints.TAIL} runs, Bonferroni",
+            "newest_alpha": changepoints.TAIL_ALPHA,
+        },
+        "notes": list(notes),
+        "series": [s.as_dict() for s in series],
+    }

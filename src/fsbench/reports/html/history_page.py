@@ -1,0 +1,106 @@
+"""The page of `fsbench history --format html`: per series its chart (run means with
+their intervals, change points marked, runs named), its points, and every change point
+with its evidence. Self-contained: the charts are embedded."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from fsbench import __version__
+from fsbench.analysis.history import Series
+from fsbench.reports import history as show
+from fsbench.reports.charts.history import history_chart
+from fsbench.reports.html.embed import img
+from fsbench.reports.html.markup import e, head, table, tag
+from fsbench.reports.html.page import css
+from fsbench.reports.tables import fmt_number
+
+
+def page(
+    series: Sequence[Series], by: str, notes: Sequence[str] = (), chart_dir: Path | None = None
+) -> str:
+    """The page; the charts also kept as SVG and PNG in chart_dir when given."""
+    numbers = {id(c): n for n, _, c in show.numbered(series)}
+    with tempfile.TemporaryDirectory(prefix="fsbench-history-") as tmp:
+        out = chart_dir or Path(tmp)
+        formats = ("svg", "png") if chart_dir else ("svg",)
+        sections = []
+        for i, s in enumerate(series, start=1):
+            chart = history_chart(s, [numbers[id(c)] for c in s.changes], out, by,
+                                  f"history-{i:03d}", formats)  # fmt: skip
+            sections.append(_section(s, numbers, img(chart)))
+    changes = sum(len(s.changes) for s in series)
+    body = "".join(
+        [
+            tag("h1", "fsbench history"),
+            tag(
+                "p",
+                e(
+                    f"{len(series)} series, {changes} change points; runs ordered by {by}. "
+                    "Change points: E-divisive means with a permutation test, and the newest "
+                    "runs against the runs before them (docs/history.md)."
+                ),
+            ),  # fmt: skip
+            *(tag("p", e(n), class_="about") for n in notes),
+            *sections,
+            tag("footer", e(f"fsbench {__version__}")),
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        "<title>fsbench history</title>\n"
+        f'<style>{css()}</style>\n</head>\n<body>\n<div class="wrap">{body}</div>\n'
+        "</body>\n</html>\n"
+    )
+
+
+def _section(s: Series, numbers: dict[int, int], chart: str) -> str:
+    starts = {c.index: c for c in s.changes}
+    points = table(
+        head(
+            "run",
+            "date",
+            "kernel",
+            "commit",
+            "fsbench",
+            "n",
+            "mean",
+            "95% CI",
+            "change",
+            numeric=("n", "mean"),
+        ),  # fmt: skip
+        (
+            tag(
+                "tr",
+                "".join(
+                    tag("td", e(x))
+                    for x in (
+                        p.run,
+                        p.created_at[:16].replace("T", " "),
+                        p.kernel,
+                        p.commit[:12],
+                        p.fsbench_version,
+                        p.n,
+                        fmt_number(p.mean),
+                        show.fmt_ci(p.ci95),
+                        f"#{numbers[id(starts[i])]} {starts[i].direction}" if i in starts else "",
+                    )
+                ),  # fmt: skip
+            )
+            for i, p in enumerate(s.points)
+        ),
+    )
+    changes = "".join(
+        tag("li", "<br>".join(e(line.strip()) for line in show.change_lines(numbers[id(c)], s, c)))
+        for c in s.changes
+    )
+    return "".join(
+        [
+            tag("h2", e(s.title)),
+            chart,
+            tag("ul", changes) if changes else tag("p", "No change point."),
+            points,
+        ]
+    )

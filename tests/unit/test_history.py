@@ -1,0 +1,180 @@
+"""`fsbench history` over a real SQLite store of synthetic runs: the series, its change
+point with the runs on either side and what else changed there, every format, the gate's
+exit code (only when the newest run starts the change, or with --since any newer one),
+--tag, and bad input in one line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from fsbench.analysis import history
+from fsbench.cli.history import EXIT_REGRESSION
+from fsbench.store.results import Store
+from fsbench.store.schema import SCHEMA_VERSION
+from tests.helpers import fsbench
+from tests.history_runs import METRIC, RunSpec, in_memory, stored
+
+BEFORE, AFTER = 1000.0, 800.0  # files/s: a 20% drop
+
+
+def specs(n_before: int, n_after: int, **after: str) -> list[RunSpec]:
+    return [RunSpec(BEFORE) for _ in range(n_before)] + [
+        RunSpec(AFTER, **after)
+        for _ in range(n_after)  # type: ignore[arg-type]
+    ]
+
+
+def test_a_change_is_found_between_the_right_runs_with_its_evidence() -> None:
+    runs = in_memory(specs(12, 8, fsbench="0.2.0"), seed=3)
+    series = history.build(runs)
+    assert [s.metric for s in series] == [METRIC]  # the headline only
+    s = series[0]
+    assert [p.run for p in s.points] == list(range(1, 21))
+    assert len(s.changes) == 1
+    c = s.changes[0]
+    assert (c.before_run["run"], c.after_run["run"]) == (12, 13)
+    assert c.direction == "worse" and c.ratio == pytest.approx(0.8, abs=0.05)
+    assert c.ratio_ci95 is not None and c.ratio_ci95[0] < c.ratio < c.ratio_ci95[1] < 1
+    assert c.p <= 0.01 and c.method == "e-divisive"
+    assert {"what": "fsbench version", "before": "0.1.0", "after": "0.2.0", "at_run": "13"} in (
+        c.coincident
+    )
+    assert c.harness
+
+
+def test_a_change_of_the_system_alone_is_not_the_harness() -> None:
+    s = history.build(in_memory(specs(12, 8, mount="sync"), seed=4))[0]
+    (c,) = s.changes
+    assert [x["what"] for x in c.coincident] == ["mount options"] and not c.harness
+
+
+def test_all_metrics_and_the_other_direction() -> None:
+    series = history.build(in_memory(specs(12, 8), seed=5), all_metrics=True)
+    seconds = next(s for s in series if s.metric == "seconds")
+    assert not seconds.headline and seconds.changes[0].direction == "worse"  # more seconds
+    assert seconds.changes[0].ratio > 1
+
+
+def test_kernel_order_sorts_versions_as_numbers() -> None:
+    runs = in_memory([RunSpec(BEFORE, kernel=k) for k in ("6.12.0", "6.1.0-41", "6.2.0")], 1)
+    s = history.build(runs, by="kernel")[0]
+    assert [p.kernel for p in s.points] == ["6.1.0-41", "6.2.0", "6.12.0"]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "r.db"
+
+
+def test_the_store_keeps_the_tag_and_history_selects_by_it(db: Path) -> None:
+    stored(db, specs(6, 0), seed=1, tag="nightly")
+    stored(db, specs(3, 0), seed=2, tag="other")
+    assert [r.tag for r in Store(db).list_runs()] == ["nightly"] * 6 + ["other"] * 3
+    res = fsbench("history", "--db", str(db), "--tag", "nightly", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert [p["run"] for p in json.loads(res.stdout)["series"][0]["points"]] == [1, 2, 3, 4, 5, 6]
+    assert SCHEMA_VERSION == 9
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT tag FROM runs WHERE id = 7").fetchone() == ("other",)
+
+
+def test_every_format_names_the_change_and_its_runs(db: Path, tmp_path: Path) -> None:
+    stored(db, specs(12, 8, fsbench="0.2.0"), seed=3)
+    doc = json.loads(fsbench("history", "--db", str(db), "--format", "json").stdout)
+    (change,) = doc["series"][0]["changes"]
+    assert change["number"] == 1 and change["harness"] and change["after_run"]["run"] == 13
+    assert change["before_run"]["fsbench_version"] == "0.1.0"
+    table = fsbench("history", "--db", str(db)).stdout
+    assert "#1 worse at point 13" in table and "run 12," in table and "run 13," in table
+    assert "possibly the harness" in table
+    md = fsbench("history", "--db", str(db), "--format", "md").stdout
+    assert md.startswith("# fsbench history") and "| 13 |" in md and "**#1 worse" in md
+    rows = list(
+        csv.DictReader(io.StringIO(fsbench("history", "--db", str(db), "-f", "csv").stdout))
+    )
+    assert len(rows) == 20 and [r["change"] for r in rows].index("1") == 12
+    page = tmp_path / "h.html"
+    res = fsbench("history", "--db", str(db), "--format", "html", "-o", str(page))
+    assert res.returncode == 0, res.stderr
+    text = page.read_text()
+    assert text.count("<img ") == 1 and "data:image/svg+xml;base64," in text and "#1 worse" in text
+
+
+def test_the_gate_fails_only_when_the_newest_run_starts_a_regression(db: Path) -> None:
+    stored(db, specs(10, 0), seed=7)
+    quiet = fsbench("history", "--db", str(db), "--fail-on", "regression")
+    assert quiet.returncode == 0, quiet.stderr
+    stored(db, specs(0, 1), seed=8)  # run 11: 20% slower
+    alarm = fsbench("history", "--db", str(db), "--fail-on", "regression", "-f", "json")
+    assert alarm.returncode == EXIT_REGRESSION, alarm.stderr
+    assert "fsbench: regression: ext4" in alarm.stderr and "run 11" in alarm.stderr
+    assert json.loads(alarm.stdout)["series"][0]["changes"][-1]["method"] == "newest-runs"
+    stored(db, specs(0, 1), seed=9)  # run 12: the change is run 11's, not the newest run's
+    later = fsbench("history", "--db", str(db), "--fail-on", "regression")
+    assert later.returncode == 0, later.stderr + later.stdout
+    assert "#1 worse at point 11" in later.stdout
+    since = fsbench("history", "--db", str(db), "--fail-on", "regression", "--since", "10")
+    assert since.returncode == EXIT_REGRESSION
+    assert (
+        fsbench("history", "--db", str(db), "--fail-on", "regression", "--since", "11").returncode
+        == 0
+    )
+
+
+def test_an_improvement_does_not_fail_the_gate(db: Path) -> None:
+    stored(db, specs(10, 0) + [RunSpec(1300.0)], seed=7)
+    res = fsbench("history", "--db", str(db), "--fail-on", "regression")
+    assert res.returncode == 0 and "#1 better" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--by", "size"], "--by 'size': expected one of date, kernel, commit, host"),
+        (["--fail-on", "noise"], "--fail-on 'noise': expected regression"),
+        (["--since", "3"], "--since goes with --fail-on"),
+        (["--by", "commit"], "--by commit needs --linux"),
+        (["--set", "files"], "--set 'files': expected NAME=VALUE"),
+        (["--format", "pdf"], "unknown format 'pdf'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(db: Path, args: list[str], says: str) -> None:
+    stored(db, specs(3, 0), seed=1)
+    res = fsbench("history", "--db", str(db), *args)
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and says in res.stderr
+
+
+def test_no_store_is_refused(tmp_path: Path) -> None:
+    res = fsbench("history", "--db", str(tmp_path / "none.db"))
+    assert res.returncode == 2 and "no fsbench store" in res.stderr
+
+
+def test_filters_pick_cells(db: Path) -> None:
+    stored(db, specs(4, 0), seed=1)
+    assert (
+        fsbench("history", "--db", str(db), "--fs", "xfs", "-f", "json").stdout.count('"metric"')
+        == 0
+    )
+    assert json.loads(
+        fsbench("history", "--db", str(db), "--set", "files=300", "-f", "json").stdout
+    )["series"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--tag", "night ly"], "--tag 'night ly': up to 80 letters"),
+        (["--tag", "x", "--resume"], "--tag names a new run; a resumed run keeps the tag it has"),
+    ],
+)
+def test_a_bad_tag_is_refused_before_anything_runs(db: Path, args: list[str], says: str) -> None:
+    res = fsbench("run", "--fs", "ext4", "--workload", "fs_mark", "--db", str(db), *args)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and says in res.stderr
+    assert not Store(db).list_runs()
