@@ -89,11 +89,18 @@ def test_a_schema_7_store_reports_the_same(copied, run_id: int) -> None:  # type
     assert got["comparisons"] == _comparisons("v7", run_id)
 
 
-def test_a_schema_8_store_gains_only_the_tag_and_reports_the_same(copied) -> None:  # type: ignore[no-untyped-def]
+def test_a_schema_8_store_moves_its_design_into_facts_and_reports_the_same(copied) -> None:  # type: ignore[no-untyped-def]
     store = copied("v8.db")
-    # Schema 9 added runs.tag (fsbench run --tag, fsbench history --tag) and nothing else.
-    assert store.migrated == [f"migrated from schema 8 to {SCHEMA_VERSION}", "schema 9: runs.tag"]
-    assert store.get_run(1).tag == ""
+    # Schema 9: a run's kind keeps its facts in runs.facts (the grid's design moves there);
+    # schema 10 added runs.tag (fsbench run --tag, fsbench history --tag).
+    assert store.migrated == [
+        f"migrated from schema 8 to {SCHEMA_VERSION}",
+        "schema 9: runs.facts",
+        "schema 9: run 1 (run) keeps its facts in runs.facts",
+        "schema 10: runs.tag",
+    ]
+    run = store.get_run(1)
+    assert run.tag == "" and run.facts["design"]["budget_s"] == 60.0
     expected = json.loads((DATA / "v8-reports.json").read_text())["1"]
     got = _report(store, 1)
     assert {k: v for k, v in got.items() if k != "comparisons"} == {

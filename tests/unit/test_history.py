@@ -79,7 +79,7 @@ def test_the_store_keeps_the_tag_and_history_selects_by_it(db: Path) -> None:
     res = fsbench("history", "--db", str(db), "--tag", "nightly", "--format", "json")
     assert res.returncode == 0, res.stderr
     assert [p["run"] for p in json.loads(res.stdout)["series"][0]["points"]] == [1, 2, 3, 4, 5, 6]
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 10  # runs.tag came with schema 10
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT tag FROM runs WHERE id = 7").fetchone() == ("other",)
 

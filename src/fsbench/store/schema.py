@@ -38,7 +38,7 @@ from sqlalchemy import (
 from fsbench.store.runfacts import features_snapshot, workload_facts
 from fsbench.store.summaries import target_summary, vm_notes, vm_summary
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 metadata = MetaData()
 
@@ -77,6 +77,9 @@ runs = Table(
     Column("target", Text, nullable=False),  # JSON: device, model, rotational, direct I/O
     # JSON, --reps auto: per cell key, reps made and whether its CI reached the target.
     Column("convergence", Text, nullable=False, default="{}"),
+    # JSON, schema 8 only: a grid's design planned from its budget; since schema 9 in
+    # `facts` (the column stays, never written: a store only ever gains columns).
+    Column("design", Text, nullable=False, server_default="{}"),
     # JSON: the facts of the run's kind (store/runkinds.py: each kind its typed model): a
     # grid's design planned from its budget, a race's settings, a bisection's tree and ends.
     Column("facts", Text, nullable=False, server_default="{}"),
@@ -226,8 +229,9 @@ MIGRATIONS: dict[int, tuple[Added | Renamed, ...]] = {
         Renamed("runs", "fleet_host", "part_host"),
         Renamed("runs", "fleet_groups", "part_groups"),
     ),
-    8: (Added("runs", "facts", "TEXT", "'{}'"),),
-    9: (Added("runs", "tag", "VARCHAR(80)", "''"),),
+    8: (Added("runs", "design", "TEXT", "'{}'"),),
+    9: (Added("runs", "facts", "TEXT", "'{}'"),),
+    10: (Added("runs", "tag", "VARCHAR(80)", "''"),),
 }
 
 # Columns that tell an unversioned store's age: the newest version whose additions are all
@@ -409,15 +413,19 @@ def _fill_7(conn: Connection) -> list[str]:
     return []
 
 
-def _fill_8(conn: Connection) -> list[str]:
-    """Schema 8: a run's kind keeps its facts in a column of its own. A race's settings
-    were in its convergence record (`race`), a bisection's tree and endpoints in its target
-    (`bisect`): they move, and nothing else of those records changes."""
+def _fill_9(conn: Connection) -> list[str]:
+    """Schema 9: a run's kind keeps its facts in a column of its own. A grid's design was
+    in `design` (schema 8), a race's settings in its convergence record (`race`), a
+    bisection's tree and endpoints in its target (`bisect`): they move, and nothing else of
+    those records changes."""
     done = []
-    rows = conn.execute(select(runs.c.id, runs.c.kind, runs.c.convergence, runs.c.target)).all()
-    for run_id, kind, convergence, target in rows:
+    columns = (runs.c.id, runs.c.kind, runs.c.convergence, runs.c.target, runs.c.design)
+    for run_id, kind, convergence, target, design in conn.execute(select(*columns)).all():
         moved: dict[str, Any] = {}
-        if kind == "tune":
+        values: dict[str, Any] = {}
+        if json.loads(design or "{}"):
+            moved = {"design": json.loads(design)}
+        elif kind == "tune":
             record = json.loads(convergence or "{}")
             moved = record.pop("race", None) or {}
             values = {"convergence": json.dumps(record)}
@@ -428,7 +436,7 @@ def _fill_8(conn: Connection) -> list[str]:
         if moved:
             values["facts"] = json.dumps(moved)
             conn.execute(update(runs).where(runs.c.id == run_id).values(**values))
-            done.append(f"schema 8: run {run_id} ({kind}) keeps its facts in runs.facts")
+            done.append(f"schema 9: run {run_id} ({kind}) keeps its facts in runs.facts")
     return done
 
 
@@ -460,7 +468,7 @@ def legacy_trial_uid(run_uid: str, seq: int, step: int) -> str:
 DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {
     6: _fill_6,
     7: _fill_7,
-    8: _fill_8,
+    9: _fill_9,
 }
 
 
