@@ -351,7 +351,7 @@ CASES: list[Bad] = [
         said="fsbench bisect measures one cell (one --fs config, one --workload, no sweep)"),
     bad("bisect-max-reps-two", *BISECT, "--good", "HEAD", "--bad", "HEAD", "--max-reps", "2",
         *ONE_CELL,
-        said="Invalid value for '--max-reps': Input should be greater than or equal to 3"),
+        said="--max-reps 2: at least 3 (each endpoint is measured that often before the gate "),
     # -- kernels for the VM target
     bad("kernel-unknown-form", *VM, "--kernel", "0.0.1",
         said="--kernel '0.0.1': expected default, a version"),

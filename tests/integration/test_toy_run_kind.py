@@ -1,8 +1,8 @@
 """A run kind is one file (tests/extensions/toy_kind.py: `fsbench laps`), and every
 command that deals in runs deals with it through the run-kind registry: `list runs`
-names its kind, `report` writes it in every format by its kind's report, `fsbench run
---resume` refuses it and names `fsbench laps --resume`, and its own `--resume` goes on
-where the interrupt left it."""
+names its kind, `report` writes it in every format by its kind's report, `compare`
+refuses it (its kind is not comparable), `fsbench run --resume` refuses it and names
+`fsbench laps --resume`, and its own `--resume` goes on where the interrupt left it."""
 
 from __future__ import annotations
 
@@ -72,6 +72,14 @@ def test_a_toy_run_kind_is_listed_reported_and_resumed_by_its_own_command(
     )  # fmt: skip
     again = cli.invoke(app, ["laps", "--resume", str(run.id), "--db", db])
     assert f"run {run.id} is finished: nothing to resume" in str(again.exception)
+
+    # Its kind says compare does not take it (comparable=False): refused, its report named.
+    compared = cli.invoke(app, ["compare", str(run.id), str(run.id), "--db", db])
+    assert isinstance(compared.exception, FsbenchError), compared.output
+    assert str(compared.exception) == (
+        f"run {run.id} is a stopwatch of fsbench laps, which compare does not take: "
+        f"`fsbench report {run.id}` tells it"
+    )
 
     for fmt in formats.REPORT:
         shown = cli.invoke(app, ["report", str(run.id), "--format", fmt, "--db", db])

@@ -14,13 +14,17 @@ from rich.console import Console
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
+from fsbench.plan.model import MIN_AUTO_REPS
 from fsbench.reports import bisect as report
 from fsbench.store.results import Store
+from fsbench.system.errors import FsbenchError
 from fsbench.vm.bisect import BisectArgs, Bisection, Refused
 from fsbench.vm.kbuild import KBUILD_CACHE
 
 RANK = 17
 EXIT_REFUSED, EXIT_UNDECIDED = 5, 6
+
+DEFAULT_REPS = 5  # per commit, when --max-reps is not given: the bisection's budget
 
 
 @targetflags.with_target_flags(only="vm")
@@ -37,14 +41,7 @@ def bisect(
         str | None,
         typer.Option("--metric", help="The metric bisected \\[default: the workload's headline]."),
     ] = None,
-    max_reps: Annotated[
-        int,
-        typer.Option(
-            "--max-reps",
-            min=3,
-            help="The budget: repetitions per commit at most (the endpoints get all of them).",
-        ),
-    ] = 5,
+    max_reps: pf.MaxRepsOpt = None,
     scale: pf.ScaleOpt = None,
     margin: pf.MarginOpt = None,
     trial_timeout: pf.TrialTimeoutOpt = None,
@@ -89,6 +86,12 @@ def bisect(
         target_kind="vm", reps="1",
     )  # fmt: skip
     built = pf.build(flags)
+    max_reps = DEFAULT_REPS if max_reps is None else max_reps
+    if max_reps < MIN_AUTO_REPS:
+        raise FsbenchError(
+            f"--max-reps {max_reps}: at least {MIN_AUTO_REPS} (each endpoint is measured that "
+            "often before the gate judges a step)"
+        )
     store = Store(db)
     err = Console(stderr=True, highlight=False)
     args = BisectArgs(

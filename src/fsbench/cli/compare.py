@@ -19,6 +19,7 @@ from fsbench.reports import compare as cmp
 from fsbench.reports import formats, hosts, source
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
+from fsbench.store.runkinds import kind_of
 from fsbench.system.errors import FsbenchError
 
 
@@ -122,7 +123,15 @@ def _differences_table(machines: list[hosts.HostFacts]) -> RichTable:
 
 
 def _rows(store: Store, run_id: int) -> tuple[RunRecord, list[Row]]:
-    """A run and its rows, as every report reads them (a run on many machines, from its hosts)."""
+    """A run and its rows, as every report reads them (a run on many machines, from its
+    hosts); a run whose kind compare does not take (a race's configs ran different numbers
+    of rounds, a bisection's commits are no configs) is refused, naming its report."""
+    kind = kind_of(store.get_run(run_id))
+    if not kind.comparable:
+        raise FsbenchError(
+            f"run {run_id} is a {kind.title}, which compare does not take: "
+            f"`fsbench report {run_id}` tells it"
+        )
     loaded = source.load(store, run_id)
     return loaded.run, loaded.rows
 

@@ -162,7 +162,10 @@ class Plan(BaseModel):
         + ").",
     )
     max_reps: int = Field(
-        default=10, le=1000, description="The most repetitions of --reps decide or auto."
+        default=10,
+        le=1000,
+        description="The most repetitions of --reps decide or auto (fsbench bisect: per "
+        "commit, the endpoints get all of them; default 5 there).",
     )
     warmup: int = Field(
         default=1,
