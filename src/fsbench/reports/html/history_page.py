@@ -38,7 +38,8 @@ def page(
             tag(
                 "p",
                 e(
-                    f"{len(series)} series, {changes} change points; runs ordered by {by}. "
+                    f"{len(series)} series, {changes} change point{'' if changes == 1 else 's'}; "
+                    f"runs ordered by {by}. "
                     "Change points: E-divisive means with a permutation test, and the newest "
                     "runs against the runs before them (docs/history.md)."
                 ),
