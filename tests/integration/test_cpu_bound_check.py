@@ -106,7 +106,7 @@ def bench() -> Iterator[Bench]:
         if group_before is not None:
             AUTOGROUP.write_text(group_before)
         os.setpriority(os.PRIO_PROCESS, 0, before)
-        workloads._REGISTRY.pop(_Known.name, None)
+        workloads.REGISTRY.unregister(_Known.name)
 
 
 def _own_share(bench: Bench, workload: str, **params: Any) -> tuple[float, dict[str, str]]:

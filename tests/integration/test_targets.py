@@ -209,6 +209,31 @@ def test_loop_image_is_sparse_and_reset_punches_holes(scratch: Path) -> None:
     assert loops_backed_under(scratch) == []
 
 
+def test_a_loop_device_detached_under_the_run_is_never_discarded(
+    scratch: Path, attach: Attach
+) -> None:
+    """Someone detaches the run's loop device and the next free one serves another image
+    (often under the same name): the run's reset refuses in one line and the other image
+    keeps every byte; must not fire: a device that still serves the run's image resets."""
+    with LoopImage(scratch, 16 * MiB) as target:
+        assert target.reset() == "ok"
+        mine = target.device
+        subprocess.run(["losetup", "-d", mine], check=True)
+        theirs = attach(16 * MiB)
+        data = os.urandom(MiB)
+        fd = os.open(theirs, os.O_WRONLY)
+        try:
+            os.pwrite(fd, data, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with pytest.raises(TrialFailed, match=f"{mine} no longer serves .*not touched"):
+            target.reset()
+        with open(theirs, "rb") as dev:
+            assert dev.read(MiB) == data
+    assert loops_backed_under(scratch) != [] and theirs in loops_backed_under(scratch)
+
+
 def test_loop_image_describe(scratch: Path) -> None:
     with LoopImage(scratch, 32 * MiB) as target:
         assert isinstance(target, LoopImage)

@@ -178,6 +178,7 @@ def tune(
                 + "; ".join(" ".join(f"{k}={v[0]}" for k, v in n.items()) for _, n in planned)
                 + each,
                 highlight=False,
+                soft_wrap=True,  # one line: scripts grep it
             )
             if budget_s:
                 spec = spec.model_copy(update={"budget": budget_s / len(planned)})

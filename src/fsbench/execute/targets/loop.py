@@ -21,7 +21,7 @@ from typing import Any
 from fsbench.execute.targets import devinfo
 from fsbench.execute.targets.base import Target, discard
 from fsbench.system import proc
-from fsbench.system.errors import FsbenchError
+from fsbench.system.errors import FsbenchError, TrialFailed
 from fsbench.system.units import human_bytes
 
 IMAGE_RE = re.compile(r"^fsbench-(\d+)(?:-\d+)?\.img$")
@@ -212,7 +212,15 @@ class LoopImage(Target):
 
     def reset(self) -> str:
         """Punch holes over the whole image (blkdiscard), so every trial starts from the
-        same sparse state; a backing filesystem without hole punching is recorded."""
+        same sparse state; a backing filesystem without hole punching is recorded. The device
+        is discarded only while it still serves this image: one that was detached under us
+        (and given to someone else's image since) is never touched."""
+        backing = devinfo.loop_backing_file(Path(self.device).name)
+        if self._image is None or (backing or "").removesuffix(" (deleted)") != str(self._image):
+            raise TrialFailed(
+                f"{self.device} no longer serves {self._image} (it serves "
+                f"{backing or 'nothing'}): it was detached by someone else; not touched"
+            )
         self._discard = discard(self.device, timeout=600)
         return self._discard
 
