@@ -115,8 +115,9 @@ def assert_every_slot_once(trials: Sequence[Any], planned: int, restarts: int = 
 
 def assert_intervals_agree(comparisons: Sequence[dict[str, Any]]) -> int:
     """Every pair of a JSON report's comparisons agrees with the interval printed beside
-    it: a tested pair whose interval excludes 1 is an order, an undecided pair's interval
-    holds 1, and a timing below n = 3 has no interval. The pairs with an interval."""
+    it: a tested pair whose interval excludes 1 is an order or, inside the margin, an
+    equivalence; an undecided pair's interval holds 1; a timing below n = 3 has no interval.
+    The pairs with an interval."""
     checked = 0
     for comparison in comparisons:
         for pair in comparison["verdict"]["pairs"]:
@@ -127,7 +128,14 @@ def assert_intervals_agree(comparisons: Sequence[dict[str, Any]]) -> int:
                 continue
             checked += 1
             excludes = ci[0] > 1 or ci[1] < 1
-            if excludes:
+            if kind == "equivalent":
+                # Equivalence is its interval inside the margin: it may exclude 1 (a
+                # difference real but too small to matter), never reach past the margin.
+                margin = comparison["verdict"].get("margin") or 0.05
+                assert 1 - margin <= ci[0] and ci[1] <= 1 + margin, (
+                    comparison["verdict"]["text"], pair
+                )  # fmt: skip
+            elif excludes:
                 assert kind == "order", (comparison["verdict"]["text"], pair)
             if kind == "undecided":
                 assert ci[0] <= 1 <= ci[1], (comparison["verdict"]["text"], pair)
