@@ -48,16 +48,13 @@ class SshServer:
         """End the server and every session it serves (each its own sshd process below
         it): clients then find nothing there, as when the host falls off the network.
         What those sessions left running detached (an async job) goes on."""
-        if self.proc is None:
-            return
-        for pid in _descendants(self.proc.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        self._end_sessions(signal.SIGKILL)
         self.stop()
 
     def stop(self) -> None:
+        """End the server and the sessions it still serves (an SSH client's ControlPersist
+        master keeps one open for a minute after its last command): nothing outlives it."""
+        self._end_sessions(signal.SIGTERM)
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -66,6 +63,15 @@ class SshServer:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+    def _end_sessions(self, sig: signal.Signals) -> None:
+        if self.proc is None:
+            return
+        for pid in _descendants(self.proc.pid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
     def host_vars(self, address: str) -> dict[str, str]:
         """Inventory variables that reach `address` as root with the throwaway key."""
