@@ -13,7 +13,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,8 +47,11 @@ class SshServer:
     def drop(self) -> None:
         """End the server and every session it serves (each its own sshd process below
         it): clients then find nothing there, as when the host falls off the network.
+        The sessions' sshd processes die at once (the connection is gone); the commands
+        they ran get SIGTERM and end as commands do, running their exit traps (a login
+        shell's startup killed mid-way can leave a lock that stalls every later login).
         What those sessions left running detached (an async job) goes on."""
-        self._end_sessions(signal.SIGKILL)
+        self._end_sessions(signal.SIGKILL, only=_is_sshd)
         self.stop()
 
     def stop(self) -> None:
@@ -64,14 +67,48 @@ class SshServer:
                 self.proc.wait()
         self.proc = None
 
-    def _end_sessions(self, sig: signal.Signals) -> None:
+    def _end_sessions(self, sig: signal.Signals, only: Callable[[int], bool] | None = None) -> None:
+        """`sig` to the processes below the server that `only` picks (all by default);
+        SIGTERM to the others."""
         if self.proc is None:
             return
         for pid in _descendants(self.proc.pid):
             try:
-                os.kill(pid, sig)
+                os.kill(pid, sig if only is None or only(pid) else signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+    def check_login(self, address: str, limit: float = 10.0) -> None:
+        """Fail at once, saying why, when one command through this server takes longer
+        than `limit` seconds: every Ansible task is such a command, so a login shell whose
+        startup files stall (a stale lock in ~/.bashrc's tools) would stall each fleet
+        test until its timeout instead."""
+        started = time.monotonic()
+        subprocess.run(
+            [
+                "ssh",
+                "-p",
+                str(self.port),
+                "-i",
+                str(self.key),
+                "-o",
+                "BatchMode=yes",
+                *self.host_vars(address)["ansible_ssh_common_args"].split(),
+                f"root@{address}",
+                "true",
+            ],
+            check=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
+        took = time.monotonic() - started
+        if took > limit:
+            raise RuntimeError(
+                f"one command through the test sshd took {took:.0f} s (limit {limit:.0f}): "
+                "root's login shell is slow to start here (~/.bashrc, ~/.profile); "
+                "every Ansible task would pay that"
+            )
 
     def host_vars(self, address: str) -> dict[str, str]:
         """Inventory variables that reach `address` as root with the throwaway key."""
@@ -141,11 +178,19 @@ def sshd(addresses: Sequence[str] = ("127.0.0.2", "127.0.0.3")) -> Iterator[SshS
         Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
         server = SshServer(tuple(addresses), port, key, base)
         server.start()
+        server.check_login(addresses[0])
         yield server
     finally:
         if server is not None:
             server.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _is_sshd(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() in {"sshd", "sshd-session"}
+    except OSError:
+        return False
 
 
 def _descendants(pid: int) -> list[int]:

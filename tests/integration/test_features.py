@@ -194,6 +194,7 @@ def test_every_probe_runs_on_ext4(ext4_every_probe: FeatureTable, work: Path) ->
     assert ours(work / "every-probe") == ([], [])
 
 
+@pytest.mark.alone  # its namespace copies every mount: see tests/conftest.py
 @pytest.mark.parametrize(("fs", "program"), [("xfs", "mkfs.xfs"), ("btrfs", "mkfs.btrfs")])
 def test_ext4_probes_run_when_another_filesystem_is_missing(
     work: Path, fs: str, program: str

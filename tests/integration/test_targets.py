@@ -572,3 +572,35 @@ def test_loop_image_open_failing_halfway_leaves_nothing(scratch: Path) -> None:
     target.close()
     target.close()
     assert loops_backed_under(scratch) == []
+
+
+@pytest.mark.alone  # its namespace copies every mount: see tests/conftest.py
+def test_a_discard_refused_as_busy_names_what_holds_the_device(scratch: Path) -> None:
+    """A filesystem of the run's device unmounted here but still mounted in another
+    process's mount namespace (an `unshare --mount` made while it was mounted) keeps the
+    device busy: the reset fails naming that mount and the process; must not fire: once
+    that process ends, the reset discards."""
+    with LoopImage(scratch, 64 * MiB) as target:
+        mnt = scratch / "mnt"
+        mnt.mkdir()
+        mkfs_ext4(target.device, "busy")
+        mount(target.device, mnt)
+        holder = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sleep", "120"]
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while os.readlink(f"/proc/{holder.pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt"):
+                assert time.monotonic() < deadline, "unshare never made its namespace"
+                time.sleep(0.05)
+            assert devinfo.unmount(str(mnt)) is None
+            with pytest.raises(TrialFailed) as busy:
+                target.reset()
+            assert f"mounted at {mnt} in the mount namespace of pid {holder.pid}" in str(
+                busy.value
+            ), busy.value
+        finally:
+            holder.kill()
+            holder.wait()
+        assert target.reset() == "ok"
+    assert loops_backed_under(scratch) == []

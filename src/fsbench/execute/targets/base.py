@@ -76,4 +76,7 @@ def discard(device: str, timeout: float) -> str:
     said = lines[0] if lines else f"exit {res.returncode}"
     if any(text in said.lower() for text in _CANNOT_DISCARD):
         return f"unsupported: {said}"
+    if "busy" in said.lower():
+        held = devinfo.who_holds(kname)
+        said += f" (held: {'; '.join(held) if held else 'nothing found holding it'})"
     raise TrialFailed(f"blkdiscard {device} failed: {said}", res.output)

@@ -227,3 +227,48 @@ def fs_type_of(path: str | Path) -> str | None:
 def unmount(mountpoint: str) -> str | None:
     """umount, then `umount -l` if it is busy. None on success, else the error line."""
     return mounts.umount(mountpoint, attempts=1).error
+
+
+def who_holds(kname: str) -> list[str]:
+    """What keeps a device busy, for an error message: mounts of it in any mount namespace
+    (one another process made still holds the filesystem after our umount), processes that
+    have it open, and kernel holders (dm, md). Best effort: a process gone meanwhile is
+    skipped."""
+    devnum = devnum_of_kname(kname)
+    said: list[str] = [f"holder {h}" for h in holders(kname)]
+    seen_ns: set[str] = set()
+    own_ns = _read_link(Path("/proc/self/ns/mnt"))
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        ns = _read_link(proc / "ns" / "mnt")
+        if ns is not None and ns not in seen_ns:
+            seen_ns.add(ns)
+            try:
+                entries = read_mountinfo(proc / "mountinfo")
+            except OSError:
+                entries = []
+            where = (
+                ""
+                if ns == own_ns
+                else f" in the mount namespace of pid {proc.name} ({_comm(proc)})"
+            )
+            said += [f"mounted at {e.mountpoint}{where}" for e in entries if e.devnum == devnum]
+        try:
+            fds = list((proc / "fd").iterdir())
+        except OSError:
+            continue
+        if any(_read_link(fd) == f"/dev/{kname}" for fd in fds):
+            said.append(f"open by pid {proc.name} ({_comm(proc)})")
+    return said
+
+
+def _read_link(path: Path) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def _comm(proc: Path) -> str:
+    return (_read(proc / "comm") or "?").strip()
