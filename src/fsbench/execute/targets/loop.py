@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +50,22 @@ def attached_loops(image: Path) -> list[str]:
     ]
 
 
+# How long a close waits for a deferred detach (the device open elsewhere) to happen.
+DETACH_WAIT_SECONDS = 5.0
+
+
 def detach_loop(device: str) -> str | None:
     """losetup -d; None on success or if already detached, else the error line. On a
-    device still open (mounted), the kernel detaches it when the last user closes it."""
+    device still open (mounted, or probed by another program's blkid this moment), the
+    kernel detaches it when the last user closes it: wait a little for that, so that a
+    closed target has let its device go."""
     res = proc.run(["losetup", "-d", device], timeout=60)
-    if res.ok:
-        return None
     name = Path(device).name
+    if res.ok:
+        deadline = time.monotonic() + DETACH_WAIT_SECONDS
+        while devinfo.loop_backing_file(name) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return None
     if devinfo.loop_backing_file(name) is None:
         return None  # not attached (any more)
     return _first_line(res.output, f"losetup -d {device}: exit {res.returncode}")
