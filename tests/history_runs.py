@@ -86,9 +86,9 @@ def in_memory(
 
 
 def stored(
-    db: Path, specs: list[RunSpec], seed: int, cv: float = 0.05, tag: str = "nightly"
+    db: Path | str, specs: list[RunSpec], seed: int, cv: float = 0.05, tag: str = "nightly"
 ) -> list[int]:
-    """The runs written into a real store (SQLite at `db`); their ids."""
+    """The runs written into a real store (a SQLite path, or a store URL); their ids."""
     store = Store(db)
     ids = []
     for run, records in in_memory(specs, seed, cv):

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import MetaData, create_engine, inspect, select
+from sqlalchemy import MetaData, create_engine, inspect, make_url, select
 
+from fsbench.cli.history import EXIT_REGRESSION
 from fsbench.store.dburl import to_url
 from fsbench.store.merge import merge_store, source
 from fsbench.store.records import MetricRecord, TrialRecord
@@ -29,6 +30,7 @@ from fsbench.store.results import Store
 from fsbench.store.schema import SCHEMA_VERSION
 from fsbench.system.errors import FsbenchError
 from tests.helpers import TEST_DATA_HOME, assert_every_slot_once, fsbench, ours
+from tests.history_runs import RunSpec, stored
 from tests.pgcluster import Cluster, cluster
 from tests.unit.test_store_migration import assert_v5_rows
 
@@ -477,3 +479,25 @@ def test_the_latest_run_is_a_fleet_run_not_its_members(store_db: str) -> None:
     make(part_of=uid, part_host="h2")
     assert store.latest_run_id() == fleet
     store.close()
+
+
+def test_history_reads_either_store_alike(new_db: Callable[[], str]) -> None:
+    """`fsbench history` over PostgreSQL as over SQLite (a fleet's nightly store): a 20%
+    drop from run 9 is one change point between runs 8 and 9; the gate fails when the
+    newest run starts it and passes on the next night; the password is in no output."""
+    db = new_db()
+    stored(db, [RunSpec(1000.0)] * 8 + [RunSpec(800.0)], seed=3)
+    alarm = fsbench("history", "--db", db, "--fail-on", "regression", "--format", "json")
+    assert alarm.returncode == EXIT_REGRESSION, alarm.stderr
+    (series,) = json.loads(alarm.stdout)["series"]
+    assert [p["run"] for p in series["points"]] == list(range(1, 10))
+    assert series["changes"][-1]["after_run"]["run"] == 9
+    stored(db, [RunSpec(800.0)] * 3, seed=4)
+    later = fsbench("history", "--db", db, "--fail-on", "regression", "--format", "json")
+    assert later.returncode == 0, later.stderr
+    (change,) = json.loads(later.stdout)["series"][0]["changes"]
+    assert (change["before_run"]["run"], change["after_run"]["run"]) == (8, 9)
+    assert change["direction"] == "worse" and change["ratio"] == pytest.approx(0.8, abs=0.05)
+    password = make_url(to_url(db)).password
+    if password:
+        assert all(password not in out for out in (alarm.stdout, alarm.stderr, later.stdout))

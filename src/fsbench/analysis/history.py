@@ -59,15 +59,12 @@ class Point:
 
     def named(self) -> dict[str, Any]:
         """What a change point says of a run beside it."""
-        return {
-            "run": self.run,
-            "date": self.created_at,
-            "host": self.host,
-            "kernel": self.kernel,
-            "commit": self.commit,
-            "fsbench_version": self.fsbench_version,
-            "mean": self.mean,
-        }
+        named = {"run": self.run, "date": self.created_at}
+        return named | {k: getattr(self, k) for k in NAMED_FIELDS}
+
+
+# What a change point says of a run beside it, after its id and date.
+NAMED_FIELDS = ("host", "kernel", "commit", "fsbench_version", "mean")
 
 
 @dataclass

@@ -27,6 +27,18 @@ EXIT_REFUSED, EXIT_UNDECIDED = 5, 6
 DEFAULT_REPS = 5  # per commit, when --max-reps is not given: the bisection's budget
 
 
+def reps_per_commit(max_reps: int | None) -> int:
+    """A bisection's --max-reps (bisect's, or history's --bisect): 5 when not given, at
+    least MIN_AUTO_REPS, said in one line."""
+    reps = DEFAULT_REPS if max_reps is None else max_reps
+    if reps < MIN_AUTO_REPS:
+        raise FsbenchError(
+            f"--max-reps {reps}: at least {MIN_AUTO_REPS} (each endpoint is measured that "
+            "often before the gate judges a step)"
+        )
+    return reps
+
+
 @targetflags.with_target_flags(only="vm")
 def bisect(
     linux: Annotated[
@@ -86,12 +98,7 @@ def bisect(
         target_kind="vm", reps="1",
     )  # fmt: skip
     built = pf.build(flags)
-    max_reps = DEFAULT_REPS if max_reps is None else max_reps
-    if max_reps < MIN_AUTO_REPS:
-        raise FsbenchError(
-            f"--max-reps {max_reps}: at least {MIN_AUTO_REPS} (each endpoint is measured that "
-            "often before the gate judges a step)"
-        )
+    max_reps = reps_per_commit(max_reps)
     store = Store(db)
     err = Console(stderr=True, highlight=False)
     args = BisectArgs(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,11 +22,11 @@ from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
 from fsbench.cli.run import (
+    Display,
     execute,
     finish,
     resumable,
     resume_run,
-    sigterm_interrupts,
 )
 from fsbench.execute import loop as matrix
 from fsbench.execute.hooks import Hooks
@@ -48,7 +47,7 @@ RESUME_HELP = (
 )
 
 
-class HostProgress(Hooks):
+class HostProgress(Display):
     """One bar per host: trials done / total and its ETA, or its state (the fleet executor
     calls `hosts` at every poll)."""
 
@@ -76,11 +75,6 @@ class HostProgress(Hooks):
             highlight=False,
         )
         self.progress.start()  # only now: a refusal before the run prints one line, no bars
-
-    def stop(self) -> None:
-        # Never started (refused before the run began): rich would print an empty line.
-        if self.progress.live.is_started:
-            self.progress.stop()
 
     def hosts(self, hosts: list[HostRun]) -> None:
         for h in hosts:
@@ -130,29 +124,22 @@ def fleet_run(
         overrides, cells = {}, planning.expand(plan)
         if [c.key for c in cells] != [c.key for c in built.cells]:
             raise FsbenchError("--set values could not be written into the plan")
-    display = HostProgress(err, store)
-    with sigterm_interrupts():
-        try:
-            outcome = matrix.run(
-                plan,
-                cells,
-                store,
-                argv=sys.argv,
-                overrides=overrides,
-                resume_run=run_id,
-                hooks=display,
-                kind=FLEET,
-            )
-        finally:
-            display.stop()
-    if outcome.interrupted:
-        err.print(
-            f"fsbench fleet: interrupted; `fsbench fleet run --resume {outcome.run_id} "
-            f"--inventory {plan.target.model_dump().get('inventory')}` finishes it",
-            style="yellow",
-        )
+
+    def stopped(outcome: matrix.Outcome) -> None:
         emit(store, outcome.run_id, "json" if json_out else "table", None, False)
-        raise typer.Exit(130)
+
+    outcome = execute(
+        plan,
+        cells,
+        store,
+        overrides,
+        resume_run=run_id,
+        kind=FLEET,
+        display=HostProgress(err, store),
+        after_interrupt=stopped,
+        resume_command="fsbench fleet run --resume {run} --inventory "
+        + str(plan.target.model_dump().get("inventory")),
+    )
     finish(store, outcome, json_out, report=False)
 
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from fsbench.analysis import history
+from fsbench.cli import planflags as pf
 from fsbench.cli.common import DbOption
 from fsbench.execute.git import Git
 from fsbench.plan import model as planning
@@ -95,9 +96,7 @@ def history_command(
             "bisect, in --linux.",
         ),
     ] = None,
-    max_reps: Annotated[
-        int, typer.Option("--max-reps", min=3, help="With --bisect: repetitions per commit.")
-    ] = 5,
+    max_reps: pf.MaxRepsOpt = None,
     db: DbOption = None,
 ) -> None:
     """The run means of every series (host, config, workload, metric) over the stored runs,
@@ -210,10 +209,14 @@ def _emit(
 
 
 def _bisect(
-    store: Store, series: list[history.Series], number: int, linux: Path, max_reps: int
+    store: Store, series: list[history.Series], number: int, linux: Path, max_reps: int | None
 ) -> None:
     """Change point `number` handed to fsbench bisect: the last commit before it good,
     the first after it bad, the same cell of the same plan, the same metric."""
+    from fsbench.cli import bisect as bisect_cli  # the VM target's command: only when asked
+    from fsbench.vm.bisect import BisectArgs, Bisection
+
+    reps = bisect_cli.reps_per_commit(max_reps)
     found = {n: (s, c) for n, s, c in show.numbered(series)}
     if number not in found:
         raise FsbenchError(f"--bisect {number}: there are {len(found)} change points")
@@ -232,11 +235,8 @@ def _bisect(
     cells = [c for c in planning.expand(plan, run.overrides) if c.key == after.cell_key]
     if not cells:
         raise FsbenchError(f"run {run.id}: its plan no longer makes cell {after.cell_key}")
-    from fsbench.cli import bisect as bisect_cli  # the VM target's command: only when asked
-    from fsbench.vm.bisect import BisectArgs, Bisection
-
     metric = f"{s.workload}:{s.metric}" if s.chain else s.metric
-    args = BisectArgs(linux, before.commit, after.commit, metric=metric, max_reps=max_reps)
+    args = BisectArgs(linux, before.commit, after.commit, metric=metric, max_reps=reps)
     err = Console(stderr=True, highlight=False)
     err.print(
         f"bisecting change point {number}: {s.title}, {before.commit[:12]}..{after.commit[:12]}"

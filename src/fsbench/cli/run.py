@@ -124,7 +124,18 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-class ProgressHooks(Hooks):
+class Display(Hooks):
+    """Hooks drawn live on stderr (rich): `stop` ends the drawing."""
+
+    progress: Progress
+
+    def stop(self) -> None:
+        # Never started (refused before the run began): rich would print an empty line.
+        if self.progress.live.is_started:
+            self.progress.stop()
+
+
+class ProgressHooks(Display):
     """A progress bar on stderr (trial i of n, elapsed, ETA, the current cell) and one line
     per trial that is not ok."""
 
@@ -166,11 +177,6 @@ class ProgressHooks(Hooks):
         self.progress.update(self.task, total=total, completed=done)
         self.progress.start()  # only now: a refusal before the run prints one line, no bar
 
-    def stop(self) -> None:
-        # Never started (refused before the run began): rich would print an empty line.
-        if self.progress.live.is_started:
-            self.progress.stop()
-
     def started(self, slot: Slot, done: int, total: int) -> None:
         rep = "warm-up" if slot.warmup else f"rep {slot.rep}"
         self.progress.update(
@@ -210,11 +216,15 @@ def execute(
     part: session.Part | None = None,
     watch: Watch | None = None,
     tag: str = "",
+    display: Display | None = None,
+    after_interrupt: Callable[[matrix.Outcome], None] | None = None,
+    resume_command: str = "fsbench run --resume {run}",
 ) -> matrix.Outcome:
-    """The run with a progress bar (and whatever else `watch` wraps around it); exits 130
-    after an interrupt, naming the run."""
+    """The run with a progress bar (or `display`; and whatever else `watch` wraps around
+    it); exits 130 after an interrupt, naming the run and the command that finishes it
+    (`after_interrupt` first says more)."""
     err = Console(stderr=True)
-    bar = ProgressHooks(plan, len(cells), store, err)
+    bar = display or ProgressHooks(plan, len(cells), store, err)
     hooks = bar if watch is None else watch(bar)
     state = "failed"
     with sigterm_interrupts():
@@ -236,9 +246,11 @@ def execute(
             bar.stop()
             hooks.ended(state)
     if outcome.interrupted:
+        if after_interrupt is not None:
+            after_interrupt(outcome)
         interrupted(
             f"finished trials are stored in run {outcome.run_id} "
-            f"(`fsbench run --resume {outcome.run_id}` finishes it)"
+            f"(`{resume_command.replace('{run}', str(outcome.run_id))}` finishes it)"
         )
     return outcome
 

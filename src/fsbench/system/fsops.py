@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fsbench.system import kmsg, mounts, proc
@@ -188,12 +188,7 @@ class OptionNote:
     evidence: str
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            "option": self.option,
-            "kind": self.kind,
-            "where": self.where,
-            "evidence": self.evidence,
-        }
+        return dict(asdict(self))
 
 
 _IGNORED_PATTERNS = (

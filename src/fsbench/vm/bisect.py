@@ -523,14 +523,14 @@ class Bisection:
             reps = min(self.args.chunk, self.args.max_reps - len(step.values))
 
     def _recheck(self, good: Step, bad: Step, out: Outcome) -> None:
-        """The endpoints again, MIN_REPS each: a drift of the machine shows here."""
+        """The endpoints again, judged as a step is (MIN_REPS, more while undecided, up to
+        --max-reps): a drift of the machine shows here."""
         for role, ref in ((GOOD, good), (BAD, bad)):
             step = Step(ref.commit, f"recheck-{role}")
             built = self.builder.build(ref.commit)  # cached: no make
             assert built.bzimage is not None
-            self.measure(step, built.bzimage, MIN_REPS)
-            step.gate = self.gate(good, bad, step)
-            step.verdict = step.gate.verdict
+            self.say(f"recheck {role}: {ref.commit[:12]}")
+            self._decide(good, bad, step, built.bzimage)
             out.steps.append(step)
             if step.verdict != role:
                 self.say(f"  warning: the {role} endpoint measured again is {step.verdict}")
