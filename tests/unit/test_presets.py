@@ -86,7 +86,7 @@ def test_quick() -> None:
     assert _types(p) == ["ext4", "xfs", "btrfs"]
     assert _names(p) == ["alloc", "untar+tree-read", "fs_mark", "fio", "fileserver"]
     # Repetitions where the answer is open, within the time a fixed 3 took.
-    assert p.reps == "decide" and p.max_reps == 10 and p.budget == 390
+    assert p.reps == "decide" and p.max_reps == 10 and p.budget == 480
     by_name = {w.name: w for w in p.workloads}
     assert by_name["untar+tree-read"].params["source"] == "synthetic"
     assert by_name["fio"].params["profile"] == "seq-write"
