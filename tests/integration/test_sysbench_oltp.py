@@ -99,6 +99,9 @@ def test_tiny_trial(bench: Bench, fs_name: str) -> None:
     mnt = runner.mount_root(bench.workdir)
     assert variables["datadir"] == f"{mnt}/mariadb/"
     assert variables["pid_file"] == prov["mariadb"]["pid_file"]
+    # Its own tmpdir beside its pid file, never the machine's /tmp (where a server starting
+    # deletes the #sql* files of every other one).
+    assert Path(variables["tmpdir"]) == Path(variables["pid_file"]).parent / "tmp"
     with bench.mounted(fs_name) as look:
         assert (look / "mariadb" / "sbtest" / "sbtest1.ibd").stat().st_size > 1 << 20
     assert set(flags(record)) <= {"cpu-bound", "not-steady"}, flags(record)

@@ -172,6 +172,7 @@ class SysbenchOltp(Workload[SysbenchOltpParams]):
         where = self._where(ctx)
         servers.owned_dir(where.datadir, USER)
         servers.owned_dir(where.rundir, USER)
+        servers.owned_dir(where.tmpdir, USER)
         install = install_argv(params, where)
         res = proc.run(servers.as_user(USER, install), timeout=_TIMEOUT_SLACK)
         if not res.ok:

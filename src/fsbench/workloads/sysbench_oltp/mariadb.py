@@ -26,16 +26,20 @@ class Where:
     own directory."""
 
     datadir: Path
-    rundir: Path  # servers.socket_dir(run_dir, NAME): socket, pid file, log
+    rundir: Path  # servers.socket_dir(run_dir, NAME): socket, pid file, log, tmpdir
     socket: Path
     pidfile: Path
     log: Path
+    # Its own tmpdir: a MariaDB server deletes every #sql* file in its tmpdir when it starts,
+    # so in the machine's /tmp it would delete another server's temporary tables (a second
+    # instance's install then aborts: "Could not remove temporary table"), and they ours.
+    tmpdir: Path
 
     @classmethod
     def of(cls, datadir: Path, rundir: Path) -> Where:
         """The data directory, and the server's files in its run directory."""
         files = (rundir / f"mariadbd.{ext}" for ext in ("sock", "pid", "log"))
-        return cls(datadir, rundir, *files)
+        return cls(datadir, rundir, *files, rundir / "tmp")
 
 
 def innodb_args(params: SysbenchOltpParams) -> list[str]:
@@ -58,6 +62,7 @@ def install_argv(params: SysbenchOltpParams, where: Where) -> list[str]:
         "--auth-root-authentication-method=socket",
         "--skip-test-db",
         "--skip-name-resolve",
+        f"--tmpdir={where.tmpdir}",
         *innodb_args(params),
     ]
 
@@ -70,6 +75,7 @@ def server_argv(params: SysbenchOltpParams, where: Where) -> list[str]:
         f"--socket={where.socket}",
         f"--pid-file={where.pidfile}",
         "--skip-networking",
+        f"--tmpdir={where.tmpdir}",
         f"--max-connections={max(151, params.threads + 16)}",
         *innodb_args(params),
     ]

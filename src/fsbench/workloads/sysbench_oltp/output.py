@@ -182,6 +182,7 @@ VARIABLES = (
     "datadir",
     "socket",
     "pid_file",
+    "tmpdir",
     "skip_networking",
     "innodb_page_size",
     "innodb_doublewrite",
