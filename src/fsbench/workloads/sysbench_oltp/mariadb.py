@@ -38,8 +38,8 @@ class Where:
     @classmethod
     def of(cls, datadir: Path, rundir: Path) -> Where:
         """The data directory, and the server's files in its run directory."""
-        files = (rundir / f"mariadbd.{ext}" for ext in ("sock", "pid", "log"))
-        return cls(datadir, rundir, *files, rundir / "tmp")
+        socket, pidfile, log = (rundir / f"mariadbd.{ext}" for ext in ("sock", "pid", "log"))
+        return cls(datadir, rundir, socket, pidfile, log, rundir / "tmp")
 
 
 def innodb_args(params: SysbenchOltpParams) -> list[str]:
