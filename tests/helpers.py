@@ -140,3 +140,23 @@ def assert_intervals_agree(comparisons: Sequence[dict[str, Any]]) -> int:
             if kind == "undecided":
                 assert ci[0] <= 1 <= ci[1], (comparison["verdict"]["text"], pair)
     return checked
+
+
+def not_ok_trials(db: Path | str, run_id: int | None = None) -> str:
+    """For a failure message: the trials of run `run_id` (the latest by default) that did
+    not end ok, each with its host, config, status, message and detail's tail (a guest's
+    console, a tool's output); "" when there is no such store or run."""
+    from fsbench.store.results import Store
+
+    if isinstance(db, Path) and not db.is_file():
+        return ""
+    store = Store(db)
+    run_id = store.latest_run_id() if run_id is None else run_id
+    if run_id is None:
+        return ""
+    return "".join(
+        f"\n{t.host} {t.config} {t.workload} seq {t.seq}: {t.status}: {t.message}\n"
+        f"{t.detail[-3000:]}"
+        for t in store.run_trials(store.get_run(run_id))
+        if t.status != "ok"
+    )

@@ -23,7 +23,7 @@ import pytest
 
 from fsbench.store.results import Store
 from tests.fakeansible import spy
-from tests.helpers import TEST_DATA_HOME, default_sigint, fsbench
+from tests.helpers import TEST_DATA_HOME, default_sigint, fsbench, not_ok_trials
 from tests.sshd import SshServer, sshd, write_inventory
 
 pytestmark = pytest.mark.integration
@@ -390,16 +390,6 @@ def test_hosts_unreachable_at_start_or_later_fail_alone_and_resume_finishes(
                 os.kill(pid, signal.SIGCONT)
 
 
-def _not_ok(store: Store, run_id: int) -> str:
-    """The run's trials that did not end ok, one line each, for a failure message."""
-    trials = store.run_trials(store.get_run(run_id))
-    return "".join(
-        f"\n{t.host} {t.config} {t.workload} seq {t.seq}: {t.status}: {t.message}\n{t.detail}"
-        for t in trials
-        if t.status != "ok"
-    )
-
-
 def test_a_killed_host_is_resumed_alone(workdir: Path, ssh: SshServer) -> None:
     inventory = _inventory(workdir, ssh)
     db = workdir / "fleet.db"
@@ -417,7 +407,7 @@ def test_a_killed_host_is_resumed_alone(workdir: Path, ssh: SshServer) -> None:
     store = Store(db)
     run_id = store.latest_run_id() or 0
     res = _fleet(workdir, inventory, str(db), "--resume", str(run_id), "--json")
-    assert res.returncode == 0, res.stderr + _not_ok(store, run_id)
+    assert res.returncode == 0, res.stderr + not_ok_trials(db, run_id)
     rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
     assert {r["host"] for r in rows} == {"h2", "h3"}
     assert all(r["n"] == 4 for r in rows), [(r["host"], r["config"], r["n"]) for r in rows]

@@ -11,7 +11,7 @@ from pathlib import Path
 from fsbench.store.results import Store
 from fsbench.vm import qemu
 from fsbench.vm.images import GuestImage
-from tests.helpers import VM_CACHE, VM_MARKS, fsbench, ours
+from tests.helpers import VM_CACHE, VM_MARKS, fsbench, not_ok_trials, ours
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
@@ -102,7 +102,7 @@ def test_two_kernels_in_one_run_compared_by_kernel(
         str(db),
         timeout=900,
     )
-    assert res.returncode == 0, res.stderr[-3000:] + _not_ok(db)
+    assert res.returncode == 0, res.stderr[-3000:] + not_ok_trials(db)
     store = Store(db)
     run_id = store.latest_run_id()
     assert run_id is not None
@@ -120,16 +120,3 @@ def test_two_kernels_in_one_run_compared_by_kernel(
     doc = json.loads(res.stdout)
     assert doc["cells"] and all(c["a"]["n"] == 2 and c["b"]["n"] == 2 for c in doc["cells"])
     assert {c["config"] for c in doc["cells"]} == {"ext4"}
-
-
-def _not_ok(db: Path) -> str:
-    """The trials that did not end ok, with their detail (the guest console's tail)."""
-    if not db.is_file():
-        return ""
-    store = Store(db)
-    run_id = store.latest_run_id()
-    if run_id is None:
-        return ""
-    trials = store.run_trials(store.get_run(run_id))
-    failed = [t for t in trials if t.status != "ok"]
-    return "".join(f"\n{t.status}: {t.message}\n{t.detail[-3000:]}" for t in failed)
