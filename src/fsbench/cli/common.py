@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from fsbench.plan.targets import DEFAULT_WORKDIR
+from fsbench.reports import formats
 from fsbench.store.dburl import default_db_path
 
 
@@ -37,6 +38,12 @@ NoReportOption = Annotated[
     bool, typer.Option("--no-report", help="Do not write the HTML report and charts at the end.")
 ]
 OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")]
+ReportFormatOption = Annotated[
+    str, typer.Option("--format", "-f", help=f"{formats.listed(formats.REPORT)}.")
+]
+CompareFormatOption = Annotated[
+    str, typer.Option("--format", "-f", help=f"{formats.listed(formats.COMPARE)}.")
+]
 AllMetricsOption = Annotated[
     bool, typer.Option("--all-metrics", help="Every metric, not only the headline ones.")
 ]

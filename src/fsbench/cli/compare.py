@@ -14,7 +14,13 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from fsbench.analysis.rows import Row
-from fsbench.cli.common import AllMetricsOption, DbOption, JsonOption, OutputOption
+from fsbench.cli.common import (
+    AllMetricsOption,
+    CompareFormatOption,
+    DbOption,
+    JsonOption,
+    OutputOption,
+)
 from fsbench.reports import compare as cmp
 from fsbench.reports import formats, hosts, source
 from fsbench.store.records import RunRecord
@@ -40,9 +46,7 @@ def compare(
             "the hosts).",
         ),
     ] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help=f"{formats.listed(formats.COMPARE)}.")
-    ] = formats.TABLE,
+    fmt: CompareFormatOption = formats.TABLE,
     output: OutputOption = None,
     all_metrics: AllMetricsOption = False,
     json_out: JsonOption = False,

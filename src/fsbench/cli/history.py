@@ -14,7 +14,7 @@ from rich.console import Console
 
 from fsbench.analysis import history
 from fsbench.cli import planflags as pf
-from fsbench.cli.common import DbOption
+from fsbench.cli.common import AllMetricsOption, DbOption, OutputOption, ReportFormatOption
 from fsbench.execute.git import Git
 from fsbench.plan import model as planning
 from fsbench.reports import formats
@@ -59,13 +59,9 @@ def history_command(
             "history); host: one series across hosts, by date.",
         ),
     ] = "date",
-    all_metrics: Annotated[
-        bool, typer.Option("--all-metrics", help="Every metric, not only the headline ones.")
-    ] = False,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help=f"{formats.listed(formats.REPORT)}.")
-    ] = formats.TABLE,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")] = None,
+    all_metrics: AllMetricsOption = False,
+    fmt: ReportFormatOption = formats.TABLE,
+    output: OutputOption = None,
     fail_on: Annotated[
         str | None,
         typer.Option(

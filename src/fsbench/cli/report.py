@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from fsbench.cli.common import AllMetricsOption, DbOption, OutputOption
+from fsbench.cli.common import AllMetricsOption, DbOption, OutputOption, ReportFormatOption
 from fsbench.reports import formats, render, source
 from fsbench.store.results import Store
 from fsbench.store.runkinds import kind_of
@@ -21,9 +21,7 @@ def report(
     run_id: Annotated[
         int | None, typer.Argument(metavar="[RUN]", help="Run id \\[default: the latest].")
     ] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", "-f", help=f"{formats.listed(formats.REPORT)}.")
-    ] = formats.TABLE,
+    fmt: ReportFormatOption = formats.TABLE,
     output: OutputOption = None,
     all_metrics: AllMetricsOption = False,
     charts: Annotated[

@@ -8,7 +8,7 @@ import errno
 import os
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
-from fsbench.execute.features.search import largest_accepted
+from fsbench.execute.features.search import first_refused, largest_accepted
 from fsbench.execute.features.values import human_size
 from fsbench.store.features import Feature, Result
 
@@ -36,20 +36,14 @@ def _fits(fd: int, size: int) -> OSError | None:
 
 
 def largest(fd: int, ev: Evidence) -> int:
-    good, bad = 1, None
-    k = 20
-    while k <= 63:
-        size = min(1 << k, MAX_OFF + 1)
-        err = _fits(fd, size)
-        if err is not None:
-            ev.say(f"pwrite(1 byte at {size} − 1) = {os_error(err)}")
-            bad = size
-            break
-        good = size
-        k += 1
-    if bad is None:
+    sizes = (min(1 << k, MAX_OFF + 1) for k in range(20, 64))
+    last, refused = first_refused(sizes, lambda n: _fits(fd, n))
+    good = last or 1
+    if refused is None:
         ev.say(f"every size up to {human_size(good)} worked")
         return good
+    bad, err = refused
+    ev.say(f"pwrite(1 byte at {bad} − 1) = {os_error(err)}")
     ev.say(f"pwrite(1 byte at {good} − 1) ok")
     good = largest_accepted(good, bad, lambda n: _fits(fd, n) is None)  # to the byte
     ev.say(f"binary search: {good} bytes fit, {good + 1} do not")

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
-from fsbench.execute.features.search import largest_accepted
+from fsbench.execute.features.search import first_refused, largest_accepted
 from fsbench.store.features import Feature, Result
 
 NAMES = Feature(
@@ -35,18 +35,17 @@ def _creates(d: Path, n: int) -> OSError | None:
 def run(s: Scratch) -> dict[str, Result]:
     ev = Evidence()
     d = s.workdir("names")
-    good, bad = 0, None
-    n = 255
-    while n <= LIMIT:
-        err = _creates(d, n)
-        ev.say(f"create a {n}-byte name: " + ("ok" if err is None else os_error(err)))
-        if err is not None:
-            bad = n
-            break
-        good = n
-        n = 256 if n == 255 else n * 2
-    if good == 0:  # even 255 refused: search below
-        good, bad = 0, 255
+    # 255 (NAME_MAX), then doubling from 256 to LIMIT.
+    sizes = [255, *(256 << k for k in range((LIMIT // 256).bit_length()))]
+    last, refused = first_refused(
+        sizes,
+        lambda n: _creates(d, n),
+        lambda n, err: ev.say(
+            f"create a {n}-byte name: " + ("ok" if err is None else os_error(err))
+        ),
+    )
+    good = last or 0
+    bad = 255 if last is None else refused[0] if refused else None  # 255 refused: below it
     if bad is not None:
         good = largest_accepted(good, bad, lambda n: _creates(d, n) is None)
     if good == 0:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
-from fsbench.execute.features.search import largest_accepted
+from fsbench.execute.features.search import first_refused, largest_accepted
 from fsbench.store.features import Feature, Result
 
 XATTR = Feature(
@@ -46,17 +46,13 @@ def run(s: Scratch) -> dict[str, Result]:
     except OSError as exc:
         ev.say(f"setxattr({NAME}, 1 byte) = {os_error(exc)}")
         return {XATTR.name: ev.result("no", note=os_error(exc))}
-    good, bad = 1, None
-    n = 16
-    while n <= VFS_MAX + 1:
-        err = _sets(path, n)
-        if err is not None:
-            ev.say(f"setxattr({NAME}, {n} bytes) = {os_error(err)}")
-            bad = n
-            break
-        good = n
-        n = n * 2 if n < VFS_MAX else VFS_MAX + 1
-    if bad is not None:
+    # Doubling from 16 bytes to the VFS limit, then one byte past it.
+    sizes = [*(16 << k for k in range((VFS_MAX // 16).bit_length())), VFS_MAX + 1]
+    last, refused = first_refused(sizes, lambda n: _sets(path, n))
+    good = last or 1
+    if refused is not None:
+        bad, err = refused
+        ev.say(f"setxattr({NAME}, {bad} bytes) = {os_error(err)}")
         good = largest_accepted(good, bad, lambda n: _sets(path, n) is None)
         ev.say(f"binary search: {good} bytes set, {good + 1} refused")
     return {XATTR.name: ev.result("yes", good, "B", note=f"{good:,} bytes")}
