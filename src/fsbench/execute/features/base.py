@@ -1,9 +1,10 @@
 """The probe contract and the scratch filesystem a probe works on.
 
 A probe is one small module: the features (rows) it answers, how its filesystem must be
-made (`Setup`), and `run(scratch) -> {feature name: Result}`. Probes whose setups share a
-key share one freshly made filesystem; a `managed` probe gets a bare scratch device and
-makes (and remakes) its own filesystems.
+made (`Setup`), and `run(scratch) -> {feature name: Result}` (raising NotApplicable when
+the question does not apply to this filesystem: every feature of the probe is then n/a).
+Probes whose setups share a key share one freshly made filesystem; a `managed` probe gets
+a bare scratch device and makes (and remakes) its own filesystems.
 
 What differs between filesystems (which tool resizes, which mount option compresses) is
 data in the probe module, keyed by `family(fs)`; nothing branches on a name.
@@ -19,6 +20,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from fsbench.execute.targets.loop import LoopImage
 from fsbench.store.features import Feature, Result, Support
@@ -26,6 +28,7 @@ from fsbench.system import fsops, proc
 from fsbench.system.errors import FsbenchError, Unsupported
 from fsbench.system.filesystems import FsType
 
+T = TypeVar("T")
 GiB = 1 << 30
 MiB = 1 << 20
 
@@ -46,6 +49,20 @@ class Settings:
     inode_cap: int = 2_000_000  # stop filling after this many files (and say so)
     inode_seconds: float = 150.0  # ... or after this long (and say so)
     workers: int = 2  # filesystems probed at once (probes state facts, not timings)
+
+
+class NotApplicable(Exception):
+    """The probe's question does not apply to this filesystem (no recipe known for it, no
+    such tool): every feature it answers is n/a, with this note."""
+
+
+def known_for(table: Mapping[str, T], s: Scratch, what: str, hint: str = "") -> T:
+    """The probe's data for this filesystem's family, or NotApplicable ("no `what` known
+    for xfs", and the hint)."""
+    found = table.get(s.family)
+    if not found:
+        raise NotApplicable(f"no {what} known for {s.fs.name}{hint}")
+    return found
 
 
 class Cancelled(BaseException):

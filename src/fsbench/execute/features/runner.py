@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsbench.execute.features import registry
-from fsbench.execute.features.base import Cancelled, Evidence, Probe, Scratch, Settings
+from fsbench.execute.features.base import (
+    Cancelled,
+    Evidence,
+    NotApplicable,
+    Probe,
+    Scratch,
+    Settings,
+)
 from fsbench.execute.targets.loop import LoopImage
 from fsbench.store.features import FeatureRow, FeatureTable, Result
 from fsbench.system import filesystems
@@ -66,6 +73,8 @@ def _run_probe(probe: Probe, scratch: Scratch) -> Results:
             n: Result(supported="no", evidence=[exc.detail] if exc.detail else [], note=exc.message)
             for n in names
         }
+    except NotApplicable as exc:
+        return {n: Result(supported="n/a", note=str(exc)) for n in names}
     except Exception as exc:  # a probe's bug must not cost the rest of the table
         note = f"probe failed: {type(exc).__name__}: {exc}"
         return {n: Result(supported="error", note=note) for n in names}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, first_line
+from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, first_line, known_for
 from fsbench.execute.features.values import human_size
 from fsbench.store.features import Feature, Result
 from fsbench.system.errors import Unsupported
@@ -109,9 +109,7 @@ def climb(s: Scratch, ladder: Ladder, ev: Evidence) -> Climb:
 
 
 def run(s: Scratch) -> dict[str, Result]:
-    ladders = LADDERS.get(s.family)
-    if not ladders:
-        return {UNIT.name: Result(supported="n/a", note=f"no size options known for {s.fs.name}")}
+    ladders = known_for(LADDERS, s, "size options")
     ev = Evidence()
     notes = []
     best: tuple[int, str] | None = None

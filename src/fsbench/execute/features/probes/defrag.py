@@ -8,7 +8,15 @@ import mmap
 import os
 from pathlib import Path
 
-from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint
+from fsbench.execute.features.base import (
+    Evidence,
+    NotApplicable,
+    Probe,
+    Scratch,
+    Setup,
+    complaint,
+    known_for,
+)
 from fsbench.store.features import Feature, Result
 from fsbench.system import fiemap, proc
 
@@ -45,13 +53,9 @@ def fragment(path: Path, other: Path) -> None:
 
 
 def run(s: Scratch) -> dict[str, Result]:
-    template = TOOLS.get(s.family)
-    if template is None:
-        note = f"no online defragmenter known for {s.fs.name}"
-        return {DEFRAG.name: Result(supported="n/a", note=note)}
+    template = known_for(TOOLS, s, "online defragmenter")
     if proc.which(template[0]) is None:
-        note = f"{template[0]} not installed (apt-get install {s.fs.package})"
-        return {DEFRAG.name: Result(supported="n/a", note=note)}
+        raise NotApplicable(f"{template[0]} not installed (apt-get install {s.fs.package})")
     ev = Evidence()
     d = s.workdir("defrag")
     path = d / "fragmented"

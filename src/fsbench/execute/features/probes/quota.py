@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint
+from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint, known_for
 from fsbench.store.features import Feature, Result
 from fsbench.system import proc
 from fsbench.system.errors import Unsupported
@@ -109,9 +109,7 @@ def attempt(s: Scratch, r: Recipe, ev: Evidence) -> tuple[str, str]:
 
 
 def run(s: Scratch) -> dict[str, Result]:
-    recipes = RECIPES.get(s.family)
-    if not recipes:
-        return {QUOTA.name: Result(supported="n/a", note=f"no quota recipe known for {s.fs.name}")}
+    recipes = known_for(RECIPES, s, "quota recipe")
     ev = Evidence()
     reasons = []
     for r in recipes:

@@ -23,6 +23,7 @@ from fsbench.execute.features.base import (
     Scratch,
     Setup,
     complaint,
+    known_for,
     lacks_capability,
 )
 from fsbench.execute.features.values import human_size
@@ -179,11 +180,7 @@ def _shrink(r: _Run, argvs: tuple[Argv, ...], online: bool) -> Result:
 
 
 def run(s: Scratch) -> dict[str, Result]:
-    tools = TOOLS.get(s.family)
-    names = (ONLINE_GROW, ONLINE_SHRINK, OFFLINE_GROW, OFFLINE_SHRINK)
-    if tools is None:
-        note = f"no resize tool known for {s.fs.name}"
-        return {f.name: Result(supported="n/a", note=note) for f in names}
+    tools = known_for(TOOLS, s, "resize tool")
     setup = Evidence()
     s.mkfs((), setup)
     s.mount("", setup)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint
+from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, complaint, known_for
 from fsbench.store.features import Feature, Result
 
 SNAPSHOT = Feature(
@@ -30,10 +30,8 @@ RECIPES: dict[str, Recipe] = {
 
 
 def run(s: Scratch) -> dict[str, Result]:
-    recipe = RECIPES.get(s.family)
-    if recipe is None:
-        note = f"{s.fs.name} has no snapshots of its own (use LVM thin or dm-snapshot below it)"
-        return {SNAPSHOT.name: Result(supported="n/a", note=note)}
+    hint = " (use LVM thin or dm-snapshot below it)"
+    recipe = known_for(RECIPES, s, "snapshots of its own", hint)
     ev = Evidence()
     vol, snap = s.mnt / "snap-vol", s.mnt / "snap-copy"
     res = s.run(s.expand(recipe.volume, vol=str(vol), snap=str(snap)), ev)
