@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -31,6 +32,11 @@ class FsStatus(BaseModel):
     kernel: bool
     version: str | None
     package: str
+
+    @classmethod
+    def of(cls, fs: filesystems.FsType, found: filesystems.Availability) -> FsStatus:
+        """A filesystem type's row: its name and package, and what availability() found."""
+        return cls(name=fs.name, package=fs.package, **asdict(found))
 
 
 class WorkloadStatus(BaseModel):
@@ -126,19 +132,10 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
         checks.append(Check(name="result store", ok=False, detail=str(exc)))
 
     kernel = filesystems.kernel_filesystems()
-    fs_status = []
-    for fs in filesystems.CATALOGUE.values():
-        a = filesystems.availability(fs, kernel)
-        fs_status.append(
-            FsStatus(
-                name=fs.name,
-                available=a.available,
-                reason=a.reason,
-                kernel=a.kernel,
-                version=a.version,
-                package=fs.package,
-            )
-        )
+    fs_status = [
+        FsStatus.of(fs, filesystems.availability(fs, kernel))
+        for fs in filesystems.CATALOGUE.values()
+    ]
     wl_status = []
     for name, wl in workloads.all_workloads().items():
         missing = wl.missing()

@@ -169,30 +169,27 @@ def _record_series(ctx: TrialContext, ts: dict[str, Any]) -> None:
             ctx.series(f"lat_{q}_us", "us", "lower", [t for t, _ in points], [v for _, v in points])
 
 
-class Fileserver(_Personality):
-    name = "fileserver"
-    summary = (
-        "filebench fileserver: 10,000 files of 128 KiB (gamma), create-write-append-"
-        "read-delete-stat, 50 threads"
-    )
-    scale_defaults = _defaults(
-        {Scale.TINY: [1, 4], Scale.QUICK: [1, 4, 16], Scale.FULL: [1, 2, 4, 8, 16, 32, 64]}
-    )
+def _personality(name: str, summary: str, threads: dict[Scale, Any]) -> type[_Personality]:
+    """A personality's workload: only its name, summary and threads per scale differ."""
+    title = name.capitalize()
+    fields = {"name": name, "summary": summary, "scale_defaults": _defaults(threads)}
+    return type(title, (_Personality,), {**fields, "__module__": __name__, "__qualname__": title})
 
 
-class Varmail(_Personality):
-    name = "varmail"
-    summary = (
-        "filebench varmail: 1,000 files of 16 KiB in one directory, delete-create-"
-        "append-fsync-read, 16 threads"
-    )
-    scale_defaults = _defaults({Scale.TINY: 4, Scale.QUICK: 16, Scale.FULL: 16})
-
-
-class Webserver(_Personality):
-    name = "webserver"
-    summary = (
-        "filebench webserver: 1,000 files of 16 KiB, 10 whole-file reads per log "
-        "append, 100 threads"
-    )
-    scale_defaults = _defaults({Scale.TINY: 4, Scale.QUICK: 100, Scale.FULL: 100})
+Fileserver = _personality(
+    "fileserver",
+    "filebench fileserver: 10,000 files of 128 KiB (gamma), create-write-append-read-delete-"
+    "stat, 50 threads",
+    {Scale.TINY: [1, 4], Scale.QUICK: [1, 4, 16], Scale.FULL: [1, 2, 4, 8, 16, 32, 64]},
+)
+Varmail = _personality(
+    "varmail",
+    "filebench varmail: 1,000 files of 16 KiB in one directory, delete-create-append-fsync-"
+    "read, 16 threads",
+    {Scale.TINY: 4, Scale.QUICK: 16, Scale.FULL: 16},
+)
+Webserver = _personality(
+    "webserver",
+    "filebench webserver: 1,000 files of 16 KiB, 10 whole-file reads per log append, 100 threads",
+    {Scale.TINY: 4, Scale.QUICK: 100, Scale.FULL: 100},
+)

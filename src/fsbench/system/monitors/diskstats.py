@@ -4,14 +4,24 @@ Documentation/block/stat.rst): what the device really read and wrote."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import Self
 
 SECTOR = 512
 
 
+class Counters:
+    """Cumulative counters (a dataclass of numbers) read twice: what happened between
+    the two readings is their difference, field by field."""
+
+    def __sub__(self, other: Self) -> Self:
+        pairs = zip(astuple(self), astuple(other), strict=True)  # type: ignore[call-overload]
+        return type(self)(*(a - b for a, b in pairs))
+
+
 @dataclass(frozen=True)
-class DiskStat:
+class DiskStat(Counters):
     reads: int
     read_bytes: int
     writes: int
@@ -20,18 +30,6 @@ class DiskStat:
     discards: int
     discard_bytes: int
     flushes: int
-
-    def __sub__(self, other: DiskStat) -> DiskStat:
-        return DiskStat(
-            self.reads - other.reads,
-            self.read_bytes - other.read_bytes,
-            self.writes - other.writes,
-            self.write_bytes - other.write_bytes,
-            self.busy_ms - other.busy_ms,
-            self.discards - other.discards,
-            self.discard_bytes - other.discard_bytes,
-            self.flushes - other.flushes,
-        )
 
 
 def device_name(device: str) -> str:

@@ -18,19 +18,11 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
-class CpuTimes:
+class CpuTimes(diskstats.Counters):
     user: float  # seconds, all CPUs, user + nice
     system: float  # system + irq + softirq
     iowait: float
     idle: float
-
-    def __sub__(self, other: CpuTimes) -> CpuTimes:
-        return CpuTimes(
-            self.user - other.user,
-            self.system - other.system,
-            self.iowait - other.iowait,
-            self.idle - other.idle,
-        )
 
     @property
     def total(self) -> float:
