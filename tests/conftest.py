@@ -158,7 +158,9 @@ def guest_image(guest_images: Callable[[str | None], GuestImage]) -> GuestImage:
 # restore vm.dirty_ratio at once would leave each other's value behind). A test whose
 # assertions time the machine (a 10 Hz sampler, CPU seconds, an A/A test that must find no
 # winner, a race) is marked `alone`: it waits for the other worker's test to end and the
-# other worker waits for it (a readers-writer lock on two files); so is a test that makes a
+# other worker waits for it (a readers-writer lock on two files); so is a test whose
+# assertion counts on the page cache (another worker's cold trial drops every cache of the
+# machine), and a test that makes a
 # mount namespace (`unshare --mount` copies every mount of the machine, and the copy keeps
 # the other worker's filesystem busy after that test unmounts it: its next blkdiscard
 # fails with EBUSY). The longest groups are

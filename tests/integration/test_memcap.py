@@ -117,6 +117,9 @@ def read_twice(workdir: Path, size_mib: int, caps: str, image: str) -> dict[str,
     return {r["knobs"]["mem"]: r["mean"] for r in rows if r["metric"] == "device_read_bytes"}
 
 
+# Alone: its second read counts on the page cache the first left, and another worker's
+# cold trial drops every cache of the machine (fc7 on 2026-11-28: 805 MB read under 1G).
+@pytest.mark.alone
 def test_a_file_read_twice_comes_back_from_the_device_only_under_a_smaller_cap(
     workdir: Path,
 ) -> None:
