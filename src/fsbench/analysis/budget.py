@@ -151,10 +151,17 @@ class BudgetPlan:
         if self.short > 0:
             need = self.spent + self.minimum_s
             out.append(
-                f"  the minimum rounds need about {need:.0f} s: this run will go over its "
-                f"budget by about {self.short:.0f} s (--budget {need * (1 + TOLERANCE):.0f} "
-                "would fit them)"
+                f"  the minimum rounds need about {need:.0f} s: this run is projected to go "
+                f"over its budget by about {self.short:.0f} s (--budget "
+                f"{need * (1 + TOLERANCE):.0f} would fit them)"
             )
+            if self.spent > 0:
+                # Projected from warm-up trials: each the first trial after other work,
+                # slower than a counted one (bench/results/warmup_effect-probe-only.json).
+                out.append(
+                    "  (projected from one warm-up trial a group: the first trial after other "
+                    "work, which can run slower than a counted one, so the minimum may take less)"
+                )
         return out
 
     def as_dict(self) -> dict[str, Any]:

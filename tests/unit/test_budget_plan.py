@@ -1,0 +1,40 @@
+"""The plan said before the counted rounds (analysis/budget.py): what each group's looks
+are, and, when the minimum does not fit, by how much and where the projection came from."""
+
+from __future__ import annotations
+
+from fsbench.analysis import budget
+from fsbench.analysis.budget import GroupCost
+
+
+def _costs(round_s: float) -> list[GroupCost]:
+    return [
+        GroupCost("alloc method=fallocate", 3, 1.0, counts_only=True, warmup_s=0.3),
+        GroupCost("fio", 3, round_s, warmup_s=round_s / 3),
+    ]
+
+
+def test_a_budget_with_room_gives_the_timing_group_more_looks_and_says_so() -> None:
+    found = budget.plan(_costs(30.0), 400.0, 20.0, 10)
+    fio = found.groups[1]
+    assert fio.n_max > 3
+    assert found.planned_s <= 400.0
+    assert any(
+        line.startswith(f"  fio (3 configs, 30 s a round): n up to {fio.n_max}")
+        for line in found.lines()
+    )
+    assert not any("over its budget" in line for line in found.lines())
+
+
+def test_a_minimum_past_the_budget_says_by_how_much_and_that_warm_ups_projected_it() -> None:
+    found = budget.plan(_costs(60.0), 150.0, 25.0, 10)  # 25 + (2 * 1 + 0.3) + (3 * 60 + 20) = 227.3
+    assert [g.n_max for g in found.groups] == [2, 3]  # the minimum only
+    lines = found.lines()
+    assert "this run is projected to go over its budget by about 77 s" in lines[-2]
+    assert "(--budget 239 would fit them)" in lines[-2]
+    assert lines[-1].startswith("  (projected from one warm-up trial a group")
+
+
+def test_a_projection_from_the_store_does_not_blame_warm_ups() -> None:
+    found = budget.plan(_costs(60.0), 150.0, 0.0, 10)  # nothing spent: from earlier trials
+    assert "projected to go over" in found.lines()[-1]
