@@ -132,32 +132,3 @@ def test_reports_say_tcg_numbers_compare_configs_within_the_run() -> None:
     assert "TCG" in notes[0]
     assert "compare the configs within this run, not with the host" in notes[0]
     assert not [line for line in _header("kvm") if line.startswith("note: ")]
-
-
-def test_a_kvm_that_refuses_the_hosts_arch_capabilities_gets_the_host_cpu_without_them(
-    fake_qemu: FakeQemu,
-) -> None:
-    """This project's VM: `-cpu host` aborts ("failed to set MSR 0x10a"), the same CPU
-    without arch-capabilities runs; the guests then run under KVM with that CPU."""
-    argv = fake_qemu(
-        'case "$*" in *-arch-capabilities*) exit 99;; '
-        '*) echo "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69" >&2; exit 134;; esac'
-    )
-    probe = qemu.probe_kvm(fresh=True)
-    assert probe.usable and probe.cpu == "host,-arch-capabilities"
-    assert "-cpu host: qemu-system-x86_64: error: failed to set MSR 0x10a" in probe.reason
-    assert "-cpu host,-arch-capabilities" in argv.read_text()  # the last one tried
-    assert qemu.resolve_accel("auto")[0] == "kvm"
-    assert qemu.kvm_cpu() == "host,-arch-capabilities"
-    assert probe.as_dict()["cpu"] == "host,-arch-capabilities"  # kept with every trial
-
-
-def test_a_kvm_that_fails_with_every_cpu_is_tcg_with_the_first_failure(
-    fake_qemu: FakeQemu,
-) -> None:
-    fake_qemu('echo "failed to set MSR 0x10a" >&2; exit 134')
-    probe = qemu.probe_kvm(fresh=True)
-    assert not probe.usable
-    assert probe.reason == "test guest under KVM failed: failed to set MSR 0x10a"
-    assert "cpu" not in probe.as_dict()
-    assert qemu.resolve_accel("auto")[0] == "tcg"

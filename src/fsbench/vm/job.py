@@ -107,7 +107,6 @@ def machine(spec: VmSpec, img: GuestImage, rd: RunDir, accel: str, **devices: An
         ram_mb=spec.ram_mb,
         vcpus=spec.vcpus,
         accel=accel,
-        kvm_cpu=qemu.kvm_cpu() if accel == "kvm" else qemu.KVM_CPUS[0],
         pidfile=rd.pidfile,
         **devices,
     )

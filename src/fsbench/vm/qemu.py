@@ -55,29 +55,14 @@ SHARE_FSTAB = (
 )
 
 
-# The CPU a KVM guest gets, the first of these the probe's guest ran with: the host's own;
-# else the host's without IA32_ARCH_CAPABILITIES, an MSR some nested hypervisors refuse to
-# let QEMU set (this project's VM: "failed to set MSR 0x10a", QEMU aborts) though a guest
-# runs under KVM without it, many times faster than under TCG.
-KVM_CPUS = ("host", "host,-arch-capabilities")
-
-
 @dataclass(frozen=True)
 class KvmProbe:
     usable: bool
     reason: str
     seconds: float
-    cpu: str = KVM_CPUS[0]  # the -cpu the probe's guest ran with (usable only)
 
     def as_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "usable": self.usable,
-            "reason": self.reason,
-            "seconds": round(self.seconds, 2),
-        }
-        if self.usable:
-            out["cpu"] = self.cpu
-        return out
+        return {"usable": self.usable, "reason": self.reason, "seconds": round(self.seconds, 2)}
 
 
 _probe_memo: KvmProbe | None = None
@@ -101,52 +86,35 @@ def _probe(timeout: float) -> KvmProbe:
         return KvmProbe(False, "no /dev/kvm", 0.0)
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return KvmProbe(False, "/dev/kvm not accessible", 0.0)
-    failed: list[str] = []
-    spent = 0.0
     with tempfile.TemporaryDirectory(prefix="fsbench-kvmprobe-") as tmp:
         disk = Path(tmp) / "boot.img"
         disk.write_bytes(_PROBE_CODE.ljust(510, b"\0") + b"\x55\xaa")
-        for cpu in KVM_CPUS:
-            argv = [
-                binary,
-                "-accel",
-                "kvm",
-                "-cpu",
-                cpu,
-                "-m",
-                "32",
-                "-display",
-                "none",
-                "-nodefaults",
-                "-no-reboot",
-                "-device",
-                "isa-debug-exit,iobase=0xf4,iosize=0x04",
-                "-drive",
-                f"file={disk},format=raw,if=floppy",
-            ]
-            out = launch(argv, Path(tmp) / "stderr", lambda elapsed: elapsed > timeout, poll=0.05)
-            spent += out.seconds
-            if out.returncode == PROBE_EXIT:
-                how = f" (-cpu {cpu}; {'; '.join(failed)})" if failed else ""
-                return KvmProbe(
-                    True, f"test guest ran under KVM in {out.seconds:.1f} s{how}", spent, cpu
-                )
-            if out.stopped:  # a hang is KVM's own, whatever the CPU
-                return KvmProbe(
-                    False, f"test guest under KVM hung (no exit in {timeout:.0f} s)", spent
-                )
-            err = (
-                out.stderr.strip().splitlines()[0]
-                if out.stderr.strip()
-                else f"exit {out.returncode}"
-            )
-            failed.append(f"-cpu {cpu}: {err}")
-    return KvmProbe(False, f"test guest under KVM failed: {failed[0].split(': ', 1)[1]}", spent)
-
-
-def kvm_cpu() -> str:
-    """The -cpu of a KVM guest: the one the probe's guest ran with."""
-    return probe_kvm().cpu
+        argv = [
+            binary,
+            "-accel",
+            "kvm",
+            "-cpu",
+            "host",
+            "-m",
+            "32",
+            "-display",
+            "none",
+            "-nodefaults",
+            "-no-reboot",
+            "-device",
+            "isa-debug-exit,iobase=0xf4,iosize=0x04",
+            "-drive",
+            f"file={disk},format=raw,if=floppy",
+        ]
+        out = launch(argv, Path(tmp) / "stderr", lambda elapsed: elapsed > timeout, poll=0.05)
+    if out.returncode == PROBE_EXIT:
+        return KvmProbe(True, f"test guest ran under KVM in {out.seconds:.1f} s", out.seconds)
+    if out.stopped:
+        return KvmProbe(
+            False, f"test guest under KVM hung (no exit in {timeout:.0f} s)", out.seconds
+        )
+    err = out.stderr.strip().splitlines()[0] if out.stderr.strip() else f"exit {out.returncode}"
+    return KvmProbe(False, f"test guest under KVM failed: {err}", out.seconds)
 
 
 # The CPU a TCG guest gets: qemu64 with x86-64-v2 (the guest's Python packages are the
@@ -194,7 +162,6 @@ class Machine:
     ram_mb: int = 2048
     vcpus: int = 2
     accel: str = "tcg"  # tcg | kvm
-    kvm_cpu: str = KVM_CPUS[0]  # -cpu under KVM (qemu.kvm_cpu(): what the probe ran)
     throttle: dict[str, int] = field(default_factory=dict)
     cmdline_extra: tuple[str, ...] = ()
     init: str | None = None  # init=... (None: the image's systemd)
@@ -234,7 +201,7 @@ class Machine:
 
     def argv(self, binary: str = QEMU) -> list[str]:
         if self.accel == "kvm":
-            accel = ["-accel", "kvm", "-cpu", self.kvm_cpu]
+            accel = ["-accel", "kvm", "-cpu", "host"]
         else:
             accel = ["-accel", "tcg,thread=multi", "-cpu", TCG_CPU]
         # Each disk a virtio-blk device of its own, in order (/dev/vda, vdb...), carrying
