@@ -183,12 +183,24 @@ GROUPS: dict[str, tuple[str, ...]] = {
 FIRST = ("bisect", "qemu", "fleet")  # started first: the longest chains of one worker
 
 # `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the
-# fleet, the database servers, and every other test that took more than 8 s on this
-# machine (bench/results/suite_time.json); what remains runs in a few minutes.
+# fleet, the database servers, every other test that took more than 8 s on this machine
+# (bench/results/suite_time.json), and the files whose tests took more than 18 s together
+# in `make check` (bench/results/history/suite_time-check-2026-11-28.json: 456 s of make with them);
+# what remains runs in a few minutes.
 SLOW = (
     *GROUPS["qemu"],
     *GROUPS["bisect"],
     *GROUPS["fleet"],
+    "tests/integration/test_store_backends.py",  # PostgreSQL
+    "tests/integration/test_pgbench.py",  # PostgreSQL
+    "tests/unit/test_decide_simulated.py",  # the decide loop's simulations, 90 s
+    "tests/unit/test_tune_race.py",  # the race's simulations, 50 s
+    "tests/integration/test_knobs_restore.py",
+    "tests/integration/test_fio_sysbench.py",
+    "tests/integration/test_cpu_bound_check.py",
+    "tests/integration/test_runner_clock.py",
+    "tests/integration/test_history_loop.py",
+    "tests/integration/test_memcap.py",
     "tests/integration/test_sysbench_oltp.py",
     "tests/integration/test_reps_auto_all.py",
     "tests/integration/test_calibrate.py",
@@ -200,9 +212,7 @@ SLOW = (
     "tests/integration/test_cli.py::test_hanging_tool_hits_the_trial_timeout_and_the_run_goes_on",
     "tests/integration/test_cli.py::test_write_amplification_for_every_write_workload",
     "tests/integration/test_engine_workloads.py::test_fileserver_thread_sweep_gives_ops_and_percentiles",
-    "tests/integration/test_pgbench.py::test_cli_run_gives_tps_and_latency_per_config",
     "tests/integration/test_series.py::test_scale_to_mem_sweeps_the_working_set_across_the_cap",
-    "tests/integration/test_store_backends.py::test_a_run_in_postgresql_reports_like_one_in_sqlite_and_its_password_is_nowhere",
     "tests/integration/test_trees.py::test_kernel_build_of_a_small_target",
 )
 
