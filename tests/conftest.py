@@ -185,8 +185,8 @@ FIRST = ("bisect", "qemu", "fleet")  # started first: the longest chains of one 
 # `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the
 # fleet, the database servers, every other test that took more than 8 s on this machine
 # (bench/results/suite_time.json), and the files whose tests took more than 18 s together
-# in `make check` (bench/results/history/suite_time-check-2026-11-28.json: 456 s of make with them, in a fresh clone);
-# what remains runs in a few minutes.
+# in `make check` (bench/results/history/suite_time-check-2026-11-28.json: 456 s of make
+# with them, in a fresh clone); what remains runs in a few minutes.
 SLOW = (
     *GROUPS["qemu"],
     *GROUPS["bisect"],
