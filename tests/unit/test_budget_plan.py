@@ -27,7 +27,8 @@ def test_a_budget_with_room_gives_the_timing_group_more_looks_and_says_so() -> N
 
 
 def test_a_minimum_past_the_budget_says_by_how_much_and_that_warm_ups_projected_it() -> None:
-    found = budget.plan(_costs(60.0), 150.0, 25.0, 10)  # 25 + (2 * 1 + 0.3) + (3 * 60 + 20) = 227.3
+    # 25 + (2 * 1 + 0.3) + (3 * 60 + 20) = 227.3
+    found = budget.plan(_costs(60.0), 150.0, 25.0, 10, from_warmups=True)
     assert [g.n_max for g in found.groups] == [2, 3]  # the minimum only
     lines = found.lines()
     assert "this run is projected to go over its budget by about 77 s" in lines[-2]
@@ -36,5 +37,6 @@ def test_a_minimum_past_the_budget_says_by_how_much_and_that_warm_ups_projected_
 
 
 def test_a_projection_from_the_store_does_not_blame_warm_ups() -> None:
-    found = budget.plan(_costs(60.0), 150.0, 0.0, 10)  # nothing spent: from earlier trials
+    # A projection from earlier trials spends a moment too: what it came from says it.
+    found = budget.plan(_costs(60.0), 150.0, 0.02, 10)
     assert "projected to go over" in found.lines()[-1]

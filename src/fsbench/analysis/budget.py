@@ -121,6 +121,7 @@ class BudgetPlan:
     budget: float | None
     spent: float  # seconds gone before the counted rounds (warm-ups)
     groups: tuple[GroupPlan, ...]
+    from_warmups: bool = False  # projected from a warm-up trial a group, not earlier trials
 
     @property
     def minimum_s(self) -> float:
@@ -155,9 +156,9 @@ class BudgetPlan:
                 f"over its budget by about {self.short:.0f} s (--budget "
                 f"{need * (1 + TOLERANCE):.0f} would fit them)"
             )
-            if self.spent > 0:
-                # Projected from warm-up trials: each the first trial after other work,
-                # slower than a counted one (bench/results/warmup_effect-probe-only.json).
+            if self.from_warmups:
+                # Each the first trial after other work, slower than a counted one
+                # (bench/results/warmup_effect-probe-only.json).
                 out.append(
                     "  (projected from one warm-up trial a group: the first trial after other "
                     "work, which can run slower than a counted one, so the minimum may take less)"
@@ -175,11 +176,16 @@ class BudgetPlan:
 
 
 def plan(
-    costs: Sequence[GroupCost], budget: float | None, spent: float, max_reps: int
+    costs: Sequence[GroupCost],
+    budget: float | None,
+    spent: float,
+    max_reps: int,
+    from_warmups: bool = False,
 ) -> BudgetPlan:
     """Every group's looks: its minimum, then rounds shared out while they fit."""
     if budget is None:
-        return BudgetPlan(None, spent, tuple(GroupPlan(c, max(max_reps, c.n_min)) for c in costs))
+        looks = tuple(GroupPlan(c, max(max_reps, c.n_min)) for c in costs)
+        return BudgetPlan(None, spent, looks, from_warmups)
     groups = [GroupPlan(c, c.n_min) for c in costs]
     left = budget - spent - sum(g.cost_s for g in groups)
     for counts in (False, True):
@@ -200,4 +206,4 @@ def plan(
             if chosen is None:
                 break
             groups[chosen[0]] = chosen[1]
-    return BudgetPlan(budget, spent, tuple(groups))
+    return BudgetPlan(budget, spent, tuple(groups), from_warmups)

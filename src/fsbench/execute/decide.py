@@ -87,9 +87,11 @@ class Decide:
     # -- the phases -----------------------------------------------------------------
 
     def run(self) -> None:
-        found = self._resumed() or budget.plan(
-            self._project(), self.plan.budget, self.loop.clock() - self.started, self.plan.max_reps
-        )
+        found = self._resumed()
+        if found is None:
+            costs, from_warmups = self._project()
+            spent = self.loop.clock() - self.started
+            found = budget.plan(costs, self.plan.budget, spent, self.plan.max_reps, from_warmups)
         self.plans = list(found.groups)
         for line in found.lines():
             self.loop.hooks.note(line)
@@ -130,10 +132,10 @@ class Decide:
         )
         return BudgetPlan(self.previous.get("budget_s"), self.previous.get("warmup_s", 0.0), plans)
 
-    def _project(self) -> list[GroupCost]:
+    def _project(self) -> tuple[list[GroupCost], bool]:
         """Every group's projected cost: from this host's stored trials of its cells when
         all have some, else from one warm-up trial of each group, run now (stored, never
-        counted)."""
+        counted); and whether it came from those warm-ups."""
         history = self._history()
         names = _names(self.groups)
         costs: list[GroupCost | None] = []
@@ -155,7 +157,7 @@ class Decide:
             else:
                 costs.append(None)
         if all(c is not None for c in costs):
-            return [c for c in costs if c is not None]
+            return [c for c in costs if c is not None], False
         out = []
         for index, group_slots in enumerate(self.groups):
             cells = _cells(group_slots)
@@ -165,7 +167,7 @@ class Decide:
                 names[index], len(cells), took * len(cells), _counts_only(records), None, warmup
             )
             out.append(cost)
-        return out
+        return out, True
 
     def _minimum(self, index: int) -> None:
         """The group's first rounds: to n = 2, then (unless its exact answers are all in)
