@@ -107,6 +107,7 @@ def load_models(path: Path) -> dict[str, CellModel]:
                 )
                 for s in m["steps"]
             ),
+            m.get("warmup_seconds"),
         )
         for key, m in data.items()
     }

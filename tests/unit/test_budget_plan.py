@@ -40,3 +40,37 @@ def test_a_projection_from_the_store_does_not_blame_warm_ups() -> None:
     # A projection from earlier trials spends a moment too: what it came from says it.
     found = budget.plan(_costs(60.0), 150.0, 0.02, 10)
     assert "projected to go over" in found.lines()[-1]
+
+
+def test_a_replan_shares_out_what_the_warm_ups_overstated_and_says_what_changed() -> None:
+    # Warm-ups projected fio at 60 s a round: the minimum only. Its counted rounds took
+    # 30 s, so after them the budget left buys more looks.
+    first = budget.plan(_costs(60.0), 300.0, 25.0, 10, from_warmups=True)
+    assert [g.n_max for g in first.groups] == [10, 3]  # what fio could not use
+    measured = [g.cost for g in budget.plan(_costs(30.0), 300.0, 25.0, 10).groups]
+    spent = 25.0 + (2 * 1.0 + 0.3) + (3 * 30.0 + 10.0)  # 127.3 s: the minimum as it went
+    again = budget.replan(first, measured, [2, 3], spent, 10)
+    fio = again.groups[1]
+    # 172.7 s left: a warm-up trial (10 s) and five rounds of 30 s (160 s).
+    assert fio.n_max == 8
+    assert again.as_dict()["replanned_s"] == 127.3
+    lines = again.lines(first)
+    assert lines[0] == "re-plan after the minimum rounds: 127 s spent, 173 s left:"
+    assert lines[1].startswith("  fio (3 configs, 30 s a round): n up to 8")
+    assert len(lines) == 2  # the count group's looks did not change: not repeated
+
+
+def test_a_replan_takes_back_looks_the_minimum_overran_and_keeps_the_rest() -> None:
+    first = budget.plan(_costs(30.0), 140.0, 25.0, 10)
+    assert [g.n_max for g in first.groups] == [10, 3]
+    costs = [g.cost for g in first.groups]
+    again = budget.replan(first, costs, [2, 3], 139.0, 10)  # 1 s left: no round fits
+    assert [g.n_max for g in again.groups] == [2, 3]
+    assert again.lines(first) == [
+        "re-plan after the minimum rounds: 139 s spent, 1 s left:",
+        "  alloc method=fallocate (3 configs, 1 s a round): n = 2 (exact counts)",
+    ]
+    same = budget.replan(first, costs, [2, 3], 127.3, 10)
+    assert same.lines(first) == [
+        "re-plan after the minimum rounds: 127 s spent, 13 s left; the looks stay as planned"
+    ]

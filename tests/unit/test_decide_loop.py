@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.execute import loop as matrix
+from fsbench.execute.hooks import Hooks
 from fsbench.plan import model as planning
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
@@ -286,3 +287,40 @@ def test_a_resumed_decided_run_keeps_the_plan_and_the_time_it_made(store: Store)
     # The projection's warm-up and the one before the first rounds, one on resume, and one
     # before extra rounds if there were any: no second projection.
     assert len(warmups) == 3 + extra
+
+
+def test_looks_the_warm_ups_overstated_are_shared_out_again_before_any_look(
+    store: Store,
+) -> None:
+    """A first run projects from warm-up trials, slower here than counted ones (fio's three
+    times). Planned from them, the budget buys the minimum only; after the minimum rounds,
+    before any look, the looks are shared out again from what the rounds cost, and the run
+    keeps both plans' facts."""
+    from fsbench.execute.executors.replay import CellModel, MetricModel, ReplayExecutor, StepModel
+
+    p = _plan(("a", "b", "c"), workload="fs_mark", budget=120.0, max_reps=8)
+    cells = planning.expand(p)
+    metric = MetricModel("files_per_s", "files/s", "higher", 1000.0, 0.05)
+    step = StepModel("fs_mark", (metric,), ("files_per_s",))
+    models = {c.key: CellModel(3.0, (step,), warmup_seconds=9.0) for c in cells}
+    executor = ReplayExecutor(p, cells, models, seed=3)
+    notes: list[str] = []
+
+    class Noting(Hooks):
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    hooks = Noting()
+    outcome = matrix.run(
+        p, cells, store, argv=[], overrides={}, executor=executor, clock=executor.clock,
+        hooks=hooks,
+    )  # fmt: skip
+    design = store.get_run(outcome.run_id).facts["design"]
+    # Projected: a 9 s warm-up, so 27 s a round; 9 + 9 + 3 x 27 = 99 s of 120: no extra look.
+    assert any(line.startswith("  fs_mark (3 configs, 27 s a round): n = 3") for line in notes)
+    # Measured: 9 + 9 + 3 x 9 = 45 s; 75 s left buy a warm-up and seven rounds of 9 s,
+    # up to max-reps.
+    assert design["replanned_s"] == 45.0
+    assert design["groups"][0]["round_s"] == 9.0 and design["groups"][0]["n_max"] == 8
+    assert "re-plan after the minimum rounds: 45 s spent, 75 s left:" in notes
+    assert design["spent_s"] <= 120.0

@@ -9,6 +9,13 @@ what is left last, since their answers are usually exact at n = 2. A group's seq
 boundaries are then computed for the looks it was given and no others (design.py): a test
 that pays for looks that cannot happen throws power away.
 
+The looks are shared out once more after every group's minimum rounds, before any look is
+taken (`replan`): a first run projects from warm-up trials, the first trials after other
+work, which here run up to twice as slow as counted ones (bench/results/warmup_effect.json),
+so the first plan can leave a fifth of the budget unused. The looks still depend on
+nothing but what rounds cost, and each group's boundaries are computed for its final looks
+before its first look.
+
 Pure: projected costs in, a plan out.
 """
 
@@ -122,6 +129,8 @@ class BudgetPlan:
     spent: float  # seconds gone before the counted rounds (warm-ups)
     groups: tuple[GroupPlan, ...]
     from_warmups: bool = False  # projected from a warm-up trial a group, not earlier trials
+    # Shared out again after the minimum rounds (`replan`), with this many seconds spent.
+    replanned_at: float | None = None
 
     @property
     def minimum_s(self) -> float:
@@ -139,8 +148,19 @@ class BudgetPlan:
             return 0.0
         return max(0.0, self.spent + self.minimum_s - self.budget)
 
-    def lines(self) -> list[str]:
-        """What the plan says before the counted rounds."""
+    def lines(self, before: BudgetPlan | None = None) -> list[str]:
+        """What the plan says before the counted rounds; a re-plan, what it changed from
+        `before`."""
+        if self.replanned_at is not None and self.budget is not None:
+            head = (
+                f"re-plan after the minimum rounds: {self.replanned_at:.0f} s spent, "
+                f"{max(0.0, self.budget - self.replanned_at):.0f} s left"
+            )
+            old = {g.cost.name: g.n_max for g in before.groups} if before else {}
+            changed = [g for g in self.groups if old.get(g.cost.name) != g.n_max]
+            if not changed:
+                return [head + "; the looks stay as planned"]
+            return [head + ":"] + [f"  {g.line()}" for g in changed]
         if self.budget is None:
             head = f"plan: no budget; up to {max(g.n_max for g in self.groups)} rounds a group"
         else:
@@ -172,6 +192,7 @@ class BudgetPlan:
             "planned_s": round(self.planned_s, 2),
             "minimum_s": round(self.spent + self.minimum_s, 2),
             "groups": [g.as_dict() for g in self.groups],
+            **({"replanned_s": round(self.replanned_at, 2)} if self.replanned_at else {}),
         }
 
 
@@ -188,6 +209,29 @@ def plan(
         return BudgetPlan(None, spent, looks, from_warmups)
     groups = [GroupPlan(c, c.n_min) for c in costs]
     left = budget - spent - sum(g.cost_s for g in groups)
+    return BudgetPlan(budget, spent, _share(groups, left, max_reps), from_warmups)
+
+
+def replan(
+    first: BudgetPlan,
+    measured: Sequence[GroupCost],
+    reached: Sequence[int],
+    spent: float,
+    max_reps: int,
+) -> BudgetPlan:
+    """The looks shared out again after every group's minimum rounds (`reached`: the
+    rounds each has), from what its rounds and warm-up trial cost (`measured`) and the
+    `spent` seconds, before any look is taken."""
+    if first.budget is None:
+        return first
+    groups = [GroupPlan(c, max(c.n_min, n)) for c, n in zip(measured, reached, strict=True)]
+    shared = _share(groups, first.budget - spent, max_reps)
+    return BudgetPlan(first.budget, first.spent, shared, first.from_warmups, spent)
+
+
+def _share(groups: list[GroupPlan], left: float, max_reps: int) -> tuple[GroupPlan, ...]:
+    """One round at a time to the group with the fewest planned (timings, then counts)
+    while its round (and the warm-up trial before its first extra round) fits in `left`."""
     for counts in (False, True):
         while True:
             candidates = [
@@ -206,4 +250,4 @@ def plan(
             if chosen is None:
                 break
             groups[chosen[0]] = chosen[1]
-    return BudgetPlan(budget, spent, tuple(groups), from_warmups)
+    return tuple(groups)

@@ -9,7 +9,11 @@
 3. **Minimum.** Every group's first rounds (n = 3 for timings, 2 for exact counts), group
    after group; a group whose projection came from the store gets its warm-up trial just
    before them.
-4. **More rounds** for the groups still open, cheapest answer first, each within its
+4. **Re-plan.** The looks are shared out again from what the minimum rounds and the warm-up
+   trial before them cost (budget.replan), before any look is taken: nothing so far has
+   stopped a group on a timing, so each group's boundaries are still those of its final
+   looks. A resumed run keeps the plan it had.
+5. **More rounds** for the groups still open, cheapest answer first, each within its
    planned looks while the budget lasts. A group stops on exactly the answer the report
    will print: the run-wide control (family.py) with every group still running counted as
    undecided, which can only give it more later.
@@ -77,6 +81,7 @@ class Decide:
         self.final: set[int] = set()
         self.plans: list[budget.GroupPlan] = []
         self.counted_s: dict[int, list[float]] = {}  # seconds of each counted round
+        self.warmed_s: dict[int, float] = {}  # seconds of its warm-up before its first rounds
         self.workload_facts = loop.store.get_run(loop.run_id).workloads
         self.plan_alpha = self._base().alpha
         self.design: dict[str, Any] = {}  # the record kept with the run
@@ -88,6 +93,7 @@ class Decide:
 
     def run(self) -> None:
         found = self._resumed()
+        resumed = found is not None
         if found is None:
             costs, from_warmups = self._project()
             spent = self.loop.clock() - self.started
@@ -98,6 +104,8 @@ class Decide:
         self._record(found)
         for index in range(len(self.groups)):
             self._minimum(index)
+        if not resumed:
+            found = self._replan(found)
         self._more()
         self._record(found, done=True)
         for group_slots in self.groups:
@@ -130,7 +138,12 @@ class Decide:
             )
             for g in groups
         )
-        return BudgetPlan(self.previous.get("budget_s"), self.previous.get("warmup_s", 0.0), plans)
+        return BudgetPlan(
+            self.previous.get("budget_s"),
+            self.previous.get("warmup_s", 0.0),
+            plans,
+            replanned_at=self.previous.get("replanned_s"),
+        )
 
     def _project(self) -> tuple[list[GroupCost], bool]:
         """Every group's projected cost: from this host's stored trials of its cells when
@@ -177,10 +190,32 @@ class Decide:
         groups' work."""
         group_plan = self.plans[index]
         if self.plan.warmup > 0:
-            self._warm(index)
+            self.warmed_s[index], _ = self._warm(index)
         self._rounds(index, 1, MIN_REPS_EXACT)
         if group_plan.n_min > MIN_REPS_EXACT or not self._complete(index):
             self._rounds(index, MIN_REPS_EXACT + 1, max(group_plan.n_min, MIN_REPS))
+
+    def _replan(self, first: BudgetPlan) -> BudgetPlan:
+        """The looks shared out again from what the minimum rounds cost (budget.replan),
+        said when they change, and kept with the run; the evidence computed so far was
+        for the first plan's boundaries, so it is computed again."""
+        if first.budget is None:
+            return first
+        measured = []
+        for index, group_plan in enumerate(self.plans):
+            cost = group_plan.cost
+            round_s = self._round_s(index)
+            warmup_s = self.warmed_s.get(index, cost.warmup_s) if self.plan.warmup > 0 else 0.0
+            measured.append(replace(cost, round_s=round_s, warmup_s=warmup_s))
+        reached = [self._n(i) for i in range(len(self.groups))]
+        spent = self.loop.clock() - self.started
+        found = budget.replan(first, measured, reached, spent, self.plan.max_reps)
+        for line in found.lines(first):
+            self.loop.hooks.note(line)
+        self.plans = list(found.groups)
+        self._cached.clear()
+        self._record(found)
+        return found
 
     def _more(self) -> None:
         """Rounds for the groups still open, cheapest answer first, within their looks

@@ -84,10 +84,12 @@ class StepModel:
 
 @dataclass(frozen=True)
 class CellModel:
-    """A cell's trial: the seconds it takes and its steps."""
+    """A cell's trial: the seconds it takes and its steps; a warm-up trial of it, the
+    first after other work, `warmup_seconds` (the same when None)."""
 
     seconds: float
     steps: tuple[StepModel, ...]
+    warmup_seconds: float | None = None
 
 
 @dataclass
@@ -125,7 +127,8 @@ class ReplayExecutor(Executor):
         for slot in started(slots, refused, on_start):
             model = self.models[slot.cell.key]
             began = now()
-            self.clock.advance(model.seconds)
+            slow = slot.warmup and model.warmup_seconds is not None
+            self.clock.advance(model.warmup_seconds if slow else model.seconds)  # type: ignore[arg-type]
             records = [
                 self._record(slot, step, index, began) for index, step in enumerate(model.steps)
             ]
@@ -159,15 +162,22 @@ class ReplayExecutor(Executor):
 def models_from_run(trials: Sequence[TrialRecord]) -> dict[str, CellModel]:
     """Models of a stored run's cells: per metric its counted values' mean and CV
     (lognormal), an exact count where it never varied; per cell the median of what its
-    counted slots cost the run (store.records.slot_seconds)."""
+    counted slots cost the run (store.records.slot_seconds), and what a warm-up trial
+    costs: the counted cost times its group's median ratio of warm-up to counted cost
+    (the first trial after other work is slower here)."""
     cost = slot_seconds(list(trials))
     by_cell: dict[str, list[TrialRecord]] = {}
     for t in trials:
         if t.status == "ok" and not t.warmup:
             by_cell.setdefault(t.cell_key, []).append(t)
+    counted = {
+        key: statistics.median(cost[seq] for seq in {t.seq for t in records} if seq in cost)
+        for key, records in by_cell.items()
+    }
+    slower = _warmup_factors(trials, cost, counted)
     out = {}
     for key, records in by_cell.items():
-        seconds = statistics.median(cost[seq] for seq in {t.seq for t in records} if seq in cost)
+        seconds = counted[key]
         steps = []
         for index in sorted({t.step for t in records}):
             mine = [t for t in records if t.step == index]
@@ -190,5 +200,28 @@ def models_from_run(trials: Sequence[TrialRecord]) -> dict[str, CellModel]:
                 )
             headline = tuple(trialfacts.headline(mine[0].provenance) or ())
             steps.append(StepModel(mine[0].workload, tuple(metrics), headline))
-        out[key] = CellModel(seconds, tuple(steps))
+        factor = slower.get(_group_of(min(records, key=lambda t: t.step)))
+        out[key] = CellModel(seconds, tuple(steps), seconds * factor if factor else None)
     return out
+
+
+def _group_of(trial: TrialRecord) -> str:
+    """The comparison group a trial's cell belongs to: its workload and parameters (of
+    its first step)."""
+    return f"{trial.chain or trial.workload} {sorted(trial.params.items())}"
+
+
+def _warmup_factors(
+    trials: Sequence[TrialRecord], cost: Mapping[int, float], counted: Mapping[str, float]
+) -> dict[str, float]:
+    """Per comparison group, the median ratio of a warm-up slot's cost to its cell's
+    counted cost."""
+    ratios: dict[str, list[float]] = {}
+    seen: set[int] = set()
+    for t in trials:
+        if t.warmup and t.status == "ok" and t.step == 0 and t.seq not in seen and t.seq in cost:
+            seen.add(t.seq)
+            base = counted.get(t.cell_key)
+            if base:
+                ratios.setdefault(_group_of(t), []).append(cost[t.seq] / base)
+    return {group: statistics.median(found) for group, found in ratios.items()}
