@@ -77,3 +77,37 @@ def test_a_true_difference_at_the_margin_is_rarely_called_equivalent(n: int) -> 
         assert found is not None
         equivalent += at_level(found, 0.05).pairs[0].kind == "equivalent"
     assert equivalent / draws <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / draws), equivalent
+
+
+def test_a_metric_that_is_another_s_exact_reciprocal_is_one_hypothesis() -> None:
+    """untar's MB/s of a fixed tree is its seconds' reciprocal: the same test with the same
+    p, counted once by the run's control and judged as its twin is. A metric merely close
+    to a reciprocal is a comparison of its own."""
+    from fsbench.analysis.verdicts import evidence_all
+    from tests.unit.test_reports_ranking import make_row
+
+    seconds = {"a": [2.0, 2.1, 1.9, 2.05], "b": [3.0, 3.1, 2.95, 3.05]}
+    rows = []
+    for config, values in seconds.items():
+        rows.append(make_row(config, values, workload="untar"))
+        rows.append(
+            make_row(
+                config, [500.0 / v for v in values], "mb_per_s", "higher", "MB/s", None, "untar"
+            )
+        )
+        near = [500.0 / v * (1 + 0.001 * i) for i, v in enumerate(values)]
+        rows.append(make_row(config, near, "files_per_s", "higher", "files/s", None, "untar"))
+        rows.append(make_row(config, [1.0, 1.02, 0.98, 1.01], workload="fio"))
+    drafts = {d.metric if d.key[1] == "untar" else "fio": d for d in evidence_all(rows, Design())}
+    assert drafts["mb_per_s"].twin_of == "seconds"
+    assert drafts["files_per_s"].twin_of is None and drafts["seconds"].twin_of is None
+    judged = {
+        d.metric if d.key[1] == "untar" else "fio": d for d in control_run(list(drafts.values()))
+    }
+    # Three hypotheses (seconds, files/s, fio), not four: the two untar ones selected at
+    # 5% x 2 / 3, the twin with them.
+    assert judged["fio"].kind != "order"
+    for metric in ("seconds", "mb_per_s", "files_per_s"):
+        assert judged[metric].level == pytest.approx(0.05 * 2 / 3), metric
+    assert judged["mb_per_s"].pairs[0].kind == judged["seconds"].pairs[0].kind == "order"
+    assert judged["mb_per_s"].family_q == judged["seconds"].family_q

@@ -76,6 +76,9 @@ class Decision:
     key: tuple[str, ...] = ()  # chain, workload, dimensions (JSON), metric
     gate_p: float | None = None  # three configs: the gate's calibrated p
     explain: bool = True  # undecided pairs say the repetitions that would decide them
+    # The metric of the same trials this one is an exact reciprocal or multiple of (MB/s
+    # of a fixed tree and its seconds): one hypothesis, counted once by the run's control.
+    twin_of: str | None = None
 
     @property
     def kind(self) -> str:
@@ -245,6 +248,7 @@ class Decision:
             "level": self.level,
             "gate_p": self.gate_p,
             "family_p": self.family_p,
+            "twin_of": self.twin_of,
             "margin": self.design.margin,
             "sequential": self.design.sequential,
             "looks": list(self.design.planned(min((min(p.n) for p in self.pairs), default=0)))

@@ -94,7 +94,8 @@ class Design:
             "pairs ordered by Welch's t-test on the log scale (three configs: a gate, "
             "Welch's ANOVA or Bonferroni over the pairs, then pairs at the same level; "
             "more: Holm with Shaffer's constraints), Benjamini-Bogomolov over the run's "
-            f"tested comparisons; {looks}; or by counts that do not vary; equivalent when "
+            "tested comparisons (a metric that is another's exact reciprocal or multiple "
+            f"counted once); {looks}; or by counts that do not vary; equivalent when "
             f"the ratio's CI is within ±{self.margin:.0%} (TOST); otherwise undecided"
         )
 

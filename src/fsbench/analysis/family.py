@@ -3,7 +3,10 @@ with any difference are selected by Benjamini-Hochberg over the run's tested com
 (their `family_p`), and the pairs of a selected comparison are ordered at the level
 alpha x selected / tested. An A/A run with twenty metrics then owes no false order to
 their number. Comparisons answered by exact counts alone are not tested: they keep their
-exact answers and neither enter the count nor lower the others' p.
+exact answers and neither enter the count nor lower the others' p. A metric that is an
+exact reciprocal or multiple of another of the same trials (a fixed tree's MB/s and its
+seconds: `twin_of`) tests the same hypothesis with the same p: it is counted once, and
+judged as its twin is.
 
 The repetition loop stops a group on exactly this control, with what is still running
 counted as undecided (`pending`): the Benjamini-Hochberg selection only grows as p-values
@@ -35,7 +38,10 @@ def control_run(
     # where nothing is tested).
     out = [d if d.family_p is not None else at_level(d, alpha) for d in decisions]
     for headline in (True, False):
-        idx = [i for i, d in enumerate(out) if d.headline == headline and d.family_p is not None]
+        tested = [i for i, d in enumerate(out) if d.headline == headline and d.family_p is not None]
+        by_key = {out[i].key: i for i in tested}
+        twin = {i: by_key.get((*out[i].key[:3], out[i].twin_of or "")) for i in tested}
+        idx = [i for i in tested if twin[i] is None]
         m = len(idx) + (unknown if headline else 0)
         if not idx:
             continue
@@ -55,9 +61,11 @@ def control_run(
             p, i = ps[rank - 1]
             running = min(running, p * m / rank)
             q[i] = running
-        for i in idx:
+        for i in tested:
+            one = twin[i]
+            one = i if one is None else one
             judged = (
-                at_level(out[i], level, missed) if i in chosen else at_level(out[i], 0.0, missed)
+                at_level(out[i], level, missed) if one in chosen else at_level(out[i], 0.0, missed)
             )
-            out[i] = replace(judged, family_q=q[i])
+            out[i] = replace(judged, family_q=q[one])
     return out

@@ -5,6 +5,7 @@ JSON, HTML) reads its verdicts from here, so they always agree."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -113,7 +114,58 @@ def evidence_all(
         )
         if decision is not None:
             drafts.append(decision)
-    return drafts
+    return _with_twins(drafts, groups)
+
+
+def _with_twins(
+    drafts: list[Decision], groups: Mapping[Key, Sequence[tuple[str, Row]]]
+) -> list[Decision]:
+    """Each tested comparison marked with the earlier metric of the same cells it is an
+    exact reciprocal or multiple of (family.control_run counts the two once)."""
+    out: list[Decision] = []
+    for d in drafts:
+        key = tuple(d.key)
+        found = None
+        if d.family_p is not None:
+            found = next(
+                (
+                    e.metric
+                    for e in out
+                    if e.family_p is not None
+                    and e.twin_of is None
+                    and e.headline == d.headline
+                    and tuple(e.key)[:3] == key[:3]
+                    and math.isclose(e.family_p, d.family_p, rel_tol=1e-9)
+                    and _twins(groups[tuple(e.key)], groups[key])  # type: ignore[index]
+                ),
+                None,
+            )
+        out.append(replace(d, twin_of=found) if found else d)
+    return out
+
+
+def _twins(a: Sequence[tuple[str, Row]], b: Sequence[tuple[str, Row]]) -> bool:
+    """Whether one metric is, trial by trial in every config, a fixed reciprocal or
+    multiple of the other: the same constant for all of them."""
+    mine = dict(a)
+    theirs = dict(b)
+    if set(mine) != set(theirs):
+        return False
+    logs: list[tuple[float, float]] = []
+    for label, row in mine.items():
+        other = theirs[label]
+        if len(row.values) != len(other.values) or row.reps != other.reps:
+            return False
+        if any(v <= 0 for v in (*row.values, *other.values)):
+            return False
+        logs += [(math.log(x), math.log(y)) for x, y in zip(row.values, other.values, strict=True)]
+    if len(logs) < 2:
+        return False
+    for sign in (1.0, -1.0):  # reciprocal: x * y fixed; multiple: x / y fixed
+        fixed = [x + sign * y for x, y in logs]
+        if max(fixed) - min(fixed) <= 1e-9 * max(1.0, abs(fixed[0])):
+            return True
+    return False
 
 
 def controlled(
