@@ -12,7 +12,7 @@ import math
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from fsbench.analysis.design import EXACT_UNITS
@@ -54,6 +54,11 @@ class MetricModel:
     slow_share: float = 0.0
     slow_factor: float = 1.0
     resolution: float = 0.0
+    # Drawn from another metric of the same trial instead: twin_factor x its value **
+    # twin_power (-1: a reciprocal, a fixed tree's MB/s of its seconds; 1: a multiple).
+    twin_of: str = ""
+    twin_power: float = 0.0
+    twin_factor: float = 1.0
 
     def draw(self, rng: random.Random) -> float:
         value = self.mean
@@ -150,8 +155,8 @@ class ReplayExecutor(Executor):
             started_at=began,
             finished_at=now(),
             metrics=[
-                MetricRecord(m.name, m.draw(self.rng), m.unit, m.better, resolution=m.resolution)
-                for m in step.metrics
+                MetricRecord(m.name, value, m.unit, m.better, resolution=m.resolution)
+                for m, value in zip(step.metrics, _draw(step.metrics, self.rng), strict=True)
             ],
             provenance={"headline": list(step.headline)} if step.headline else {},
             position=slot.position,
@@ -159,9 +164,36 @@ class ReplayExecutor(Executor):
         )
 
 
+def _draw(metrics: Sequence[MetricModel], rng: random.Random) -> list[float]:
+    """One trial's values: each drawn, or from the metric it is the twin of."""
+    drawn: dict[str, float] = {}
+    for m in metrics:
+        twin = drawn.get(m.twin_of) if m.twin_of else None
+        drawn[m.name] = m.twin_factor * twin**m.twin_power if twin else m.draw(rng)
+    return [drawn[m.name] for m in metrics]
+
+
+def _twin(
+    values: Sequence[float], earlier: Mapping[str, Sequence[float]]
+) -> tuple[str, float, float] | None:
+    """The earlier metric these values are, trial by trial, a fixed reciprocal or multiple
+    of: its name, the power and the factor."""
+    if len(values) < 2 or min(values) <= 0:
+        return None
+    for name, other in earlier.items():
+        if len(other) != len(values) or min(other) <= 0:
+            continue
+        for power in (-1.0, 1.0):
+            logs = [math.log(y) - power * math.log(x) for x, y in zip(other, values, strict=True)]
+            if max(logs) - min(logs) <= 1e-9 * max(1.0, abs(logs[0])):
+                return name, power, math.exp(statistics.fmean(logs))
+    return None
+
+
 def models_from_run(trials: Sequence[TrialRecord]) -> dict[str, CellModel]:
     """Models of a stored run's cells: per metric its counted values' mean and CV
-    (lognormal), an exact count where it never varied; per cell the median of what its
+    (lognormal), an exact count where it never varied, drawn from an earlier metric where
+    it was that one's fixed reciprocal or multiple on every trial; per cell the median of what its
     counted slots cost the run (store.records.slot_seconds), and what a warm-up trial
     costs: the counted cost times its group's median ratio of warm-up to counted cost
     (the first trial after other work is slower here)."""
@@ -183,21 +215,26 @@ def models_from_run(trials: Sequence[TrialRecord]) -> dict[str, CellModel]:
             mine = [t for t in records if t.step == index]
             names = list(dict.fromkeys(m.name for t in mine for m in t.metrics))
             metrics = []
+            seen: dict[str, list[float]] = {}
             for name in names:
                 found = [m for t in mine for m in t.metrics if m.name == name]
                 values = [m.value for m in found]
                 mean = statistics.fmean(values)
                 spread = statistics.stdev(values) / abs(mean) if len(values) > 1 and mean else 0.0
-                metrics.append(
-                    MetricModel(
-                        name,
-                        found[0].unit,
-                        found[0].better,
-                        mean,
-                        spread,
-                        resolution=max(m.resolution for m in found),
-                    )
+                twin = _twin(values, seen) if spread > 0 else None
+                model = MetricModel(
+                    name,
+                    found[0].unit,
+                    found[0].better,
+                    mean,
+                    spread,
+                    resolution=max(m.resolution for m in found),
                 )
+                if twin:
+                    model = replace(model, twin_of=twin[0], twin_power=twin[1], twin_factor=twin[2])
+                else:
+                    seen[name] = values
+                metrics.append(model)
             headline = tuple(trialfacts.headline(mine[0].provenance) or ())
             steps.append(StepModel(mine[0].workload, tuple(metrics), headline))
         factor = slower.get(_group_of(min(records, key=lambda t: t.step)))
