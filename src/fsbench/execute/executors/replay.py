@@ -59,6 +59,22 @@ class MetricModel:
     twin_of: str = ""
     twin_power: float = 0.0
     twin_factor: float = 1.0
+    n: int = 0  # the values mean and cv were estimated from (0: given, not estimated)
+
+    def plausible(self, rng: random.Random) -> MetricModel:
+        """A machine as plausible as this one given the n values it was estimated from:
+        the log spread drawn from its sampling law (scaled inverse chi-square, n - 1
+        degrees of freedom), then the mean from its own (normal, that spread over root n).
+        A replay of one run's estimates as if they were the machine's true figures is
+        over-optimistic: at n = 3 a spread is known to within a factor of four or more."""
+        if self.cv <= 0 or self.n < 2 or self.twin_of:
+            return self
+        df = self.n - 1
+        # Capped at a log spread of 2 (a CV of 7): nothing that noisy is decided either
+        # way, and the arithmetic stays finite.
+        sigma2 = min(4.0, df * math.log1p(self.cv**2) / rng.gammavariate(df / 2, 2.0))
+        shift = rng.gauss(0.0, math.sqrt(sigma2 / self.n))
+        return replace(self, mean=self.mean * math.exp(shift), cv=math.sqrt(math.expm1(sigma2)))
 
     def draw(self, rng: random.Random) -> float:
         value = self.mean
@@ -95,6 +111,15 @@ class CellModel:
     seconds: float
     steps: tuple[StepModel, ...]
     warmup_seconds: float | None = None
+
+    def plausible(self, rng: random.Random) -> CellModel:
+        """The cell with every metric drawn as plausibly as its estimate allows
+        (MetricModel.plausible)."""
+        steps = tuple(
+            replace(step, metrics=tuple(m.plausible(rng) for m in step.metrics))
+            for step in self.steps
+        )
+        return replace(self, steps=steps)
 
 
 @dataclass
@@ -229,6 +254,7 @@ def models_from_run(trials: Sequence[TrialRecord]) -> dict[str, CellModel]:
                     mean,
                     spread,
                     resolution=max(m.resolution for m in found),
+                    n=len(values),
                 )
                 if twin:
                     model = replace(model, twin_of=twin[0], twin_power=twin[1], twin_factor=twin[2])
