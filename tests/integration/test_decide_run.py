@@ -34,6 +34,8 @@ def test_a_decided_run_plans_from_its_budget_and_its_verdicts_agree_with_their_i
     plan_at = res.stderr.index("plan: budget 90 s")
     assert "alloc method=write-4k" in res.stderr[plan_at:]
     assert "alloc method=fallocate" in res.stderr[plan_at:]
+    # Shared out again after the minimum rounds, before any look, and said after the plan.
+    assert res.stderr.index("re-plan after the minimum rounds: ") > plan_at
     doc = json.loads(res.stdout)
     assert assert_intervals_agree(doc["comparisons"]) >= 3
     report = fsbench("report", str(doc["run"]), "--db", str(db))
