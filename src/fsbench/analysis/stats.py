@@ -457,3 +457,16 @@ def ratio_ci(
     df = w.df if w and math.isfinite(w.df) and w.df > 0 else len(a) + len(b) - 2
     half = max(t_quantile(df, confidence) * rel, resolution / abs(ma) + resolution / abs(mb))
     return ratio, (ratio * math.exp(-half), ratio * math.exp(half))
+
+
+def fixed_relation(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
+    """(power, factor) where every y is factor x x ** power, power -1 (a reciprocal: a
+    fixed tree's MB/s of its seconds) or 1 (a multiple); None when neither holds, on
+    fewer than two pairs, or on values that are not all positive."""
+    if len(xs) != len(ys) or len(xs) < 2 or min(*xs, *ys) <= 0:
+        return None
+    for power in (-1.0, 1.0):
+        logs = [math.log(y) - power * math.log(x) for x, y in zip(xs, ys, strict=True)]
+        if max(logs) - min(logs) <= 1e-9 * max(1.0, abs(logs[0])):
+            return power, math.exp(statistics.fmean(logs))
+    return None

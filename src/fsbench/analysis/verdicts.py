@@ -14,6 +14,7 @@ from fsbench.analysis.decisions import Decision, Side, decide, evidence
 from fsbench.analysis.design import Design, design_of
 from fsbench.analysis.family import control_run
 from fsbench.analysis.rows import Row
+from fsbench.analysis.stats import fixed_relation
 
 # A comparison: (chain, workload, dimensions as JSON, metric).
 Key = tuple[str, str, str, str]
@@ -147,25 +148,18 @@ def _with_twins(
 def _twins(a: Sequence[tuple[str, Row]], b: Sequence[tuple[str, Row]]) -> bool:
     """Whether one metric is, trial by trial in every config, a fixed reciprocal or
     multiple of the other: the same constant for all of them."""
-    mine = dict(a)
-    theirs = dict(b)
+    mine, theirs = dict(a), dict(b)
     if set(mine) != set(theirs):
         return False
-    logs: list[tuple[float, float]] = []
+    xs: list[float] = []
+    ys: list[float] = []
     for label, row in mine.items():
         other = theirs[label]
         if len(row.values) != len(other.values) or row.reps != other.reps:
             return False
-        if any(v <= 0 for v in (*row.values, *other.values)):
-            return False
-        logs += [(math.log(x), math.log(y)) for x, y in zip(row.values, other.values, strict=True)]
-    if len(logs) < 2:
-        return False
-    for sign in (1.0, -1.0):  # reciprocal: x * y fixed; multiple: x / y fixed
-        fixed = [x + sign * y for x, y in logs]
-        if max(fixed) - min(fixed) <= 1e-9 * max(1.0, abs(fixed[0])):
-            return True
-    return False
+        xs += row.values
+        ys += other.values
+    return fixed_relation(xs, ys) is not None
 
 
 def controlled(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from fsbench.analysis.design import EXACT_UNITS
+from fsbench.analysis.stats import fixed_relation
 from fsbench.execute.executors.base import Executor, OnRecords, OnStart, started
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
@@ -203,15 +204,10 @@ def _twin(
 ) -> tuple[str, float, float] | None:
     """The earlier metric these values are, trial by trial, a fixed reciprocal or multiple
     of: its name, the power and the factor."""
-    if len(values) < 2 or min(values) <= 0:
-        return None
     for name, other in earlier.items():
-        if len(other) != len(values) or min(other) <= 0:
-            continue
-        for power in (-1.0, 1.0):
-            logs = [math.log(y) - power * math.log(x) for x, y in zip(other, values, strict=True)]
-            if max(logs) - min(logs) <= 1e-9 * max(1.0, abs(logs[0])):
-                return name, power, math.exp(statistics.fmean(logs))
+        found = fixed_relation(other, values)
+        if found:
+            return name, *found
     return None
 
 
