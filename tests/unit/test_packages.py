@@ -54,6 +54,28 @@ def test_the_makefile_asks_fsbench_for_the_list() -> None:
     assert spelled & stated == set()
 
 
+def test_make_run_installs_what_the_default_comparison_needs_and_not_the_rest() -> None:
+    """`make run` asks for the default preset's list: its filesystems' and workloads'
+    tools and what every run calls; QEMU, the servers, the kernel source and the browser
+    come with `make install` alone."""
+    from fsbench.plan import model as planning
+    from fsbench.plan import presets
+
+    run = set(packages.run_packages())
+    assert run <= set(packages.host_packages())
+    cells = planning.expand(presets.load_preset(presets.DEFAULT_PRESET))
+    for cell in cells:
+        assert filesystems.CATALOGUE[cell.config.type].package in run, cell.config.type
+        for name, _ in cell.steps:
+            assert {t.package for t in workloads.get(name).tools} <= run, name
+    assert {"python3-venv", "util-linux", "mount"} <= run
+    left = {"qemu-system-x86", "postgresql", "mariadb-server", "linux-source", "chromium"}
+    assert not run & left
+    text = MAKEFILE.read_text()
+    assert "-m fsbench.execute.packages run)" in text
+    assert re.search(r"^run: apt-run engine$", text, re.MULTILINE)
+
+
 def test_command_line() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "fsbench.execute.packages"],
@@ -69,6 +91,13 @@ def test_command_line() -> None:
         check=True,
     ).stdout
     assert tuple(guest.split()) == packages.guest_packages()
+    run = subprocess.run(
+        [sys.executable, "-m", "fsbench.execute.packages", "run"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert tuple(run.split()) == packages.run_packages()
     bad = subprocess.run(
         [sys.executable, "-m", "fsbench.execute.packages", "all"], capture_output=True, text=True
     )

@@ -5,12 +5,15 @@ the filesystem catalogue (`FsType.package`: mkfs, fsck, geometry tools; also of 
 filesystems the host kernel lacks, which the VM target adds) and the workloads' tools
 (`Tool.package`). `EXTRA` names, with the reason for each, what is none of these.
 
-`make install` asks this module for the host's list (`python -m fsbench.execute.packages`, from
-the venv, which needs only python3-venv to be made); the VM target's guest root gets
+`make install` asks this module for the host's list (`python -m fsbench.execute.packages`,
+from the venv, which needs only python3-venv to be made); `make run` for the default
+preset's (`run`: its filesystems' and workloads' tools and what every run on the host
+calls; not QEMU, the database servers, the kernel source or the browser, which a fresh
+machine would otherwise fetch before its first table); the VM target's guest root gets
 `guest_packages()`. A workload that declares a new tool, or a filesystem added to the
 catalogue, brings its package to both without another edit.
 
-    python -m fsbench.execute.packages [host|guest]   # one package a line, sorted
+    python -m fsbench.execute.packages [host|guest|run]   # one package a line, sorted
 """
 
 from __future__ import annotations
@@ -29,18 +32,23 @@ class Extra:
     packages: tuple[str, ...]
     why: str
     guest: bool = False  # the VM target's guest needs them too (it runs the same runner)
+    run: bool = False  # every run on the host needs them (`make run` installs them)
 
 
 EXTRA: tuple[Extra, ...] = (
-    Extra(("python3", "python3-venv"), "fsbench's own Python, and the venv make install makes"),
-    Extra(("util-linux",), "loop devices, blkdiscard, findmnt, blockdev", guest=True),
+    Extra(
+        ("python3", "python3-venv"),
+        "fsbench's own Python, and the venv make install makes",
+        run=True,
+    ),
+    Extra(("util-linux",), "loop devices, blkdiscard, findmnt, blockdev", guest=True, run=True),
     Extra(
         ("stress-ng", "xz-utils"),
         "the contention=busy knob (stress-ng); the kernel tarball's decompression (xz)",
         guest=True,
     ),
     # In every Debian system (required priority): the guest's debootstrap minbase has them.
-    Extra(("mount", "tar"), "mount and umount; tar for the trees (untar, tree-read)"),
+    Extra(("mount", "tar"), "mount and umount; tar for the trees (untar, tree-read)", run=True),
     Extra(("quota", "btrfs-compsize"), "feature probes (fsbench features): quotas, compression"),
     Extra(
         ("linux-source", "libelf-dev", "libssl-dev"),
@@ -85,6 +93,21 @@ def host_packages() -> tuple[str, ...]:
     return tuple(sorted(tool_packages() | extra))
 
 
+def run_packages(preset: str | None = None) -> tuple[str, ...]:
+    """What `make run` installs, sorted: the tools of the preset's filesystems and
+    workloads (the default preset's when None) and what every run on the host calls."""
+    from fsbench.plan import model as planning
+    from fsbench.plan import presets
+
+    plan = presets.load_preset(preset or presets.DEFAULT_PRESET)
+    found = {p for e in EXTRA if e.run for p in e.packages}
+    for cell in planning.expand(plan):
+        found.add(filesystems.CATALOGUE[cell.config.type].package)
+        for name, _ in cell.steps:
+            found |= {t.package for t in workloads.get(name).tools}
+    return tuple(sorted(found))
+
+
 def guest_packages() -> tuple[str, ...]:
     """What the VM target's guest root gets, sorted: every filesystem's tools (also those
     the host kernel lacks), every workload's tools, what the runner calls, the system."""
@@ -94,10 +117,11 @@ def guest_packages() -> tuple[str, ...]:
 
 def main(argv: list[str]) -> int:
     which = argv[0] if argv else "host"
-    if which not in ("host", "guest") or len(argv) > 1:
-        print("usage: python -m fsbench.execute.packages [host|guest]", file=sys.stderr)
+    if which not in ("host", "guest", "run") or len(argv) > 1:
+        print("usage: python -m fsbench.execute.packages [host|guest|run]", file=sys.stderr)
         return 2
-    print("\n".join(host_packages() if which == "host" else guest_packages()))
+    found = {"host": host_packages, "guest": guest_packages, "run": run_packages}[which]()
+    print("\n".join(found))
     return 0
 
 
