@@ -77,27 +77,18 @@ def test_make_run_installs_what_the_default_comparison_needs_and_not_the_rest() 
 
 
 def test_command_line() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "fsbench.execute.packages"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert tuple(out.split()) == packages.host_packages()
-    guest = subprocess.run(
-        [sys.executable, "-m", "fsbench.execute.packages", "guest"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert tuple(guest.split()) == packages.guest_packages()
-    run = subprocess.run(
-        [sys.executable, "-m", "fsbench.execute.packages", "run"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert tuple(run.split()) == packages.run_packages()
+    for argv, expected in (
+        ([], packages.host_packages()),
+        (["guest"], packages.guest_packages()),
+        (["run"], packages.run_packages()),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "fsbench.execute.packages", *argv],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert tuple(out.split()) == expected, argv
     bad = subprocess.run(
         [sys.executable, "-m", "fsbench.execute.packages", "all"], capture_output=True, text=True
     )

@@ -11,8 +11,8 @@ that pays for looks that cannot happen throws power away.
 
 The looks are shared out once more after every group's minimum rounds, before any look is
 taken (`replan`): a first run projects from warm-up trials, the first trials after other
-work, which here run up to twice as slow as counted ones (bench/results/warmup_effect.json),
-so the first plan can leave a fifth of the budget unused. The looks still depend on
+work, which here run slower than counted ones (bench/results/warmup_effect.json), so the
+first plan can leave part of the budget unused. The looks still depend on
 nothing but what rounds cost, and each group's boundaries are computed for its final looks
 before its first look.
 

@@ -40,8 +40,9 @@ def control_run(
     for headline in (True, False):
         tested = [i for i, d in enumerate(out) if d.headline == headline and d.family_p is not None]
         by_key = {out[i].key: i for i in tested}
-        twin = {i: by_key.get((*out[i].key[:3], out[i].twin_of or "")) for i in tested}
-        idx = [i for i in tested if twin[i] is None]
+        # Each tested comparison's principal: its twin's index, else its own.
+        principal = {i: by_key.get((*out[i].key[:3], out[i].twin_of or ""), i) for i in tested}
+        idx = [i for i in tested if principal[i] == i]
         m = len(idx) + (unknown if headline else 0)
         if not idx:
             continue
@@ -62,8 +63,7 @@ def control_run(
             running = min(running, p * m / rank)
             q[i] = running
         for i in tested:
-            one = twin[i]
-            one = i if one is None else one
+            one = principal[i]
             judged = (
                 at_level(out[i], level, missed) if one in chosen else at_level(out[i], 0.0, missed)
             )

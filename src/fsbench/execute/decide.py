@@ -205,7 +205,8 @@ class Decide:
         for index, group_plan in enumerate(self.plans):
             cost = group_plan.cost
             round_s = self._round_s(index)
-            warmup_s = self.warmed_s.get(index, cost.warmup_s) if self.plan.warmup > 0 else 0.0
+            # Without warm-ups cost.warmup_s is 0 and nothing was measured.
+            warmup_s = self.warmed_s.get(index, cost.warmup_s)
             measured.append(replace(cost, round_s=round_s, warmup_s=warmup_s))
         reached = [self._n(i) for i in range(len(self.groups))]
         spent = self.loop.clock() - self.started

@@ -113,6 +113,12 @@ class CellModel:
     steps: tuple[StepModel, ...]
     warmup_seconds: float | None = None
 
+    def cost(self, warmup: bool) -> float:
+        """The seconds a trial of it takes: a warm-up trial's, or a counted one's."""
+        if warmup and self.warmup_seconds is not None:
+            return self.warmup_seconds
+        return self.seconds
+
     def plausible(self, rng: random.Random) -> CellModel:
         """The cell with every metric drawn as plausibly as its estimate allows
         (MetricModel.plausible)."""
@@ -158,8 +164,7 @@ class ReplayExecutor(Executor):
         for slot in started(slots, refused, on_start):
             model = self.models[slot.cell.key]
             began = now()
-            slow = slot.warmup and model.warmup_seconds is not None
-            self.clock.advance(model.warmup_seconds if slow else model.seconds)  # type: ignore[arg-type]
+            self.clock.advance(model.cost(slot.warmup))
             records = [
                 self._record(slot, step, index, began) for index, step in enumerate(model.steps)
             ]
@@ -195,7 +200,7 @@ def _draw(metrics: Sequence[MetricModel], rng: random.Random) -> list[float]:
     drawn: dict[str, float] = {}
     for m in metrics:
         twin = drawn.get(m.twin_of) if m.twin_of else None
-        drawn[m.name] = m.twin_factor * twin**m.twin_power if twin else m.draw(rng)
+        drawn[m.name] = m.twin_factor * twin**m.twin_power if twin is not None else m.draw(rng)
     return [drawn[m.name] for m in metrics]
 
 
