@@ -25,7 +25,7 @@ import pytest
 
 from fsbench.system import sourcetree
 from fsbench.vm.kbuild import KBUILD_CACHE
-from tests.helpers import VM_MARKS, fsbench
+from tests.helpers import GUEST, VM_MARKS, fsbench
 from tests.suitetime import build, record
 
 pytestmark = [
@@ -49,7 +49,7 @@ ENTRY = "int ext4_sync_file(struct file *file, loff_t start, loff_t end, int dat
 # seconds, not its files/s: a 1 s trial under TCG on a busy host ranges 0.8-3.8 s, which
 # as files/s (26-124) hides even the 10x the delay makes from Welch at n=4.
 MEASURE = ["--fs", "ext4", "--workload", "fs_mark", "--scale", "tiny", "--metric", "seconds"]
-MEASURE += ["--set", "files=60", "--set", "sync=1", "--guest-ram", "1024", "--warmup", "0"]
+MEASURE += ["--set", "files=60", "--set", "sync=1", *GUEST, "--warmup", "0"]
 
 
 def git(*args: str, date: str = "2024-01-01T00:00:00+00:00", check: bool = True) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from fsbench.store.results import Store
 from fsbench.vm.crash.host import case_seed, cut_after
 from fsbench.vm.images import GuestImage
-from tests.helpers import VM_MARKS, assert_every_slot_once, fsbench
+from tests.helpers import GUEST, VM_MARKS, assert_every_slot_once, fsbench
 
 pytestmark = VM_MARKS
 COUNTS = ("crashes", "damaged_crashes", "acked_lost", "files_empty", "files_mixed", "fsck_errors")
@@ -47,8 +47,7 @@ def _run(workdir: Path, *args: str) -> dict:  # type: ignore[type-arg]
         *args,
         "--scale",
         "tiny",
-        "--guest-ram",
-        "1024",
+        *GUEST,
         "--image-size",
         "2G",
         "--workdir",
@@ -211,7 +210,7 @@ def test_a_killed_crash_run_resumes_where_it_stopped(
     argv = [
         *[sys.executable, "-m", "fsbench.cli", "run", "--target", "vm", "--workload", "crash"],
         *["--fs", "ext4,xfs", "--set", "pattern=create-tree", "--set", "crashes=1"],
-        *["--scale", "tiny", "--guest-ram", "1024", "--image-size", "2G", "--no-report"],
+        *["--scale", "tiny", *GUEST, "--image-size", "2G", "--no-report"],
         *["--workdir", str(workdir / "work"), "--db", str(db)],
     ]
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

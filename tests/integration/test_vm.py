@@ -17,7 +17,7 @@ from fsbench.store.results import Store
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, import_records, run_in_vm
 from fsbench.vm.doctor import host_lacks
 from fsbench.vm.images import GuestImage
-from tests.helpers import VM_CACHE, VM_MARKS, default_sigint, fsbench
+from tests.helpers import GUEST, VM_CACHE, VM_MARKS, default_sigint, fsbench
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
@@ -51,7 +51,7 @@ def test_alloc_in_vm(tmp_path: Path, guest_image: GuestImage) -> None:
     seen: list[int] = []
     result = run_in_vm(
         job,
-        VmSpec(ram_mb=1024, vcpus=2, scratch_bytes=2 << 30, cache_dir=CACHE, workdir=tmp_path),
+        VmSpec(ram_mb=1024, vcpus=1, scratch_bytes=2 << 30, cache_dir=CACHE, workdir=tmp_path),
         timeout=240,
         on_cell=lambda recs: seen.extend(r.seq for r in recs),
     )
@@ -65,7 +65,7 @@ def test_alloc_in_vm(tmp_path: Path, guest_image: GuestImage) -> None:
         vm = r.provenance["vm"]
         assert vm["guest"]["kernel"] == vm["kernel_version"]
         assert vm["accel"] in ("kvm", "tcg")
-        assert vm["vcpus"] == 2 and vm["guest_ram_mb"] == 1024
+        assert vm["vcpus"] == 1 and vm["guest_ram_mb"] == 1024
         if want == "ok":
             names = {m.name for m in r.metrics}
             assert {"seconds", "write_seconds"} <= names
@@ -102,7 +102,8 @@ cell = Cell(FsConfig(type="f2fs"), "alloc", {"method": "write-4k", "size": 8 << 
 run_in_vm(
     VmJob([VmCell.of(0, 1, cell)], "tiny"),
     VmSpec(
-        ram_mb=512, scratch_bytes=1 << 30, cache_dir=Path(sys.argv[1]), workdir=Path(sys.argv[2])
+        ram_mb=512, vcpus=1, scratch_bytes=1 << 30, cache_dir=Path(sys.argv[1]),
+        workdir=Path(sys.argv[2]),
     ),
 )
 """
@@ -152,8 +153,7 @@ def test_vm_run_skips_a_refused_cell_and_says_where_each_trial_ran(
         "tiny",
         "--reps",
         "2",
-        "--guest-ram",
-        "1024",
+        *GUEST,
         "--image-size",
         "1G",
         "--workdir",

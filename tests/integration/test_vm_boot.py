@@ -11,7 +11,7 @@ from pathlib import Path
 from fsbench.store.results import Store
 from fsbench.vm import qemu
 from fsbench.vm.images import GuestImage
-from tests.helpers import VM_CACHE, VM_MARKS, fsbench, not_ok_trials, ours
+from tests.helpers import GUEST, VM_CACHE, VM_MARKS, fsbench, not_ok_trials, ours
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
@@ -29,8 +29,7 @@ def test_one_boot_from_an_ext4_root(workdir: Path, guest_image: GuestImage) -> N
         "boot",
         "--reps",
         "1",
-        "--guest-ram",
-        "1024",
+        *GUEST,
         "--workdir",
         str(workdir / "work"),
         "--db",
@@ -92,8 +91,7 @@ def test_two_kernels_in_one_run_compared_by_kernel(
         "tiny",
         "--reps",
         "2",
-        "--guest-ram",
-        "1024",
+        *GUEST,
         "--image-size",
         "1G",
         "--workdir",

@@ -20,7 +20,11 @@ class VmTargetSpec(TargetSpec):
         "path of your own bzImage; several (6.1,6.12) make the kernel a dimension.",
     )
     guest_ram_mb: int = flagged("guest-ram", 2048, "vm: guest RAM in MiB.", ge=256)
-    vcpus: int = Field(default=2, ge=1, le=64)
+    # Under TCG (no KVM) each vCPU is a host thread: guests whose vCPUs outnumber the free
+    # cores slow each other far more than their share (bench/results/guest_cpus.json).
+    vcpus: int = flagged(
+        "guest-cpus", 2, "vm: guest vCPUs (under TCG, one per core free for it).", ge=1, le=64
+    )
     throttle: dict[str, int] = Field(default_factory=dict)  # QEMU: iops-total, bps-total...
 
     @field_validator("kernel")
