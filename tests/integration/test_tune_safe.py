@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fsbench.store.results import Store
 from fsbench.vm.images import GuestImage
-from tests.helpers import VM_MARKS, fsbench, ours
+from tests.helpers import GUEST, VM_MARKS, fsbench, ours
 
 pytestmark = VM_MARKS
 
@@ -29,6 +29,7 @@ def test_unsafe_configs_leave_the_race_with_their_crash_evidence(
         *["--safety-set", "crashes=1", "--safety-set", "seed=3"],
         *["--max-rounds", "3", "--seed", "5", "--json", "--no-report"],
         *["--image-size", "2G", "--workdir", str(workdir / "work"), "--db", str(db)],
+        *GUEST,  # flags of the VM alone: the race runs on the loop target, its checks in a guest
         timeout=1500,
     )
     assert res.returncode == 0, res.stderr[-3000:]
@@ -38,6 +39,7 @@ def test_unsafe_configs_leave_the_race_with_their_crash_evidence(
     store = Store(db)
     checks = store.get_run(doc["safety_run"])
     assert checks.plan["target"]["kind"] == "vm" and checks.status == "finished"
+    assert (checks.plan["target"]["vcpus"], checks.plan["target"]["guest_ram_mb"]) == (1, 1024)
     crash_trials = store.get_trials(doc["safety_run"])
     assert {t.workload for t in crash_trials} == {"crash"} and len(crash_trials) == 3
     verdicts = {s["config"]: s for s in doc["safety"]}

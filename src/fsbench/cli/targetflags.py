@@ -67,6 +67,11 @@ def all_flags(only: str | None = None) -> list[TargetFlag]:
     return list(found.values())
 
 
+def only_of(kind: str) -> list[TargetFlag]:
+    """The flags that kind `kind` takes and no other kind does."""
+    return [f for f in all_flags() if f.kinds == (kind,)]
+
+
 def _cli_type(info: FieldInfo) -> type:
     """The type the command line parses a field's flag as: its own where typer knows it
     and nothing parses it first (a size such as 8G goes to the model as text)."""

@@ -134,8 +134,19 @@ def tune(
         arguments = {
             "plan_file": plan_file, "preset": preset, "fs": fs, "workload": workload,
             "set_": set_, "scale": scale, "trial_timeout": trial_timeout, "seed": seed,
-            "target_kind": target_kind, **target_flags,
+            "target_kind": target_kind,
         }  # fmt: skip
+        # The flags only a VM takes (--guest-ram, --guest-cpus, --kernel) size the safety
+        # checks' guest, and the race's own when it runs in a VM too.
+        guest_only = {f.param: f.field for f in targetflags.only_of(safety.VM)}
+        guest = {
+            field: target_flags[param]
+            for param, field in guest_only.items()
+            if safe and target_flags.get(param) not in (None, False)
+        }
+        if guest and pf.build(pf.flags_of(arguments)).plan.target.kind != safety.VM:
+            target_flags = {k: v for k, v in target_flags.items() if k not in guest_only}
+        arguments.update(target_flags)
         # The space: --fs with its braces, else the plan's configs (its search space's
         # grid among them, planflags.build_plan).
         if fs:
@@ -168,7 +179,7 @@ def tune(
         spec.settings(True)  # refuse bad settings before anything runs
         planned = races(built.cells)  # a space that is no race is refused before its crash tests
         if safe:
-            safety_run, verdicts = check_safety(built.plan, store, safety_set, out)
+            safety_run, verdicts = check_safety(built.plan, store, safety_set, out, guest)
             spec = spec.model_copy(update={"safety_run": safety_run, "safety": verdicts})
         if len(planned) > 1:
             share = budget_s / len(planned) if budget_s else 0.0
@@ -215,11 +226,12 @@ def _show(store: Store, run_ids: list[int], json_out: bool, no_report: bool, err
 
 
 def check_safety(
-    plan: Plan, store: Store, settings: list[str], out: Console
+    plan: Plan, store: Store, settings: list[str], out: Console, guest: dict[str, Any]
 ) -> tuple[int, dict[str, SafetyVerdict]]:
     """Run the crash tests of the race's configs (`settings`: the crash workload's
-    KEY=VALUE, e.g. pattern=fsync-append); their run id and each config's verdict."""
-    checks = safety.safety_plan(plan)
+    KEY=VALUE, e.g. pattern=fsync-append; `guest`: the VM target's fields the command line
+    gave); their run id and each config's verdict."""
+    checks = safety.safety_plan(plan, guest)
     overrides = planning.parse_set(settings, flag="--safety-set")
     cells = planning.expand(checks, overrides)
     out.print(

@@ -9,6 +9,7 @@ resumed race and every report see the same ones. See docs/tune.md."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fsbench.analysis.crash_evidence import CRASH, crash_text
@@ -20,16 +21,17 @@ from fsbench.plan.model import Plan
 VM = "vm"
 
 
-def safety_plan(plan: Plan) -> Plan:
+def safety_plan(plan: Plan, guest: Mapping[str, Any] | None = None) -> Plan:
     """The race's configs under the crash workload, once each, in a VM: the race's own VM
     target if it races in one, else the VM target with the race target's image size and
-    working directory."""
+    working directory; `guest` sets fields of that VM target (vcpus, guest_ram_mb...)."""
     if plan.target.kind == VM:
         target: dict[str, Any] = plan.target.model_dump()
     else:
         vm = targets.kinds()[VM]
         shared = plan.target.model_dump(include=set(vm.model_fields) - {"kind"})
         target = {**shared, "kind": VM}
+    target.update(guest or {})
     data = plan.model_dump(by_alias=True)
     data.update(
         workload=[{"name": CRASH}],
