@@ -11,7 +11,7 @@ from fsbench.analysis.rows import Row
 from fsbench.analysis.stats import summarize
 from fsbench.analysis.verdicts import decide_rows
 from fsbench.reports import render
-from fsbench.reports.tables import build_tables
+from fsbench.reports.tables import Table, build_tables
 from fsbench.store.records import RunRecord
 
 
@@ -268,3 +268,18 @@ def test_power_note_the_noisiest_row_decides() -> None:
     )
     middling = replace(wild, min_detectable=0.2, reps_for_5pct=40)
     assert power_note([steady, middling]).endswith("needs n=40 per config (--reps 40)")
+
+
+def test_a_legend_says_each_columns_looks_when_they_differ() -> None:
+    """The budget plans each group's looks: a table whose columns are groups with
+    different looks says each one's, never the first column's for all."""
+    pair = [("ext4", make_row("ext4", FAST)), ("xfs", make_row("xfs", SLOW))]
+    one, four = Design(True, 3, 3), Design(True, 3, 4)
+    table = Table("t", "", "config", ["fallocate", "write-4k"], [], verdicts=[])
+    table.verdicts = [rank(pair, one), rank(pair, four)]
+    assert "looks by column: fallocate: one look at n=3 | write-4k: a look after each " in (
+        table.legend
+    )
+    assert "round from n=3 to 4, Pocock boundaries for those looks" in table.legend
+    table.verdicts = [rank(pair, four), rank(pair, four)]
+    assert "by column" not in table.legend and "from n=3 to 4" in table.legend

@@ -81,15 +81,22 @@ class Design:
         return not self.sequential or self.n_max == self.n_min
 
     @property
+    def looks_said(self) -> str:
+        """The looks it was planned for, as the legend says them."""
+        if self.one_look:
+            return "one look" + (f" at n={self.n_min}" if self.sequential else "")
+        return (
+            f"a look after each round from n={self.n_min} to {self.n_max}, "
+            "Pocock boundaries for those looks"
+        )
+
+    @property
     def rule(self) -> str:
         """The legend's sentence on how pairs were decided."""
-        if self.one_look:
-            looks = "one look" + (f" at n={self.n_min}" if self.sequential else "")
-        else:
-            looks = (
-                f"a look after each round from n={self.n_min} to {self.n_max}, "
-                "Pocock boundaries for those looks"
-            )
+        return self.rule_with(self.looks_said)
+
+    def rule_with(self, looks: str) -> str:
+        """The legend's sentence, with `looks` said (a table's columns may differ in it)."""
         return (
             "pairs ordered by Welch's t-test on the log scale (three configs: a gate, "
             "Welch's ANOVA or Bonferroni over the pairs, then pairs at the same level; "

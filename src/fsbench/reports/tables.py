@@ -46,7 +46,17 @@ class Table:
         decided = [v for v in self.verdicts if v is not None]
         if not decided:
             return ""
-        text = f"verdict: {decided[0].design.rule}"
+        # Each column's group had its own looks (the budget's plan): say each one's.
+        by_looks: dict[str, list[str]] = {}
+        for column, v in zip(self.columns, self.verdicts, strict=False):
+            if v is not None:
+                by_looks.setdefault(v.design.looks_said, []).append(column)
+        looks = next(iter(by_looks))
+        if len(by_looks) > 1:
+            looks = "looks by column: " + " | ".join(
+                f"{', '.join(columns)}: {said}" for said, columns in by_looks.items()
+            )
+        text = f"verdict: {decided[0].design.rule_with(looks)}"
         if any(p.test == "Fisher" for v in decided for p in v.pairs):
             text += "; counts out of N by Fisher's exact test"
         if any("{" in v.short for v in decided):
