@@ -32,10 +32,8 @@ RUN += ["--no-report"]
 
 
 def argv(cpus: int, where: Path) -> list[str]:
-    return [FSBENCH, *RUN, "--guest-cpus", str(cpus), "--workdir", str(where / "work")] + [
-        "--db",
-        str(where / "r.db"),
-    ]
+    run_dir = ["--workdir", str(where / "work"), "--db", str(where / "r.db")]
+    return [FSBENCH, *RUN, "--guest-cpus", str(cpus), *run_dir]
 
 
 def side_by_side(cpus: int, at_once: int, scratch: Path) -> list[float]:
