@@ -83,8 +83,15 @@ def make_steps() -> list[dict[str, Any]]:
     return out
 
 
+def plain_nodeid(nodeid: str) -> str:
+    """The test's node id without the group pytest-xdist appends (`...::test@qemu`), so a
+    test keeps one name from record to record; an `@` inside a parameter's id stays."""
+    at = nodeid.rfind("@")
+    return nodeid[:at] if at > nodeid.rfind("]") else nodeid
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    entry = _TESTS.setdefault(report.nodeid, {"seconds": 0.0, "outcome": "passed"})
+    entry = _TESTS.setdefault(plain_nodeid(report.nodeid), {"seconds": 0.0, "outcome": "passed"})
     entry["seconds"] += report.duration
     if report.failed:
         entry["outcome"] = "failed" if report.when == "call" else "error"
