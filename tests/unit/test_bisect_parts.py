@@ -177,3 +177,66 @@ def test_chart_draws_the_commits_in_history_order() -> None:
     }  # fmt: skip
     svg = report.chart_svg(data)
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+
+
+def _git(tree: Path, *args: str) -> str:
+    import subprocess
+
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@localhost",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@localhost",
+        "PATH": "/usr/bin:/bin",
+    }
+    res = subprocess.run(["git", "-C", str(tree), *args], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+def _commit(tree: Path, path: str, text: str) -> str:
+    (tree / path).parent.mkdir(parents=True, exist_ok=True)
+    (tree / path).write_text(text)
+    _git(tree, "add", path)
+    _git(tree, "commit", "-q", "-m", path)
+    return _git(tree, "rev-parse", "HEAD")
+
+
+def test_a_commit_that_changes_only_unbuilt_files_runs_the_kernel_already_built(
+    tmp_path: Path,
+) -> None:
+    """Documentation/ only: the kept kernel, linked, no make. Code: a build (here the
+    tree's make fails at once, so the attempt shows). A damaged kept kernel is not used."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    _git(tree, "init", "-q", "-b", "main")
+    (tree / "Kconfig").write_text("")
+    base = _commit(tree, "Makefile", "olddefconfig:\n\tfalse\n")
+    doc = _commit(tree, "Documentation/fs.rst", "more\n")
+    doc_too = _commit(tree, "MAINTAINERS", "someone\n")
+    code = _commit(tree, "fs/ext4/fsync.c", "int x;\n")
+    builder = kbuild.KernelBuilder(tree, cache=tmp_path / "kb")
+    builder.out.mkdir(parents=True)
+    builder.base_config.write_text("CONFIG_EXT4_FS=y\n")
+    kept = builder.dir / "kernels" / base
+    kept.mkdir(parents=True)
+    fake_bzimage(kept / "bzImage", "6.1.0-g" + base[:12])
+    (kept / "version").write_text("6.1.0-g" + base[:12])
+    (kept / ".config").write_text("CONFIG_EXT4_FS=y\n")
+
+    for commit in (doc, doc_too, doc):  # the second time from its own kept link
+        built = builder.build(commit)
+        assert built.ok and built.seconds == 0.0, built
+        assert built.same_as in (base, doc) and built.version == "6.1.0-g" + base[:12]
+        assert (builder.dir / "kernels" / commit / "bzImage").stat().st_ino == (
+            kept / "bzImage"
+        ).stat().st_ino
+    assert (builder.dir / "kernels" / doc / "same_as").read_text() == base
+
+    built = builder.build(code)  # fsync.c changed: built, not borrowed
+    assert not built.ok and built.same_as == "" and built.error
+
+    (builder.dir / "kernels" / doc).rename(tmp_path / "gone")
+    (builder.dir / "kernels" / doc_too).rename(tmp_path / "gone-too")
+    (kept / "version").write_text("6.1.0-other")  # the header no longer matches
+    assert not builder.build(doc).ok  # so a build is attempted, and this tree's make fails

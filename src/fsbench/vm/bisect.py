@@ -127,6 +127,7 @@ class Step:
     measure_seconds: float = 0.0
     error: str = ""
     seqs: list[int] = field(default_factory=list)  # its trials in the run
+    kernel_of: str = ""  # the commit whose kernel it ran: they differ in unbuilt files only
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +140,7 @@ class Step:
             "measure_seconds": round(self.measure_seconds, 1),
             "error": self.error,
             "seqs": self.seqs,
+            "kernel_of": self.kernel_of,
         }
 
 
@@ -251,7 +253,13 @@ class Bisection:
     def build(self, step: Step) -> Built:
         built = self.builder.build(step.commit)
         step.build_seconds += built.seconds
-        if built.ok:
+        step.kernel_of = built.same_as
+        if built.ok and built.same_as:
+            self.say(
+                f"  {step.commit[:12]} runs the kernel of {built.same_as[:12]} ({built.version}):"
+                " they differ only in files no build reads"
+            )
+        elif built.ok:
             self.say(f"  built {step.commit[:12]} ({built.version}) in {built.seconds:.0f} s")
         return built
 

@@ -9,7 +9,10 @@ an option gets Kconfig's default for it and nothing else changes.
 The build directory (`make O=`) lives under the cache and is kept across steps and runs,
 so a step rebuilds what its checkout changed; ccache, when installed, serves what an
 earlier step already compiled. A commit built before is not built again: its bzImage is
-kept, and reused once its header names the release that was built. Builds run at
+kept, and reused once its header names the release that was built. Nor is a commit whose
+difference from one built before touches only files no build reads (Documentation/,
+LICENSES/, MAINTAINERS...): same sources, same config, so it gets that commit's bzImage
+(its release string names the other commit; `same_as` says which). Builds run at
 `nice -n 10`.
 
     <cache>/ (default /var/cache/fsbench/kbuild)
@@ -105,6 +108,11 @@ FRAGMENT: dict[str, str] = {
     "CONFIG_MODULES": "n",
     "CONFIG_LOCALVERSION_AUTO": "y",
 }
+# Paths no kernel build reads: two commits that differ only in these build the same kernel.
+UNBUILT = re.compile(r"(Documentation|LICENSES)/.*|MAINTAINERS|CREDITS|README|COPYING|\.mailmap")
+# How many kept builds a new commit is compared with (the latest first): a `git diff
+# --name-only` each, milliseconds between neighbouring commits.
+SAME_AS_CANDIDATES = 16
 # Options known to change performance: a difference between the endpoints' configs is
 # reported before bisecting.
 CONFOUNDERS = re.compile(
@@ -124,6 +132,7 @@ class Built:
     bzimage: Path | None = None
     version: str = ""
     error: str = ""
+    same_as: str = ""  # the commit whose build this is (they differ in unbuilt files only)
 
 
 def fragment_text() -> str:
@@ -249,11 +258,16 @@ class KernelBuilder:
                 version = (done / "version").read_text()
                 # Checked, not trusted: the bzImage's own header names the release built.
                 if bzimage_version(done / "bzImage") == version:
-                    return Built(commit, True, 0.0, done / "bzImage", version)
+                    same = done / "same_as"
+                    same_as = same.read_text() if same.is_file() else ""
+                    return Built(commit, True, 0.0, done / "bzImage", version, same_as=same_as)
                 self.log(f"{commit[:12]}: the kept bzImage is not {version}; building it again")
                 self.forget(commit)
             if (done / "failed").is_file():  # the compiler said no, with this config
                 return Built(commit, False, 0.0, error=(done / "failed").read_text())
+            same = self._built_alike(commit)
+            if same is not None:
+                return same
             t0 = time.monotonic()
             self.prepare_config()
             shutil.copy2(self.base_config, self.out / ".config")
@@ -274,6 +288,38 @@ class KernelBuilder:
             shutil.copy2(self.out / ".config", done / ".config")
             (done / "version").write_text(release)
             return Built(commit, True, seconds, done / "bzImage", release)
+
+    def _built_alike(self, commit: str) -> Built | None:
+        """A kept build of a commit that differs from `commit` only in files no build
+        reads, kept under `commit` too (a hard link: no copy); None if there is none."""
+        kernels = self.dir / "kernels"
+        if not kernels.is_dir():
+            return None
+        built = [
+            d for d in kernels.iterdir() if (d / "bzImage").is_file() and (d / "version").is_file()
+        ]
+        kept = sorted(built, key=lambda d: d.stat().st_mtime, reverse=True)
+        for other in kept[:SAME_AS_CANDIDATES]:
+            diff = proc.run(
+                ["git", "-C", str(self.tree), "diff", "--name-only", other.name, commit, "--"],
+                timeout=120,
+            )
+            changed = diff.stdout.split()
+            if not diff.ok or not all(UNBUILT.fullmatch(path) for path in changed):
+                continue
+            version = (other / "version").read_text()
+            if bzimage_version(other / "bzImage") != version:
+                continue  # not trusted: an earlier build left it damaged
+            done = kernels / commit
+            done.mkdir(parents=True, exist_ok=True)
+            for name in ("bzImage", ".config"):
+                (done / name).unlink(missing_ok=True)
+                os.link(other / name, done / name)
+            (done / "same_as").write_text(other.name)
+            (done / "version").write_text(version)
+            self.log(f"{commit[:12]}: the kernel of {other.name[:12]} (only unbuilt files differ)")
+            return Built(commit, True, 0.0, done / "bzImage", version, same_as=other.name)
+        return None
 
     def forget(self, commit: str) -> None:
         shutil.rmtree(self.dir / "kernels" / commit, ignore_errors=True)
