@@ -163,8 +163,10 @@ def guest_image(guest_images: Callable[[str | None], GuestImage]) -> GuestImage:
 # machine), and a test that makes a
 # mount namespace (`unshare --mount` copies every mount of the machine, and the copy keeps
 # the other worker's filesystem busy after that test unmounts it: its next blkdiscard
-# fails with EBUSY). The longest groups are
-# handed out first (--no-loadscope-reorder keeps this order).
+# fails with EBUSY). An `alone` test outside the groups joins the QEMU group's chain,
+# after its guests: elsewhere it waited for a guest test of minutes on the other worker to
+# end, with one CPU idle (a warm make test spent a fifth of its CPU time idle). The
+# longest groups are handed out first (--no-loadscope-reorder keeps this order).
 GROUPS: dict[str, tuple[str, ...]] = {
     "qemu": (
         "tests/integration/test_vm.py",
@@ -181,6 +183,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),
 }
 FIRST = ("bisect", "qemu", "fleet")  # started first: the longest chains of one worker
+ALONE_AFTER = "qemu"  # the group an `alone` test outside the groups joins, at its end
 
 # `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the
 # fleet, the database servers, every other test that took more than 8 s on this machine
@@ -248,7 +251,10 @@ def _module_fixture_group(item: pytest.Item) -> str | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        group = _group_of(item.nodeid) or _module_fixture_group(item)
+        group = _group_of(item.nodeid)
+        if group is None and item.get_closest_marker("alone") is not None:
+            group = ALONE_AFTER  # ranked after the group's own tests (below): its end
+        group = group or _module_fixture_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
         if _under(item.nodeid, SLOW):

@@ -304,7 +304,7 @@ class KernelBuilder:
                 ["git", "-C", str(self.tree), "diff", "--name-only", other.name, commit, "--"],
                 timeout=120,
             )
-            changed = diff.stdout.split()
+            changed = diff.stdout.splitlines()
             if not diff.ok or not all(UNBUILT.fullmatch(path) for path in changed):
                 continue
             version = (other / "version").read_text()
@@ -317,7 +317,6 @@ class KernelBuilder:
                 os.link(other / name, done / name)
             (done / "same_as").write_text(other.name)
             (done / "version").write_text(version)
-            self.log(f"{commit[:12]}: the kernel of {other.name[:12]} (only unbuilt files differ)")
             return Built(commit, True, 0.0, done / "bzImage", version, same_as=other.name)
         return None
 
