@@ -188,7 +188,9 @@ def test_bisect_names_the_planted_commit(history: dict[str, str], tmp_path: Path
     assert data["seconds"] > 0
     print(f"bisection: {data['seconds']:.0f} s")
     for s in data["steps"]:
-        record(f"bisect: kernel {s['commit'][:12]} ({s['role']})", s["build_seconds"])
+        borrowed = f"the kernel of {s['kernel_of'][:12]}" if s.get("kernel_of") else ""
+        name = f"bisect: kernel {s['commit'][:12]} ({s['role']})"
+        record(name, s["build_seconds"], built=s["build_seconds"] > 0, detail=borrowed)
         print(
             f"  {s['commit'][:12]} {s['role']:13} n={s['n']} {s['verdict']:9} "
             f"build {s['build_seconds']:.0f} s, measure {s['measure_seconds']:.0f} s"
