@@ -265,9 +265,9 @@ class KernelBuilder:
                 self.forget(commit)
             if (done / "failed").is_file():  # the compiler said no, with this config
                 return Built(commit, False, 0.0, error=(done / "failed").read_text())
-            same = self._built_alike(commit)
-            if same is not None:
-                return same
+            alike = self._built_alike(commit)
+            if alike is not None:
+                return alike
             t0 = time.monotonic()
             self.prepare_config()
             shutil.copy2(self.base_config, self.out / ".config")
