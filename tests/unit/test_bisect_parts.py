@@ -19,6 +19,7 @@ from fsbench.system.errors import FsbenchError
 from fsbench.vm import images as builtin
 from fsbench.vm import kbuild, kernels
 from fsbench.vm.bisect import BisectFacts
+from tests.unit.test_bisect_driver import git
 
 
 def fake_bzimage(path: Path, version: str) -> None:
@@ -179,27 +180,12 @@ def test_chart_draws_the_commits_in_history_order() -> None:
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
 
 
-def _git(tree: Path, *args: str) -> str:
-    import subprocess
-
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@localhost",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@localhost",
-        "PATH": "/usr/bin:/bin",
-    }
-    res = subprocess.run(["git", "-C", str(tree), *args], env=env, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    return res.stdout.strip()
-
-
 def _commit(tree: Path, path: str, text: str) -> str:
     (tree / path).parent.mkdir(parents=True, exist_ok=True)
     (tree / path).write_text(text)
-    _git(tree, "add", path)
-    _git(tree, "commit", "-q", "-m", path)
-    return _git(tree, "rev-parse", "HEAD")
+    git(tree, "add", path)
+    git(tree, "commit", "-q", "-m", path)
+    return git(tree, "rev-parse", "HEAD").strip()
 
 
 def test_a_commit_that_changes_only_unbuilt_files_runs_the_kernel_already_built(
@@ -209,7 +195,7 @@ def test_a_commit_that_changes_only_unbuilt_files_runs_the_kernel_already_built(
     tree's make fails at once, so the attempt shows). A damaged kept kernel is not used."""
     tree = tmp_path / "linux"
     tree.mkdir()
-    _git(tree, "init", "-q", "-b", "main")
+    git(tree, "init", "-q", "-b", "main")
     (tree / "Kconfig").write_text("")
     base = _commit(tree, "Makefile", "olddefconfig:\n\tfalse\n")
     doc = _commit(tree, "Documentation/fs.rst", "more\n")

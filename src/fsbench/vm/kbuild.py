@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench.execute.git import Git
 from fsbench.system import proc
 from fsbench.system.errors import FsbenchError
 from fsbench.vm.cache import LogFn, content_key, locked, quiet
@@ -254,14 +255,14 @@ class KernelBuilder:
         `make olddefconfig`, `make bzImage`. A failure is a Built with its reason."""
         with locked(self.cache, f"kbuild-{self.key}"):
             done = self.dir / "kernels" / commit
+            version = _kept_version(done)
+            if version is not None:
+                same = done / "same_as"
+                same_as = same.read_text() if same.is_file() else ""
+                return Built(commit, True, 0.0, done / "bzImage", version, same_as=same_as)
             if (done / "bzImage").is_file() and (done / "version").is_file():
-                version = (done / "version").read_text()
-                # Checked, not trusted: the bzImage's own header names the release built.
-                if bzimage_version(done / "bzImage") == version:
-                    same = done / "same_as"
-                    same_as = same.read_text() if same.is_file() else ""
-                    return Built(commit, True, 0.0, done / "bzImage", version, same_as=same_as)
-                self.log(f"{commit[:12]}: the kept bzImage is not {version}; building it again")
+                said = (done / "version").read_text()
+                self.log(f"{commit[:12]}: the kept bzImage is not {said}; building it again")
                 self.forget(commit)
             if (done / "failed").is_file():  # the compiler said no, with this config
                 return Built(commit, False, 0.0, error=(done / "failed").read_text())
@@ -295,21 +296,19 @@ class KernelBuilder:
         kernels = self.dir / "kernels"
         if not kernels.is_dir():
             return None
-        built = [
-            d for d in kernels.iterdir() if (d / "bzImage").is_file() and (d / "version").is_file()
-        ]
+        built = [d for d in kernels.iterdir() if (d / "bzImage").is_file()]
         kept = sorted(built, key=lambda d: d.stat().st_mtime, reverse=True)
+        git = Git(self.tree)
         for other in kept[:SAME_AS_CANDIDATES]:
-            diff = proc.run(
-                ["git", "-C", str(self.tree), "diff", "--name-only", other.name, commit, "--"],
-                timeout=120,
+            version = _kept_version(other)
+            if version is None:
+                continue
+            diff = git.run(
+                "diff", "--name-only", other.name, commit, "--", check=False, timeout=120
             )
             changed = diff.stdout.splitlines()
             if not diff.ok or not all(UNBUILT.fullmatch(path) for path in changed):
                 continue
-            version = (other / "version").read_text()
-            if bzimage_version(other / "bzImage") != version:
-                continue  # not trusted: an earlier build left it damaged
             done = kernels / commit
             done.mkdir(parents=True, exist_ok=True)
             for name in ("bzImage", ".config"):
@@ -322,6 +321,15 @@ class KernelBuilder:
 
     def forget(self, commit: str) -> None:
         shutil.rmtree(self.dir / "kernels" / commit, ignore_errors=True)
+
+
+def _kept_version(build: Path) -> str | None:
+    """The release a kept build was made as, once its bzImage's own header names it
+    (checked, not trusted); None when there is no kept build or it disagrees."""
+    if not (build / "bzImage").is_file() or not (build / "version").is_file():
+        return None
+    version = (build / "version").read_text()
+    return version if bzimage_version(build / "bzImage") == version else None
 
 
 def _error_lines(output: str) -> str:
