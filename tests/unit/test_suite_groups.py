@@ -1,0 +1,27 @@
+"""The suite's own check that pytest-xdist keeps each group on one worker: it stops the
+run when a grouped test comes back without its group in its node id (pytest 9.2 with
+xdist 3.8, pytest-xdist#1386), and lets it go on when the group is there."""
+
+from __future__ import annotations
+
+import pytest
+
+import conftest
+from tests.suitetime import plain_nodeid
+
+GUEST_TEST = "tests/integration/test_vm.py::test_alloc_in_vm"
+
+
+def test_a_grouped_test_without_its_group_stops_the_suite() -> None:
+    with pytest.raises(pytest.exit.Exception, match="groups are not in force"):
+        conftest.pytest_xdist_node_collection_finished(None, [GUEST_TEST])
+
+
+def test_grouped_and_ungrouped_tests_named_as_xdist_names_them_pass() -> None:
+    ids = [f"{GUEST_TEST}@qemu", "tests/unit/test_stats.py::test_mean"]
+    conftest.pytest_xdist_node_collection_finished(None, ids)  # no exit
+
+
+def test_the_record_names_a_test_without_its_group() -> None:
+    assert plain_nodeid(f"{GUEST_TEST}@qemu") == GUEST_TEST
+    assert plain_nodeid("tests/x.py::t[a@b]") == "tests/x.py::t[a@b]"  # a parameter's @
