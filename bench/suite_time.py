@@ -43,6 +43,7 @@ def summary(record: dict[str, Any], wall_s: float) -> dict[str, Any]:
         "make_wall_s": round(wall_s, 1),
         "pytest_wall_s": record["wall_s"],
         "test_s": record["test_s"],
+        "waited_s": record.get("waited_s"),  # of test_s; records before 2026-11-29 lack it
         "tests": sum(record["outcomes"].values()),
         "outcomes": record["outcomes"],
         "make_steps": record["make_steps"],

@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -325,12 +326,16 @@ def _share_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
     if files is None or not hasattr(request.config, "workerinput"):
         yield  # one process: nothing runs beside the test
         return
+    from tests.suitetime import waited  # a plugin of this conftest's (pytest_plugins)
+
     turnstile, lock = files
     TEST_ROOT.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
     if request.node.get_closest_marker("alone") is not None:
         with _flock(turnstile, fcntl.LOCK_EX):
             held = lock.open("a")
             fcntl.flock(held, fcntl.LOCK_EX)  # once the tests running now have ended
+        waited(request.node, time.monotonic() - began)
         try:
             yield
         finally:
@@ -340,4 +345,5 @@ def _share_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
         with _flock(turnstile, fcntl.LOCK_EX):
             pass
         with _flock(lock, fcntl.LOCK_SH):
+            waited(request.node, time.monotonic() - began)
             yield

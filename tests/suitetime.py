@@ -32,6 +32,7 @@ _BUILDS: list[dict[str, Any]] = []
 _TESTS: dict[str, dict[str, Any]] = {}
 _STARTED = time.monotonic()
 WORKER_KEY = "fsbench_builds"
+WAITED = "waited_s"  # a test's seconds waiting for the machine (tests/conftest.py's lock)
 
 # Families: a test file's first matching pattern names the family it is counted in.
 FAMILIES = (
@@ -90,9 +91,20 @@ def plain_nodeid(nodeid: str) -> str:
     return nodeid[:at] if at > nodeid.rfind("]") else nodeid
 
 
+def waited(item: pytest.Item, seconds: float) -> None:
+    """Note how long the test waited for the machine before it began (the other worker's
+    tests to end, for an `alone` test; an `alone` test's end, for the others): it travels
+    with the setup's report to the controller (user_properties)."""
+    item.user_properties.append((WAITED, round(seconds, 2)))
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    entry = _TESTS.setdefault(plain_nodeid(report.nodeid), {"seconds": 0.0, "outcome": "passed"})
+    entry = _TESTS.setdefault(
+        plain_nodeid(report.nodeid), {"seconds": 0.0, "outcome": "passed", WAITED: 0.0}
+    )
     entry["seconds"] += report.duration
+    if report.when == "setup":  # the later phases' reports carry the same list
+        entry[WAITED] += sum(v for k, v in report.user_properties if k == WAITED)
     if report.failed:
         entry["outcome"] = "failed" if report.when == "call" else "error"
     elif report.skipped and entry["outcome"] == "passed":
@@ -134,12 +146,17 @@ def _summary() -> dict[str, Any]:
     return {
         "wall_s": round(time.monotonic() - _STARTED, 1),
         "test_s": round(sum(t["seconds"] for t in _TESTS.values()), 1),
+        # Of test_s: waiting for the machine, one worker idle (an `alone` test and the rest).
+        WAITED: round(sum(t[WAITED] for t in _TESTS.values()), 1),
         "outcomes": outcomes,
         "families": {k: round(v, 1) for k, v in sorted(families.items(), key=lambda kv: -kv[1])},
         "files": {k: round(v, 1) for k, v in sorted(files.items(), key=lambda kv: -kv[1])},
         "builds": _BUILDS,
         "make_steps": make_steps(),
-        "tests": {k: {**v, "seconds": round(v["seconds"], 2)} for k, v in sorted(_TESTS.items())},
+        "tests": {
+            k: {**v, "seconds": round(v["seconds"], 2), WAITED: round(v[WAITED], 2)}
+            for k, v in sorted(_TESTS.items())
+        },
     }
 
 
@@ -161,6 +178,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(f"tests by family (sum of their times; wall {doc['wall_s']:.0f} s):")
         for name, seconds in doc["families"].items():
             tr.write_line(f"{seconds:8.1f} s  {name}")
+        tr.write_line(
+            f"{doc[WAITED]:8.1f} s  of them waiting for the machine (tests marked alone, and "
+            "the tests behind them)"
+        )
     path = os.environ.get("FSBENCH_SUITE_RECORD")
     if path:
         Path(path).write_text(json.dumps(doc, indent=1) + "\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import conftest
+from tests import suitetime
 from tests.suitetime import plain_nodeid
 
 GUEST_TEST = "tests/integration/test_vm.py::test_alloc_in_vm"
@@ -25,3 +26,19 @@ def test_grouped_and_ungrouped_tests_named_as_xdist_names_them_pass() -> None:
 def test_the_record_names_a_test_without_its_group() -> None:
     assert plain_nodeid(f"{GUEST_TEST}@qemu") == GUEST_TEST
     assert plain_nodeid("tests/x.py::t[a@b]") == "tests/x.py::t[a@b]"  # a parameter's @
+
+
+def test_the_record_counts_a_tests_wait_for_the_machine_once() -> None:
+    nodeid = "tests/x.py::test_waited_for_the_machine@qemu"
+    phases = (("setup", 3.0), ("call", 1.0), ("teardown", 0.5))
+    try:
+        for when, seconds in phases:  # every phase's report carries the setup's note
+            report = pytest.TestReport(
+                nodeid, ("x", 0, "t"), {}, "passed", None, when, duration=seconds,
+                user_properties=[(suitetime.WAITED, 2.5)],
+            )  # fmt: skip
+            suitetime.pytest_runtest_logreport(report)
+        entry = suitetime._TESTS[plain_nodeid(nodeid)]
+        assert entry["seconds"] == 4.5 and entry[suitetime.WAITED] == 2.5
+    finally:
+        suitetime._TESTS.pop(plain_nodeid(nodeid), None)  # not a test of this session's
