@@ -185,6 +185,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 FIRST = ("bisect", "qemu", "fleet")  # started first: the longest chains of one worker
 ALONE_AFTER = "qemu"  # the group an `alone` test outside the groups joins, at its end
+# Groups that run at the end of another's chain, on its worker: the sysctls group holds an
+# `alone` test (test_memcap's page-cache read), which on the other worker waited 96 s for
+# a guest test to end in a warm make test (bench/results/suite_time.json).
+JOINS = {"sysctls": ALONE_AFTER}
 
 # `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the
 # fleet, the database servers, every other test that took more than 8 s on this machine
@@ -255,7 +259,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _group_of(item.nodeid)
         if group is None and item.get_closest_marker("alone") is not None:
             group = ALONE_AFTER  # ranked after the group's own tests (below): its end
-        group = group or _module_fixture_group(item)
+        group = JOINS.get(group, group) if group else _module_fixture_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
         if _under(item.nodeid, SLOW):
