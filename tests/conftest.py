@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -321,11 +322,38 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             path.unlink(missing_ok=True)
 
 
+# Whether the next test this worker runs is `alone` too (pytest_runtest_protocol knows it).
+_NEXT_ALONE = pytest.StashKey[bool]()
+# This worker's hold of the machine, kept from one `alone` test to the next: released
+# between them, the other worker starts a test of its own (sysbench's, 30 s) and the next
+# `alone` test waits for it to end (8 tests of test_runner_clock waited 29 s each in a
+# warm make test; bench/results/suite_time.json keeps each test's waited_s).
+_held: list[IO[str]] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    item.stash[_NEXT_ALONE] = nextitem is not None and _alone(nextitem)
+    return (yield)
+
+
+def _alone(item: pytest.Item) -> bool:
+    return item.get_closest_marker("alone") is not None
+
+
+def _release_held() -> None:
+    while _held:
+        held = _held.pop()
+        fcntl.flock(held, fcntl.LOCK_UN)
+        held.close()
+
+
 @pytest.fixture(autouse=True)
 def _share_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
     """Under xdist: every test holds the session's lock shared, an `alone` test holds it
-    exclusive. A writer takes the turnstile while it waits, so that readers queue behind
-    it instead of passing it by."""
+    exclusive (and keeps it for the next test when that one is `alone` too). A writer takes
+    the turnstile while it waits, so that readers queue behind it instead of passing it
+    by."""
     files = _share_files(request.config)
     if files is None or not hasattr(request.config, "workerinput"):
         yield  # one process: nothing runs beside the test
@@ -335,17 +363,22 @@ def _share_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
     turnstile, lock = files
     TEST_ROOT.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
-    if request.node.get_closest_marker("alone") is not None:
-        with _flock(turnstile, fcntl.LOCK_EX):
-            held = lock.open("a")
-            fcntl.flock(held, fcntl.LOCK_EX)  # once the tests running now have ended
+    if _alone(request.node):
+        if not _held:
+            with _flock(turnstile, fcntl.LOCK_EX):
+                held = lock.open("a")
+                fcntl.flock(held, fcntl.LOCK_EX)  # once the tests running now have ended
+            _held.append(held)
         waited(request.node, time.monotonic() - began)
         try:
             yield
         finally:
-            fcntl.flock(held, fcntl.LOCK_UN)
-            held.close()
+            if not request.node.stash.get(_NEXT_ALONE, False):
+                _release_held()
     else:
+        # Still held: the `alone` test meant to come next was skipped before its setup.
+        # Released first, or this process's shared lock would wait for its own.
+        _release_held()
         with _flock(turnstile, fcntl.LOCK_EX):
             pass
         with _flock(lock, fcntl.LOCK_SH):
