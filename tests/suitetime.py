@@ -31,6 +31,7 @@ import pytest
 _BUILDS: list[dict[str, Any]] = []
 _TESTS: dict[str, dict[str, Any]] = {}
 _STARTED = time.monotonic()
+_STARTED_EPOCH = time.time()  # a report's start is on the wall clock
 WORKER_KEY = "fsbench_builds"
 WAITED = "waited_s"  # a test's seconds waiting for the machine (tests/conftest.py's lock)
 
@@ -105,6 +106,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     entry["seconds"] += report.duration
     if report.when == "setup":  # the later phases' reports carry the same list
         entry[WAITED] += sum(v for k, v in report.user_properties if k == WAITED)
+        # When and where it began: the suite's timeline, worker by worker.
+        entry["began_s"] = round(report.start - _STARTED_EPOCH, 1)
+        gateway = getattr(getattr(report, "node", None), "gateway", None)  # xdist's worker
+        entry["worker"] = getattr(gateway, "id", "")
     if report.failed:
         entry["outcome"] = "failed" if report.when == "call" else "error"
     elif report.skipped and entry["outcome"] == "passed":
