@@ -187,8 +187,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
 FIRST = ("bisect", "qemu", "fleet")  # started first: the longest chains of one worker
 ALONE_AFTER = "qemu"  # the group an `alone` test outside the groups joins, at its end
 # Groups that run at the end of another's chain, on its worker: the sysctls group holds an
-# `alone` test (test_memcap's page-cache read), which on the other worker waited 96 s for
-# a guest test to end in a warm make test (bench/results/suite_time.json).
+# `alone` test (test_memcap's page-cache read) that on the other worker waited for a guest
+# test to end: 102.4 s for a test of seconds in a warm make test (its entry in
+# bench/results/history/suite_time-2026-11-29-fc4.json).
 JOINS = {"sysctls": ALONE_AFTER}
 
 # `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the
@@ -326,8 +327,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _NEXT_ALONE = pytest.StashKey[bool]()
 # This worker's hold of the machine, kept from one `alone` test to the next: released
 # between them, the other worker starts a test of its own (sysbench's, 30 s) and the next
-# `alone` test waits for it to end (8 tests of test_runner_clock waited 29 s each in a
-# warm make test; bench/results/suite_time.json keeps each test's waited_s).
+# `alone` test waits for it to end (8 tests of test_runner_clock waited about 29 s each
+# in a warm make test: waited_s in bench/results/history/suite_time-2026-11-29-fc5.json).
 _held: list[IO[str]] = []
 
 
