@@ -259,7 +259,7 @@ def _module_fixture_group(item: pytest.Item) -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         group = _group_of(item.nodeid)
-        if group is None and item.get_closest_marker("alone") is not None:
+        if group is None and _alone(item):
             group = ALONE_AFTER  # ranked after the group's own tests (below): its end
         group = JOINS.get(group, group) if group else _module_fixture_group(item)
         if group is not None:
