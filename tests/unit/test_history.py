@@ -9,11 +9,13 @@ import csv
 import io
 import json
 import sqlite3
+from itertools import permutations
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from fsbench.analysis import history
+from fsbench.analysis import changepoints, history
 from fsbench.cli.history import EXIT_REGRESSION
 from fsbench.store.results import Store
 from fsbench.store.schema import SCHEMA_VERSION
@@ -178,3 +180,40 @@ def test_a_bad_tag_is_refused_before_anything_runs(db: Path, args: list[str], sa
     res = fsbench("run", "--fs", "ext4", "--workload", "fs_mark", "--db", str(db), *args)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and says in res.stderr
     assert not Store(db).list_runs()
+
+
+# CI of 1fd4259 (2026-11-29): six fast nights of fs_mark, then two with `sync`, and the
+# change was put at the sixth night. These are such nights' log means (the sixth the slowest
+# of the fast ones). A shuffle that reproduced the same two sides tied with them but was
+# counted below them by rounding, so E-divisive's p came out near 0.01 instead of 0.035.
+NIGHTS = [8.32, 8.2, 8.15, 8.21, 8.14, 7.8, 4.98, 5.1]
+# Twenty nights, then two slower: here a shuffle rarely splits as well (p < 0.01), but no
+# split leaves fewer than MIN_SIZE runs on a side, so the best one (19) holds a fast night.
+LONG = [8.0, 8.1, 7.9, 8.05, 7.95, 8.02, 8.08, 7.92, 8.0, 8.04, 7.96, 8.01, 7.99, 8.06, 7.94,
+        8.03, 7.97, 8.0, 8.07, 7.93, 5.0, 5.1]  # fmt: skip
+
+
+def test_a_permutation_that_ties_the_observed_split_counts_against_it() -> None:
+    x = np.asarray(NIGHTS)
+    tau, q = changepoints._energy(x)
+    same_sides = [
+        changepoints._energy(np.asarray([*left, *right]))[1]
+        for left in permutations(NIGHTS[:tau]) for right in permutations(NIGHTS[tau:])
+    ]  # fmt: skip
+    assert min(same_sides) < q  # rounding: what a plain >= missed
+    assert min(same_sides) >= q - changepoints.TIE * abs(q)  # each ties, and counts
+    assert changepoints.e_divisive(NIGHTS) == []  # p about 2/56: no change by E-divisive
+    (found,) = changepoints.detect(NIGHTS)
+    assert (found.at, found.method) == (6, "newest-runs")
+
+
+def test_a_change_two_runs_from_an_end_is_placed_at_its_run_not_at_the_split_limit() -> None:
+    assert changepoints._energy(np.asarray(LONG))[0] == len(LONG) - changepoints.MIN_SIZE
+    (found,) = changepoints.e_divisive(LONG)
+    assert (found.at, found.p <= changepoints.ALPHA) == (20, True)
+    assert [c.at for c in changepoints.detect(LONG)] == [20]
+    (first,) = changepoints.e_divisive([-v for v in reversed(LONG)])  # the mirror
+    assert first.at == 2
+    # Away from a limit, E-divisive's own split stands.
+    middle = [8.2, 8.3, 8.1, 8.25, 8.15, 5.0, 5.1, 4.9, 5.05, 5.0]
+    assert [c.at for c in changepoints.e_divisive(middle)] == [5]
