@@ -153,18 +153,18 @@ def guest_image(guest_images: Callable[[str | None], GuestImage]) -> GuestImage:
     return guest_images(None)
 
 
-# -- two workers (pytest-xdist, `make test`) ----------------------------------------------
+# -- workers (pytest-xdist, `make test`: three) ---------------------------------------------
 # Tests that share something run on one worker, one after the other (xdist_group, with
 # --dist loadgroup): the QEMU guests (one TCG guest at a time: each takes both CPUs), the
 # bisection's kernel tree, the fleet's sshd, the machine's sysctls (two runs that set and
 # restore vm.dirty_ratio at once would leave each other's value behind). A test whose
 # assertions time the machine (a 10 Hz sampler, CPU seconds, an A/A test that must find no
-# winner, a race) is marked `alone`: it waits for the other worker's test to end and the
-# other worker waits for it (a readers-writer lock on two files); so is a test whose
+# winner, a race) is marked `alone`: it waits for the other workers' tests to end and the
+# others wait for it (a readers-writer lock on two files); so is a test whose
 # assertion counts on the page cache (another worker's cold trial drops every cache of the
 # machine), and a test that makes a
 # mount namespace (`unshare --mount` copies every mount of the machine, and the copy keeps
-# the other worker's filesystem busy after that test unmounts it: its next blkdiscard
+# another worker's filesystem busy after that test unmounts it: its next blkdiscard
 # fails with EBUSY). An `alone` test outside the groups joins the QEMU group's chain,
 # after its guests: elsewhere it waited for a guest test of minutes on the other worker to
 # end, with one CPU idle (a warm make test spent a fifth of its CPU time idle). The
@@ -194,9 +194,10 @@ JOINS = {"sysctls": ALONE_AFTER}
 
 # `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the
 # fleet, the database servers, every other test that took more than 8 s on this machine
-# (bench/results/suite_time.json), and the files whose tests took more than 18 s together
-# in `make check` (bench/results/history/suite_time-check-2026-11-28.json: 456 s of make
-# with them, in a fresh clone); what remains runs in a few minutes.
+# on two workers (bench/results/suite_time-two-workers.json), and the files whose tests
+# took more than 18 s together in `make check` (bench/results/history/
+# suite_time-check-2026-11-28.json: 456 s of make with them, in a fresh clone); what
+# remains runs in a few minutes.
 SLOW = (
     *GROUPS["qemu"],
     *GROUPS["bisect"],
