@@ -13,7 +13,9 @@ earlier run, `cold` when they had been removed (a fresh machine). Other work on 
 machine moves the numbers: say it with --note (the load average is kept with them).
 
 The summary: the make steps, the shared builds (built or reused), the time by family of
-tests and by file, the slowest tests, and the outcomes. `--derive FILE` makes it again
+tests and by file, the slowest tests, the outcomes, and the machine's CPU time over the
+whole `make` (busy and idle seconds of all CPUs, from /proc/stat: how well the workers
+kept the CPUs busy; other work on the machine counts too). `--derive FILE` makes it again
 from a file's record.
 """
 
@@ -36,11 +38,35 @@ from results_file import REPO, RESULTS, save, write  # noqa: E402
 SLOWEST = 40
 
 
-def summary(record: dict[str, Any], wall_s: float) -> dict[str, Any]:
+def cpu_seconds() -> dict[str, float]:
+    """The machine's CPU time since boot, all CPUs: busy (user, nice, system, irq, softirq,
+    steal) and idle (idle, iowait) seconds."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    tick = os.sysconf("SC_CLK_TCK")
+    return {
+        "busy_s": (user + nice + system + irq + softirq + steal) / tick,
+        "idle_s": (idle + iowait) / tick,
+    }
+
+
+def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    busy, idle = (after[k] - before[k] for k in ("busy_s", "idle_s"))
+    return {
+        "busy_s": round(busy, 1),
+        "idle_s": round(idle, 1),
+        "busy": round(busy / (busy + idle), 3),
+    }
+
+
+def summary(
+    record: dict[str, Any], wall_s: float, cpu: dict[str, float] | None = None
+) -> dict[str, Any]:
     tests = record.get("tests", {})
     slowest = sorted(tests.items(), key=lambda kv: -kv[1]["seconds"])[:SLOWEST]
     return {
         "make_wall_s": round(wall_s, 1),
+        "cpu": cpu,  # over the whole make; records before 2026-11-29 lack it
         "pytest_wall_s": record["wall_s"],
         "test_s": record["test_s"],
         "waited_s": record.get("waited_s"),  # of test_s; records before 2026-11-29 lack it
@@ -65,7 +91,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.derive:
         doc = json.loads(args.derive.read_text())
-        doc["summary"] = summary(doc["record"], doc["summary"]["make_wall_s"])
+        was = doc["summary"]
+        doc["summary"] = summary(doc["record"], was["make_wall_s"], was.get("cpu"))
         write(args.derive, doc)
         return
     if not args.caches:
@@ -74,9 +101,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         record_path = Path(tmp) / "record.json"
         env = {**os.environ, "FSBENCH_SUITE_RECORD": str(record_path)}
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), cpu_seconds()
         res = subprocess.run(["make", "-C", str(REPO), args.target], env=env, check=False)
-        wall = time.monotonic() - t0
+        wall, cpu = time.monotonic() - t0, cpu_used(cpu0, cpu_seconds())
         if not record_path.is_file():
             raise SystemExit(f"make {args.target} wrote no record (exit {res.returncode})")
         record = json.loads(record_path.read_text())
@@ -88,7 +115,9 @@ def main() -> None:
             "exit": res.returncode,
             "caches": args.caches,
             "note": args.note,
-            "summary": summary(record, wall),
+            # pytest's arguments when the environment set them (None: the Makefile's own)
+            "pytest_args": os.environ.get("PYTEST_ARGS"),
+            "summary": summary(record, wall, cpu),
             "record": {k: v for k, v in record.items() if k != "tests"},
         },
         started,

@@ -1,0 +1,27 @@
+"""bench/suite_time.py's CPU accounting: the machine's busy and idle seconds over a span,
+read from /proc/stat, and their share, as the suite's record keeps them."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import suite_time  # noqa: E402
+
+
+def test_busy_and_idle_seconds_and_their_share() -> None:
+    before = {"busy_s": 100.0, "idle_s": 50.0}
+    after = {"busy_s": 190.0, "idle_s": 80.0}
+    assert suite_time.cpu_used(before, after) == {"busy_s": 90.0, "idle_s": 30.0, "busy": 0.75}
+
+
+def test_the_machine_counts_a_busy_loop_as_busy() -> None:
+    before = suite_time.cpu_seconds()
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    used = suite_time.cpu_used(before, suite_time.cpu_seconds())
+    assert used["busy_s"] >= 0.25  # this process's 0.3 s at least, whatever else ran
+    assert 0 < used["busy"] <= 1
