@@ -18,6 +18,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -42,25 +43,35 @@ from fsbench.workloads.base import Better, CacheState, Flush, Metric, Scale, Wor
 STEADY_WINDOW = {Scale.TINY: 3, Scale.QUICK: steady.WINDOW_S, Scale.FULL: steady.WINDOW_S}
 
 
+@dataclass
+class Alarm:
+    """A trial's time limit: what it said once it went off (None until then)."""
+
+    fired: str | None = None
+
+
 @contextmanager
-def deadline(seconds: float | None) -> Iterator[None]:
+def deadline(seconds: float | None) -> Iterator[Alarm]:
     """Raise TrialTimeout in the main thread after `seconds` (SIGALRM). A tool running
     under subprocess.run is killed on the way out (subprocess kills its child on any
-    exception), so a hung tool ends its trial, not the run."""
+    exception), so a hung tool ends its trial, not the run. The alarm remembers that it
+    went off: code on the way out may catch the exception and raise its own."""
+    alarm = Alarm()
     if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
+        yield alarm
         return
 
     def expired(signum: int, frame: FrameType | None) -> None:
-        raise TrialTimeout(
+        alarm.fired = (
             f"timed out after {seconds:.0f} s (per-trial limit: --trial-timeout or the scale's "
             "default)"
         )
+        raise TrialTimeout(alarm.fired)
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield alarm
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -166,25 +177,33 @@ class Runner:
         )
         shared: dict[str, Any] = {}
         in_force = knobs.Applied()
+        alarm = Alarm()
         try:
             # Knobs outside the alarm: they are restored after it is disarmed, so a trial
             # that times out while they are written back cannot leave one half restored.
             with knobs.applied(cell.knobs, ctx.device, self.knob_journal) as in_force:
                 if cell.knobs:
                     shared["knobs"] = in_force.in_force
-                with deadline(self.timeout):
+                with deadline(self.timeout) as alarm:
                     self._make_filesystem(fs, cell, ctx, shared)
                     self._age(cell, ctx, shared)
                     for record in records:
                         self._run_step(ctx, record, shared)
-        except Unsupported as exc:
-            self._close_out(records, "unsupported", exc.message, exc.detail, shared)
-        except TrialFailed as exc:
-            self._close_out(records, "failed", exc.message, exc.detail, shared)
         except Exception as exc:  # a workload bug or an I/O error must not end the matrix
-            self._close_out(
-                records, "failed", f"{type(exc).__name__}: {exc}", traceback.format_exc(), shared
-            )
+            if alarm.fired and not isinstance(exc, TrialTimeout):
+                # The limit went off and code on the way out said something else (a server
+                # stopped by it "failed"): the trial timed out; what was said is the detail.
+                said = exc.message if isinstance(exc, TrialFailed) else repr(exc)
+                self._close_out(records, "failed", alarm.fired, f"then: {said}", shared)
+            elif isinstance(exc, Unsupported):
+                self._close_out(records, "unsupported", exc.message, exc.detail, shared)
+            elif isinstance(exc, TrialFailed):
+                self._close_out(records, "failed", exc.message, exc.detail, shared)
+            else:
+                self._close_out(
+                    records, "failed", f"{type(exc).__name__}: {exc}", traceback.format_exc(),
+                    shared,
+                )  # fmt: skip
         finally:
             # Also on KeyboardInterrupt: never leave a mount behind.
             if ctx.mounted or fsops.is_mounted(self.mountpoint):
