@@ -62,11 +62,12 @@ run: apt-run engine
 # `make test` is the whole suite (what CI runs); `make check` the edit loop's tier: the
 # engine's tests, the unit tests and the integration tests not marked slow (minutes, not
 # half an hour). Both run pytest on three workers (pytest-xdist), one more than this
-# project's machine has CPUs: with two, a fifth of its CPU time was idle (tests waiting on
-# guests, servers and disks). Tests that share a guest, a kernel build or the machine's
-# sysctls are grouped (xdist_group) and run on one worker in turn (tests/conftest.py). Each prints where its time went: the slowest tests, the
-# shared builds (guest images, kernels, the Debian source) and make's own steps, timed
-# into $(STEPS).
+# project's machine has CPUs: with two, its CPUs sat idle while tests waited on guests,
+# servers and disks (docs/development.md has both runs). Tests that share a guest, a kernel
+# build or the machine's sysctls are grouped (xdist_group) and run on one worker in turn
+# (tests/conftest.py). Each prints where its time went: the slowest tests, the shared
+# builds (guest images, kernels, the Debian source) and make's own steps, timed into
+# $(STEPS).
 STEPS := build/make-steps.jsonl
 PYTEST_ARGS ?= -n 3 --dist loadgroup --no-loadscope-reorder --durations=15
 # $(call timed,NAME,COMMAND): run COMMAND; its seconds go into $(STEPS) as NAME.
