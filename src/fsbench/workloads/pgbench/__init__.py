@@ -32,7 +32,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from fsbench.system import proc, servers
-from fsbench.system.errors import TrialFailed, TrialTimeout, Unsupported
+from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Better, Metric
@@ -392,8 +392,6 @@ class Pgbench(Workload[PgbenchParams]):
                     timeout=_START_TIMEOUT + 60,
                 )
             )
-        except TrialTimeout:  # the trial's limit, during the start: not the server's words
-            raise
         except TrialFailed as exc:  # pg_ctl says "could not start server": the log says why
             said = cluster.read_text_of(paths.server_log)
             why = cluster.server_said(said)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench.system import proc, servers
-from fsbench.system.errors import TrialFailed, TrialTimeout
+from fsbench.system.errors import TrialFailed
 from fsbench.workloads.base import CacheState, Flush, Scale, Tool, TrialContext, Workload
 from fsbench.workloads.metric import Metric
 from fsbench.workloads.sysbench_oltp.mariadb import (
@@ -153,9 +153,6 @@ class SysbenchOltp(Workload[SysbenchOltpParams]):
                     log=where.log,
                 )
             )
-        except TrialTimeout:  # the trial's limit, during the start: not the server's words
-            stack.close()
-            raise
         except TrialFailed as exc:
             stack.close()
             said = where.log.read_text(errors="replace") if where.log.exists() else exc.detail
