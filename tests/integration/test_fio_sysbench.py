@@ -14,7 +14,14 @@ import pytest
 from conftest import available_fs
 from fsbench.store.records import MetricRecord
 from fsbench.workloads.fio import Fio
-from fsbench.workloads.fio.profiles import PROFILES, RAND_RW, SEQ_READ, SEQ_WRITE, THREADED
+from fsbench.workloads.fio.profiles import (
+    PROFILES,
+    RAND_RW,
+    SEQ_READ,
+    SEQ_WRITE,
+    SEQ_WRITE_DIRECT,
+    THREADED,
+)
 from fsbench.workloads.sysbench_fileio import SUBDIR
 from tests.runcell import Bench, flags, loop_bench, metrics
 
@@ -60,6 +67,7 @@ def positive(metrics: dict[str, MetricRecord], *names: str) -> None:
 
 HEADLINE = {
     SEQ_WRITE: ("write_mib_s", "write_iops", "write_clat_p99_us", "write_lat_mean_us"),
+    SEQ_WRITE_DIRECT: ("write_mib_s", "write_iops", "write_clat_p99_us", "write_lat_mean_us"),
     SEQ_READ: ("read_mib_s", "read_iops", "read_clat_p99_us"),
     RAND_RW: (
         "read_mib_s",
@@ -74,6 +82,7 @@ HEADLINE = {
 }
 ABSENT = {
     SEQ_WRITE: ("read_mib_s",),
+    SEQ_WRITE_DIRECT: ("read_mib_s",),
     SEQ_READ: ("write_mib_s",),
     RAND_RW: ("seq_write_mib_s",),
     THREADED: ("write_mib_s", "read_mib_s"),
@@ -101,7 +110,7 @@ def test_fio_profiles(bench: Bench, fs_name: str, profile: str) -> None:
         else:
             assert len(files) == threads
             assert all((mnt / f).stat().st_size == 32 * MIB // threads for f in files)
-        if profile == SEQ_WRITE:
+        if profile in (SEQ_WRITE, SEQ_WRITE_DIRECT):
             # written, not preallocated, and on disk: every block allocated
             st = (mnt / files[0]).stat()
             assert st.st_blocks * 512 >= 32 * MIB

@@ -23,6 +23,7 @@ from fsbench.workloads.fio.profiles import (
     RAND_RW,
     SEQ_READ,
     SEQ_WRITE,
+    SEQ_WRITE_DIRECT,
     THREADED,
     FioParams,
     layout_phase,
@@ -214,6 +215,14 @@ def test_seq_profiles() -> None:
     assert o["offset_increment"] == str(16 * MIB)  # threads side by side on the device
     assert "directory" not in o
 
+    d = FioParams(profile=SEQ_WRITE_DIRECT, size="64M", runtime=1, threads=4)
+    (direct,) = run_phases(SEQ_WRITE_DIRECT, d, FS)
+    assert opts(direct.options) == {**opts(phase.options), "name": SEQ_WRITE_DIRECT, "direct": "1"}
+    assert layout_phase(SEQ_WRITE_DIRECT, d, FS) is None
+    (raw_direct,) = run_phases(SEQ_WRITE_DIRECT, d, RAW)
+    assert [k for k, _ in raw_direct.options].count("direct") == 1  # direct=1 once
+    assert opts(raw_direct.options) == {**opts(raw.options), "name": SEQ_WRITE_DIRECT}
+
 
 def test_rand_rw_profile() -> None:
     p = FioParams(profile=RAND_RW, size="64M", runtime=3, threads=2)
@@ -273,7 +282,7 @@ def test_fio_params() -> None:
     assert FioParams(profile=RAND_RW, size="16M", runtime=1, threads=64).threads == 64
     assert get("fio") is Fio
     assert Fio.needs_filesystem is False
-    assert set(PROFILES) == {SEQ_WRITE, SEQ_READ, RAND_RW, THREADED}
+    assert set(PROFILES) == {SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ, RAND_RW, THREADED}
 
 
 def not_cold(expected: float | None, device_read: float) -> bool:
@@ -297,12 +306,14 @@ def test_fio_headline_follows_the_profile() -> None:
     profiles last `runtime` whatever the config: no `seconds`."""
     reports = {
         SEQ_WRITE: ["write_mib_s", "write_iops", "write_clat_p99_us", "seconds"],
+        SEQ_WRITE_DIRECT: ["write_mib_s", "write_iops", "write_clat_p99_us", "seconds"],
         SEQ_READ: ["read_mib_s", "read_iops", "read_clat_p99_us", "seconds"],
         RAND_RW: ["read_mib_s", "write_mib_s", "read_iops", "write_iops", "seconds"],
         THREADED: ["seq_write_mib_s", "rand_read_mib_s", "seq_write_iops", "seconds"],
     }
     expected = {
         SEQ_WRITE: ("write_mib_s", "write_clat_p99_us", "seconds"),
+        SEQ_WRITE_DIRECT: ("write_mib_s", "write_clat_p99_us", "seconds"),
         SEQ_READ: ("read_mib_s", "read_clat_p99_us", "seconds"),
         RAND_RW: ("write_mib_s", "read_mib_s", "write_iops", "read_iops"),
         THREADED: ("seq_write_mib_s", "rand_read_mib_s"),

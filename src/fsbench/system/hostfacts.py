@@ -41,6 +41,23 @@ def _read(path: str) -> str | None:
         return None
 
 
+VIRTIO_ID_BALLOON = 0x5
+VIRTIO_BALLOON_F_REPORTING = 5
+
+
+def free_page_reporting(virtio: Path = Path("/sys/bus/virtio/devices")) -> bool:
+    """Whether a virtio balloon reports the guest's free memory to the host: memory that
+    is freed (a trial's page cache, at umount) goes back to the host and costs a fault to
+    use again, so buffered I/O's speed depends on how long ago the last trial freed it."""
+    for device in virtio.glob("virtio*"):
+        kind, features = _read(str(device / "device")), _read(str(device / "features"))
+        if kind is None or features is None or not (device / "driver").exists():
+            continue
+        if int(kind, 16) == VIRTIO_ID_BALLOON and features[VIRTIO_BALLOON_F_REPORTING:][:1] == "1":
+            return True
+    return False
+
+
 def _git_commit() -> str | None:
     src = Path(__file__).resolve().parents[3]  # the checkout: system/ fsbench/ src/ root
     if not (src / ".git").exists():
@@ -78,6 +95,7 @@ def host(fs_types: list[str], tool_packages: Mapping[str, str]) -> dict[str, Any
         "cpufreq_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "dirty_ratio": _read("/proc/sys/vm/dirty_ratio"),
         "dirty_background_ratio": _read("/proc/sys/vm/dirty_background_ratio"),
+        "free_page_reporting": free_page_reporting(),
         "python": sys.version.split()[0],
         "fsbench_version": __version__,
         "fsbench_commit": _git_commit(),

@@ -4,6 +4,10 @@ Profiles (the `profile` parameter; `profiles.py` holds their fio options):
 
 - `seq-write`: IOzone-style, one file (per thread) written sequentially in 1 MiB blocks
   through the page cache, fsync at the end inside fio's timing (IOzone's `-e`).
+- `seq-write-direct`: the same with O_DIRECT (IOzone's `-I -e`): the filesystem's
+  allocator and I/O path without the page cache, whose speed in a VM can be the
+  hypervisor's (a guest whose free memory is reported to the host pays to fault it back
+  in, more the longer it was free).
 - `seq-read`: the same file laid out by `prepare` (untimed), then read sequentially, cold.
 - `rand-rw-16k-direct`: random 16 KiB reads and writes, 50/50, O_DIRECT, on a file laid
   out by `prepare` (so the writes are overwrites, as in sysbench's `rndrw`); `threads`
@@ -69,7 +73,7 @@ _MARGIN_MIN = 64 * MIB  # journal and metadata overhead that matters on small fi
 class Fio(Workload[FioParams]):
     name = "fio"
     summary = (
-        "fio profiles: seq-write/seq-read (IOzone-style, 1 MiB), rand-rw-16k-direct, "
+        "fio profiles: seq-write(-direct)/seq-read (IOzone-style, 1 MiB), rand-rw-16k-direct, "
         "threaded-io (tiobench-style), or job=FILE; MiB/s, IOPS, latency percentiles"
     )
     scale_defaults = {

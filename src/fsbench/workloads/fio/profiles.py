@@ -14,13 +14,20 @@ from fsbench.workloads.base import Params
 from fsbench.workloads.fio.tool import Where
 
 SEQ_WRITE = "seq-write"
+SEQ_WRITE_DIRECT = "seq-write-direct"
 SEQ_READ = "seq-read"
 RAND_RW = "rand-rw-16k-direct"
 THREADED = "threaded-io"
-PROFILES: tuple[str, ...] = (SEQ_WRITE, SEQ_READ, RAND_RW, THREADED)
+PROFILES: tuple[str, ...] = (SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ, RAND_RW, THREADED)
 JOB_PREFIX = "job="
 # Block size of each profile (job files: their own).
-BLOCK_SIZE = {SEQ_WRITE: "1M", SEQ_READ: "1M", RAND_RW: "16k", THREADED: "4k"}
+BLOCK_SIZE = {
+    SEQ_WRITE: "1M",
+    SEQ_WRITE_DIRECT: "1M",
+    SEQ_READ: "1M",
+    RAND_RW: "16k",
+    THREADED: "4k",
+}
 # Profiles whose phases run for `runtime` seconds (all or some of them).
 TIME_BASED = frozenset({RAND_RW, THREADED})
 
@@ -96,7 +103,7 @@ class FioParams(Params):
             raise ValueError(
                 "scale_to_mem sizes a built-in profile's data set: a job file sizes its own"
             )
-        if self.profile in (SEQ_WRITE, SEQ_READ, THREADED):
+        if self.profile in (SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ, THREADED):
             if self.size // self.threads < MIN_PER_THREAD:
                 raise ValueError(
                     f"size {self.size} shared by {self.threads} threads leaves under 1 MiB each"
@@ -153,9 +160,12 @@ def run_phases(profile: str, params: FioParams, where: Where) -> list[Phase]:
     """The timed fio runs of a built-in profile, in order."""
     size, threads, runtime = params.size, params.threads, params.runtime
     timed = (("time_based", "1"), ("runtime", f"{runtime}s"))
-    if profile in (SEQ_WRITE, SEQ_READ):
+    if profile in (SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ):
         per = _per_thread(params, MIB)
-        rw = "write" if profile == SEQ_WRITE else "read"
+        rw = "read" if profile == SEQ_READ else "write"
+        # O_DIRECT: the filesystem's allocator and I/O path without the page cache (the
+        # device gets direct=1 with its name).
+        direct = profile == SEQ_WRITE_DIRECT and not where.raw
         opts = [
             ("name", profile),
             *_COMMON,
@@ -164,6 +174,7 @@ def run_phases(profile: str, params: FioParams, where: Where) -> list[Phase]:
             ("bs", BLOCK_SIZE[profile]),
             ("size", str(per)),
             ("numjobs", str(threads)),
+            *([("direct", "1")] if direct else []),
         ]
         if rw == "write":
             opts.append(("end_fsync", "1"))  # inside fio's runtime: data on disk, as IOzone -e
@@ -218,7 +229,7 @@ def layout_phase(profile: str, params: FioParams, where: Where) -> Phase | None:
     elif profile == RAND_RW:
         per, threads = params.size, 1
     else:
-        # seq-write allocates its file from nothing; threaded-io's first phase writes the
+        # seq-write(-direct) allocates its file from nothing; threaded-io's first phase writes the
         # files the later phases use.
         return None
     shared = profile == RAND_RW

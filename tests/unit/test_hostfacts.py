@@ -1,0 +1,35 @@
+"""Host facts that explain a run's numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsbench.system.hostfacts import free_page_reporting
+
+# Feature bits as the kernel prints them (bit 0 first): bits 1, 2 and 5 set is a balloon
+# with a stats queue, deflate on OOM and free page reporting.
+REPORTING = "0110010" + "0" * 57
+NOT_REPORTING = "0110000" + "0" * 57
+
+
+def device(root: Path, name: str, kind: str, features: str, bound: bool = True) -> None:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "device").write_text(kind + "\n")
+    (d / "features").write_text(features + "\n")
+    if bound:
+        (d / "driver").mkdir()
+
+
+def test_a_reporting_balloon_is_seen(tmp_path: Path) -> None:
+    device(tmp_path, "virtio0", "0x0002", REPORTING)  # a block device: its bits mean other things
+    device(tmp_path, "virtio1", "0x0005", REPORTING)
+    assert free_page_reporting(tmp_path)
+
+
+def test_no_reporting_without_the_feature_or_the_driver(tmp_path: Path) -> None:
+    assert not free_page_reporting(tmp_path)  # no virtio at all (bare metal)
+    device(tmp_path, "virtio0", "0x0005", NOT_REPORTING)
+    device(tmp_path, "virtio1", "0x0002", REPORTING)
+    device(tmp_path, "virtio2", "0x0005", REPORTING, bound=False)
+    assert not free_page_reporting(tmp_path)
