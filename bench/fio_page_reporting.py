@@ -18,8 +18,8 @@ frees its page cache at umount, in three conditions:
   the measured ext4 write 1 s after the mount;
 
 each buffered (`seq-write`) and with O_DIRECT (`seq-write-direct`), `--reps` times in turn.
-The KiB the guest reported to the host during each measured write's wait is kept where
-the kernel says (`reported_kib`).
+The KiB the guest reported to the host between the end of the primer's write and the
+start of the measured one is kept where the kernel counts it (`reported_kib`).
 
     python3 bench/fio_page_reporting.py [--size 3G] [--reps 3] [--workdir /var/tmp]
 
@@ -75,14 +75,17 @@ def page_reporting() -> dict[str, str]:
     return {p.name: p.read_text().strip() for p in sorted(REPORTING.iterdir())}
 
 
-def write(device: str, mnt: Path, fs: str, size: int, direct: bool, pause: float) -> dict[str, Any]:
-    """mkfs, mount, wait `pause` s, the fio write, umount: fio's MiB/s and seconds."""
+def write(
+    device: str, mnt: Path, fs: str, size: int, direct: bool, pause: float, since: int | None
+) -> dict[str, Any]:
+    """mkfs, mount, wait `pause` s, the fio write, umount: fio's MiB/s and seconds, the KiB
+    reported to the host from `since` (a `reported_kib`) to the write's start, and the
+    count at its end."""
     run([*MKFS[fs], device])
     run(["mount", device, str(mnt)])
     try:
-        before = reported_kib()
         time.sleep(pause)
-        after = reported_kib()
+        before = reported_kib()
         out = run(
             [
                 "fio",
@@ -99,13 +102,15 @@ def write(device: str, mnt: Path, fs: str, size: int, direct: bool, pause: float
                 "--output-format=json",
             ]
         )
+        at_end = reported_kib()
     finally:
         run(["umount", str(mnt)])
     job = json.loads(out)["jobs"][0]["write"]
     return {
         "mib_s": round(job["bw_bytes"] / (1 << 20), 1),
         "seconds": round(job["runtime"] / 1000, 3),
-        "reported_kib_in_pause": None if before is None or after is None else after - before,
+        "reported_kib_before": None if before is None or since is None else before - since,
+        "reported_kib_at_end": at_end,
     }
 
 
@@ -115,9 +120,12 @@ def measure(device: str, mnt: Path, size: int, reps: int) -> list[dict[str, Any]
         for mode, direct in MODES.items():
             for condition, (primer, pause) in CONDITIONS.items():
                 # The primer: a write whose page cache the umount frees.
-                write(device, mnt, primer, size, direct=False, pause=0)
+                primed = write(device, mnt, primer, size, False, 0, None)
                 with results_file.trial_conditions() as conditions:
-                    value = write(device, mnt, "ext4", size, direct, pause)
+                    value = write(
+                        device, mnt, "ext4", size, direct, pause, primed["reported_kib_at_end"]
+                    )
+                del value["reported_kib_at_end"]
                 trials.append(
                     {"rep": rep, "mode": mode, "condition": condition, **value, **conditions}
                 )

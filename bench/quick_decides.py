@@ -5,7 +5,12 @@ many pairs of configs its comparisons order, find equivalent or leave undecided 
 repetitions that would decide them). As root, on an idle machine: other work moves the
 numbers (the load average is kept with them).
 
-    .venv/bin/python bench/quick_decides.py [--skip-fixed] [--keep DIR]
+`--runs N` runs the default N times, each in a fresh store (as a new user's first run:
+its plan projected from warm-up trials); `decide` is the first, `decide_runs` all of
+them, and `runs_summary` how many headline pairs each decided and how many runs decided
+two thirds or more.
+
+    .venv/bin/python bench/quick_decides.py [--runs N] [--skip-fixed] [--keep DIR]
 
 Writes bench/results/quick_decides.json.
 """
@@ -85,23 +90,51 @@ def tally(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def runs_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Headline pairs decided per run, and the runs that decided two thirds or more."""
+    decided = [r["decided"] for r in runs]
+    pairs = runs[0]["pairs"]
+    two_thirds = -(-2 * pairs // 3)
+    return {
+        "runs": len(runs),
+        "pairs": pairs,
+        "decided": decided,
+        "decided_min": min(decided),
+        "decided_max": max(decided),
+        "two_thirds": two_thirds,
+        "runs_reaching_two_thirds": sum(d >= two_thirds for d in decided),
+        "seconds_max": max(r["seconds"] for r in runs),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-fixed", action="store_true", help="only the default run")
     parser.add_argument("--keep", type=Path, help="keep the stores in this directory")
+    parser.add_argument("--runs", type=int, default=1, help="runs of the default, each fresh")
     args = parser.parse_args()
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="fsbench-quick-") as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
-        with trial_conditions() as conditions:
-            results: dict[str, Any] = {"decide": run(where / "decide.db", [])}
-        results["decide"]["conditions"] = conditions
+        runs = []
+        for i in range(args.runs):
+            with trial_conditions() as conditions:
+                runs.append(run(where / f"decide-{i + 1}.db", []))
+            runs[-1]["conditions"] = conditions
+            print(f"run {i + 1}: {runs[-1]['decided']}/{runs[-1]['pairs']}", file=sys.stderr)
+        results: dict[str, Any] = {"decide": runs[0]}
+        if args.runs > 1:
+            results["decide_runs"] = runs
+            results["runs_summary"] = runs_summary(runs)
         if not args.skip_fixed:
             with trial_conditions() as conditions:
                 results["fixed_3"] = run(where / "fixed.db", ["--reps", "3"])
             results["fixed_3"]["conditions"] = conditions
-    for name, r in results.items():
+    for name in ("decide", "fixed_3"):
+        if name not in results:
+            continue
+        r = results[name]
         print(
             f"{name}: {r['seconds']:.0f} s, {r['decided']}/{r['pairs']} pairs decided "
             f"{r['pairs_by_kind']}",
