@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fsbench.reports.tables import machine_line
+from fsbench.store.records import RunRecord
 from fsbench.system.hostfacts import free_page_reporting
 
 # Feature bits as the kernel prints them (bit 0 first): bits 1, 2 and 5 set is a balloon
@@ -33,3 +35,18 @@ def test_no_reporting_without_the_feature_or_the_driver(tmp_path: Path) -> None:
     device(tmp_path, "virtio1", "0x0002", REPORTING)
     device(tmp_path, "virtio2", "0x0005", REPORTING, bound=False)
     assert not free_page_reporting(tmp_path)
+
+
+def _run(host: dict[str, object]) -> RunRecord:
+    return RunRecord(
+        id=1, name="quick", status="finished", created_at="2026-11-29T00:00:00",
+        finished_at=None, fsbench_version="0.1.0", argv=[], plan={}, overrides={},
+        schedule=[], host={"kernel": "6.18", "cpus": 2, "cpu": "EPYC", **host}, target={},
+    )  # fmt: skip
+
+
+def test_the_report_header_says_when_the_host_takes_free_memory_back() -> None:
+    said = "free memory reported to the hypervisor"
+    assert said in machine_line(_run({"free_page_reporting": True}))
+    assert said not in machine_line(_run({"free_page_reporting": False}))
+    assert said not in machine_line(_run({}))  # a run stored before the fact was kept

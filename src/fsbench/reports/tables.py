@@ -382,10 +382,14 @@ def machine_line(run: RunRecord) -> str:
         )
     h = run.host
     mem = h.get("memory_bytes")
-    return (
+    line = (
         f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
         f"{human_bytes(mem) if mem else '?'} RAM"
     )
+    if h.get("free_page_reporting"):
+        # hostfacts.free_page_reporting: a buffered trial's speed can be the hypervisor's.
+        line += "; free memory reported to the hypervisor (buffered I/O pays to fault it back)"
+    return line
 
 
 def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
