@@ -574,6 +574,18 @@ def test_loop_image_open_failing_halfway_leaves_nothing(scratch: Path) -> None:
     assert loops_backed_under(scratch) == []
 
 
+def _privately_mounted(pid: int, mnt: Path) -> bool:
+    """`mnt` is mounted in pid's own mount namespace, and no mount event of ours reaches
+    it there (no `shared:` peer group in /proc/PID/mountinfo)."""
+    if os.readlink(f"/proc/{pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt"):
+        return False
+    for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines():
+        fields = line.split(" - ")[0].split()
+        if fields[4] == str(mnt):
+            return not any(f.startswith("shared:") for f in fields[6:])
+    return False
+
+
 @pytest.mark.alone  # its namespace copies every mount: see tests/conftest.py
 def test_a_discard_refused_as_busy_names_what_holds_the_device(scratch: Path) -> None:
     """A filesystem of the run's device unmounted here but still mounted in another
@@ -589,9 +601,11 @@ def test_a_discard_refused_as_busy_names_what_holds_the_device(scratch: Path) ->
             ["unshare", "--mount", "--propagation", "private", "sleep", "120"]
         )
         try:
+            # unshare makes the namespace, then makes its mounts private: until then an
+            # umount here would propagate into it too, and leave the device free.
             deadline = time.monotonic() + 10
-            while os.readlink(f"/proc/{holder.pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt"):
-                assert time.monotonic() < deadline, "unshare never made its namespace"
+            while not _privately_mounted(holder.pid, mnt):
+                assert time.monotonic() < deadline, "unshare never made its namespace private"
                 time.sleep(0.05)
             assert devinfo.unmount(str(mnt)) is None
             with pytest.raises(TrialFailed) as busy:

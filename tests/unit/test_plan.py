@@ -245,7 +245,7 @@ def test_params_at_a_scale_apply_at_that_scale_only() -> None:
         )
 
     quick = presets.load_preset("quick")
-    assert size_of(quick) == "3G"
+    assert size_of(quick) == "4G"
     assert size_of(quick.model_copy(update={"scale": Scale.TINY})) == "64M"
     assert size_of(quick, {"size": ["1G"]}) == "1G"
     assert size_of(planning.with_overrides(quick, {"size": ["1G"]})) == "1G"
