@@ -152,6 +152,11 @@ def _placement(where: Where, *, per_thread: int | None) -> list[tuple[str, str]]
     return [("directory", str(where.directory)), name]
 
 
+def _o_direct(where: Where) -> list[tuple[str, str]]:
+    """O_DIRECT on a filesystem's file (the device gets it with its name: `_placement`)."""
+    return [] if where.raw else [("direct", "1")]
+
+
 def _sized_timeout(nbytes: int) -> float:
     return _TIMEOUT_SLACK + nbytes / _SLOWEST_BYTES_PER_S
 
@@ -163,9 +168,6 @@ def run_phases(profile: str, params: FioParams, where: Where) -> list[Phase]:
     if profile in (SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ):
         per = _per_thread(params, MIB)
         rw = "read" if profile == SEQ_READ else "write"
-        # O_DIRECT: the filesystem's allocator and I/O path without the page cache (the
-        # device gets direct=1 with its name).
-        direct = profile == SEQ_WRITE_DIRECT and not where.raw
         opts = [
             ("name", profile),
             *_COMMON,
@@ -174,7 +176,8 @@ def run_phases(profile: str, params: FioParams, where: Where) -> list[Phase]:
             ("bs", BLOCK_SIZE[profile]),
             ("size", str(per)),
             ("numjobs", str(threads)),
-            *([("direct", "1")] if direct else []),
+            # seq-write-direct: the filesystem's allocator and I/O path, no page cache.
+            *(_o_direct(where) if profile == SEQ_WRITE_DIRECT else []),
         ]
         if rw == "write":
             opts.append(("end_fsync", "1"))  # inside fio's runtime: data on disk, as IOzone -e
@@ -187,7 +190,7 @@ def run_phases(profile: str, params: FioParams, where: Where) -> list[Phase]:
             ("rw", "randrw"),
             ("rwmixread", "50"),
             ("bs", BLOCK_SIZE[profile]),
-            *([] if where.raw else [("direct", "1")]),  # the device gets it with its name
+            *_o_direct(where),
             ("size", str(size)),
             ("numjobs", str(threads)),
             *timed,
