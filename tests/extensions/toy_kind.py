@@ -1,8 +1,9 @@
 """A toy run kind, whole in this one file: `fsbench laps`, a run that times a few laps of
-a stopwatch. It has what every run kind has (store/runkinds.py): a facts model kept in
-the run's own column, a command that makes it and resumes it (`fsbench laps --resume`),
-a report in every format of `fsbench report`; and it lives through the one run life
-cycle (execute/session.py), so an interrupt leaves it `interrupted` for `--resume`.
+a stopwatch. It has what every run kind has (store/runkinds.py): a driver (what a run is
+and does: how one starts, how one goes on from the store, its body), a facts model kept in
+the run's own column, a command that makes it, a report in every format of `fsbench
+report`. Its life (the store, interrupts, the end, `fsbench resume`) is the one session's
+(execute/session.py); it runs no plan.
 
 `--stop-after K` interrupts it after K laps, as Ctrl-C would."""
 
@@ -18,8 +19,8 @@ from pydantic import BaseModel
 from fsbench.cli.app import app
 from fsbench.cli.common import DbOption
 from fsbench.execute import session
-from fsbench.plan.model import Plan
 from fsbench.reports import formats
+from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import KINDS, RunKind
 
@@ -36,45 +37,47 @@ LAPS = RunKind(
     "stopwatch of fsbench laps",
     "fsbench laps",
     f"{__name__}:LapsFacts",
+    driver=f"{__name__}:Laps",
     report=f"{__name__}:report",
     comparable=False,
 )
 
 
-def laps(
-    run: Annotated[str | None, typer.Argument(help="With --resume: the run id.")] = None,
-    count: Annotated[int, typer.Option("--laps")] = 3,
-    stop_after: Annotated[int, typer.Option("--stop-after")] = 0,
-    resume: Annotated[bool, typer.Option("--resume")] = False,
-    db: DbOption = None,
-) -> None:
-    """Time a few laps of a stopwatch (a toy run kind)."""
-    store = Store(db)
-    if resume:
-        record = session.to_resume(store, LAPS, run)
-        run_id, facts = record.id, LAPS.facts_of(record)
-        store.reopen_run(run_id)
-    else:
-        facts = LapsFacts(laps=count)
-        # Every run keeps a plan; a stopwatch's names no more than it must.
-        plan = Plan.model_validate(
-            {"name": "laps", "fs": [{"type": "ext4"}], "workload": [{"name": "fs_mark"}]}
-        )
-        run_id = session.create(
-            store, plan, [], {"kind": "none"}, ["fsbench", "laps"], {}, kind=NAME,
-            facts=facts.model_dump(),
-        )  # fmt: skip
-    with session.lived(store, run_id) as life:
-        while len(facts.seconds) < facts.laps:
-            if stop_after and len(facts.seconds) >= stop_after:
+class Laps(session.Driver):
+    """Laps of a stopwatch, each kept with the run as it ends."""
+
+    kind = LAPS
+
+    def __init__(
+        self, store: Store, facts: LapsFacts, stop_after: int = 0, record: RunRecord | None = None
+    ) -> None:
+        self.store, self.facts, self.stop_after, self.record = store, facts, stop_after, record
+
+    @classmethod
+    def resume(cls, store: Store, record: RunRecord) -> Laps:
+        return cls(store, LAPS.facts_of(record), record=record)
+
+    def start(self) -> session.NewRun:
+        return session.NewRun(name=NAME, facts=self.facts)
+
+    def body(self, life: session.Life) -> None:
+        while len(self.facts.seconds) < self.facts.laps:
+            if self.stop_after and len(self.facts.seconds) >= self.stop_after:
                 raise KeyboardInterrupt
             start = time.monotonic()
             time.sleep(0.01)
-            facts.seconds.append(time.monotonic() - start)
-            store.set_facts(run_id, facts.model_dump())
-    typer.echo(f"run {run_id}: {len(facts.seconds)} laps" + (" (interrupted)" * life.interrupted))
-    if life.interrupted:
-        raise typer.Exit(130)
+            self.facts.seconds.append(time.monotonic() - start)
+            life.store.set_facts(life.run_id, self.facts.model_dump())
+
+
+def laps(
+    count: Annotated[int, typer.Option("--laps")] = 3,
+    stop_after: Annotated[int, typer.Option("--stop-after")] = 0,
+    db: DbOption = None,
+) -> None:
+    """Time a few laps of a stopwatch (a toy run kind)."""
+    life = session.run(Laps(Store(db), LapsFacts(laps=count), stop_after))
+    typer.echo(f"run {life.run_id}: {count} laps")
 
 
 def report(store: Store, run_id: int, fmt: str, charts: object) -> str | None:

@@ -1,8 +1,10 @@
-"""A run kind is one file (tests/extensions/toy_kind.py: `fsbench laps`), and every
-command that deals in runs deals with it through the run-kind registry: `list runs`
-names its kind, `report` writes it in every format by its kind's report, `compare`
-refuses it (its kind is not comparable), `fsbench run --resume` refuses it and names
-`fsbench laps --resume`, and its own `--resume` goes on where the interrupt left it."""
+"""A run kind is one file (tests/extensions/toy_kind.py: `fsbench laps`, a driver and no
+life-cycle code), and every command that deals in runs deals with it through the run-kind
+registry: an interrupt ends it `interrupted` with the line that names `fsbench resume`,
+`list runs` names its kind, `fsbench run --resume` (the grid's spelling) refuses it and
+names `fsbench resume N`, `fsbench resume` goes on where the interrupt left it through its
+driver, `report` writes it in every format by its kind's report, `compare` refuses it (its
+kind is not comparable)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,10 @@ def test_a_toy_run_kind_is_listed_reported_and_resumed_by_its_own_command(
     store = Store(db)
     run = store.get_run(store.latest_run_id() or 0)
     assert (run.kind, run.status, len(run.facts["seconds"])) == ("laps", "interrupted", 1)
+    assert run.plan == {} and run.schedule == []  # a stopwatch runs no plan
+    assert f"interrupted; run {run.id} keeps what it did (`fsbench resume {run.id}`" in (
+        stopped.output
+    )
 
     listed = cli.invoke(app, ["list", "runs", "--db", db, "--json"])
     assert listed.exit_code == 0, listed.output
@@ -55,23 +61,27 @@ def test_a_toy_run_kind_is_listed_reported_and_resumed_by_its_own_command(
         (run.id, "laps", "interrupted")
     ]
 
-    # `fsbench run --resume` goes on with grid runs only: the toy's run is named with its
-    # own command, by id and without one, and nothing runs.
+    # `fsbench run --resume` goes on with grid runs only: the toy's run is named with the
+    # one resume, by id and without one, and nothing runs.
     for args in (["run", "--resume", str(run.id)], ["run", "--resume"]):
         refused = cli.invoke(app, [*args, "--db", db])
         assert isinstance(refused.exception, FsbenchError), refused.output
-        assert f"`fsbench laps --resume {run.id}` goes on with it" in str(refused.exception)
+        assert f"`fsbench resume {run.id}` goes on with it" in str(refused.exception)
         assert "stopwatch of fsbench laps" in str(refused.exception)
     assert store.get_run(run.id).status == "interrupted"
 
-    resumed = cli.invoke(app, ["laps", "--resume", "--db", db])
+    resumed = cli.invoke(app, ["resume", "--db", db])
     assert resumed.exit_code == 0, resumed.output
+    assert f"fsbench: resuming run {run.id} (0 trials stored)" in resumed.output
+    assert f"laps run {run.id}: 3 of 3 laps" in resumed.output  # its report, as report's
     done = store.get_run(run.id)
     assert (done.status, len(done.facts["seconds"]), store.latest_run_id()) == (
         "finished", 3, run.id
     )  # fmt: skip
-    again = cli.invoke(app, ["laps", "--resume", str(run.id), "--db", db])
-    assert f"run {run.id} is finished: nothing to resume" in str(again.exception)
+    again = cli.invoke(app, ["resume", str(run.id), "--db", db])
+    assert str(again.exception) == f"run {run.id} is finished: nothing to resume"
+    nothing = cli.invoke(app, ["resume", "--db", db])
+    assert str(nothing.exception) == f"no unfinished run in {store.url} to resume"
 
     # Its kind says compare does not take it (comparable=False): refused, its report named.
     compared = cli.invoke(app, ["compare", str(run.id), str(run.id), "--db", db])

@@ -12,40 +12,11 @@ from pathlib import Path
 import pytest
 
 from fsbench.cli import planflags as pf
+from fsbench.execute import session
 from fsbench.store.results import Store
 from fsbench.vm import bisect as driver
 from fsbench.vm import kbuild
-
-WHO = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]
-
-
-def git(repo: Path, *args: str) -> str:
-    res = subprocess.run(["git", "-C", str(repo), *WHO, *args], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    return res.stdout
-
-
-def history(repo: Path, worse: bool = False, slow: str = "50") -> dict[str, str]:
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "Makefile").write_text("all:\n")
-    (repo / "Kconfig").write_text("")
-    shas = {}
-    plan = [("base", {}), ("doc1", {}), ("broken", {"broken": "1"}), ("fix", {"broken": None}),
-            ("slow", {"slow": slow}), ("doc2", {}), ("doc3", {})]  # fmt: skip
-    if worse:  # a second regression: the first one is halfway between the endpoints
-        plan.append(("worse", {"slow": "0.01"}))
-    for name, files in plan:
-        (repo / "log").write_text(name)
-        for f, text in files.items():
-            if text is None:
-                (repo / f).unlink()
-            else:
-                (repo / f).write_text(text)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", name)
-        shas[name] = git(repo, "rev-parse", "HEAD").strip()
-    return shas
+from tests.fake_bisect import git, history
 
 
 @pytest.fixture
@@ -92,13 +63,21 @@ def bisection(
     flags = pf.PlanFlags(fs=["ext4"], workload=["fs_mark"], target_kind="vm", reps="1")
     built = pf.build(flags)
     args = driver.BisectArgs(repo, good, bad, max_reps=max_reps, kbuild_cache=tmp_path / "kb")
-    return driver.Bisection(args, built.plan, built.cells, Store(tmp_path / "r.db"), [], log=print)
+    store = Store(tmp_path / "r.db")
+    return driver.Bisection(store, args, built.plan, built.cells, log=print)
+
+
+def bisected(job: driver.Bisection) -> driver.Outcome:
+    """The bisection lived through the session, as a library calls it."""
+    session.run(job, command=False)
+    assert job.outcome is not None
+    return job.outcome
 
 
 def test_names_the_regression_and_skips_the_broken(fakes: dict[str, float], tmp_path: Path) -> None:
     repo = tmp_path / "linux"
     shas = history(repo)
-    out = bisection(repo, tmp_path, shas["base"], shas["doc3"]).start()
+    out = bisected(bisection(repo, tmp_path, shas["base"], shas["doc3"]))
     assert out.first_bad == shas["slow"]
     log = git(repo, "bisect", "log")
     assert f"# first bad commit: [{shas['slow']}]" in log
@@ -119,7 +98,7 @@ def test_a_modest_change_is_found_with_the_recheck(
     fakes["seed"] = seed
     repo = tmp_path / "linux"
     shas = history(repo, slow="80")
-    out = bisection(repo, tmp_path, shas["base"], shas["doc3"], max_reps=6).start()
+    out = bisected(bisection(repo, tmp_path, shas["base"], shas["doc3"], max_reps=6))
     assert out.first_bad == shas["slow"]
     log = git(repo, "bisect", "log").splitlines()
     assert f"git bisect start '{shas['doc3']}' '{shas['base']}'" in log
@@ -138,7 +117,7 @@ def test_refuses_endpoints_within_noise(fakes: dict[str, float], tmp_path: Path)
     shas = history(repo)
     fakes["noise"] = 0.2
     with pytest.raises(driver.Refused, match="^refusing to bisect: ") as refused:
-        bisection(repo, tmp_path, shas["doc2"], shas["doc3"]).start()
+        bisected(bisection(repo, tmp_path, shas["doc2"], shas["doc3"]))
     assert "\n" not in str(refused.value)
     assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
     assert subprocess.run(["git", "-C", str(repo), "bisect", "log"]).returncode != 0
@@ -147,7 +126,7 @@ def test_refuses_endpoints_within_noise(fakes: dict[str, float], tmp_path: Path)
 def test_undecided_step_stops_with_the_range_left(fakes: dict[str, float], tmp_path: Path) -> None:
     repo = tmp_path / "linux"
     shas = history(repo, worse=True)
-    out = bisection(repo, tmp_path, shas["base"], shas["worse"]).start()
+    out = bisected(bisection(repo, tmp_path, shas["base"], shas["worse"]))
     assert out.first_bad is None
     assert "undecided" in out.stopped
     last = out.steps[-3]  # before the two rechecks
@@ -171,9 +150,10 @@ def test_resume_continues_from_the_log(fakes: dict[str, float], tmp_path: Path) 
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(driver.Bisection, "_decide", dies)
-        with pytest.raises(KeyboardInterrupt):
-            b.start()
-    assert b.store.get_run(b.run_id).status == "interrupted"
-    again = bisection(repo, tmp_path, shas["base"], shas["doc3"]).resume()
+        assert session.run(b, command=False).interrupted
+    record = b.store.get_run(b.run_id)
+    assert record.status == "interrupted"
+    # From its stored facts alone: no endpoints, tree or budget given again.
+    again = bisected(driver.Bisection.resume(b.store, record))
     assert again.run_id == b.run_id
     assert again.first_bad == shas["slow"]

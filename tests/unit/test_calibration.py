@@ -17,6 +17,7 @@ from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
 from fsbench.reports.aa_screen import document, print_screen, resolves
 from fsbench.store.results import Store
+from fsbench.store.runkinds import CALIBRATION
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran
 
@@ -62,7 +63,7 @@ def test_the_aa_plan_is_the_first_config_twice() -> None:
 
 def test_noise_screen_and_the_warning_on_a_later_run(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
-    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=calibration.KIND)
+    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=CALIBRATION.name)
     run = store.get_run(cal)
     noise = calibration.analyze(run, store.get_trials(cal))
     assert [(n.workload, n.metric) for n in noise] == [("alloc", "seconds")]
@@ -95,7 +96,7 @@ def test_identical_configs_with_an_order_trap_are_reported_as_such(tmp_path: Pat
         return (0.7 if ran.slot.position == 2 else 1.0) * (1 + rng.gauss(0, 0.01))
 
     plan = calibration.aa_plan(_base(reps=8))
-    cal = _run(store, plan, second_place_fast, kind=calibration.KIND)
+    cal = _run(store, plan, second_place_fast, kind=CALIBRATION.name)
     noise = calibration.analyze(store.get_run(cal), store.get_trials(cal))
     assert noise[0].order_effect and not noise[0].false_winner
 
@@ -115,7 +116,7 @@ def _set_run(store: Store, run_id: int, **values: object) -> None:
 
 def test_a_calibration_speaks_only_for_its_host_kernel_and_scale(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
-    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=calibration.KIND)
+    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=CALIBRATION.name)
     close = _run(store, _base(3), _noisy(0.05, 2, {"xfs": 1.02}))
     assert source.load(store, close).calibration_run == cal
     quick = _run(store, _base(3).model_copy(update={"scale": Scale.QUICK}), _noisy(0.05, 2))
@@ -135,20 +136,20 @@ def test_false_winners_are_judged_over_the_calibrations_metrics(tmp_path: Path) 
     reported; a winner needs the adjusted one below 0.05, so one lucky metric of many is
     not a machine that names false winners, while a real gap still is."""
     store = Store(tmp_path / "r.db")
-    cal = _run(store, calibration.aa_plan(_base(8)), _noisy(0.02, 4), kind=calibration.KIND)
+    cal = _run(store, calibration.aa_plan(_base(8)), _noisy(0.02, 4), kind=CALIBRATION.name)
     noise = calibration.analyze(store.get_run(cal), store.get_trials(cal))
     assert all(n.p is not None and n.p_family is not None and n.p_family >= n.p for n in noise)
     doc = document(store.get_run(cal), noise)["noise"][0]
     assert {"p", "p_family", "false_winner"} <= set(doc)
     twins = calibration.aa_plan(_base(8))
-    biased = _run(store, twins, _noisy(0.02, 5, {twins.fs[1].display: 1.2}), kind=calibration.KIND)
+    biased = _run(store, twins, _noisy(0.02, 5, {twins.fs[1].display: 1.2}), kind=CALIBRATION.name)
     found = calibration.analyze(store.get_run(biased), store.get_trials(biased))
     assert found[0].false_winner and found[0].p_family is not None and found[0].p_family < 0.05
 
 
 def test_each_fleet_host_is_checked_against_its_own_calibration(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
-    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=calibration.KIND)
+    cal = _run(store, calibration.aa_plan(_base()), _noisy(0.05, 1), kind=CALIBRATION.name)
     part_of = "f" * 32
     fleet = store.create_run(
         name="fleet", fsbench_version="0", argv=[], plan=_base(3).model_dump(mode="json"),

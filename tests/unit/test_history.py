@@ -18,7 +18,7 @@ import pytest
 from fsbench.analysis import changepoints, history
 from fsbench.cli.history import EXIT_REGRESSION
 from fsbench.store.results import Store
-from fsbench.store.schema import SCHEMA_VERSION
+from fsbench.store.schema import MIGRATIONS, Added
 from tests.helpers import fsbench
 from tests.history_runs import METRIC, RunSpec, in_memory, stored
 
@@ -81,7 +81,7 @@ def test_the_store_keeps_the_tag_and_history_selects_by_it(db: Path) -> None:
     res = fsbench("history", "--db", str(db), "--tag", "nightly", "--format", "json")
     assert res.returncode == 0, res.stderr
     assert [p["run"] for p in json.loads(res.stdout)["series"][0]["points"]] == [1, 2, 3, 4, 5, 6]
-    assert SCHEMA_VERSION == 10  # runs.tag came with schema 10
+    assert Added("runs", "tag", "VARCHAR(80)", "''") in MIGRATIONS[10]  # came with schema 10
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT tag FROM runs WHERE id = 7").fetchone() == ("other",)
 

@@ -245,7 +245,7 @@ def test_a_knob_not_restored_is_printed_after_its_trial(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from fsbench.cli.run import ProgressHooks
+    from fsbench.execute.progress import ProgressHooks
     from fsbench.execute.schedule import Slot
     from fsbench.store.records import TrialRecord
     from fsbench.store.results import Store
@@ -258,9 +258,9 @@ def test_a_knob_not_restored_is_printed_after_its_trial(tmp_path: Path) -> None:
         provenance={"flags": {"knob-restore-failed": "vm.dirty_ratio=20: Permission denied"}},
     )  # fmt: skip
     out = io.StringIO()
-    hooks = ProgressHooks(plan, 1, Store(tmp_path / "r.db"), Console(file=out, width=200))
+    hooks = ProgressHooks(1, Store(tmp_path / "r.db"), Console(file=out, width=200))
     hooks.finished(Slot(seq=1, rep=1, cell=cell, group=0, position=1), [record], 1, 1)
-    hooks.stop()
+    hooks.ended("finished")
     assert "warning: knob not restored after ext4: vm.dirty_ratio=20: Permission denied" in (
         out.getvalue()
     )

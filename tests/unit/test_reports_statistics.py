@@ -22,6 +22,7 @@ from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import html, render, source
 from fsbench.reports.tables import fmt_share
 from fsbench.store.results import Store
+from fsbench.store.runkinds import CALIBRATION
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Measure, Ran
 
@@ -165,7 +166,7 @@ def test_csv_columns_and_the_new_statistics(tmp_path: Path) -> None:
 
 def test_calibration_page_and_the_warning_on_later_runs(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
-    cal = _run(store, calibration.aa_plan(_plan(5, 3)), _noisy(0.05, 1), calibration.KIND)
+    cal = _run(store, calibration.aa_plan(_plan(5, 3)), _noisy(0.05, 1), CALIBRATION.name)
     page = html.render_html(source.load(store, cal), [])
     assert "What this machine resolves" in page and 'id="calibration"' in page
     (item,) = calibration.analyze(store.get_run(cal), store.get_trials(cal))

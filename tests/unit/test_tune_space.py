@@ -9,7 +9,7 @@ import pytest
 
 from fsbench.cli import planflags
 from fsbench.execute import schedule
-from fsbench.execute.race.driver import races
+from fsbench.execute.race.driver import split
 from fsbench.plan import model as planning
 from fsbench.plan import presets
 from fsbench.plan.model import load_plan_file, parse_fs_spec
@@ -206,8 +206,11 @@ def test_a_plain_tune_command_races_once_per_value_the_scale_sweeps() -> None:
         {"fs": ["ext4", "xfs", "btrfs"], "workload": ["fileserver"], "scale": "tiny"}
     )
     built = planflags.build(flags)
-    planned = races(built.cells)
+    space, planned = split(built.cells, duplicates=2)
     assert len(planned) == len(schedule.groups(built.cells)) > 1
+    # The space as each race keeps it: how many races, over which parameter, what dropped.
+    assert (space.races, space.by, space.duplicates) == (len(planned), ["threads"], 2)
+    assert space.budget(600.0) == 600.0 / len(planned) and space.budget(None) is None
     swept = {tuple(narrow) for _, narrow in planned}
     assert swept == {("threads",)}
     for cells, narrow in planned:
@@ -224,4 +227,4 @@ def test_a_race_takes_one_workload() -> None:
         planflags.flags_of({"fs": ["ext4", "xfs"], "workload": ["fs_mark", "alloc"]})
     )
     with pytest.raises(FsbenchError, match="one workload under one kernel"):
-        races(built.cells)
+        split(built.cells)

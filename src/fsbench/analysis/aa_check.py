@@ -27,7 +27,6 @@ from fsbench.plan.model import Plan
 from fsbench.store import runkinds
 from fsbench.store.records import RunRecord, TrialRecord
 
-KIND = runkinds.CALIBRATION.name
 LABELS = ("A", "B")
 # The differences the calibration screen answers for.
 DIFFERENCES = (0.05, 0.10, 0.25)
@@ -140,7 +139,8 @@ def matches(calibration: RunRecord, run: RunRecord) -> bool:
     of target, at the same scale (a workload's noise depends on its size)."""
     ch, rh = calibration.host, run.host
     return (
-        calibration.kind == KIND
+        (kind := runkinds.known_kind(calibration)) is not None
+        and kind.calibration
         and calibration.status == "finished"
         and ch.get("hostname") == rh.get("hostname")
         and ch.get("kernel") == rh.get("kernel")

@@ -4,25 +4,24 @@ at every step (vm/bisect.py). See docs/bisect.md."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
+from fsbench.execute import session
 from fsbench.plan.model import MIN_AUTO_REPS
 from fsbench.reports import bisect as report
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
-from fsbench.vm.bisect import BisectArgs, Bisection, Refused
+from fsbench.vm.bisect import Bisection
+from fsbench.vm.bisect_kind import BISECT, BisectArgs
 from fsbench.vm.kbuild import KBUILD_CACHE
 
 RANK = 17
-EXIT_REFUSED, EXIT_UNDECIDED = 5, 6
 
 DEFAULT_REPS = 5  # per commit, when --max-reps is not given: the bisection's budget
 
@@ -42,10 +41,14 @@ def reps_per_commit(max_reps: int | None) -> int:
 @targetflags.with_target_flags(only="vm")
 def bisect(
     linux: Annotated[
-        Path, typer.Option("--linux", help="Your Linux git tree (bisected in place).")
-    ],
-    good: Annotated[str, typer.Option("--good", help="A commit (ref) without the change.")],
-    bad: Annotated[str, typer.Option("--bad", help="A commit (ref) with the change.")],
+        Path | None, typer.Option("--linux", help="Your Linux git tree (bisected in place).")
+    ] = None,
+    good: Annotated[
+        str | None, typer.Option("--good", help="A commit (ref) without the change.")
+    ] = None,
+    bad: Annotated[
+        str | None, typer.Option("--bad", help="A commit (ref) with the change.")
+    ] = None,
     fs: pf.FsOpt = [],  # noqa: B006 - typer's list options
     workload: pf.WorkloadOpt = [],  # noqa: B006
     set_: pf.SetOpt = [],  # noqa: B006
@@ -83,7 +86,12 @@ def bisect(
     ] = None,
     resume: Annotated[
         bool,
-        typer.Option("--resume", help="Continue this tree's killed bisection from its log."),
+        typer.Option(
+            "--resume",
+            help="Continue a killed bisection (this --linux tree's, else the last one) from "
+            "its stored facts and the tree's log; nothing else needs giving again (the "
+            "bisection's spelling of `fsbench resume`).",
+        ),
     ] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
@@ -92,55 +100,60 @@ def bisect(
     """Bisect a kernel performance change: build, boot and measure each commit git bisect
     picks, and mark it good or bad only when its measurements are significantly closer to
     one endpoint's than to the other's."""
+    store = Store(db)
+    if resume:
+        drive(resumed(store, linux), store, json_out, chart)
+        return
+    if linux is None or good is None or bad is None:
+        raise FsbenchError("--linux, --good and --bad name a bisection (--resume needs none)")
     flags = pf.flags_of(
         {"fs": fs, "workload": workload, "set_": set_, "scale": scale, "margin": margin,
          "trial_timeout": trial_timeout, "warmup": warmup, **target_flags},
         target_kind="vm", reps="1",
     )  # fmt: skip
     built = pf.build(flags)
-    max_reps = reps_per_commit(max_reps)
-    store = Store(db)
-    err = Console(stderr=True, highlight=False)
     args = BisectArgs(
         linux=linux,
         good=good,
         bad=bad,
         metric=metric,
-        max_reps=max_reps,
+        max_reps=reps_per_commit(max_reps),
         config=config,
         jobs=jobs,
         kbuild_cache=kbuild_cache,
         recheck=recheck,
     )
-    job = Bisection(
-        args, built.plan, built.cells, store, sys.argv, log=lambda s: err.print(s, soft_wrap=True)
-    )
-    drive(job, store, resume, json_out, chart)
+    job = Bisection(store, args, built.plan, built.cells, overrides=built.overrides)
+    drive(job, store, json_out, chart)
 
 
-def drive(
-    job: Bisection,
-    store: Store,
-    resume: bool = False,
-    json_out: bool = False,
-    chart: Path | None = None,
-) -> None:
+def resumed(store: Store, linux: Path | None) -> Bisection:
+    """The bisection `--resume` goes on with: this tree's last unfinished one, or (no
+    --linux) the last unfinished bisection."""
+    if linux is None:
+        record = session.to_resume(store, BISECT, None)
+    else:
+        tree = str(linux.resolve())
+        found = session.last_unfinished(store, BISECT, lambda run: run.facts.get("linux") == tree)
+        if found is None:
+            raise FsbenchError(f"no unfinished bisection of {tree} in {store.url}")
+        record = found
+    return Bisection.resume(store, record)
+
+
+def drive(job: Bisection, store: Store, json_out: bool = False, chart: Path | None = None) -> None:
     """Run the bisection (or go on with it) and print its report; exits 5 when refused,
     6 when no first bad commit was named. `fsbench history --bisect` hands over here."""
-    try:
-        outcome = job.resume() if resume else job.start()
-    except Refused as exc:
-        print(exc, file=sys.stderr)  # one line, never wrapped
-        raise typer.Exit(EXIT_REFUSED) from None
-    data = report.as_json(store.get_run(outcome.run_id), store.get_trials(outcome.run_id))
+    life = session.run(job)
+    run = store.get_run(life.run_id)
+    data = report.as_json(run, store.get_trials(life.run_id))
     if chart is not None:
         chart.write_text(report.chart_svg(data))
     if json_out:
         print(json.dumps(data, indent=1, default=str))
     else:
         print(report.text(data), end="")
-    if outcome.first_bad is None:
-        raise typer.Exit(EXIT_UNDECIDED)
+    raise typer.Exit(Bisection.exit_code(store, run))
 
 
 def register(app: typer.Typer) -> None:

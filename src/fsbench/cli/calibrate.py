@@ -14,10 +14,13 @@ from fsbench.analysis import aa_check as calibration
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
-from fsbench.cli.run import execute, exit_status, write_report
+from fsbench.cli.run import write_report
+from fsbench.execute import session
+from fsbench.execute.loop import GridDriver
 from fsbench.plan import model as planning
 from fsbench.reports.aa_screen import document, print_screen
 from fsbench.store.results import Store
+from fsbench.store.runkinds import CALIBRATION
 
 DEFAULT_REPS = 5
 
@@ -42,17 +45,17 @@ def calibrate(
     plan = calibration.aa_plan(built.plan)
     cells = planning.expand(plan, built.overrides)
     store = Store(db)
-    outcome = execute(plan, cells, store, built.overrides, kind=calibration.KIND)
-    run = store.get_run(outcome.run_id)
-    noise = calibration.analyze(run, store.get_trials(outcome.run_id))
+    life = session.run(GridDriver(store, plan, cells, overrides=built.overrides, kind=CALIBRATION))
+    run = store.get_run(life.run_id)
+    noise = calibration.analyze(run, store.get_trials(life.run_id))
     if json_out:
         typer.echo(json.dumps(document(run, noise), indent=2))
     else:
         console = Console() if sys.stdout.isatty() else Console(width=160)
         print_screen(console, run, noise)
     if not no_report:
-        write_report(store, outcome.run_id)
-    raise typer.Exit(exit_status(store, outcome.run_id))
+        write_report(store, life.run_id)
+    raise typer.Exit(GridDriver.exit_code(store, run))
 
 
 # Where `fsbench --help` lists it (app.py registers every command module by its rank).

@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
 
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.cli.report import emit
-from fsbench.cli.run import (
-    Display,
-    execute,
-    finish,
-    resumable,
-    resume_run,
-)
-from fsbench.execute import loop as matrix
+from fsbench.cli.run import finish
+from fsbench.execute import loop, session
 from fsbench.execute.hooks import Hooks
-from fsbench.fleet.executor import HostRun
+from fsbench.execute.loop import GridDriver
+from fsbench.fleet.driver import FleetDriver, stored_target
 from fsbench.fleet.member import MemberEntry, ProgressFile
-from fsbench.fleet.target import FLEET_RUN, FleetTargetSpec
+from fsbench.fleet.target import FLEET_RUN
 from fsbench.plan import model as planning
-from fsbench.plan.model import Plan
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 
@@ -43,51 +27,9 @@ app = typer.Typer(help="Many machines: one plan on a fleet through Ansible, one 
 FLEET = FLEET_RUN.name
 RESUME_HELP = (
     "Finish an interrupted fleet run (its id in place of PLAN, or the last unfinished one): "
-    "only what is missing, on the hosts that miss it."
+    "only what is missing, on the hosts that miss it (the fleet's spelling of `fsbench "
+    "resume`, with the target flags given now)."
 )
-
-
-class HostProgress(Display):
-    """One bar per host: trials done / total and its ETA, or its state (the fleet executor
-    calls `hosts` at every poll)."""
-
-    def __init__(self, err: Console, store: Store) -> None:
-        self.err, self.store = err, store
-        self.progress = Progress(
-            TextColumn("{task.fields[host]:<16}"),
-            MofNCompleteColumn(),
-            BarColumn(bar_width=24),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            TextColumn("{task.description}"),
-            console=err,
-            transient=False,
-        )
-        self.tasks: dict[str, TaskID] = {}
-
-    def note(self, text: str) -> None:
-        self.err.print(text, markup=False, highlight=False)
-
-    def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
-        self.err.print(
-            f"fsbench fleet: run {run_id}, {plan.name} {banner}, store {self.store}",
-            markup=False,
-            highlight=False,
-        )
-        self.progress.start()  # only now: a refusal before the run prints one line, no bars
-
-    def hosts(self, hosts: list[HostRun]) -> None:
-        for h in hosts:
-            name = h.host.name
-            if name not in self.tasks:
-                self.tasks[name] = self.progress.add_task("", total=None, host=name)
-            text = h.state if not h.error else f"{h.state}: {h.error}"
-            self.progress.update(
-                self.tasks[name],
-                total=h.total or None,
-                completed=h.done,
-                description=text[:90],
-            )
 
 
 @app.command("run")
@@ -105,42 +47,25 @@ def fleet_run(
     then one table with the host beside each config."""
     flags = pf.flags_of(given, target_kind=FLEET)
     store = Store(db)
-    err = Console(stderr=True)
-    run_id: int | None = None
     if resume:
-        run_id, plan, overrides = resumable(store, flags.plan_file, FLEET_RUN)
-        # The fleet target as stored (or, stored before it was one, made from the loop
-        # image's size), with the target flags given now.
-        stored = plan.target.model_dump()
-        if not isinstance(plan.target, FleetTargetSpec):
-            stored = {"image_size": plan.target.image_size}
-        target = pf.target_of(stored, flags)
-        plan = plan.model_copy(update={"target": FleetTargetSpec.model_validate(target)})
-        cells = planning.expand(plan, overrides)
+        arg = None if flags.plan_file is None else str(flags.plan_file)
+        record = session.to_resume(store, FLEET_RUN, arg)
+        # The fleet target as stored, with the target flags given now.
+        driver = FleetDriver.resume(store, record, pf.target_of(stored_target(record), flags))
     else:
         built = pf.build(flags)
         # Each host gets the plan alone: --set values go into it.
-        plan = matrix.with_seed(planning.with_overrides(built.plan, built.overrides))
-        overrides, cells = {}, planning.expand(plan)
+        plan = loop.with_seed(planning.with_overrides(built.plan, built.overrides))
+        cells = planning.expand(plan)
         if [c.key for c in cells] != [c.key for c in built.cells]:
             raise FsbenchError("--set values could not be written into the plan")
+        driver = FleetDriver(store, plan, cells, overrides={})
 
-    def stopped(outcome: matrix.Outcome) -> None:
-        emit(store, outcome.run_id, "json" if json_out else "table", None, False)
+    def stopped(run_id: int) -> None:
+        emit(store, run_id, "json" if json_out else "table", None, False)
 
-    outcome = execute(
-        plan,
-        cells,
-        store,
-        overrides,
-        resume_run=run_id,
-        kind=FLEET,
-        display=HostProgress(err, store),
-        after_interrupt=stopped,
-        resume_command="fsbench fleet run --resume {run} --inventory "
-        + str(plan.target.model_dump().get("inventory")),
-    )
-    finish(store, outcome, json_out, report=False)
+    life = session.run(driver, on_interrupt=stopped)
+    finish(store, life.run_id, json_out, report=False)
 
 
 @app.command("member", hidden=True)
@@ -167,19 +92,16 @@ def fleet_member(
     if member is not None and member.status == "finished":  # the controller sees it at once
         stored = len({t.seq for t in store.get_trials(member.id)})
         ProgressFile(job.progress, Hooks()).done(member.id, stored)
-        finish(store, matrix.Outcome(member.id), json_out, report=False)
-
-    def watch(bar: Hooks) -> Hooks:
-        return ProgressFile(job.progress, bar)
-
+        finish(store, member.id, json_out, report=False)
     if member is not None:
-        outcome = resume_run(store, Path(str(member.id)), watch)
+        driver = GridDriver.resume(store, member)
     else:
         built = pf.build(flags)
-        outcome = execute(
-            built.plan, built.cells, store, built.overrides, part=job.part, watch=watch
-        )
-    finish(store, outcome, json_out, report=False)
+        cells, overrides = built.cells, built.overrides
+        driver = GridDriver(store, built.plan, cells, overrides=overrides, part=job.part)
+    driver.view = ProgressFile(job.progress, driver.view)
+    life = session.run(driver)
+    finish(store, life.run_id, json_out, report=False)
 
 
 RANK = 90

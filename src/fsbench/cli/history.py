@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -21,7 +22,7 @@ from fsbench.reports import formats
 from fsbench.reports import history as show
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
-from fsbench.store.runkinds import GRID, kind_of
+from fsbench.store.runkinds import known_kind
 from fsbench.system.errors import FsbenchError
 
 RANK = 45
@@ -152,21 +153,27 @@ def _sets(values: list[str]) -> tuple[tuple[str, str], ...]:
 def _runs(
     store: Store, tag: str | None, plan: str | None, host: str | None
 ) -> tuple[list[tuple[RunRecord, list[TrialRecord]]], list[str]]:
-    """The grid runs selected, each with its trials (a run made of parts: theirs)."""
+    """The runs selected, each with its trials: those of the kinds whose runs form series;
+    a run made of parts gives each host's part (its own host's facts, the run's tag)."""
     out: list[tuple[RunRecord, list[TrialRecord]]] = []
     skipped = 0
     for run in store.list_runs():
-        if run.part_of or kind_of(run).name != GRID.name:
-            continue  # a part's trials come with its run; races and bisections are no series
+        kind = known_kind(run)
+        if run.part_of or kind is None or not kind.series:
+            continue  # a part comes with its run; races and bisections are no series
         if (tag is not None and run.tag != tag) or (plan is not None and run.name != plan):
             continue
-        if run.status not in ENDED:
-            skipped += 1
-            continue
-        trials = store.run_trials(run)
-        if host is not None:
-            trials = [t for t in trials if history.host_of(run, t) == host]
-        out.append((run, trials))
+        points = [replace(p, tag=run.tag) for p in store.parts(run.uid)] if kind.has_parts else []
+        for point in points or [run]:
+            if run.status not in ENDED or point.status not in ENDED:
+                skipped += 1
+                continue
+            trials = store.get_trials(point.id)
+            for t in trials:
+                t.host = point.part_host
+            if host is not None:
+                trials = [t for t in trials if history.host_of(point, t) == host]
+            out.append((point, trials))
     notes = [f"{skipped} runs that did not end (running, interrupted, failed) left out"]
     return out, notes if skipped else []
 
@@ -210,7 +217,8 @@ def _bisect(
     """Change point `number` handed to fsbench bisect: the last commit before it good,
     the first after it bad, the same cell of the same plan, the same metric."""
     from fsbench.cli import bisect as bisect_cli  # the VM target's command: only when asked
-    from fsbench.vm.bisect import BisectArgs, Bisection
+    from fsbench.vm.bisect import Bisection
+    from fsbench.vm.bisect_kind import BisectArgs
 
     reps = bisect_cli.reps_per_commit(max_reps)
     found = {n: (s, c) for n, s, c in show.numbered(series)}
@@ -237,8 +245,7 @@ def _bisect(
     err.print(
         f"bisecting change point {number}: {s.title}, {before.commit[:12]}..{after.commit[:12]}"
     )
-    argv = [*sys.argv]
-    job = Bisection(args, plan, cells, store, argv, log=lambda t: err.print(t, soft_wrap=True))
+    job = Bisection(store, args, plan, cells, overrides=run.overrides)
     bisect_cli.drive(job, store)
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -18,30 +16,29 @@ from fsbench.analysis.rows import build_rows
 from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
-from fsbench.cli.run import execute, interrupted, report_dir, sigterm_interrupts, write_report
+from fsbench.cli.run import report_dir, write_report
 from fsbench.execute import session
+from fsbench.execute.loop import GridDriver
 from fsbench.execute.race import safety
 from fsbench.execute.race.checks import parse_requirements
-from fsbench.execute.race.driver import TuneOutcome, Watch, races, run_race
-from fsbench.execute.race.rule import MAX_ROUNDS, Drop
-from fsbench.execute.race.trials import SafetyVerdict, TuneSpec
-from fsbench.execute.schedule import Slot
+from fsbench.execute.race.driver import RaceDriver, split
+from fsbench.execute.race.rule import MAX_ROUNDS
+from fsbench.execute.race.trials import RaceSpace, SafetyVerdict, TuneSpec
 from fsbench.plan import model as planning
 from fsbench.plan import presets
 from fsbench.plan.model import Plan
 from fsbench.plan.space import describe, expand_space
 from fsbench.reports import tune as tune_report
 from fsbench.store import runkinds
-from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
-from fsbench.store.values import value_of
 from fsbench.system.errors import FsbenchError
 
 F = TypeVar("F", bound=typing.Callable[..., Any])
 
 RESUME_HELP = (
     "Go on with an interrupted race: the last unfinished one in --db, or the run id given in "
-    "place of PLAN. Its stored rounds are replayed, the rest run."
+    "place of PLAN. Its stored rounds are replayed, the rest run (the race's spelling of "
+    "`fsbench resume`)."
 )
 
 
@@ -117,89 +114,90 @@ def tune(
     out = err if json_out else Console(highlight=False)
     store = Store(db)
     if resume:
-        run_id = _resumable(store, plan_file)
-        run = store.get_run(run_id)
-        plan = Plan.model_validate(run.plan)
-        spec = TuneSpec.model_validate(run.facts)
-        cells = planning.expand(plan, run.overrides)
-        done = len({t.seq for t in store.get_trials(run_id)})
-        err.print(f"fsbench: resuming race {run_id} ({done} trials stored)", highlight=False)
-        outcome = _run(plan, cells, store, spec, run.overrides, err, resume_run=run_id)
-    else:
-        constraints, safe = parse_requirements(require)
-        if safety_set and not safe:
-            raise FsbenchError("--safety-set sets the crash tests of --require safe: give both")
-        budget_s = pf.parse_budget(budget)
-        margin = DEFAULT_MARGIN if margin is None else margin
-        arguments = {
-            "plan_file": plan_file, "preset": preset, "fs": fs, "workload": workload,
-            "set_": set_, "scale": scale, "trial_timeout": trial_timeout, "seed": seed,
-            "target_kind": target_kind,
-        }  # fmt: skip
-        # The flags only a VM takes (--guest-ram, --guest-cpus, --kernel) size the safety
-        # checks' guest, and the race's own when it runs in a VM too.
-        guest_only = {f.param: f.field for f in targetflags.only_of(safety.VM)}
-        guest = {
-            field: target_flags[param]
-            for param, field in guest_only.items()
-            if safe and target_flags.get(param) not in (None, False)
-        }
-        if guest and pf.build(pf.flags_of(arguments)).plan.target.kind != safety.VM:
-            target_flags = {k: v for k, v in target_flags.items() if k not in guest_only}
-        arguments.update(target_flags)
-        # The space: --fs with its braces, else the plan's configs (its search space's
-        # grid among them, planflags.build_plan).
-        if fs:
-            space = expand_space(fs)
-        else:
-            space = expand_space([c.spec for c in pf.build(pf.flags_of(arguments)).plan.fs])
-        built = pf.build(
-            pf.flags_of(
-                arguments,
-                fs=space.specs,
-                budget=None,
-                max_reps=max(max_rounds, planning.MIN_AUTO_REPS),
-                margin=margin,
-            )
-        )
-        summary = describe(space)
-        out.print("search space:", highlight=False)
-        for line in summary.lines():
-            out.print(f"  {line}", highlight=False)
-        for spec_text in summary.specs:
-            out.print(f"    {spec_text}", highlight=False, markup=False)
-        spec = TuneSpec(
-            metric=metric or default_metric(built.plan),
-            margin=margin,
-            max_rounds=max_rounds,
-            require=[str(c) for c in constraints],
-            budget=budget_s,
-            duplicates=space.duplicates,
-        )
-        spec.settings(True)  # refuse bad settings before anything runs
-        planned = races(built.cells)  # a space that is no race is refused before its crash tests
-        if safe:
-            safety_run, verdicts = check_safety(built.plan, store, safety_set, out, guest)
-            spec = spec.model_copy(update={"safety_run": safety_run, "safety": verdicts})
-        if len(planned) > 1:
-            share = budget_s / len(planned) if budget_s else 0.0
-            each = f"; the budget split evenly, {share:.0f} s each" if share else ""
-            out.print(
-                f"{len(planned)} races, one per value of {', '.join(planned[0][1])}: "
-                + "; ".join(" ".join(f"{k}={v[0]}" for k, v in n.items()) for _, n in planned)
-                + each,
-                highlight=False,
-                soft_wrap=True,  # one line: scripts grep it
-            )
-            if budget_s:
-                spec = spec.model_copy(update={"budget": budget_s / len(planned)})
-        outcomes = [
-            _run(built.plan, cells, store, spec, {**built.overrides, **narrow}, err)
-            for cells, narrow in planned
-        ]
-        _show(store, [o.run_id for o in outcomes], json_out, no_report, err)
+        arg = None if plan_file is None else str(plan_file)
+        record = session.to_resume(store, runkinds.TUNE, arg)
+        life = session.run(session.driver_for(store, record))
+        _show(store, [life.run_id], json_out, no_report, err)
         return
-    _show(store, [outcome.run_id], json_out, no_report, err)
+    constraints, safe = parse_requirements(require)
+    if safety_set and not safe:
+        raise FsbenchError("--safety-set sets the crash tests of --require safe: give both")
+    margin = DEFAULT_MARGIN if margin is None else margin
+    arguments = {
+        "plan_file": plan_file, "preset": preset, "fs": fs, "workload": workload,
+        "set_": set_, "scale": scale, "trial_timeout": trial_timeout, "seed": seed,
+        "target_kind": target_kind,
+    }  # fmt: skip
+    # The flags only a VM takes (--guest-ram, --guest-cpus, --kernel) size the safety
+    # checks' guest, and the race's own when it runs in a VM too.
+    guest_only = {f.param: f.field for f in targetflags.only_of(safety.VM)}
+    guest = {
+        field: target_flags[param]
+        for param, field in guest_only.items()
+        if safe and target_flags.get(param) not in (None, False)
+    }
+    if guest and pf.build(pf.flags_of(arguments)).plan.target.kind != safety.VM:
+        target_flags = {k: v for k, v in target_flags.items() if k not in guest_only}
+    arguments.update(target_flags)
+    # The space: --fs with its braces, else the plan's configs (its search space's grid
+    # among them, planflags.build_plan).
+    if fs:
+        space = expand_space(fs)
+    else:
+        space = expand_space([c.spec for c in pf.build(pf.flags_of(arguments)).plan.fs])
+    # The budget is the plan's (--budget, or its plan file's), the tune's whole wall time.
+    built = pf.build(
+        pf.flags_of(
+            arguments,
+            fs=space.specs,
+            budget=budget,
+            max_reps=max(max_rounds, planning.MIN_AUTO_REPS),
+            margin=margin,
+        )
+    )
+    summary = describe(space)
+    out.print("search space:", highlight=False)
+    for line in summary.lines():
+        out.print(f"  {line}", highlight=False)
+    for spec_text in summary.specs:
+        out.print(f"    {spec_text}", highlight=False, markup=False)
+    # The races the space makes (one per value of a swept parameter), refused before the
+    # crash tests when it makes none.
+    shape, planned = split(built.cells, space.duplicates)
+    spec = TuneSpec(
+        metric=metric or default_metric(built.plan),
+        margin=margin,
+        max_rounds=max_rounds,
+        require=[str(c) for c in constraints],
+        space=shape,
+    )
+    spec.settings(True)  # refuse bad settings before anything runs
+    if safe:
+        safety_run, verdicts = check_safety(built.plan, store, safety_set, out, guest)
+        spec = spec.model_copy(update={"safety_run": safety_run, "safety": verdicts})
+    if shape.races > 1:
+        out.print(
+            _races_line(shape, [narrow for _, narrow in planned], built.plan.budget),
+            highlight=False,
+            soft_wrap=True,  # one line: scripts grep it
+        )
+    lives = [
+        session.run(
+            RaceDriver(store, built.plan, cells, spec, overrides={**built.overrides, **narrow})
+        )
+        for cells, narrow in planned
+    ]
+    _show(store, [life.run_id for life in lives], json_out, no_report, err)
+
+
+def _races_line(shape: RaceSpace, narrows: list[dict[str, list[str]]], budget: float | None) -> str:
+    """The races of a split space, in one line: their values and each one's budget."""
+    share = shape.budget(budget)
+    return (
+        f"{shape.races} races, one per value of {', '.join(shape.by)}: "
+        + "; ".join(" ".join(f"{k}={v[0]}" for k, v in n.items()) for n in narrows)
+        + (f"; the budget split evenly, {share:.0f} s each" if share else "")
+    )
 
 
 def _show(store: Store, run_ids: list[int], json_out: bool, no_report: bool, err: Console) -> None:
@@ -239,13 +237,13 @@ def check_safety(
         f"({', '.join(settings) or 'the crash workload defaults'})",
         highlight=False,
     )
-    outcome = execute(checks, cells, store, overrides)
-    rows = build_rows(store.get_trials(outcome.run_id))
+    life = session.run(GridDriver(store, checks, cells, overrides=overrides))
+    rows = build_rows(store.get_trials(life.run_id))
     verdicts = {c.display: safety.verdict(rows, c.display) for c in plan.fs}
     for config, found in verdicts.items():
         word = "safe" if found.safe else "UNSAFE"
         out.print(f"  {word}: {config}: {found.evidence}", highlight=False, markup=False)
-    return outcome.run_id, verdicts
+    return life.run_id, verdicts
 
 
 def default_metric(plan: Plan) -> str:
@@ -253,85 +251,6 @@ def default_metric(plan: Plan) -> str:
     steps = plan.workloads[0].steps
     name = workloads.get(steps[0]).headline[0]
     return f"{steps[0]}:{name}" if len(steps) > 1 else name
-
-
-def _resumable(store: Store, run_arg: Path | None) -> int:
-    record = session.to_resume(store, runkinds.TUNE, None if run_arg is None else str(run_arg))
-    if not record.facts:
-        raise FsbenchError(f"run {record.id} keeps no race settings: it cannot be resumed")
-    return record.id
-
-
-def _run(
-    plan: Plan,
-    cells: list[planning.Cell],
-    store: Store,
-    spec: TuneSpec,
-    overrides: dict[str, list[str]],
-    err: Console,
-    resume_run: int | None = None,
-) -> TuneOutcome:
-    with sigterm_interrupts():
-        outcome = run_race(
-            plan,
-            cells,
-            store,
-            spec,
-            argv=sys.argv,
-            overrides=overrides,
-            watch=LiveView(err, spec, store),
-            resume_run=resume_run,
-        )
-    if outcome.interrupted:
-        interrupted(
-            f"the race's trials are stored in run {outcome.run_id} "
-            f"(`fsbench tune --resume {outcome.run_id}` goes on from its last round)"
-        )
-    return outcome
-
-
-class LiveView(Watch):
-    """The race on stderr, round by round: configs alive, each trial, who was dropped."""
-
-    def __init__(self, err: Console, spec: TuneSpec, store: Store) -> None:
-        self.err, self.spec, self.store = err, spec, store
-        self.done = 0
-        self.pending = 0
-
-    def _say(self, text: str, style: str | None = None) -> None:
-        self.err.print(text, style=style, markup=False, highlight=False)
-
-    def note(self, text: str) -> None:
-        self._say(text, "yellow")
-
-    def begin(self, run_id: int, plan: Plan, resumed: int, banner: str) -> None:
-        self._say(
-            f"fsbench tune: run {run_id}, {len(plan.fs)} configs, {self.spec.metric}, up to "
-            f"{self.spec.max_rounds} rounds after {plan.warmup} warm-up, margin "
-            f"±{self.spec.margin:.0%}, scale {plan.scale}, order seed {plan.seed}, store "
-            f"{self.store.url}" + (f"; {banner}" if banner else "")
-        )
-
-    def round_begins(self, rnd: int, alive: Sequence[str], pending: int) -> None:
-        self.done, self.pending = 0, pending
-        what = "warm-up round (not counted)" if rnd == 0 else f"round {rnd}"
-        ran = f", {pending} trials to run" if pending else ", stored (replayed)"
-        self._say(f"{what}: {len(alive)} configs alive{ran}", "bold")
-
-    def trial(self, slot: Slot, records: list[TrialRecord]) -> None:
-        if not slot.warmup:
-            self.done += 1
-        first = records[0]
-        value = value_of(records, self.spec.metric)
-        shown = f"{value:.4g}" if value is not None else f"{first.status}: {first.message}"
-        tag = "warm-up" if slot.warmup else f"{self.done}/{self.pending}"
-        self._say(f"  [{tag}] {first.config}: {self.spec.metric} {shown}", "dim")
-
-    def round_ends(self, rnd: int, alive: Sequence[str], dropped: Sequence[Drop]) -> None:
-        for d in dropped:
-            self._say(f"  dropped {d.config} ({d.reason}): {d.detail or d.test}", "yellow")
-        if rnd > 0:
-            self._say(f"  after round {rnd}: {len(alive)} alive: {', '.join(alive)}")
 
 
 # Where `fsbench --help` lists it (app.py registers every command module by its rank).

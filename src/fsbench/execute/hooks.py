@@ -1,5 +1,5 @@
-"""What a run tells whoever watches it: the CLI's progress bar, a progress file a
-controller polls. Executors get the run's hooks too (Binding)."""
+"""What a run tells whoever watches it: the live display of its command, a progress file a
+controller polls. Executors get the run's view too (Binding)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,20 @@ from fsbench.plan.model import Plan
 from fsbench.store.records import TrialRecord
 
 
-class Hooks:
-    """What a run tells whoever watches it (the CLI's progress bar); no-ops by default."""
+class View:
+    """What every run tells whoever watches it, whatever its kind (the session says both);
+    no-ops by default. A kind's driver adds the events of its own work."""
 
     def note(self, text: str) -> None:
-        """A line worth showing before the trials start (warnings, stale releases)."""
+        """A line worth showing before the work starts (warnings, stale releases, resuming)."""
+
+    def ended(self, state: str) -> None:
+        """The run ended: finished, interrupted or failed (what it did so far is stored);
+        a live display stops here."""
+
+
+class Hooks(View):
+    """What a run of the repetition loop tells whoever watches it (the CLI's progress bar)."""
 
     def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
         """The run starts (or resumes with `done` trials stored) with `total` slots planned;
@@ -23,6 +32,3 @@ class Hooks:
 
     def finished(self, slot: Slot, records: list[TrialRecord], done: int, total: int) -> None:
         """A slot's records are stored."""
-
-    def ended(self, state: str) -> None:
-        """The run ended: finished, interrupted or failed (its trials so far are stored)."""

@@ -1,29 +1,41 @@
-"""The run: one repetition loop for every place trials run.
+"""The grid run: one repetition loop for every place trials run, the driver of the grid's
+kinds (a comparison, a calibration, a run on many hosts).
 
 It decides what runs and in which order (schedule.py: comparison groups, a warm-up round,
 balanced shuffled rounds), hands the slots to an executor (executors/: this host, a QEMU
-guest, ...), stores every trial as soon as it comes back, and owns what every run shares:
-`--reps auto`, resume of an interrupted run, interrupts, the run's status and outcome. It
+guest, ...), stores every trial as soon as it comes back, and owns what its runs share:
+`--reps auto` and `decide`, going on with a resumed run where it stopped. Its runs live
+through the one session (session.py: set-up, create or reopen, interrupts, the end). It
 knows nothing of where the trials run.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from pydantic import ValidationError
 
 from fsbench import workloads
 from fsbench.analysis.convergence import convergence, group_needs_more
 from fsbench.execute import schedule, session
 from fsbench.execute.decide import Decide
-from fsbench.execute.executors import Binding, Executor, for_plan
+from fsbench.execute.executors import Executor, for_plan
 from fsbench.execute.hooks import Hooks
+from fsbench.execute.progress import ProgressHooks
 from fsbench.execute.schedule import WARMUP_REP, Slot
+from fsbench.execute.session import Driver
+from fsbench.plan import model as planning
 from fsbench.plan.model import MIN_AUTO_REPS, Cell, Plan
-from fsbench.store.records import TrialRecord
+from fsbench.store import runkinds
+from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
-from fsbench.store.schema import new_uid
+from fsbench.store.runkinds import RunKind
+from fsbench.system.errors import FsbenchError
+
+# Exit codes of the grid's commands after a normal end (an interrupt is 130, a refusal 2).
+EXIT_OK, EXIT_UNSUPPORTED, EXIT_FAILED = 0, 3, 4
 
 
 @dataclass
@@ -57,6 +69,95 @@ def warms(cell: Cell) -> bool:
     return all(workloads.get(name).warms for name, _ in cell.steps)
 
 
+class GridDriver(Driver):
+    """The driver of the grid's kinds (a comparison, a calibration; with the executor of
+    many machines, a run on many hosts): the plan's matrix through the repetition loop, on the
+    executor its target names. Its live display is the progress bar unless `view` says
+    otherwise; `clock` is what the budget is counted on (a simulation's own)."""
+
+    def __init__(
+        self,
+        store: Store,
+        plan: Plan,
+        cells: Sequence[Cell],
+        *,
+        overrides: Mapping[str, list[str]],
+        record: RunRecord | None = None,
+        view: Hooks | None = None,
+        executor: Executor | None = None,
+        kind: RunKind = runkinds.GRID,
+        part: session.Part | None = None,
+        tag: str = "",
+        uid: str | None = None,
+        argv: list[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store, self.record, self.kind = store, record, kind
+        self.plan = plan if record is not None else with_seed(plan)
+        self.cells = list(cells)
+        self.overrides = dict(overrides)
+        self.view: Hooks = view if view is not None else ProgressHooks(len(self.cells), store)
+        self.executor: Executor = executor or for_plan(self.plan, self.cells)
+        self.part, self.tag, self.uid, self.argv, self.clock = part, tag, uid, argv, clock
+        self.slots = slots_of(self.plan, self.cells)
+        self.outcome: Outcome | None = None
+
+    @classmethod
+    def resume(cls, store: Store, record: RunRecord) -> GridDriver:
+        plan = stored_plan(record)
+        return cls(
+            store,
+            plan,
+            planning.expand(plan, record.overrides),
+            overrides=record.overrides,
+            record=record,
+            kind=runkinds.kind_of(record),
+        )
+
+    def start(self) -> session.NewRun:
+        return session.NewRun(
+            name=self.plan.name,
+            plan=self.plan,
+            schedule=[(s.rep, s.cell.key) for s in self.slots],
+            overrides=self.overrides,
+            uid=self.uid,
+            part=self.part,
+            tag=self.tag,
+            argv=self.argv,
+        )
+
+    def body(self, life: session.Life) -> None:
+        loop = _Loop(self.plan, self.cells, self.slots, self.store, self.executor, self.view,
+                     life.run_id, self.clock)  # fmt: skip
+        self.outcome = loop.outcome
+        loop.run()
+        life.unfinished = loop.outcome.unfinished = self.executor.unfinished()
+
+    @classmethod
+    def exit_code(cls, store: Store, record: RunRecord) -> int:
+        """0 when every cell measured; 3 when some were unsupported (results, not errors, but
+        scripts should be able to tell); 4 when a trial failed or some of it could not run."""
+        if record.status == "incomplete":
+            return EXIT_FAILED
+        statuses = {t.status for t in store.run_trials(record)}
+        if "failed" in statuses:
+            return EXIT_FAILED
+        if "unsupported" in statuses:
+            return EXIT_UNSUPPORTED
+        return EXIT_OK
+
+
+def stored_plan(record: RunRecord) -> Plan:
+    """The plan a run keeps, as this fsbench reads it (one that no longer validates is
+    refused in one line)."""
+    try:
+        return Plan.model_validate(record.plan)
+    except ValidationError as exc:
+        raise FsbenchError(
+            f"run {record.id}: stored plan no longer valid: {planning.one_line(exc)}"
+        ) from None
+
+
 def run(
     plan: Plan,
     cells: Sequence[Cell],
@@ -67,38 +168,25 @@ def run(
     hooks: Hooks | None = None,
     resume_run: int | None = None,
     executor: Executor | None = None,
-    kind: str = "run",
+    kind: str = runkinds.GRID.name,
     uid: str | None = None,
     part: session.Part | None = None,
     clock: Callable[[], float] = time.monotonic,
     tag: str = "",
 ) -> Outcome:
-    """Run (or with `resume_run`, finish) the plan's matrix; every trial is stored as it
-    ends. Returns with `interrupted` set after Ctrl-C or SIGTERM (the run is then marked
-    `interrupted` and `--resume` finishes it); any other error marks it `failed`. `clock`
-    is what the budget is counted on (a simulation's own)."""
-    hooks = hooks or Hooks()
-    cells = list(cells)
-    executor = executor or for_plan(plan, cells)
-    if uid is None:
-        uid = store.get_run(resume_run).uid if resume_run is not None else new_uid()
-    session.ready(executor, Binding(store, uid, hooks), hooks.note)
-    if resume_run is None:
-        plan = with_seed(plan)
-    slots = slots_of(plan, cells)
-    with executor:  # a real device's safety checks happen in open(), before any write
-        schedule = [(s.rep, s.cell.key) for s in slots]
-        run_id = session.begun(
-            store, resume_run, plan, schedule, executor.describe, argv, overrides, kind=kind,
-            uid=uid, part=part, tag=tag,
-        )  # fmt: skip
-        loop = _Loop(plan, cells, slots, store, executor, hooks, run_id, clock)
-        with session.lived(store, run_id, executor.describe) as life:
-            loop.run()
-            loop.outcome.unfinished = executor.unfinished()
-            life.end = "incomplete" if loop.outcome.unfinished else "finished"
-        loop.outcome.interrupted = life.interrupted
-        return loop.outcome
+    """The repetition loop called as a library (tests, simulations): the run (or with
+    `resume_run`, the rest of it) lived through the session; every trial is stored as it
+    ends. Returns with `interrupted` set after Ctrl-C (the run is then `interrupted` and a
+    resume finishes it); any other error marks it `failed`."""
+    driver = GridDriver(
+        store, plan, cells, overrides=overrides, view=hooks or Hooks(), executor=executor,
+        record=store.get_run(resume_run) if resume_run is not None else None,
+        kind=runkinds.KINDS.get(kind), part=part, tag=tag, uid=uid, argv=argv, clock=clock,
+    )  # fmt: skip
+    life = session.run(driver, command=False)
+    outcome = driver.outcome or Outcome(life.run_id)
+    outcome.interrupted = life.interrupted
+    return outcome
 
 
 class _Loop:

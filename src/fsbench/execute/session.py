@@ -1,33 +1,52 @@
-"""A run's life in the store, the same for every kind of run (a grid, a calibration, a
-race, a bisection): bound to its executor and past its preflight, created with the facts
-every run keeps (its plan and schedule, this host's provenance, its target, what its
-reports need of this fsbench's workloads, the feature table of its kernel, its kind's
-facts) or reopened to resume, and ended `finished`, `incomplete`, `interrupted` (Ctrl-C,
-SIGTERM: `--resume` goes on) or `failed`, on every path.
+"""A run's life, the same for every kind of run (store/runkinds.py): a grid, a calibration,
+a race, a bisection, a run on many hosts, a plugin's. A kind names its driver (`Driver`:
+what its runs are and do); `run` lives the rest, once for every kind:
 
-    run_id = session.create(store, plan, schedule, target, argv, overrides, kind="run")
-    with session.lived(store, run_id, executor.describe) as life:
-        ... the trials ...
-    if life.interrupted: ...
+- set-up: the driver's executor, where it has one, bound to the run, past its preflight
+  (a refusal raises, one line), what crashed runs left behind released, and opened;
+- the run created in the store with what every run keeps (its plan and schedule, this
+  host's provenance, its target, what its reports need of this fsbench's workloads, the
+  feature table of its kernel, its kind's facts), or, resumed, reopened;
+- the body, its view live until the end; SIGINT and SIGTERM are interrupts;
+- the end, on every path: `finished`, `incomplete` (some of it could not run, one line
+  each), `interrupted`, `failed`, or the status of the kind its body ended it with (a
+  bisection `refused`); after an interrupt one line names `fsbench resume N`, and a
+  command exits 130.
+
+Nothing else creates, reopens or ends a run in the store.
+
+    life = session.run(GridDriver(store, plan, cells, overrides=overrides))
+    life = session.run(session.driver_for(store, session.to_resume(store, None, "7")))
 """
 
 from __future__ import annotations
 
+import signal
+import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from rich.console import Console
 
 from fsbench import __version__, workloads
 from fsbench.execute.executors.base import Binding, Executor
+from fsbench.execute.hooks import View
 from fsbench.plan.model import Plan
 from fsbench.store import runfacts
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import GRID, RunKind, kind_of
+from fsbench.store.schema import new_uid
 from fsbench.system import hostfacts
 from fsbench.system.errors import FsbenchError
+from fsbench.system.plugins import load
 
+EXIT_INTERRUPTED = 130
 # A run that has not ended (a resume goes on with it).
 UNFINISHED = ("running", "interrupted", "failed", "incomplete")
 
@@ -42,135 +61,279 @@ class Part:
     groups: tuple[str, ...] = ()
 
 
-def ready(executor: Executor, run: Binding, note: Callable[[str], None]) -> None:
-    """The executor bound to its run, its preflight passed (a refusal raises, one line),
-    and what crashed runs left behind released; each warning and release said by `note`."""
-    executor.bind(run)
-    for warning in executor.preflight():
-        note(f"warning: {warning}")
-    for line in executor.release_stale():
-        note(f"released stale: {line}")
+@dataclass
+class NewRun:
+    """A new run as its driver describes it (`Driver.start`), before anything is stored;
+    the session adds what every run keeps of this host and this fsbench."""
+
+    name: str
+    facts: BaseModel | None = None  # its kind's facts
+    plan: Plan | None = None  # None: a kind that runs no plan (the store keeps {})
+    schedule: Sequence[tuple[int, str]] = ()
+    overrides: Mapping[str, list[str]] = field(default_factory=dict)
+    target: Mapping[str, Any] | None = None  # None: as its executor describes it
+    argv: list[str] | None = None  # None: this process's
+    uid: str | None = None  # None: a fresh one
+    part: Part | None = None
+    tag: str = ""
 
 
-def create(
-    store: Store,
-    plan: Plan,
-    schedule: Sequence[tuple[int, str]],
-    target: Mapping[str, Any],
-    argv: list[str],
-    overrides: Mapping[str, list[str]],
-    *,
-    kind: str,
-    name: str | None = None,
-    facts: Mapping[str, Any] | None = None,
-    uid: str | None = None,
-    part: Part | None = None,
-    tag: str = "",
-) -> int:
-    """The run in the store, before its first trial: its plan and schedule, this host's
-    provenance, its target, what its reports need of this fsbench's workloads, the
-    feature table measured on its kernel, and its kind's facts."""
-    fs_types = sorted({c.type for c in plan.fs})
-    steps = sorted({s for w in plan.workloads for s in w.steps})
+@dataclass
+class Life:
+    """A run as its body lives it: the store and the run's id (its trials and facts go
+    there as they come), whether it was resumed, what could not run (one line each: the
+    run then ends `incomplete`); after the end, whether it was interrupted."""
+
+    store: Store
+    run_id: int
+    resumed: bool = False
+    unfinished: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def end(self) -> str:
+        """The status a normal end gets."""
+        return "incomplete" if self.unfinished else "finished"
+
+
+class Ended(FsbenchError):
+    """A body ends its run with a status of its kind (a bisection `refused`): the run is
+    stored so, and its command says the message in one line and exits with `exit_code`."""
+
+    run_status: ClassVar[str] = "failed"
+    exit_code: ClassVar[int] = 1
+
+
+class Driver(ABC):
+    """A run kind's driver (`RunKind.driver`): what its runs are and do; their life is
+    `run`'s, the same for every kind. A kind's command makes its driver from its arguments
+    (and the store); `resume` makes one from a stored run alone.
+
+    - `start()`: the new run's description, before anything is stored;
+    - `resume(store, record)` (class method): the driver that goes on with `record`;
+    - `body(life)`: the run's work, its trials and facts stored as they come;
+    - `exit_code(store, record)` (class method): what its command exits with after a
+      normal end (0 unless the kind says otherwise).
+
+    `executor`, where it has one: where its trials run (the session binds, checks, opens
+    and describes it). `view`: its live display (the session says notes to it and ends
+    it; its body tells it the rest)."""
+
+    kind: RunKind
+    store: Store
+    record: RunRecord | None = None  # the run it goes on with (None: a new run)
+    executor: Executor | None = None
+    view: View = View()
+
+    @abstractmethod
+    def start(self) -> NewRun:
+        """The new run, as the store is to keep it."""
+
+    @classmethod
+    @abstractmethod
+    def resume(cls, store: Store, record: RunRecord) -> Driver:
+        """The driver that goes on with `record`, an unfinished run of its kind, from what
+        the store keeps alone."""
+
+    @abstractmethod
+    def body(self, life: Life) -> None:
+        """The run's work."""
+
+    @classmethod
+    def exit_code(cls, store: Store, record: RunRecord) -> int:
+        """What the command exits with after the run ended normally."""
+        return 0
+
+
+def run(
+    driver: Driver, *, command: bool = True, on_interrupt: Callable[[int], None] | None = None
+) -> Life:
+    """The driver's run, lived (the module's doc). A command's run (`command`) takes
+    SIGTERM as an interrupt too, says what could not run one line each, and after an
+    interrupt says `on_interrupt` (given the run id) and one line naming how to go on, and
+    exits 130; an end of its kind (`Ended`) is said in one line, and exits with its code.
+    A library's caller (a test, a simulation) reads the life instead."""
+    try:
+        life = _watched(driver, command)
+    except Ended as exc:
+        if not command:
+            raise
+        sys.stderr.write(f"{exc}\n")  # one line, never wrapped
+        raise SystemExit(exc.exit_code) from None
+    if not command:
+        return life
+    for line in life.unfinished:  # a host that failed: one line each, for grep
+        _say(line, "red")
+    if life.interrupted:
+        if on_interrupt is not None:
+            on_interrupt(life.run_id)
+        _say(
+            f"fsbench: interrupted; run {life.run_id} keeps what it did "
+            f"(`fsbench resume {life.run_id}` goes on with it)",
+            "yellow",
+        )
+        raise SystemExit(EXIT_INTERRUPTED)
+    return life
+
+
+def _say(text: str, style: str | None) -> None:
+    Console(stderr=True).print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+
+def _watched(driver: Driver, command: bool) -> Life:
+    """The run, its view ended on every path with how it ended."""
+    state = "failed"
+    try:
+        with _sigterm_interrupts() if command else nullcontext():
+            life = _lived(driver, command)
+        state = "interrupted" if life.interrupted else "finished"
+    finally:
+        driver.view.ended(state)
+    return life
+
+
+def _lived(driver: Driver, command: bool) -> Life:
+    store, record, executor, view = driver.store, driver.record, driver.executor, driver.view
+    new: NewRun | None = None
+    if record is not None:
+        stored = len({(t.host, t.seq) for t in store.run_trials(record)})
+        said = f"fsbench: resuming {driver.kind.noun} {record.id} ({stored} trials stored)"
+        if command:
+            _say(said, None)
+        else:
+            view.note(said)
+        uid = record.uid
+    else:
+        new = driver.start()
+        uid = new.uid or new_uid()  # known before the run is stored: executors name by it
+    if executor is not None:
+        executor.bind(Binding(store, uid, view))
+        for warning in executor.preflight():
+            view.note(f"warning: {warning}")
+        for line in executor.release_stale():
+            view.note(f"released stale: {line}")
+    # Opened before the run is stored: a real device's safety checks happen in open().
+    with executor if executor is not None else nullcontext():
+        if new is None:
+            assert record is not None
+            store.reopen_run(record.id)
+            life = Life(store, record.id, resumed=True)
+        else:
+            life = Life(store, _create(store, driver.kind, new, uid, executor))
+        with _ended(life, executor):
+            driver.body(life)
+    return life
+
+
+def _create(store: Store, kind: RunKind, new: NewRun, uid: str, executor: Executor | None) -> int:
+    """The run in the store, before its first trial (see NewRun)."""
+    plan = new.plan
+    fs_types = sorted({c.type for c in plan.fs}) if plan else []
+    steps = sorted({s for w in plan.workloads for s in w.steps}) if plan else []
     host = hostfacts.host(fs_types, workloads.tool_packages(steps))
+    target = new.target if new.target is not None else _described(executor)
+    part = new.part
     return store.create_run(
-        name=name or plan.name,
+        name=new.name,
         fsbench_version=__version__,
-        argv=argv,
-        plan=plan.model_dump(mode="json", by_alias=True),
-        overrides=dict(overrides),
-        schedule=list(schedule),
+        argv=new.argv if new.argv is not None else list(sys.argv),
+        plan=plan.model_dump(mode="json", by_alias=True) if plan else {},
+        overrides=dict(new.overrides),
+        schedule=list(new.schedule),
         host=host,
         target=dict(target),
-        kind=kind,
-        facts=dict(facts or {}),
+        kind=kind.name,
+        facts=new.facts.model_dump(mode="json") if new.facts is not None else {},
         workloads=runfacts.workload_facts(steps),
         features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
         uid=uid,
         part_of=part.uid if part else "",
         part_host=part.host if part else "",
         part_groups=list(part.groups) if part else None,
-        tag=tag,
+        tag=new.tag,
     )
 
 
-def begun(
-    store: Store,
-    resume_run: int | None,
-    plan: Plan,
-    schedule: Sequence[tuple[int, str]],
-    describe: Callable[[], Mapping[str, Any]],
-    argv: list[str],
-    overrides: Mapping[str, list[str]],
-    **kind_and_facts: Any,
-) -> int:
-    """The run's id: `resume_run` reopened, or a new run `create`d (with the target as the
-    executor describes it, and `kind_and_facts`: kind=, facts=, uid=, part=, tag=)."""
-    if resume_run is not None:
-        store.reopen_run(resume_run)
-        return resume_run
-    return create(store, plan, schedule, describe(), argv, overrides, **kind_and_facts)
-
-
-@dataclass
-class Life:
-    """How a run's life ended: `interrupted` after Ctrl-C or SIGTERM (the context then
-    returns normally); `end` is the status a normal end gets (`incomplete`: some of it
-    could not run)."""
-
-    interrupted: bool = False
-    end: str = "finished"
+def _described(executor: Executor | None) -> dict[str, Any]:
+    return dict(executor.describe()) if executor is not None else {}
 
 
 @contextmanager
-def lived(
-    store: Store, run_id: int, describe: Callable[[], Mapping[str, Any]] | None = None
-) -> Iterator[Life]:
-    """The body of a run: on its end, the target as the executor now describes it, and
-    the run's status; an interrupt ends the run `interrupted` and is swallowed (the
-    caller reads `life.interrupted`); an error that says how the run ended (its
-    `run_status`: a bisection refused) ends it so, anything else `failed`, and goes on up."""
-    life = Life()
+def _ended(life: Life, executor: Executor | None) -> Iterator[None]:
+    """The body: on its end, the target as the executor now describes it, and the run's
+    status; an interrupt ends the run `interrupted` and is swallowed (`life.interrupted`
+    says it); an error that names how the run ended (its `run_status`: a bisection
+    refused) ends it so, anything else `failed`, and goes on up."""
+    store, run_id = life.store, life.run_id
     try:
-        yield life
+        yield
     except KeyboardInterrupt:
-        if describe is not None:
-            store.set_target(run_id, dict(describe()))
+        if executor is not None:
+            store.set_target(run_id, _described(executor))
         store.finish_run(run_id, "interrupted")
         life.interrupted = True
         return
     except BaseException as exc:
         store.finish_run(run_id, str(getattr(exc, "run_status", "failed")))
         raise
-    if describe is not None:
-        store.set_target(run_id, dict(describe()))
+    if executor is not None:
+        store.set_target(run_id, _described(executor))
     store.finish_run(run_id, life.end)
 
 
-def to_resume(store: Store, kind: RunKind, run_arg: str | None) -> RunRecord:
-    """The run `kind`'s `--resume` goes on with: the id given, or the newest unfinished run
-    that its command resumes. A finished run, or one another command resumes, is refused in
-    one line that names that command."""
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM ends a run like Ctrl-C: what it did stays, everything is released."""
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def driver_class(record: RunRecord) -> type[Driver]:
+    """The driver of the run's kind. A kind this fsbench does not provide, or one that
+    names no driver, is refused in one line."""
+    kind = kind_of(record)
+    if not kind.driver:
+        raise FsbenchError(f"run {record.id} is a {kind.title}, whose kind names no driver")
+    found: type[Driver] = load(kind.driver)
+    return found
+
+
+def driver_for(store: Store, record: RunRecord) -> Driver:
+    """The driver that goes on with `record`: its kind's."""
+    return driver_class(record).resume(store, record)
+
+
+def to_resume(store: Store, kind: RunKind | None, run_arg: str | None) -> RunRecord:
+    """The run a resume goes on with: the id given, or the newest unfinished run of the
+    kinds `kind`'s `--resume` takes (None: of any kind, as `fsbench resume` does). A
+    finished run is refused in one line; so is one of a kind `kind`'s command does not
+    resume, naming `fsbench resume N`."""
     if run_arg is None:
         found = last_unfinished(store, kind)
         if found is not None:
             return found
-        what = "run" if kind.resume == GRID.resume else kind.title
-        other = last_unfinished(store, None)
+        what = "run" if kind is None or kind.resume == GRID.resume else kind.title
+        other = last_unfinished(store, None) if kind is not None else None
         if other is None:
             raise FsbenchError(f"no unfinished {what} in {store.url} to resume")
-        theirs = kind_of(other)
         raise FsbenchError(
             f"no unfinished {what} in {store.url} to resume; run {other.id} is a "
-            f"{theirs.title}: `{theirs.resume} {other.id}` goes on with it"
+            f"{_title(other)}: `fsbench resume {other.id}` goes on with it"
         )
     if not str(run_arg).isdigit():
         raise FsbenchError(f"--resume takes a run id, not {str(run_arg)!r}")
     record = store.get_run(int(str(run_arg)))
     theirs = kind_of(record)
-    if theirs.resume != kind.resume:
+    if kind is not None and theirs.resume != kind.resume:
         raise FsbenchError(
-            f"run {record.id} is a {theirs.title}: `{theirs.resume} {record.id}` goes on with it"
+            f"run {record.id} is a {theirs.title}: `fsbench resume {record.id}` goes on with it"
         )
     if record.status not in UNFINISHED:
         raise FsbenchError(f"run {record.id} is {record.status}: nothing to resume")
@@ -180,8 +343,8 @@ def to_resume(store: Store, kind: RunKind, run_arg: str | None) -> RunRecord:
 def last_unfinished(
     store: Store, kind: RunKind | None, match: Callable[[RunRecord], bool] = lambda run: True
 ) -> RunRecord | None:
-    """The newest run that has not finished (and `match`es) of the kinds `kind`'s command
-    resumes (None: of any kind): what a plain `--resume` of that command goes on with."""
+    """The newest run that has not finished (and `match`es), not a host's part, of the
+    kinds `kind`'s `--resume` takes (None: of any kind)."""
     found = [
         r
         for r in store.list_runs()
@@ -194,8 +357,15 @@ def last_unfinished(
 
 
 def _resume_of(run: RunRecord) -> str:
-    """The command that resumes the run ("" for a kind this fsbench does not know)."""
+    """The `--resume` that takes the run ("" for a kind this fsbench does not know)."""
     try:
         return kind_of(run).resume
     except FsbenchError:
         return ""
+
+
+def _title(run: RunRecord) -> str:
+    try:
+        return kind_of(run).title
+    except FsbenchError:
+        return f"run of kind {run.kind!r}"

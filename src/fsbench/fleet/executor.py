@@ -148,7 +148,7 @@ class FleetExecutor(Executor):
             self._bind(store, uid)
 
     def bind(self, run: Binding) -> None:
-        view = getattr(run.hooks, "hosts", None)
+        view = getattr(run.view, "hosts", None)
         if callable(view):  # a display of every host's progress (fsbench fleet run)
             self.on_progress = view
         self._bind(run.store, run.uid)

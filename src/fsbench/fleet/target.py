@@ -51,11 +51,15 @@ class FleetTargetSpec(TargetSpec):
 
 
 # A run on many hosts is a grid run of its own kind (an entry point of fsbench.run_kinds.v1):
-# its command resumes it (with the inventory), its reports are the grid's with the host
-# beside each config; each host's part is a grid run that is part of it (runs.part_of).
+# the repetition loop with the fleet executor drives it (fleet/driver.py), its reports are
+# the grid's with the host beside each config; each host's part is a grid run that is part
+# of it (runs.part_of), and each host's points are a series of `fsbench history`.
 FLEET_RUN = RunKind(
     "fleet",
     "run on many hosts of fsbench fleet run",
     "fsbench fleet run",
     "fsbench.store.runkinds:GridFacts",
+    driver="fsbench.fleet.driver:FleetDriver",
+    series=True,
+    has_parts=True,
 )

@@ -19,6 +19,7 @@ from fsbench.plan.model import FsConfig
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import design as design_of
+from fsbench.store.runkinds import kind_of
 
 
 @dataclass
@@ -100,7 +101,7 @@ def load(store: Store, run_id: int) -> RunReport:
             if cal is not None:
                 mine = [r for r in report.rows if r.host == member.part_host]
                 calibration.flag_below(mine, calibration.analyze(cal, store.get_trials(cal.id)))
-    elif run.kind != calibration.KIND:
+    elif not kind_of(run).calibration:
         cal = latest_calibration(store, run)
         if cal is not None:
             report.calibration_run = cal.id

@@ -15,12 +15,13 @@ from rich.console import Console
 from rich.table import Table
 
 from fsbench.execute.race.rule import Drop, RaceResult
-from fsbench.execute.race.trials import KIND, Replay, TuneSpec, replay
+from fsbench.execute.race.trials import Replay, TuneSpec, replay
 from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, FsConfig, Plan
 from fsbench.reports.tables import fmt_number
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.store.runkinds import known_kind
 from fsbench.store.values import value_of
 from fsbench.system.errors import FsbenchError
 
@@ -111,7 +112,8 @@ def as_json(doc: TuneReport) -> str:
 def load(store: Store, run_id: int) -> tuple[RunRecord, Plan, list[Cell], TuneSpec, Replay]:
     """A tune run, its plan and cells, the race's settings and the race replayed."""
     run = store.get_run(run_id)
-    if run.kind != KIND or not run.facts:
+    kind = known_kind(run)
+    if kind is None or not run.facts or not issubclass(kind.facts_model, TuneSpec):
         raise FsbenchError(f"run {run_id} is a {run.kind} run, not a race of fsbench tune")
     try:
         plan = Plan.model_validate(run.plan)
@@ -134,7 +136,7 @@ def document(store: Store, run_id: int) -> TuneReport:
     space = SpaceDoc(
         per_type=_per_type(plan.fs),
         total=len(plan.fs),
-        duplicates=spec.duplicates,
+        duplicates=spec.space.duplicates,
         specs=[c.spec for c in plan.fs],
     )
     return TuneReport(
@@ -163,7 +165,7 @@ def document(store: Store, run_id: int) -> TuneReport:
         safety_run=spec.safety_run,
         safety=[SafetyDoc(config=c, **v.model_dump()) for c, v in spec.safety.items()],
         max_rounds=spec.max_rounds,
-        budget_s=spec.budget,
+        budget_s=spec.space.budget(plan.budget),
         margin=spec.margin,
     )
 

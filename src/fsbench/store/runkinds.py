@@ -1,22 +1,24 @@
-"""Run kinds, as first-class as target kinds: what made a run, and how it lives.
+"""Run kinds, as first-class as target kinds: what made a run, and what drives it.
 
 A run's `kind` names one `RunKind` of the registry `KINDS` (system/plugins.py): the grid
 run of `fsbench run` and its A/A twin of `fsbench calibrate` (one driver: the repetition
-loop), the race of `fsbench tune`, and (a plugin shipped with the VM target, an entry
-point of `fsbench.run_kinds.v1`) the kernel bisection of `fsbench bisect`. Each declares:
+loop), the race of `fsbench tune`, and (plugins shipped with the target kinds that are
+packages of their own, entry points of `fsbench.run_kinds.v1`) the kernel bisection of
+`fsbench bisect` and the run on many hosts. Each declares:
 
+- its **driver** (execute/session.py: `Driver`): what its runs are and do, how one
+  starts and how one goes on from the store alone; the one session lives the rest, and
+  `fsbench resume` goes on with a run of any kind through it;
 - its **facts**: a typed model (pydantic) of what the run keeps beyond the plan, in the
   run's own column (`runs.facts`): a grid's design planned from its budget, a race's
-  settings, a bisection's tree and endpoints;
-- its **command**, which makes it and resumes it (`fsbench tune --resume RUN`): `fsbench
-  run --resume` goes on with grid runs only, and names the command for the others;
+  settings and space, a bisection's tree, endpoints and build;
+- its **command**, which makes it, and whose `--resume` is its kind's spelling of
+  `fsbench resume` (`resumed_by`: another command's, the calibration's `fsbench run`);
 - its **report**: the function that writes a stored run of this kind in a format of
   `fsbench report` (None: the grid's tables, charts and pages);
-- whether `fsbench compare` takes its rows.
-
-Its driver is its command's: the repetition loop (execute/loop.py), the race
-(execute/race/driver.py), the bisection (vm/bisect.py), each living through the one run life
-cycle (execute/session.py).
+- what the commands that read many runs ask of it: whether `fsbench compare` takes its
+  rows, whether its runs form series of `fsbench history`, whether they calibrate this
+  machine's noise, whether its trials are in parts, one per host.
 
 Every reference is "module:attribute", loaded when used: the store knows the kinds
 without importing what runs or reports them.
@@ -38,22 +40,34 @@ from fsbench.system.plugins import Registry, load
 class RunKind:
     name: str  # as the store keeps it in runs.kind
     title: str  # what lists and messages call it: "race of fsbench tune"
-    command: str  # the command that makes and resumes it: "fsbench tune"
+    command: str  # the command that makes it: "fsbench tune"
     facts: str  # "module:Class" of its facts model
+    # "module:Class" of its driver (execute/session.py: Driver): "" for a kind whose runs
+    # cannot be resumed
+    driver: str = ""
     # "module:function(store, run_id, fmt, charts) -> str | None": the run in a format of
     # `fsbench report` (None: the grid's tables do for that format)
     report: str = ""
     comparable: bool = True  # `fsbench compare` takes its rows
-    resumed_by: str = ""  # the command that goes on with it, when not its own
+    series: bool = False  # its runs are points of `fsbench history`'s series
+    calibration: bool = False  # its runs say what this machine resolves (later reports)
+    has_parts: bool = False  # its trials are in its parts, one run per host (runs.part_of)
+    noun: str = "run"  # what a message calls one of its runs: "resuming race 3"
+    resumed_by: str = ""  # the command whose --resume takes it, when not its own
+
+    @property
+    def facts_model(self) -> type[BaseModel]:
+        """Its facts model: what a reader asks to know it holds a kind's facts it reads."""
+        model: type[BaseModel] = load(self.facts)
+        return model
 
     def facts_of(self, run: RunRecord) -> Any:
         """The run's facts as its kind's model."""
-        model: type[BaseModel] = load(self.facts)
-        return model.model_validate(run.facts or {})
+        return self.facts_model.model_validate(run.facts or {})
 
     @property
     def resume(self) -> str:
-        """How to go on with a run of this kind ("fsbench tune --resume")."""
+        """Its kind's spelling of `fsbench resume` ("fsbench tune --resume")."""
         return f"{self.resumed_by or self.command} --resume"
 
 
@@ -66,12 +80,23 @@ class GridFacts(BaseModel):
     design: dict[str, Any] = {}
 
 
-GRID = RunKind("run", "comparison of fsbench run", "fsbench run", f"{__name__}:GridFacts")
+# The repetition loop drives the grid's kinds (and, with its executor, the run on many hosts).
+LOOP = "fsbench.execute.loop:GridDriver"
+GRID = RunKind(
+    "run",
+    "comparison of fsbench run",
+    "fsbench run",
+    f"{__name__}:GridFacts",
+    driver=LOOP,
+    series=True,
+)
 CALIBRATION = RunKind(
     "calibration",
     "A/A calibration of fsbench calibrate",
     "fsbench calibrate",
     f"{__name__}:GridFacts",
+    driver=LOOP,
+    calibration=True,
     resumed_by=GRID.command,  # the repetition loop's run, like a grid's
 )
 TUNE = RunKind(
@@ -79,8 +104,10 @@ TUNE = RunKind(
     "race of fsbench tune",
     "fsbench tune",
     "fsbench.execute.race.trials:TuneSpec",
+    driver="fsbench.execute.race.driver:RaceDriver",
     report="fsbench.reports.tune_formats:report",
     comparable=False,
+    noun="race",
 )
 
 # The run-kind contract's version: a plugin built for another is refused.
@@ -91,6 +118,15 @@ KINDS: Registry[RunKind] = Registry(
     CONTRACT,
     tuple(f"{__name__}:{name}" for name in ("GRID", "CALIBRATION", "TUNE")),
 )
+
+
+def known_kind(run: RunRecord) -> RunKind | None:
+    """The run's kind, None for one this fsbench does not provide (a command that reads
+    every run passes over it)."""
+    try:
+        return kind_of(run)
+    except FsbenchError:
+        return None
 
 
 def kind_of(run: RunRecord) -> RunKind:

@@ -38,7 +38,7 @@ from sqlalchemy import (
 from fsbench.store.runfacts import features_snapshot, workload_facts
 from fsbench.store.summaries import target_summary, vm_notes, vm_summary
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 metadata = MetaData()
 
@@ -232,6 +232,8 @@ MIGRATIONS: dict[int, tuple[Added | Renamed, ...]] = {
     8: (Added("runs", "design", "TEXT", "'{}'"),),
     9: (Added("runs", "facts", "TEXT", "'{}'"),),
     10: (Added("runs", "tag", "VARCHAR(80)", "''"),),
+    # A race's budget is its plan's, its space one model of its facts: data only (_fill_11).
+    11: (),
 }
 
 # Columns that tell an unversioned store's age: the newest version whose additions are all
@@ -440,6 +442,28 @@ def _fill_9(conn: Connection) -> list[str]:
     return done
 
 
+def _fill_11(conn: Connection) -> list[str]:
+    """Schema 11: a race keeps its budget in its plan (`budget`, the whole tune's) and its
+    space as one model of its facts (`space`: execute/race/trials.py, RaceSpace). A race
+    stored before kept its share of the budget and the duplicates of its space among its
+    settings: the share becomes its plan's budget (a space of one race, so the share is the
+    same), the duplicates its space's; nothing else changes."""
+    done = []
+    columns = (runs.c.id, runs.c.kind, runs.c.plan, runs.c.facts)
+    for run_id, kind, plan, facts in conn.execute(select(*columns)).all():
+        record = json.loads(facts or "{}")
+        if kind != "tune" or not record or "space" in record:
+            continue
+        budget = record.pop("budget", None)
+        record["space"] = {"duplicates": int(record.pop("duplicates", 0) or 0)}
+        values = {"facts": json.dumps(record)}
+        if budget:
+            values["plan"] = json.dumps({**json.loads(plan or "{}"), "budget": budget})
+        conn.execute(update(runs).where(runs.c.id == run_id).values(**values))
+        done.append(f"schema 11: run {run_id} (tune) keeps its budget in its plan")
+    return done
+
+
 def new_uid() -> str:
     """The uid of a new run or trial: random (UUID4), so that many hosts writing one store,
     or stores merged later, never give two rows one identity."""
@@ -469,6 +493,7 @@ DATA_MIGRATIONS: dict[int, Callable[[Connection], list[str]]] = {
     6: _fill_6,
     7: _fill_7,
     9: _fill_9,
+    11: _fill_11,
 }
 
 

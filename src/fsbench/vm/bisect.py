@@ -14,159 +14,89 @@ git runs as argv lists in the user's tree; its bisect log is an ordinary `git bi
 trial is stored in one run of the run kind `bisect` (BISECT below, registered with the
 VM target's plugins: its facts `BisectFacts`, its report reports/bisect.py) as it comes
 back, each commit's trials with the knob kernel=<commit>; a build that failed is a
-`failed` record with the compiler's words. The run lives through the one life cycle every
-run has (execute/session.py). `--resume` continues a killed bisection: the evidence is the
-store's, the marks are the tree's bisect log.
+`failed` record with the compiler's words. `Bisection` is the kind's driver: its run lives
+through the one session every run has (execute/session.py), and a killed bisection goes on
+(`fsbench resume`, `fsbench bisect --resume`) from its stored facts alone: the tree, the
+endpoints, the metric, the budget and the build are in them, the evidence is the store's,
+the marks are the tree's bisect log.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from fsbench import vm, workloads
 from fsbench.analysis import bisect_gate
 from fsbench.analysis.bisect_gate import BAD, GOOD, UNDECIDED, Verdict
 from fsbench.analysis.design import MIN_REPS
-from fsbench.execute import session
 from fsbench.execute.git import Git
+from fsbench.execute.hooks import View
+from fsbench.execute.loop import stored_plan
+from fsbench.execute.session import Driver, Life, NewRun
+from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, Plan
-from fsbench.store.records import TrialRecord, now
+from fsbench.store.records import RunRecord, TrialRecord, now
 from fsbench.store.results import Store
-from fsbench.store.runkinds import RunKind
 from fsbench.store.values import better_of, counted_values, unit_of
 from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import qemu
-from fsbench.vm.kbuild import KBUILD_CACHE, Built, KernelBuilder, confounders, read_config
+from fsbench.vm.bisect_kind import (
+    BISECT,
+    DEFAULT_CONFIG,
+    EXIT_UNDECIDED,
+    BisectArgs,
+    BisectFacts,
+    NoValues,
+    Outcome,
+    Refused,
+    Step,
+)
+from fsbench.vm.kbuild import Built, KernelBuilder, confounders, read_config
 from fsbench.vm.records import record_for
 from fsbench.vm.target import VmTargetSpec
 
-KIND = "bisect"
-
-
-class BisectFacts(BaseModel):
-    """What a bisection run keeps (its kind's facts): the tree, the endpoints, the metric
-    and budget, the build; and as it goes, the steps, the first bad commit or why it
-    stopped, the bisect log, the time spent."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    linux: str
-    good: str
-    bad: str
-    metric: str
-    max_reps: int
-    config: str
-    build_dir: str
-    unit: str = ""
-    better: str = ""
-    first_bad: dict[str, Any] | None = None
-    stopped: str = ""
-    range_left: list[str] = []
-    confounders: list[str] = []
-    steps: list[dict[str, Any]] = []
-    log: str = ""
-    order: list[str] = []
-    seconds: float = 0.0
-
-
-BISECT = RunKind(
-    KIND,
-    "kernel bisection of fsbench bisect",
-    "fsbench bisect",
-    f"{__name__}:BisectFacts",
-    report="fsbench.reports.bisect:report",
-    comparable=False,
-)
 FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
 LOGGED_FIRST_BAD = re.compile(r"^# first bad commit: \[([0-9a-f]{40})\]", re.M)
 Log = Callable[[str], None]
 
 
-class Refused(FsbenchError):
-    """The endpoints cannot be bisected (one line, with numbers): the run ends `refused`."""
+class Lines(View):
+    """A bisection's live view: a line for each thing it does."""
 
-    run_status = "refused"
+    def __init__(self, say: Log) -> None:
+        self.say = say
 
-
-class NoValues(FsbenchError):
-    """A kernel gave no value of the metric (it did not boot, or every trial failed)."""
-
-
-@dataclass(frozen=True)
-class BisectArgs:
-    linux: Path
-    good: str
-    bad: str
-    metric: str | None = None
-    max_reps: int = 5  # the budget: repetitions per commit at most
-    chunk: int = 2  # repetitions added per guest while undecided
-    config: Path | None = None  # the user's .config (default: tinyconfig + fragment)
-    jobs: int | None = None
-    kbuild_cache: Path = KBUILD_CACHE
-    recheck: bool = True  # the endpoints measured again at the end
+    def note(self, text: str) -> None:
+        self.say(text)
 
 
-@dataclass
-class Step:
-    """One commit tested: its role, its evidence, what it cost."""
-
-    commit: str
-    role: str  # good | bad (the endpoints), step, recheck-good, recheck-bad
-    values: list[float] = field(default_factory=list)
-    verdict: str = ""  # good | bad | undecided | skip
-    gate: Verdict | None = None
-    build_seconds: float = 0.0
-    measure_seconds: float = 0.0
-    error: str = ""
-    seqs: list[int] = field(default_factory=list)  # its trials in the run
-    kernel_of: str = ""  # the commit whose kernel it ran: they differ in unbuilt files only
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "commit": self.commit,
-            "role": self.role,
-            "values": self.values,
-            "verdict": self.verdict,
-            "gate": self.gate.as_dict() if self.gate else None,
-            "build_seconds": round(self.build_seconds, 1),
-            "measure_seconds": round(self.measure_seconds, 1),
-            "error": self.error,
-            "seqs": self.seqs,
-            "kernel_of": self.kernel_of,
-        }
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
-@dataclass
-class Outcome:
-    run_id: int
-    first_bad: str | None = None
-    range_left: list[str] = field(default_factory=list)  # undecided: the commits left
-    steps: list[Step] = field(default_factory=list)
-    confounders: list[str] = field(default_factory=list)
-    log: str = ""  # git bisect log
-    seconds: float = 0.0
-    stopped: str = ""  # why the bisection stopped without a first bad commit
+class Bisection(Driver):
+    """One bisection (the bisect kind's driver): its plan (one filesystem config, one
+    workload), its store run."""
 
-
-class Bisection:
-    """One bisection: its plan (one filesystem config, one workload), its store run."""
+    kind = BISECT
 
     def __init__(
         self,
+        store: Store,
         args: BisectArgs,
         plan: Plan,
         cells: list[Cell],
-        store: Store,
-        argv: list[str],
-        log: Log = print,
+        *,
+        overrides: Mapping[str, list[str]] | None = None,
+        record: RunRecord | None = None,
+        log: Log = _stderr,
     ) -> None:
         if len(cells) != 1:
             raise FsbenchError(
@@ -176,7 +106,8 @@ class Bisection:
         if not isinstance(plan.target, VmTargetSpec):
             raise FsbenchError("fsbench bisect runs in the VM target")
         self.args, self.plan, self.cell, self.store = args, plan, cells[0], store
-        self.argv, self.say = argv, log
+        self.overrides, self.record = dict(overrides or {}), record
+        self.say, self.view = log, Lines(log)
         self.git = Git(args.linux.resolve())
         self.metric = args.metric or workloads.get(self.cell.steps[-1][0]).headline[0]
         self.builder = KernelBuilder(args.linux, args.kbuild_cache, args.config, args.jobs, log)
@@ -189,6 +120,30 @@ class Bisection:
         self.accel = ""
         self.better = ""
         self.unit = ""
+        self.good, self.bad = args.good, args.bad
+        self.outcome: Outcome | None = None
+        if record is not None:
+            self.earlier_seconds = float(record.facts.get("seconds") or 0.0)
+            self.accel = str(record.target.get("accel") or "auto")
+            self.stored = store.get_trials(record.id)
+            self.seq = max((t.seq for t in self.stored), default=-1) + 1
+
+    @classmethod
+    def resume(cls, store: Store, record: RunRecord) -> Bisection:
+        """Goes on with a killed bisection from its facts alone: the evidence stored so
+        far is kept, the marks are the tree's `git bisect log`."""
+        facts = BisectFacts.model_validate(record.facts)
+        plan = stored_plan(record)
+        cells = planning.expand(plan, record.overrides)
+        if facts.cell:  # one cell of a plan that makes several (a change point of history)
+            cells = [c for c in cells if c.key == facts.cell]
+        args = BisectArgs.of(facts)
+        return cls(store, args, plan, cells, overrides=record.overrides, record=record)
+
+    @classmethod
+    def exit_code(cls, store: Store, record: RunRecord) -> int:
+        """6 when no first bad commit was named (a refusal is 5: Refused)."""
+        return EXIT_UNDECIDED if not record.facts.get("first_bad") else 0
 
     # -- measuring ---------------------------------------------------------------------
 
@@ -286,7 +241,7 @@ class Bisection:
             margin=self.plan.margin,
         )
 
-    def start(self) -> Outcome:
+    def start(self) -> NewRun:
         """A new bisection (the tree must not be bisecting already)."""
         if self.git.bisecting():
             raise FsbenchError(
@@ -296,31 +251,38 @@ class Bisection:
         dirty = self.git.dirty()
         if dirty:
             raise FsbenchError(f"{self.git.tree} has changes ({dirty[0].strip()}): commit them")
-        good, bad = self.git.commit(self.args.good), self.git.commit(self.args.bad)
+        self.good, self.bad = self.git.commit(self.args.good), self.git.commit(self.args.bad)
         self.checked_out = self.git.branch()
         # Decided once: every step runs under the same accelerator (KVM, or TCG when KVM
         # does not work here), never KVM for some commits and TCG for others.
         self.accel, accel_facts = qemu.resolve_accel("auto")
-        self.run_id = session.create(
-            self.store,
-            self.plan,
-            [],
-            self._target(accel_facts),
-            self.argv,
-            {},
-            kind=KIND,
-            name=f"bisect {good[:12]}..{bad[:12]}",
+        args = self.args
+        return NewRun(
+            name=f"bisect {self.good[:12]}..{self.bad[:12]}",
+            plan=self.plan,
+            overrides=self.overrides,
+            target=self._target(accel_facts),
             facts=BisectFacts(
                 linux=str(self.git.tree),
-                good=good,
-                bad=bad,
+                good=self.good,
+                bad=self.bad,
                 metric=self.metric,
-                max_reps=self.args.max_reps,
-                config=str(self.args.config) if self.args.config else "tinyconfig+fsbench",
+                max_reps=args.max_reps,
+                config=str(args.config) if args.config else DEFAULT_CONFIG,
                 build_dir=str(self.builder.out),
-            ).model_dump(mode="json"),
+                cell=self.cell.key,
+                chunk=args.chunk,
+                jobs=args.jobs,
+                kbuild_cache=str(args.kbuild_cache),
+                recheck=args.recheck,
+            ),
         )
-        return self._guarded(good, bad)
+
+    def body(self, life: Life) -> None:
+        """The bisection, from its endpoints (a resumed one: its stored evidence, the
+        tree's bisect log)."""
+        self.run_id = life.run_id
+        self.outcome = self._run(self.good, self.bad)
 
     def _target(self, accel: dict[str, Any]) -> dict[str, Any]:
         t = self.plan.target
@@ -334,34 +296,6 @@ class Bisection:
             "vcpus": t.vcpus,
             "guest_ram_mb": t.guest_ram_mb,
         }
-
-    def resume(self) -> Outcome:
-        """Continue the last unfinished bisection of this tree: the evidence stored so far
-        is kept, the marks are the tree's `git bisect log`."""
-        tree = str(self.git.tree)
-        record = session.last_unfinished(
-            self.store, BISECT, lambda run: run.facts.get("linux") == tree
-        )
-        if record is None:
-            raise FsbenchError(f"no unfinished bisection of {tree} in {self.store.url}")
-        facts = record.facts
-        self.earlier_seconds = float(facts.get("seconds") or 0.0)
-        self.run_id, self.accel = record.id, str(record.target.get("accel") or "auto")
-        trials = self.store.get_trials(self.run_id)
-        self.seq = max((t.seq for t in trials), default=-1) + 1
-        self.stored = trials
-        self.store.reopen_run(self.run_id)
-        self.say(f"fsbench: resuming bisection run {self.run_id} ({len(trials)} trials stored)")
-        return self._guarded(facts["good"], facts["bad"])
-
-    def _guarded(self, good: str, bad: str) -> Outcome:
-        """The bisection; a run that stops on an error or a kill is marked so (and
-        --resume continues it)."""
-        with session.lived(self.store, self.run_id) as life:
-            out = self._run(good, bad)
-        if life.interrupted:
-            raise KeyboardInterrupt
-        return out
 
     def _stored(self, step: Step) -> Step:
         """The step with the values already stored for its commit (a resumed run)."""

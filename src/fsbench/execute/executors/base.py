@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fsbench import workloads
-from fsbench.execute.hooks import Hooks
+from fsbench.execute.hooks import View
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord
@@ -28,11 +28,11 @@ from fsbench.system.units import human_bytes, parse_size
 @dataclass(frozen=True)
 class Binding:
     """The run an executor works for, given before preflight: the store, the run's uid
-    (known before the run is stored), and its hooks."""
+    (known before the run is stored), and its live view."""
 
     store: Store
     uid: str
-    hooks: Hooks
+    view: View
 
 
 OnStart = Callable[[Slot], None]

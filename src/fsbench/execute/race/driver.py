@@ -1,5 +1,6 @@
-"""The race of `fsbench tune`, run: rounds of trials through an executor, stored like any
-run's, each fed to the race (execute/race/rule.py) as soon as it is complete.
+"""The race of `fsbench tune`, driven (the tune kind's driver): rounds of trials through an
+executor, stored like any run's, each fed to the race (execute/race/rule.py) as soon as it
+is complete.
 
 - The schedule is the repetition loop's (schedule.py): one comparison group, an uncounted
   warm-up round, then rounds in a Williams order (positions and neighbours balanced over
@@ -7,74 +8,51 @@ run's, each fed to the race (execute/race/rule.py) as soon as it is complete.
   round. A round runs the slots of the configs still alive, in that order: dropping a
   config takes its slots out and keeps the others' order. Every slot keeps its `seq` in
   the planned schedule, so a resumed race numbers its trials as the first one would have.
-- Trials are stored as they end (kind `tune`, `rep` = the round); the race's settings are
-  the run's facts (store/runkinds.py: TuneSpec). The race is never stored: it is replayed
-  from the trials (execute/race/trials.py), by `--resume` and by reports alike. The run
-  lives through the one life cycle every run has (execute/session.py).
+- Trials are stored as they end (kind `tune`, `rep` = the round); the race's settings and
+  space are the run's facts (trials.py: TuneSpec). The race is never stored: it is
+  replayed from the trials (execute/race/trials.py), by a resume and by reports alike.
+  The run lives through the one session every run has (execute/session.py: set-up,
+  create or reopen, interrupts, the end).
 - Resume: the stored rounds are replayed into a new race; the round a kill cut short
   keeps its stored trials and runs the rest, after a warm-up trial (the first trial of a
   process counts for nobody, as in the loop).
-- `--budget`: the race's wall time (mkfs, mounts and warm-ups included), kept with the
-  race after every round so that a resumed race counts what the killed one spent; a
-  round that would go past it (at the pace of the rounds so far) is not started.
-
-Interrupts (Ctrl-C, SIGTERM) end the race `interrupted`; anything else `failed`; the
-executor releases its devices on every path.
+- The budget: the plan's (`--budget`), the race's share of it (`RaceSpace.budget`: split
+  evenly when the space made several races) its wall time, mkfs, mounts and warm-ups
+  included, kept with the race after every round so that a resumed race counts what the
+  killed one spent; a round that would go past it (at the pace of the rounds so far) is
+  not started.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 
-from fsbench.execute import schedule, session
-from fsbench.execute.executors import Binding, Executor, for_plan
-from fsbench.execute.hooks import Hooks
-from fsbench.execute.loop import slots_of, warms, with_seed
-from fsbench.execute.race.rule import BUDGET, Drop, Race
-from fsbench.execute.race.trials import KIND, Replay, TuneSpec
+from fsbench.execute import schedule
+from fsbench.execute.executors import Executor, for_plan
+from fsbench.execute.loop import slots_of, stored_plan, warms, with_seed
+from fsbench.execute.race.rule import BUDGET
+from fsbench.execute.race.trials import RaceSpace, Replay, TuneSpec
+from fsbench.execute.race.view import LiveView, Watch
 from fsbench.execute.schedule import WARMUP_REP, Slot
+from fsbench.execute.session import Driver, Life, NewRun
+from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, Plan
-from fsbench.store.records import TrialRecord
+from fsbench.store import runkinds
+from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
-from fsbench.store.schema import new_uid
 from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
 
-
-class Watch:
-    """What a race tells whoever watches it (the CLI's live view); no-ops by default."""
-
-    def note(self, text: str) -> None:
-        """A line worth showing before the trials start."""
-
-    def begin(self, run_id: int, plan: Plan, resumed: int, banner: str) -> None:
-        """The race starts (or resumes with `resumed` trials stored)."""
-
-    def round_begins(self, rnd: int, alive: Sequence[str], pending: int) -> None:
-        """Round `rnd` (0: the warm-up) starts with these configs, `pending` trials to run."""
-
-    def trial(self, slot: Slot, records: list[TrialRecord]) -> None:
-        """A trial is stored."""
-
-    def round_ends(self, rnd: int, alive: Sequence[str], dropped: Sequence[Drop]) -> None:
-        """Round `rnd` is fed to the race: who is left, who was dropped."""
+Races = list[tuple[list[Cell], dict[str, list[str]]]]
 
 
-@dataclass
-class TuneOutcome:
-    run_id: int
-    race: Race
-    interrupted: bool = False
-    counts: dict[str, int] = field(default_factory=dict)  # status -> trials stored now
-
-
-def races(cells: Sequence[Cell]) -> list[tuple[list[Cell], dict[str, list[str]]]]:
-    """The races a space makes: one per comparison group of one workload (a parameter the
-    scale sweeps, threads 1 and 4, gives one race per value), each with the --set that
-    narrows the plan to it (kept with its run: a resume expands that group only). Several
-    workloads or kernels are refused: a race compares configs at one of each."""
+def split(cells: Sequence[Cell], duplicates: int = 0) -> tuple[RaceSpace, Races]:
+    """The races a space makes, and the space as each keeps it: one race per comparison
+    group of one workload (a parameter the scale sweeps, threads 1 and 4, gives one race
+    per value), each with the --set that narrows the plan to it (kept with its run: a
+    resume expands that group only). Several workloads or kernels are refused: a race
+    compares configs at one of each."""
     found = schedule.groups(cells)
     if len({(c.workload, c.knobs.get(knobs.KERNEL, "")) for c in cells}) > 1:
         raise FsbenchError(
@@ -96,7 +74,7 @@ def races(cells: Sequence[Cell]) -> list[tuple[list[Cell], dict[str, list[str]]]
                 "[search] table"
             )
         out.append((group, {k: [_set_value(group[0].params[k])] for k in varying}))
-    return out
+    return RaceSpace(duplicates=duplicates, races=len(out), by=varying), out
 
 
 def _set_value(value: object) -> str:
@@ -111,63 +89,75 @@ def config_names(cells: Sequence[Cell]) -> dict[str, str]:
     return {c.key: c.config.display for c in cells}
 
 
-def run_race(
-    plan: Plan,
-    cells: Sequence[Cell],
-    store: Store,
-    spec: TuneSpec,
-    *,
-    argv: list[str],
-    overrides: dict[str, list[str]],
-    watch: Watch | None = None,
-    resume_run: int | None = None,
-    executor: Executor | None = None,
-) -> TuneOutcome:
-    """Run (or with `resume_run`, go on with) the race; every trial is stored as it ends.
-    Returns with `interrupted` set after Ctrl-C or SIGTERM."""
-    watch = watch or Watch()
-    cells = list(cells)
-    if len(races(cells)) != 1:
-        raise FsbenchError("fsbench tune: a race runs one comparison group (execute.race.races)")
-    executor = executor or for_plan(plan, cells)
-    if executor.whole_plan:
-        raise FsbenchError(f"fsbench tune runs on one machine, not on a {plan.target.kind} target")
-    uid = store.get_run(resume_run).uid if resume_run is not None else new_uid()
-    session.ready(executor, Binding(store, uid, Hooks()), watch.note)
-    if resume_run is None:
-        plan = with_seed(plan)
-    planned = plan.model_copy(update={"reps": spec.max_rounds})
-    slots = slots_of(planned, cells)
-    with executor:
-        schedule = [(s.rep, s.cell.key) for s in slots]
-        run_id = session.begun(
-            store, resume_run, plan, schedule, executor.describe, argv, overrides, kind=KIND,
-            facts=spec.model_dump(mode="json"), uid=uid,
-        )  # fmt: skip
-        driver = _Driver(plan, cells, slots, store, executor, watch, run_id, spec)
-        with session.lived(store, run_id, executor.describe) as life:
-            driver.run()
-            final = driver.spec.model_copy(update={"stop": driver.state.finish().result().stop})
-            store.set_facts(run_id, final.model_dump(mode="json"))
-        return TuneOutcome(run_id, driver.state.finish(), life.interrupted, driver.counts)
+class RaceDriver(Driver):
+    """The tune kind's driver: one race of configs (one comparison group: `split`), on
+    one machine."""
 
+    kind = runkinds.TUNE
 
-class _Driver:
     def __init__(
         self,
-        plan: Plan,
-        cells: list[Cell],
-        slots: list[Slot],
         store: Store,
-        executor: Executor,
-        watch: Watch,
-        run_id: int,
+        plan: Plan,
+        cells: Sequence[Cell],
         spec: TuneSpec,
+        *,
+        overrides: Mapping[str, list[str]],
+        record: RunRecord | None = None,
+        view: Watch | None = None,
+        executor: Executor | None = None,
     ) -> None:
-        self.plan, self.slots, self.store = plan, slots, store
-        self.executor, self.watch, self.run_id, self.spec = executor, watch, run_id, spec
-        self.names = config_names(cells)
-        self.configs = list(dict.fromkeys(c.config.display for c in cells))
+        self.store, self.record, self.spec = store, record, spec
+        self.cells, self.overrides = list(cells), dict(overrides)
+        if split(self.cells)[0].races != 1:
+            raise FsbenchError("fsbench tune: a race runs one comparison group (race.split)")
+        self.plan = plan if record is not None else with_seed(plan)
+        self.executor = executor or for_plan(self.plan, self.cells)
+        if self.executor.whole_plan:
+            raise FsbenchError(
+                f"fsbench tune runs on one machine, not on a {plan.target.kind} target"
+            )
+        self.view: Watch = view if view is not None else LiveView(spec, store)
+        self.slots = slots_of(self.plan.model_copy(update={"reps": spec.max_rounds}), self.cells)
+
+    @classmethod
+    def resume(cls, store: Store, record: RunRecord) -> RaceDriver:
+        if not record.facts:
+            raise FsbenchError(f"run {record.id} keeps no race settings: it cannot be resumed")
+        plan = stored_plan(record)
+        spec = TuneSpec.model_validate(record.facts)
+        cells = planning.expand(plan, record.overrides)
+        return cls(store, plan, cells, spec, overrides=record.overrides, record=record)
+
+    def start(self) -> NewRun:
+        return NewRun(
+            name=self.plan.name,
+            plan=self.plan,
+            schedule=[(s.rep, s.cell.key) for s in self.slots],
+            overrides=self.overrides,
+            facts=self.spec,
+        )
+
+    def body(self, life: Life) -> None:
+        assert self.executor is not None
+        rounds = _Rounds(self, life.run_id)
+        rounds.run()
+        final = rounds.spec.model_copy(update={"stop": rounds.state.finish().result().stop})
+        self.store.set_facts(life.run_id, final.model_dump(mode="json"))
+
+
+class _Rounds:
+    """The race's rounds in one process: the stored ones replayed, the rest run."""
+
+    def __init__(self, driver: RaceDriver, run_id: int) -> None:
+        assert driver.executor is not None
+        self.plan, self.slots, self.store = driver.plan, driver.slots, driver.store
+        self.executor, self.watch, self.run_id = driver.executor, driver.view, run_id
+        self.spec = spec = driver.spec
+        self.budget = spec.space.budget(self.plan.budget)
+        self.names = config_names(driver.cells)
+        self.configs = list(dict.fromkeys(c.config.display for c in driver.cells))
+        slots, store = self.slots, self.store
         self.records: dict[int, list[TrialRecord]] = {}
         for t in store.get_trials(run_id):
             self.records.setdefault(t.seq, []).append(t)
@@ -177,7 +167,6 @@ class _Driver:
         self.resumed = len(self.records)
         self.next_seq = max([len(slots), *(s + 1 for s in self.records)])
         self.handed = False
-        self.counts: dict[str, int] = {}
         self.state = Replay(self.configs, spec)
         self.clock = self.round_clock = time.monotonic()
         self.spent_before = spec.spent
@@ -220,10 +209,10 @@ class _Driver:
         self.store.set_facts(self.run_id, self.spec.model_dump(mode="json"))
 
     def _over_budget(self, pending: int) -> bool:
-        if self.spec.budget is None:
+        if self.budget is None:
             return False
         spent = self.spent_before + time.monotonic() - self.clock
-        return spent + (self.pace or 0.0) * pending > self.spec.budget
+        return spent + (self.pace or 0.0) * pending > self.budget
 
     def _hand(self, pending: list[Slot]) -> None:
         pending = [s for s in pending if s.cell.key not in self.refused]
@@ -249,6 +238,4 @@ class _Driver:
     def _finished(self, slot: Slot, records: list[TrialRecord]) -> None:
         self.store.record_trials(self.run_id, records)
         self.records[slot.seq] = records
-        for record in records:
-            self.counts[record.status] = self.counts.get(record.status, 0) + 1
         self.watch.trial(slot, records)

@@ -3,9 +3,9 @@ objective's value of a trial, and the replay that rebuilds the race round by rou
 
 A tune run is stored like any run: its plan (the space's configs as `fs`), one trial per
 config per round with the round as `rep` (0: the uncounted warm-up), and the race's
-settings as its facts (store/runkinds.py: the kind `tune`, facts `TuneSpec`). The race
-itself is never stored: it is replayed from the trials, the same way by the command that
-runs it (after a kill, `--resume` goes on from there) and by every report, so a report
+settings and space as its facts (store/runkinds.py: the kind `tune`, facts `TuneSpec`).
+The race itself is never stored: it is replayed from the trials, the same way by the
+driver (after a kill, a resume goes on from there) and by every report, so a report
 years later shows the race as it ran. A trial the kernel refused (`unsupported`) drops
 its config at that round; a failed trial drops its config too (`failed`: a config that
 fails would leave every later round incomplete, and a race compares complete rounds
@@ -33,12 +33,10 @@ from fsbench.execute.race.rule import (
     Race,
     RaceSettings,
 )
-from fsbench.store import runkinds
 from fsbench.store.records import TrialRecord
 from fsbench.store.values import better_of, value_of
 from fsbench.system.errors import FsbenchError
 
-KIND = runkinds.TUNE.name  # the run's kind in the store
 FAILED = "failed"  # a config whose trial failed leaves the race
 
 
@@ -50,8 +48,26 @@ class SafetyVerdict(BaseModel):
     evidence: str
 
 
+class RaceSpace(BaseModel):
+    """The space a race runs over, as `fsbench tune` split it (driver.split), kept once with
+    each race (`TuneSpec.space`): a resume and every report read it from there. Its configs
+    are the plan's `fs`; this race's value of each parameter in `by` is its --set
+    (runs.overrides)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    duplicates: int = 0  # identical configs given more than once, kept once
+    races: int = 1  # the races the space made: one per value of the parameters `by`
+    by: list[str] = []  # the parameters whose values the space sweeps
+
+    def budget(self, plan_budget: float | None) -> float | None:
+        """This race's wall time: the plan's budget (the tune's) split evenly between the
+        races; None: no limit."""
+        return plan_budget / self.races if plan_budget else None
+
+
 class TuneSpec(BaseModel):
-    """What a race decides by: the run's facts."""
+    """What a race decides by, and its space: the run's facts. Its budget is the plan's."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -61,9 +77,8 @@ class TuneSpec(BaseModel):
     min_rounds: int = MIN_ROUNDS
     max_rounds: int = MAX_ROUNDS
     require: list[str] = []  # METRIC<VALUE constraints
-    budget: float | None = None  # seconds of wall time the race may take
+    space: RaceSpace = RaceSpace()
     spent: float = 0.0  # seconds of wall time the race has taken (kept after every round)
-    duplicates: int = 0  # identical configs given more than once, kept once
     stop: str = ""  # why the race stopped, once it has (kept: a budget is not replayable)
     safety_run: int | None = None  # the run of the crash tests (`--require safe`)
     safety: dict[str, SafetyVerdict] = {}  # config -> its crash tests' verdict

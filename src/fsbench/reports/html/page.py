@@ -31,6 +31,7 @@ from fsbench.reports.html.summary import summary_html
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import build_tables
 from fsbench.store.results import Store
+from fsbench.store.runkinds import kind_of
 
 REPORT_NAME = "report.html"
 
@@ -52,7 +53,7 @@ def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
     tables = build_tables(rows, decisions=decisions)
     toc = [("summary", "Summary")]
     sections = [_section("summary", "Summary", summary_html(tables, rows, trials, decisions))]
-    if run.kind == calibration.KIND:
+    if kind_of(run).calibration:
         noise = calibration.analyze(run, trials)
         toc.append(("calibration", "What this machine resolves"))
         sections.append(
@@ -160,7 +161,7 @@ def _header(report: RunReport) -> str:
         )
         if x
     )
-    kicker = "fsbench calibration" if run.kind == calibration.KIND else "fsbench report"
+    kicker = "fsbench calibration" if kind_of(run).calibration else "fsbench report"
     return tag(
         "header",
         tag("p", e(kicker), class_="kicker")
