@@ -1,6 +1,8 @@
 """Runs for `fsbench history` tests: a series of grid runs of one cell (ext4, fs_mark),
 each with a warm-up and `reps` counted repetitions drawn around a mean, as records in
-memory (what the store hands history) or written into a real store."""
+memory (what the store hands history) or written into a real store; and runs on many
+hosts, each host's trials in a part of the run (runs.part_of), as `fsbench fleet run`
+stores them."""
 
 from __future__ import annotations
 
@@ -53,8 +55,8 @@ def trials(spec: RunSpec, values: list[float]) -> list[TrialRecord]:
     return out
 
 
-def host(spec: RunSpec) -> dict[str, Any]:
-    return {"hostname": "h1", "kernel": spec.kernel, "cpu": "x", "cpus": 2, "python": "3.11.7",
+def host(spec: RunSpec, name: str = "h1") -> dict[str, Any]:
+    return {"hostname": name, "kernel": spec.kernel, "cpu": "x", "cpus": 2, "python": "3.11.7",
             "fsbench_version": spec.fsbench, "tools": dict(spec.tools)}  # fmt: skip
 
 
@@ -98,6 +100,37 @@ def stored(
             plan={}, overrides={}, schedule=[], host=spec_host, target={}, tag=tag,
         )  # fmt: skip
         store.record_trials(rid, records)
+        store.finish_run(rid, "finished")
+        ids.append(rid)
+    store.close()
+    return ids
+
+
+def stored_on_hosts(
+    db: Path | str, hosts: dict[str, list[RunSpec]], seed: int, tag: str = "nightly"
+) -> list[int]:
+    """Runs on many hosts written into a real store, run i of each host's specs in run i:
+    the run (kind `fleet`, the controller's facts, no trials of its own) and a part per
+    host with that host's facts and trials. The runs' ids."""
+    store = Store(db)
+    rng = random.Random(seed)
+    ids = []
+    for i in range(len(next(iter(hosts.values())))):
+        uid = f"{i + 1:032x}"
+        rid = store.create_run(
+            name="nightly", fsbench_version="0.1.0", argv=["fsbench", "fleet", "run"],
+            plan={}, overrides={}, schedule=[], host=host(RunSpec(0.0), "controller"),
+            target={}, kind="fleet", uid=uid, tag=tag,
+        )  # fmt: skip
+        for name, specs in hosts.items():
+            spec = specs[i]
+            part = store.create_run(
+                name="nightly", fsbench_version=spec.fsbench, argv=["fsbench", "fleet", "member"],
+                plan={}, overrides={}, schedule=[], host=host(spec, f"{name}.lab"), target={},
+                part_of=uid, part_host=name, part_groups=["all"],
+            )  # fmt: skip
+            store.record_trials(part, trials(spec, draw(spec, rng, 0.05, 3, False)))
+            store.finish_run(part, "finished")
         store.finish_run(rid, "finished")
         ids.append(rid)
     store.close()

@@ -150,11 +150,11 @@ def test_a_race_killed_with_minus_9_goes_on_from_its_last_finished_round(
     finished = max(t.rep for t in before) - 1  # the last round wholly stored
     assert finished >= 1
 
-    # `fsbench run --resume` goes on with grid runs only: it names the race's own command
-    # and runs nothing (it once ran the race's space as a grid, and exited 0).
+    # `fsbench run --resume` goes on with grid runs only: it names the one resume and runs
+    # nothing (it once ran the race's space as a grid, and exited 0).
     grid = fsbench("run", "--resume", "--db", str(db), "--no-report", timeout=120)
     assert grid.returncode == 2, grid.stderr
-    assert f"`fsbench tune --resume {run_id}` goes on with it" in grid.stderr
+    assert f"`fsbench resume {run_id}` goes on with it" in grid.stderr
     assert len(store.get_trials(run_id)) == len(before) and len(store.list_runs()) == 1
 
     res = fsbench("tune", "--resume", "--db", str(db), "--json", "--no-report", timeout=300)

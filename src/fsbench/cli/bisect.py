@@ -113,16 +113,9 @@ def bisect(
     )  # fmt: skip
     built = pf.build(flags)
     args = BisectArgs(
-        linux=linux,
-        good=good,
-        bad=bad,
-        metric=metric,
-        max_reps=reps_per_commit(max_reps),
-        config=config,
-        jobs=jobs,
-        kbuild_cache=kbuild_cache,
-        recheck=recheck,
-    )
+        linux, good, bad, metric, reps_per_commit(max_reps), config=config, jobs=jobs,
+        kbuild_cache=kbuild_cache, recheck=recheck,
+    )  # fmt: skip
     job = Bisection(store, args, built.plan, built.cells, overrides=built.overrides)
     drive(job, store, json_out, chart)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -75,6 +76,8 @@ class GridDriver(Driver):
     executor its target names. Its live display is the progress bar unless `view` says
     otherwise; `clock` is what the budget is counted on (a simulation's own)."""
 
+    kind = runkinds.GRID
+
     def __init__(
         self,
         store: Store,
@@ -85,22 +88,26 @@ class GridDriver(Driver):
         record: RunRecord | None = None,
         view: Hooks | None = None,
         executor: Executor | None = None,
-        kind: RunKind = runkinds.GRID,
+        kind: RunKind | None = None,
         part: session.Part | None = None,
         tag: str = "",
         uid: str | None = None,
         argv: list[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.store, self.record, self.kind = store, record, kind
+        self.store, self.record, self.kind = store, record, kind or self.kind
         self.plan = plan if record is not None else with_seed(plan)
         self.cells = list(cells)
         self.overrides = dict(overrides)
-        self.view: Hooks = view if view is not None else ProgressHooks(len(self.cells), store)
+        self.view: Hooks = view if view is not None else self.live_view()
         self.executor: Executor = executor or for_plan(self.plan, self.cells)
         self.part, self.tag, self.uid, self.argv, self.clock = part, tag, uid, argv, clock
         self.slots = slots_of(self.plan, self.cells)
         self.outcome: Outcome | None = None
+
+    def live_view(self) -> Hooks:
+        """Its live display when none is given: the progress bar."""
+        return ProgressHooks(len(self.cells), self.store)
 
     @classmethod
     def resume(cls, store: Store, record: RunRecord) -> GridDriver:
@@ -163,25 +170,20 @@ def run(
     cells: Sequence[Cell],
     store: Store,
     *,
-    argv: list[str],
-    overrides: dict[str, list[str]],
     hooks: Hooks | None = None,
     resume_run: int | None = None,
-    executor: Executor | None = None,
     kind: str = runkinds.GRID.name,
-    uid: str | None = None,
-    part: session.Part | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    tag: str = "",
+    **options: Any,
 ) -> Outcome:
     """The repetition loop called as a library (tests, simulations): the run (or with
     `resume_run`, the rest of it) lived through the session; every trial is stored as it
     ends. Returns with `interrupted` set after Ctrl-C (the run is then `interrupted` and a
-    resume finishes it); any other error marks it `failed`."""
+    resume finishes it); any other error marks it `failed`. `options` are GridDriver's
+    (overrides, argv, executor, part, uid, tag, clock)."""
+    record = store.get_run(resume_run) if resume_run is not None else None
     driver = GridDriver(
-        store, plan, cells, overrides=overrides, view=hooks or Hooks(), executor=executor,
-        record=store.get_run(resume_run) if resume_run is not None else None,
-        kind=runkinds.KINDS.get(kind), part=part, tag=tag, uid=uid, argv=argv, clock=clock,
+        store, plan, cells, view=hooks or Hooks(), record=record, kind=runkinds.KINDS.get(kind),
+        **options,
     )  # fmt: skip
     life = session.run(driver, command=False)
     outcome = driver.outcome or Outcome(life.run_id)

@@ -4,7 +4,7 @@ of the run), shown host by host."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -18,12 +18,13 @@ from rich.progress import (
 )
 
 from fsbench.execute import loop
+from fsbench.execute.hooks import Hooks
 from fsbench.execute.loop import GridDriver
 from fsbench.execute.progress import Display
 from fsbench.fleet.executor import HostRun
 from fsbench.fleet.target import FLEET_RUN, FleetTargetSpec
 from fsbench.plan import model as planning
-from fsbench.plan.model import Cell, Plan
+from fsbench.plan.model import Plan
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 
@@ -73,21 +74,12 @@ class HostProgress(Display):
 
 class FleetDriver(GridDriver):
     """The run on many hosts: the plan, whole, to the fleet executor; each host's part a
-    run of its own (runs.part_of) in the same store."""
+    run of its own (runs.part_of) in the same store; shown host by host."""
 
-    def __init__(
-        self,
-        store: Store,
-        plan: Plan,
-        cells: Sequence[Cell],
-        *,
-        overrides: Mapping[str, list[str]],
-        record: RunRecord | None = None,
-    ) -> None:
-        super().__init__(
-            store, plan, cells, overrides=overrides, record=record, view=HostProgress(store),
-            kind=FLEET_RUN,
-        )  # fmt: skip
+    kind = FLEET_RUN
+
+    def live_view(self) -> Hooks:
+        return HostProgress(self.store)
 
     @classmethod
     def resume(

@@ -12,7 +12,7 @@ The controller polls: status.yml every `poll` seconds reads each host's async jo
 progress file its fsbench writes. A host whose run fails, or that cannot be reached for
 longer than `unreachable_timeout` since it last answered, fails alone: the others go on,
 and what it finished is kept. Ctrl-C on the controller ends each host's run like Ctrl-C
-(stop.yml), collects what they stored, and `fsbench fleet run --resume RUN` finishes what
+(stop.yml), collects what they stored, and `fsbench resume RUN` finishes what
 is missing, on the hosts that miss it (a host whose earlier fsbench still runs there is
 refused by start.yml rather than given a second one).
 """

@@ -35,6 +35,9 @@ from fsbench.store.records import RunRecord
 from fsbench.system.errors import FsbenchError
 from fsbench.system.plugins import Registry, load
 
+# The run-kind contract's version: a plugin built for another is refused.
+CONTRACT = 1
+
 
 @dataclass(frozen=True)
 class RunKind:
@@ -110,8 +113,6 @@ TUNE = RunKind(
     noun="race",
 )
 
-# The run-kind contract's version: a plugin built for another is refused.
-CONTRACT = 1
 KINDS: Registry[RunKind] = Registry(
     "run_kinds",
     "run kind",
