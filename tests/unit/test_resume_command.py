@@ -64,6 +64,13 @@ def test_a_kinds_spelling_takes_its_kind_and_names_the_one_resume_for_others(
     assert _error("tune", "--resume", str(grid), "--db", db) == (
         f"run {grid} is a comparison of fsbench run: `fsbench resume {grid}` goes on with it"
     )
+    assert _error("bisect", "--resume", "--db", db) == (
+        f"no unfinished kernel bisection of fsbench bisect in {store.url} to resume; run "
+        f"{grid} is a comparison of fsbench run: `fsbench resume {grid}` goes on with it"
+    )  # --resume alone: no --linux, --good, --bad
+    assert _error("bisect", "--good", "v6.0", "--db", db) == (
+        "--linux, --good and --bad name a bisection (--resume needs none)"
+    )
     assert session.driver_class(store.get_run(race)).__name__ == "RaceDriver"
     assert session.driver_class(store.get_run(grid)).__name__ == "GridDriver"
 
