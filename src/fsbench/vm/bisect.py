@@ -11,9 +11,10 @@
 
 git runs as argv lists in the user's tree; its bisect log is an ordinary `git bisect log`
 (`git bisect replay` takes it) and is left in place, as `git bisect run` leaves it. Every
-trial is stored in one run of the run kind `bisect` (BISECT below, registered with the
-VM target's plugins: its facts `BisectFacts`, its report reports/bisect.py) as it comes
-back, each commit's trials with the knob kernel=<commit>; a build that failed is a
+trial is stored in one run of the run kind `bisect` (BISECT in vm/bisect_kind.py,
+registered with the VM target's plugins: its facts `BisectFacts`, its report
+reports/bisect.py) as it comes back, each commit's trials with the knob kernel=<commit>;
+a build that failed is a
 `failed` record with the compiler's words. `Bisection` is the kind's driver: its run lives
 through the one session every run has (execute/session.py), and a killed bisection goes on
 (`fsbench resume`, `fsbench bisect --resume`) from its stored facts alone: the tree, the
