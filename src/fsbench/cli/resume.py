@@ -28,9 +28,14 @@ def resume(
     store = Store(db)
     record = session.to_resume(store, None, None if run_id is None else str(run_id))
     driver = session.driver_for(store, record)
-    life = session.run(driver)
     fmt = formats.JSON if json_out else formats.TABLE
-    report(life.run_id, fmt, None, False, None, db)
+
+    def shown(rid: int) -> None:
+        report(rid, fmt, None, False, None, db)
+
+    # Interrupted, a run made of parts shows what its hosts finished, as its command does.
+    life = session.run(driver, on_interrupt=shown if driver.kind.has_parts else None)
+    shown(life.run_id)
     done = store.get_run(life.run_id)
     raise typer.Exit(type(driver).exit_code(store, done))
 
