@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fsbench.system.errors import FsbenchError
 from fsbench.system.monitors.base import Monitor, Role
 from fsbench.system.plugins import Registry
 
@@ -34,22 +33,24 @@ def all_monitors() -> dict[str, type[Monitor]]:
 
 
 def get(name: str) -> type[Monitor]:
-    """The monitor of this name; FsbenchError (one line) when there is none, or when its
-    plugin was built for another contract."""
-    try:
-        return REGISTRY.get(name)
-    except KeyError as exc:
-        raise FsbenchError(str(exc.args[0])) from None
+    """The monitor of this name: a KeyError naming the known ones when there is none, an
+    FsbenchError (one line) when its plugin was built for another contract."""
+    return REGISTRY.get(name)
 
 
 def check(names: Iterable[str], *, instrumented: bool = False) -> tuple[str, ...]:
-    """The names, each a known monitor, once; a tracer only in an instrumented pass."""
+    """The names, each a known monitor, once; a tracer only in an instrumented pass.
+    ValueError (one line) otherwise: a plan's field validator says where."""
     out: list[str] = []
     for name in names:
+        try:
+            role = get(name).role
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
         if name in out:
-            raise FsbenchError(f"monitor {name!r} is named twice")
-        if get(name).role == Role.TRACER and not instrumented:
-            raise FsbenchError(
+            raise ValueError(f"monitor {name!r} is named twice")
+        if role == Role.TRACER and not instrumented:
+            raise ValueError(
                 f"monitor {name!r} is a tracer: tracers run only in an instrumented pass, "
                 "never beside counted trials"
             )
