@@ -109,7 +109,7 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
             ),
         )
     )
-    recipes = {name: r().missing() for name, r in aging.RECIPES.items()}
+    recipes = {name: r().missing() for name, r in aging.recipes().items()}
     checks.append(
         Check(
             name="aging recipes",

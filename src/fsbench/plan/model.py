@@ -357,12 +357,18 @@ def knob_combinations(
         vals = value if isinstance(value, list) else [value]
         if not vals:
             raise FsbenchError(f"knob {name} has an empty list")
-        dims[name] = [knobs.validate(name, v) for v in vals]
+        dims[name] = [knob_value(name, v) for v in vals]
     names = list(dims)
     return [
         dict(zip(names, combo, strict=True))
         for combo in itertools.product(*(dims[n] for n in names))
     ]
+
+
+def knob_value(name: str, value: Any) -> str:
+    """A dimension's value as a cell stores it: the filesystem's age as aging writes it (a
+    recipe and its parameters), every other knob as the system's knobs do."""
+    return aging.normalize(str(value)) if name == aging.KNOB else knobs.validate(name, value)
 
 
 def with_overrides(plan: Plan, overrides: dict[str, list[str]]) -> Plan:
