@@ -496,7 +496,7 @@ def test_ext_filesystems_are_made_without_lazy_init(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [n for n, fs in filesystems.CATALOGUE.items() if not fs.pseudo and fs.mkfs]
+    "name", [n for n, fs in filesystems.catalogue().items() if not fs.pseudo and fs.mkfs]
 )
 def test_every_mkfs_writes_the_fsbench_label(name: str) -> None:
     fs = filesystems.get(name)

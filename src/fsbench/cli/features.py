@@ -38,7 +38,7 @@ def _split(values: list[str]) -> list[str]:
 
 def default_filesystems() -> list[str]:
     """Every filesystem of the catalogue: those this kernel lacks show why."""
-    return [name for name, fs in filesystems.CATALOGUE.items() if not fs.pseudo]
+    return [name for name, fs in filesystems.catalogue().items() if not fs.pseudo]
 
 
 def features(

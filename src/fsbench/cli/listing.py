@@ -64,7 +64,7 @@ def list_(
                 "mkfs": " ".join(f.mkfs),
                 "fsck": " ".join(f.fsck_readonly),
             }
-            for f in filesystems.CATALOGUE.values()
+            for f in filesystems.catalogue().values()
         ]
     elif what == What.workloads:
         items = describe.describe_all()

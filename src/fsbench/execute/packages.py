@@ -82,7 +82,7 @@ GUEST_SYSTEM: tuple[str, ...] = (
 
 def tool_packages() -> set[str]:
     """The packages of every filesystem's, workload's and monitor's tools."""
-    found = {fs.package for fs in filesystems.CATALOGUE.values()}
+    found = {fs.package for fs in filesystems.catalogue().values()}
     found |= {t.package for wl in workloads.all_workloads().values() for t in wl.tools}
     found |= {t.package for m in monitors.all_monitors().values() for t in m.needs.tools}
     return found
@@ -104,7 +104,7 @@ def run_packages(preset: str | None = None) -> tuple[str, ...]:
     found = {p for e in EXTRA if e.run for p in e.packages}
     found |= {t.package for name in plan.monitors for t in monitors.get(name).needs.tools}
     for cell in planning.expand(plan):
-        found.add(filesystems.CATALOGUE[cell.config.type].package)
+        found.add(filesystems.get(cell.config.type).package)
         for name, _ in cell.steps:
             found |= {t.package for t in workloads.get(name).tools}
     return tuple(sorted(found))

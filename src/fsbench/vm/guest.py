@@ -59,13 +59,13 @@ def _meminfo_kib(field: str) -> int | None:
 
 def guest_facts() -> dict[str, Any]:
     """What the guest is: its kernel (uname -r), CPUs, memory, the filesystems it can mount."""
-    for fs in filesystems.CATALOGUE.values():
+    for fs in filesystems.catalogue().values():
         if fs.module:  # modules-load.d loaded the VM's ones; the rest on demand
             proc.run(["modprobe", "-q", fs.module], timeout=30)
     kernel_fs = filesystems.kernel_filesystems()
     avail = {
         name: filesystems.availability(fs, kernel_fs).reason
-        for name, fs in filesystems.CATALOGUE.items()
+        for name, fs in filesystems.catalogue().items()
         if not fs.pseudo
     }
     return {

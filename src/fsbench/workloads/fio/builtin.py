@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
 
 from fsbench.workloads.fio.contract import (
     COMMON,
@@ -11,6 +10,7 @@ from fsbench.workloads.fio.contract import (
     TIMEOUT_SLACK,
     Phase,
     Profile,
+    ProfileParams,
     o_direct,
     per_thread,
     placement,
@@ -19,11 +19,10 @@ from fsbench.workloads.fio.contract import (
 )
 from fsbench.workloads.fio.tool import Where
 
-if TYPE_CHECKING:
-    from fsbench.workloads.fio.profiles import FioParams
 
-
-def _sequential(name: str, rw: str, direct: bool, params: FioParams, where: Where) -> list[Phase]:
+def _sequential(
+    name: str, rw: str, direct: bool, params: ProfileParams, where: Where
+) -> list[Phase]:
     """IOzone-style: each thread's file in 1 MiB blocks; a write ends with an fsync inside
     fio's runtime (data on disk, as IOzone -e)."""
     per = per_thread(params, MIB)
@@ -43,7 +42,7 @@ def _sequential(name: str, rw: str, direct: bool, params: FioParams, where: Wher
     return [Phase("", tuple(opts), sized_timeout(params.size))]
 
 
-def _layout(shared: bool, params: FioParams, where: Where) -> Phase:
+def _layout(shared: bool, params: ProfileParams, where: Where) -> Phase:
     """The untimed run that writes the data a profile reads (or overwrites): the same
     files, written sequentially in 1 MiB blocks and fsynced."""
     per, threads = (params.size, 1) if shared else (per_thread(params, MIB), params.threads)
@@ -60,7 +59,7 @@ def _layout(shared: bool, params: FioParams, where: Where) -> Phase:
     return Phase("", tuple(opts), sized_timeout(params.size))
 
 
-def _rand_rw(params: FioParams, where: Where) -> list[Phase]:
+def _rand_rw(params: ProfileParams, where: Where) -> list[Phase]:
     """Random 16 KiB reads and writes, 50/50, O_DIRECT, every thread on one shared file."""
     opts = [
         ("name", RAND_RW.name),
@@ -77,7 +76,7 @@ def _rand_rw(params: FioParams, where: Where) -> list[Phase]:
     return [Phase("", tuple(opts), params.runtime + TIMEOUT_SLACK)]
 
 
-def _threaded(params: FioParams, where: Where) -> list[Phase]:
+def _threaded(params: ProfileParams, where: Where) -> list[Phase]:
     """tiobench-style: per thread a file, written, read, read at random and written at
     random, 4 KiB buffered; one fio run per phase, caches dropped in between."""
     per = per_thread(params, 4096)

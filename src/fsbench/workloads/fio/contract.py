@@ -7,12 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fsbench.workloads.fio.tool import Where
-
-if TYPE_CHECKING:  # the parameters name the profiles: profiles.py imports this module
-    from fsbench.workloads.fio.profiles import FioParams
 
 MIB = 1 << 20
 # Generous bounds so that a hung fio becomes a failed trial, not a hung run.
@@ -34,6 +31,20 @@ _FILE_FORMAT = "fsbench-fio.$jobnum"  # one file per thread, same names in every
 _SHARED_FILE = "fsbench-fio.shared"
 
 
+class ProfileParams(Protocol):
+    """What a profile reads of fio's parameters (profiles.FioParams, which names the
+    profiles, so it cannot be imported here)."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def threads(self) -> int: ...
+
+    @property
+    def runtime(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class Phase:
     prefix: str  # metric-name prefix: "" for one-phase profiles
@@ -42,7 +53,7 @@ class Phase:
     drop_caches_before: bool = False
 
 
-Phases = Callable[["FioParams", Where], list[Phase]]
+Phases = Callable[[ProfileParams, Where], list[Phase]]
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,7 @@ class Profile:
     name: str
     block_size: str  # one MiB blocks make IOPS the same number as MiB/s: not a headline
     runs: Phases
-    layout: Callable[[FioParams, Where], Phase | None] = lambda params, where: None
+    layout: Callable[[ProfileParams, Where], Phase | None] = lambda params, where: None
     # Its runs last `runtime` seconds (all or some of them): `seconds` says nothing then.
     time_based: bool = False
     # Each thread has its own file, at least MIN_PER_THREAD of `size`.
@@ -62,7 +73,7 @@ class Profile:
     reads_cold: bool = False
 
 
-def per_thread(params: FioParams, bs: int) -> int:
+def per_thread(params: ProfileParams, bs: int) -> int:
     return (params.size // params.threads) // bs * bs
 
 
