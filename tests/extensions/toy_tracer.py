@@ -23,18 +23,23 @@ class Sleeper(Monitor):
     started: ClassVar[list[int]] = []
     alive_at_detach: ClassVar[list[bool]] = []
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.child: Child | None = None
+
     def attach(self, site: Site) -> None:
         super().attach(site)
         self.child = Child(["sleep", "600"])
         Sleeper.started.append(self.child.pid)
 
     def start(self) -> None:
-        if self.child.process.poll() is not None:
+        if self.child is None or self.child.process.poll() is not None:
             raise RuntimeError("the tracing tool died before the timed phase")
 
     def stop(self) -> None:
         pass  # a real tool is asked for what it counted here: Child.interrupt
 
     def detach(self) -> None:
-        Sleeper.alive_at_detach.append(self.child.process.poll() is None)
-        self.child.close()
+        if self.child is not None:  # None: attach failed before it started one
+            Sleeper.alive_at_detach.append(self.child.process.poll() is None)
+            self.child.close()

@@ -120,7 +120,8 @@ class Monitor(ABC):
         return Output()
 
     def detach(self) -> None:  # noqa: B027 - optional hook
-        """Release what attach made, on every path; called once, even after a failure."""
+        """Release what attach made, on every path; called once, also when attach itself
+        failed half way (release what was made, no more)."""
 
 
 class Child:
