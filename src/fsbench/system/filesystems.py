@@ -172,20 +172,17 @@ RAW = FsType(
 # The catalogue: every filesystem known, as records registered like any extension (a
 # package adds one as an entry point of `fsbench.filesystems.v1`, naming its FsType).
 CONTRACT = 1
-BUILTIN: tuple[str, ...] = tuple(
-    f"fsbench.system.filesystems:{record}"
-    for record in (
-        "EXT2",
-        "EXT3",
-        "EXT4",
-        "XFS",
-        "BTRFS",
-        "JFS",
-        "REISERFS",
-        "F2FS",
-        "NILFS2",
-        "RAW",
-    )
+BUILTIN: tuple[str, ...] = (
+    "fsbench.system.filesystems:EXT2",
+    "fsbench.system.filesystems:EXT3",
+    "fsbench.system.filesystems:EXT4",
+    "fsbench.system.filesystems:XFS",
+    "fsbench.system.filesystems:BTRFS",
+    "fsbench.system.filesystems:JFS",
+    "fsbench.system.filesystems:REISERFS",
+    "fsbench.system.filesystems:F2FS",
+    "fsbench.system.filesystems:NILFS2",
+    "fsbench.system.filesystems:RAW",
 )
 REGISTRY: Registry[FsType] = Registry("filesystems", "filesystem", CONTRACT, BUILTIN)
 

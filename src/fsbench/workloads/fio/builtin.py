@@ -10,7 +10,7 @@ from fsbench.workloads.fio.contract import (
     TIMEOUT_SLACK,
     Phase,
     Profile,
-    ProfileParams,
+    Sizes,
     o_direct,
     per_thread,
     placement,
@@ -20,12 +20,10 @@ from fsbench.workloads.fio.contract import (
 from fsbench.workloads.fio.tool import Where
 
 
-def _sequential(
-    name: str, rw: str, direct: bool, params: ProfileParams, where: Where
-) -> list[Phase]:
+def _sequential(name: str, rw: str, direct: bool, sizes: Sizes, where: Where) -> list[Phase]:
     """IOzone-style: each thread's file in 1 MiB blocks; a write ends with an fsync inside
     fio's runtime (data on disk, as IOzone -e)."""
-    per = per_thread(params, MIB)
+    per = per_thread(sizes, MIB)
     opts = [
         ("name", name),
         *COMMON,
@@ -33,19 +31,19 @@ def _sequential(
         ("rw", rw),
         ("bs", "1M"),
         ("size", str(per)),
-        ("numjobs", str(params.threads)),
+        ("numjobs", str(sizes.threads)),
         # seq-write-direct: the filesystem's allocator and I/O path, no page cache.
         *(o_direct(where) if direct else []),
     ]
     if rw == "write":
         opts.append(("end_fsync", "1"))
-    return [Phase("", tuple(opts), sized_timeout(params.size))]
+    return [Phase("", tuple(opts), sized_timeout(sizes.size))]
 
 
-def _layout(shared: bool, params: ProfileParams, where: Where) -> Phase:
+def _layout(shared: bool, sizes: Sizes, where: Where) -> Phase:
     """The untimed run that writes the data a profile reads (or overwrites): the same
     files, written sequentially in 1 MiB blocks and fsynced."""
-    per, threads = (params.size, 1) if shared else (per_thread(params, MIB), params.threads)
+    per, threads = (sizes.size, 1) if shared else (per_thread(sizes, MIB), sizes.threads)
     opts = [
         ("name", "layout"),
         *COMMON,
@@ -56,10 +54,10 @@ def _layout(shared: bool, params: ProfileParams, where: Where) -> Phase:
         ("numjobs", str(threads)),
         ("end_fsync", "1"),
     ]
-    return Phase("", tuple(opts), sized_timeout(params.size))
+    return Phase("", tuple(opts), sized_timeout(sizes.size))
 
 
-def _rand_rw(params: ProfileParams, where: Where) -> list[Phase]:
+def _rand_rw(sizes: Sizes, where: Where) -> list[Phase]:
     """Random 16 KiB reads and writes, 50/50, O_DIRECT, every thread on one shared file."""
     opts = [
         ("name", RAND_RW.name),
@@ -69,26 +67,26 @@ def _rand_rw(params: ProfileParams, where: Where) -> list[Phase]:
         ("rwmixread", "50"),
         ("bs", RAND_RW.block_size),
         *o_direct(where),
-        ("size", str(params.size)),
-        ("numjobs", str(params.threads)),
-        *timed(params.runtime),
+        ("size", str(sizes.size)),
+        ("numjobs", str(sizes.threads)),
+        *timed(sizes.runtime),
     ]
-    return [Phase("", tuple(opts), params.runtime + TIMEOUT_SLACK)]
+    return [Phase("", tuple(opts), sizes.runtime + TIMEOUT_SLACK)]
 
 
-def _threaded(params: ProfileParams, where: Where) -> list[Phase]:
+def _threaded(sizes: Sizes, where: Where) -> list[Phase]:
     """tiobench-style: per thread a file, written, read, read at random and written at
     random, 4 KiB buffered; one fio run per phase, caches dropped in between."""
-    per = per_thread(params, 4096)
+    per = per_thread(sizes, 4096)
     base = [
         *COMMON,
         *placement(where, per_thread=per),
         ("bs", THREADED.block_size),
         ("size", str(per)),
-        ("numjobs", str(params.threads)),
+        ("numjobs", str(sizes.threads)),
     ]
-    seq_t, rand_t = sized_timeout(params.size), params.runtime + sized_timeout(params.size)
-    random = timed(params.runtime)
+    seq_t, rand_t = sized_timeout(sizes.size), sizes.runtime + sized_timeout(sizes.size)
+    random = timed(sizes.runtime)
     return [
         Phase("seq_", (("name", "seq-write"), *base, ("rw", "write"), ("end_fsync", "1")), seq_t),
         Phase("seq_", (("name", "seq-read"), *base, ("rw", "read")), seq_t, True),

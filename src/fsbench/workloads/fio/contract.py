@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from fsbench.workloads.fio.tool import Where
 
@@ -31,18 +30,14 @@ _FILE_FORMAT = "fsbench-fio.$jobnum"  # one file per thread, same names in every
 _SHARED_FILE = "fsbench-fio.shared"
 
 
-class ProfileParams(Protocol):
-    """What a profile reads of fio's parameters (profiles.FioParams, which names the
-    profiles, so it cannot be imported here)."""
+@dataclass(frozen=True)
+class Sizes:
+    """What a profile's runs are sized by: fio's parameters as they run (profiles.FioParams,
+    which names the profiles, so it is not imported here; scale_to_mem already applied)."""
 
-    @property
-    def size(self) -> int: ...
-
-    @property
-    def threads(self) -> int: ...
-
-    @property
-    def runtime(self) -> int: ...
+    size: int  # bytes: the data set
+    threads: int  # fio jobs at once
+    runtime: int  # seconds of each time-based phase
 
 
 @dataclass(frozen=True)
@@ -53,7 +48,7 @@ class Phase:
     drop_caches_before: bool = False
 
 
-Phases = Callable[[ProfileParams, Where], list[Phase]]
+Phases = Callable[[Sizes, Where], list[Phase]]
 
 
 @dataclass(frozen=True)
@@ -64,7 +59,7 @@ class Profile:
     name: str
     block_size: str  # one MiB blocks make IOPS the same number as MiB/s: not a headline
     runs: Phases
-    layout: Callable[[ProfileParams, Where], Phase | None] = lambda params, where: None
+    layout: Callable[[Sizes, Where], Phase | None] = lambda sizes, where: None
     # Its runs last `runtime` seconds (all or some of them): `seconds` says nothing then.
     time_based: bool = False
     # Each thread has its own file, at least MIN_PER_THREAD of `size`.
@@ -73,8 +68,8 @@ class Profile:
     reads_cold: bool = False
 
 
-def per_thread(params: ProfileParams, bs: int) -> int:
-    return (params.size // params.threads) // bs * bs
+def per_thread(sizes: Sizes, bs: int) -> int:
+    return (sizes.size // sizes.threads) // bs * bs
 
 
 def placement(where: Where, *, per_thread: int | None) -> list[tuple[str, str]]:

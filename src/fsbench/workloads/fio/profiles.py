@@ -15,7 +15,7 @@ from fsbench.system.plugins import Registry
 from fsbench.system.units import Bytes
 from fsbench.workloads.base import Params
 from fsbench.workloads.fio import builtin
-from fsbench.workloads.fio.contract import MIB, Phase, Profile
+from fsbench.workloads.fio.contract import MIB, Phase, Profile, Sizes
 from fsbench.workloads.fio.tool import Where
 
 # The profile contract's version (contract.py): a plugin built for another is refused.
@@ -112,6 +112,10 @@ class FioParams(Params):
         return type(self).model_validate({**self.model_dump(), "size": size})
 
     @property
+    def sizes(self) -> Sizes:
+        return Sizes(self.size, self.threads, self.runtime)
+
+    @property
     def job_file(self) -> Path | None:
         if self.profile.startswith(JOB_PREFIX):
             return Path(self.profile[len(JOB_PREFIX) :].strip())
@@ -120,10 +124,10 @@ class FioParams(Params):
 
 def run_phases(profile: str, params: FioParams, where: Where) -> list[Phase]:
     """The timed fio runs of a profile, in order."""
-    return get(profile).runs(params, where)
+    return get(profile).runs(params.sizes, where)
 
 
 def layout_phase(profile: str, params: FioParams, where: Where) -> Phase | None:
     """The untimed run that writes the data a profile reads (or overwrites); None if it
     needs nothing."""
-    return get(profile).layout(params, where)
+    return get(profile).layout(params.sizes, where)
