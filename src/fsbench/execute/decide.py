@@ -385,12 +385,12 @@ class Decide:
         have any): per cell key, the seconds each took, its first headline metric's
         values, and the trials of its last run."""
         keys = {s.cell.key for g in self.groups for s in g}
-        hostname = self.loop.store.get_run(self.loop.run_id).host.get("hostname")
+        hostname = self.loop.store.get_run(self.loop.run_id).host.hostname
         out: dict[str, tuple[list[float], list[float], list[TrialRecord]]] = {}
         runs = [
             r
             for r in self.loop.store.list_runs()
-            if r.id != self.loop.run_id and r.host.get("hostname") == hostname and not r.part_of
+            if r.id != self.loop.run_id and r.host.hostname == hostname and not r.part_of
         ]
         used = 0
         for run in reversed(runs):

@@ -381,14 +381,15 @@ def machine_line(run: RunRecord) -> str:
             "each its own machine (compare --by host says what differs)"
         )
     h = run.host
-    mem = h.get("memory_bytes")
     line = (
-        f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
-        f"{human_bytes(mem) if mem else '?'} RAM"
+        f"host: Linux {h.shown('kernel')}, {h.shown('cpus')} x {h.shown('cpu')}, "
+        f"{h.shown('memory_bytes') or '?'} RAM"
     )
-    if h.get("free_page_reporting"):
+    if h.free_page_reporting:
         # hostfacts.free_page_reporting: a buffered trial's speed can be the hypervisor's.
         line += "; free memory reported to the hypervisor (buffered I/O pays to fault it back)"
+    if h.flagged:
+        line += f"; stored facts unreadable here: {'; '.join(h.flagged.values())}"
     return line
 
 
