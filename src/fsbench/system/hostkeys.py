@@ -17,7 +17,7 @@ around it themselves.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, TypeAdapter, ValidationError
@@ -91,9 +91,7 @@ class Host(BaseModel):
     ] = None
     python: Annotated[str | None, Fact("the Python that ran fsbench")] = None
     fsbench_version: Annotated[str | None, Fact("the fsbench that made the run")] = None
-    fsbench_commit: Annotated[str | None, Fact("its checkout's commit (null: not a checkout)")] = (
-        None
-    )
+    fsbench_commit: Annotated[str | None, Fact("its checkout's commit (null: none)")] = None
     tools: Annotated[
         dict[str, str | None] | None,
         Fact("the filesystems' and workloads' tools: command -> version", VERSIONS, _tools_text),
@@ -164,30 +162,28 @@ class Host(BaseModel):
 
 @dataclass(frozen=True)
 class Key:
+    """A registry key: its name, its type (its `Host` field's annotation) and its `Fact`."""
+
     name: str
-    type: Any  # the annotation: what the store keeps (None: not collected)
+    type: Any  # `str | None`: None is a fact not collected (no cpufreq, not a checkout)
     fact: Fact
+    # Its type, strictly: a stored "2" is no count of CPUs, nor is True.
+    strict: TypeAdapter[Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "strict", TypeAdapter(self.type, config=ConfigDict(strict=True)))
 
     def refuses(self, value: Any) -> str:
         """Why `value` cannot be this key's ("" when it can): its type, then its check."""
         if value is None:
             return ""
         try:
-            _adapter(self.type).validate_python(value)
+            self.strict.validate_python(value)
         except ValidationError:
             return f"{self.name!r} = {value!r} is not {_type_name(self.type)}"
         if not self.fact.check.test(value):
             return f"{self.name!r} = {value!r} is not {self.fact.check.says}"
         return ""
-
-
-_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
-
-
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    if kind not in _ADAPTERS:
-        _ADAPTERS[kind] = TypeAdapter(kind, config=ConfigDict(strict=True))
-    return _ADAPTERS[kind]
 
 
 def _type_name(kind: Any) -> str:
@@ -197,9 +193,9 @@ def _type_name(kind: Any) -> str:
 
 def _keys() -> dict[str, Key]:
     out = {}
-    for name, field in Host.model_fields.items():
-        (fact,) = (m for m in field.metadata if isinstance(m, Fact))
-        out[name] = Key(name, field.annotation, fact)
+    for name, info in Host.model_fields.items():
+        (fact,) = (m for m in info.metadata if isinstance(m, Fact))
+        out[name] = Key(name, info.annotation, fact)
     return out
 
 
