@@ -17,6 +17,7 @@ from fsbench.cli.app import app
 from fsbench.reports import compare as cmp
 from fsbench.store.records import MetricRecord, RunRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.system.hostkeys import Host
 
 
 def make_row(
@@ -66,7 +67,7 @@ def run_record(rid: int, kernel: str) -> RunRecord:
         plan={"scale": "tiny", "reps": 3},
         overrides={},
         schedule=[],
-        host={"kernel": kernel, "tools": {"mke2fs": "1.47.0"}},
+        host=Host.read({"kernel": kernel, "tools": {"mke2fs": "1.47.0"}}),
         target={"kind": "loop"},
     )
 

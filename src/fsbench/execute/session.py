@@ -245,7 +245,7 @@ def _create(store: Store, kind: RunKind, new: NewRun, uid: str, executor: Execut
         kind=kind.name,
         facts=new.facts.model_dump(mode="json") if new.facts is not None else {},
         workloads=runfacts.workload_facts(steps),
-        features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
+        features=runfacts.features_snapshot(host.kernel or "", fs_types),
         uid=uid,
         part_of=part.uid if part else "",
         part_host=part.host if part else "",

@@ -16,6 +16,7 @@ from fsbench.analysis.decisions import Decision
 from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
 from fsbench.execute.schedule import williams as schedule_williams
+from fsbench.store.griddesign import GridDesign
 from fsbench.store.records import RunRecord
 from fsbench.store.runkinds import design as design_of
 from fsbench.system.units import human_bytes
@@ -381,14 +382,15 @@ def machine_line(run: RunRecord) -> str:
             "each its own machine (compare --by host says what differs)"
         )
     h = run.host
-    mem = h.get("memory_bytes")
     line = (
-        f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
-        f"{human_bytes(mem) if mem else '?'} RAM"
+        f"host: Linux {h.shown('kernel')}, {h.shown('cpus')} x {h.shown('cpu')}, "
+        f"{h.shown('memory_bytes') or '?'} RAM"
     )
-    if h.get("free_page_reporting"):
+    if h.free_page_reporting:
         # hostfacts.free_page_reporting: a buffered trial's speed can be the hypervisor's.
         line += "; free memory reported to the hypervisor (buffered I/O pays to fault it back)"
+    if h.flagged:
+        line += f"; stored facts unreadable here: {'; '.join(h.flagged.values())}"
     return line
 
 
@@ -406,7 +408,7 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     order = "interleaved"
     if plan.get("seed") is not None:
         warm = plan.get("warmup") or 0
-        if design_of(run).get("warmup") == "trial":
+        if design_of(run).warmup == "trial":
             warmed = "+ a warm-up trial per group (not counted), "
         elif warm:
             warmed = f"+ {warm} warm-up round{'s' if warm > 1 else ''} (not counted), "
@@ -429,20 +431,19 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     return lines
 
 
-def budget_line(design: dict[str, Any]) -> str:
+def budget_line(design: GridDesign) -> str:
     """What a decided run spent of its budget, and by how much and why it went over."""
-    spent = design.get("spent_s")
-    budget = design.get("budget_s")
+    spent, budget = design.spent_s, design.budget_s
     if spent is None:
         return ""
-    looks = sorted({int(g["n_max"]) for g in design.get("groups") or [] if g.get("n_max")})
+    looks = design.looks()
     upto = f"{looks[0]}-{looks[-1]}" if len(looks) > 1 else (str(looks[0]) if looks else "")
     planned = f"; looks planned up to n = {upto} a group" if looks else ""
     if budget is None:
         return f"time: {spent:.0f} s (no budget){planned}"
-    over = design.get("over_s") or 0.0
+    over = design.over_s or 0.0
     if over > TOLERANCE * budget:
-        why = design.get("over_why") or "rounds took longer than projected"
+        why = design.over_why or "rounds took longer than projected"
         return (
             f"time: {spent:.0f} s of a {budget:.0f} s budget, {over:.0f} s "
             f"({over / budget:.0%}) over: {why}{planned}"

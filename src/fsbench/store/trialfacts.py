@@ -49,6 +49,7 @@ KEYS: dict[str, Key] = {
         Key("steady", dict, "where the throughput series held steady (steady.py)", "runner"),
         Key("scaled_to_mem", dict, "a working set sized to memory: its size", "runner"),
         Key("series", dict, "per-second series the workload recorded", "context"),
+        Key("monitors", dict, "per monitor: its role, facts and artefact files", "runner"),
         # What workloads record of themselves.
         Key("clean_copy_seconds", (int, float), "the aged tree's clean copy", "aging", "s"),
         Key("pgbench", dict, "PostgreSQL's and pgbench's command lines and log", "pgbench"),
@@ -130,3 +131,29 @@ def crash(provenance: Mapping[str, Any]) -> dict[str, Any]:
 def vm(provenance: Mapping[str, Any]) -> dict[str, Any] | None:
     found = provenance.get("vm")
     return dict(found) if found else None
+
+
+@dataclass(frozen=True)
+class Guest:
+    """What a trial run in a QEMU guest says of it ("vm", vm/job.py:machine_facts)."""
+
+    kernel: str  # the guest kernel's release ("" on the host)
+    kernel_source: str  # where that kernel was built from (a kbuild path), or ""
+    qemu: str  # QEMU's version
+    fsbench: str  # the guest image's fsbench
+
+
+def guest(provenance: Mapping[str, Any]) -> Guest:
+    """The trial's guest; every field "" for a trial run on the host."""
+    found = vm(provenance) or {}
+    return Guest(
+        *(
+            str(found.get(name) or "")
+            for name in ("kernel_version", "kernel_source", "qemu_version", "fsbench_version")
+        )
+    )
+
+
+def volatile_cache(provenance: Mapping[str, Any]) -> str:
+    """Whether the crash workload's scratch disk had a volatile write cache, as it said."""
+    return str(crash(provenance).get("volatile_cache", ""))
