@@ -19,9 +19,8 @@ from fsbench.plan.model import FsConfig
 from fsbench.store.griddesign import GridDesign
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
-from fsbench.store.runkinds import GridFacts
+from fsbench.store.runkinds import GridFacts, kind_of
 from fsbench.store.runkinds import design as design_of
-from fsbench.store.runkinds import kind_of
 
 
 @dataclass
