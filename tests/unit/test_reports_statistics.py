@@ -20,8 +20,8 @@ from fsbench.execute import loop as matrix
 from fsbench.plan import model as planning
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import html, render, source
-from fsbench.reports.tables import fmt_share
 from fsbench.store.results import Store
+from fsbench.system import numbers
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Measure, Ran
 
@@ -101,7 +101,7 @@ def test_html_shows_n_outliers_warmups_and_what_the_noise_detects(tmp_path: Path
     assert f"{xfs.warmup_values[0]:.4g}" in row
     assert "warm-up (not counted)" in page
     # What n and the noise let this row see, and what 5% would take.
-    assert f"±{fmt_share(xfs.min_detectable)}" in row and "could detect" in page
+    assert f"±{numbers.share(xfs.min_detectable)}" in row and "could detect" in page
     assert "beyond reach" in row
     # Every flag with its meaning from the registry.
     assert ">outliers</span>" in row and escape(validity.meaning("outliers")) in row
@@ -109,7 +109,8 @@ def test_html_shows_n_outliers_warmups_and_what_the_noise_detects(tmp_path: Path
     ext4_row = _reps_row(page, "ext4")
     assert "<mark" not in ext4_row
     assert (
-        f"±{fmt_share(ext4.min_detectable)}" in ext4_row and f"n={ext4.reps_for_5pct}" in ext4_row
+        f"±{numbers.share(ext4.min_detectable)}" in ext4_row
+        and f"n={ext4.reps_for_5pct}" in ext4_row
     )
     # The raw values mark the warm-up trials.
     assert '<tr class="warmup">' in page

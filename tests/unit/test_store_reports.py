@@ -15,6 +15,7 @@ from fsbench.analysis.rows import build_rows
 from fsbench.reports import render
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.system import numbers
 
 
 def _trial(
@@ -231,9 +232,7 @@ def test_terminal_table(store: Store, run_id: int) -> None:
     ],
 )
 def test_mean_rounded_to_its_uncertainty(mean: float, half: float | None, text: str) -> None:
-    from fsbench.reports.tables import fmt_mean_ci
-
-    assert fmt_mean_ci(mean, half) == text
+    assert numbers.mean_ci(mean, half) == text
 
 
 def _open_store(path: str) -> str:

@@ -126,7 +126,7 @@ def history_command(
         for alarm in alarms:
             err.print(
                 f"fsbench: regression: {alarm.series.title}: "
-                f"{show.fmt_ratio(alarm.change)} from {show.run_label(alarm.change.after_run)}"
+                f"{show.ratio_text(alarm.change)} from {show.run_label(alarm.change.after_run)}"
                 + (f" ({show.HARNESS_NOTE})" if alarm.change.harness else ""),
                 markup=False,
                 soft_wrap=True,

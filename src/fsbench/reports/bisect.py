@@ -19,11 +19,10 @@ from typing import Any
 from fsbench.analysis.stats import summarize
 from fsbench.reports import formats
 from fsbench.reports.formats import md_escape
-from fsbench.reports.tables import fmt_number
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.values import counted_values
-from fsbench.system import knobs
+from fsbench.system import knobs, numbers
 
 
 def facts(run: RunRecord) -> dict[str, Any]:
@@ -104,8 +103,8 @@ def step_cells(step: dict[str, Any]) -> list[str]:
         step["commit"][:12],
         step["role"],
         str(step["n"]),
-        fmt_number(step["mean"]),
-        f"{fmt_number(ci[0])}..{fmt_number(ci[1])}" if ci else "-",
+        numbers.number(step["mean"]),
+        numbers.interval(ci, "-"),
         step.get("verdict") or "-",
         f"{step.get('build_seconds') or 0:.0f}",
         f"{step.get('measure_seconds') or 0:.0f}",

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from fsbench.analysis.history import ChangePoint, Series, document
 from fsbench.reports.formats import md_escape, rich_escape
-from fsbench.reports.tables import fmt_number
+from fsbench.system import numbers
 
 HARNESS_NOTE = "possibly the harness: fsbench, Python, QEMU or a tool changed at the same run"
 
@@ -31,17 +31,9 @@ def numbered(series: Sequence[Series]) -> list[tuple[int, Series, ChangePoint]]:
     return out
 
 
-def fmt_ci(ci: Sequence[float] | None) -> str:
-    return "" if not ci else f"{fmt_number(ci[0])}-{fmt_number(ci[1])}"
-
-
-def fmt_ratio(c: ChangePoint) -> str:
-    ci = f" ({c.ratio_ci95[0]:.3f}-{c.ratio_ci95[1]:.3f})" if c.ratio_ci95 else ""
-    return f"{c.ratio:.3f}x{ci}"
-
-
-def fmt_p(p: float) -> str:
-    return f"{p:.2g}" if p >= 0.001 else "<0.001"
+def ratio_text(c: ChangePoint) -> str:
+    """The change's ratio after/before, with its 95% CI."""
+    return numbers.ratio(c.ratio, c.ratio_ci95, 0.95 if c.ratio_ci95 else None)
 
 
 def run_label(named: dict[str, Any]) -> str:
@@ -69,9 +61,10 @@ def change_lines(n: int, s: Series, c: ChangePoint) -> list[str]:
     """One change point in words (the table's and markdown's)."""
     unit = f" {s.unit}" if s.unit else ""
     return [
-        f"#{n} {c.direction} at point {c.index + 1}: {fmt_number(c.before_mean)} -> "
-        f"{fmt_number(c.after_mean)}{unit} ({c.before_runs} runs before, {c.after_runs} after), "
-        f"ratio {fmt_ratio(c)}, p = {fmt_p(c.p)} ({c.method})",
+        f"#{n} {c.direction} at point {c.index + 1}: {numbers.number(c.before_mean)} -> "
+        f"{numbers.number(c.after_mean)}{unit} "
+        f"({c.before_runs} runs before, {c.after_runs} after), "
+        f"ratio {ratio_text(c)}, {numbers.p(c.p)} ({c.method})",
         f"   between {run_label(c.before_run)}",
         f"       and {run_label(c.after_run)}",
         f"   also changed: {coincident_text(c)}",
@@ -79,7 +72,7 @@ def change_lines(n: int, s: Series, c: ChangePoint) -> list[str]:
 
 
 def print_table(console: Console, series: Sequence[Series], notes: Sequence[str] = ()) -> None:
-    numbers = {id(c): n for n, _, c in numbered(series)}
+    numbering = {id(c): n for n, _, c in numbered(series)}
     if not series:
         console.print("no series: no stored run matches", highlight=False)
     for s in series:
@@ -89,14 +82,14 @@ def print_table(console: Console, series: Sequence[Series], notes: Sequence[str]
         starts = {c.index: c for c in s.changes}
         for i, p in enumerate(s.points):
             c = starts.get(i)
-            mark = f"#{numbers[id(c)]} {c.direction}" if c else ""
+            mark = f"#{numbering[id(c)]} {c.direction}" if c else ""
             table.add_row(
                 str(p.run), p.created_at[:16].replace("T", " "), rich_escape(p.kernel),
-                p.commit[:12], str(p.n), fmt_number(p.mean), fmt_ci(p.ci95), mark,
+                p.commit[:12], str(p.n), numbers.number(p.mean), numbers.interval(p.ci95), mark,
             )  # fmt: skip
         console.print(table)
         for c in s.changes:
-            for line in change_lines(numbers[id(c)], s, c):
+            for line in change_lines(numbering[id(c)], s, c):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
         console.print()
     for note in notes:
@@ -104,7 +97,7 @@ def print_table(console: Console, series: Sequence[Series], notes: Sequence[str]
 
 
 def markdown(series: Sequence[Series], notes: Sequence[str] = ()) -> str:
-    numbers = {id(c): n for n, _, c in numbered(series)}
+    numbering = {id(c): n for n, _, c in numbered(series)}
     out = ["# fsbench history", ""]
     for s in series:
         out += [f"## {md_escape(s.title)}", ""]
@@ -113,14 +106,15 @@ def markdown(series: Sequence[Series], notes: Sequence[str] = ()) -> str:
         starts = {c.index: c for c in s.changes}
         for i, p in enumerate(s.points):
             c = starts.get(i)
-            mark = f"#{numbers[id(c)]} {c.direction}" if c else ""
+            mark = f"#{numbering[id(c)]} {c.direction}" if c else ""
             out.append(
                 f"| {p.run} | {p.created_at[:16].replace('T', ' ')} | {md_escape(p.kernel)} | "
-                f"{p.commit[:12]} | {p.n} | {fmt_number(p.mean)} | {fmt_ci(p.ci95)} | {mark} |"
+                f"{p.commit[:12]} | {p.n} | {numbers.number(p.mean)} | "
+                f"{numbers.interval(p.ci95)} | {mark} |"
             )
         out.append("")
         for c in s.changes:
-            lines = change_lines(numbers[id(c)], s, c)
+            lines = change_lines(numbering[id(c)], s, c)
             out += [
                 f"- **{md_escape(lines[0])}**",
                 *(f"  {md_escape(x.strip())}" for x in lines[1:]),
@@ -138,7 +132,7 @@ CSV_FIELDS = ("host", "config", "workload", "chain", "params", "knobs", "metric"
 
 def csv_text(series: Sequence[Series]) -> str:
     """One row per point; the point that starts a change point carries its number."""
-    numbers = {id(c): n for n, _, c in numbered(series)}
+    numbering = {id(c): n for n, _, c in numbered(series)}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_FIELDS)
@@ -151,7 +145,7 @@ def csv_text(series: Sequence[Series]) -> str:
                 json.dumps(s.knobs, sort_keys=True), s.metric, s.unit, s.better, s.headline,
                 i + 1, p.run, p.created_at, p.kernel, p.commit, p.fsbench_version, p.tag, p.n,
                 repr(p.mean), repr(p.ci95[0]) if p.ci95 else "", repr(p.ci95[1]) if p.ci95 else "",
-                numbers[id(c)] if c else "", c.direction if c else "",
+                numbering[id(c)] if c else "", c.direction if c else "",
                 repr(c.ratio) if c else "", repr(c.p) if c else "", c.harness if c else "",
             ])  # fmt: skip
     return buf.getvalue()

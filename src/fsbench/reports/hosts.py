@@ -9,7 +9,7 @@ from typing import Any
 
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
-from fsbench.system.units import human_bytes
+from fsbench.system import numbers
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def facts_of(member: RunRecord) -> dict[str, str]:
         "hostname": str(h.get("hostname") or "?"),
         "kernel": str(h.get("kernel") or "?"),
         "cpu": f"{h.get('cpus', '?')} x {h.get('cpu', '?')}",
-        "memory": human_bytes(mem) if mem else "?",
+        "memory": numbers.size(mem) if mem else "?",
         # A virtio disk has no model in sysfs: its name at least tells the disks apart.
         "device model": str(model or (f"{disk} (no model in sysfs)" if disk else "?")),
         "rotational": "?" if rotational is None else ("yes" if rotational else "no"),

@@ -18,10 +18,10 @@ from fsbench.execute.race.rule import Drop, RaceResult
 from fsbench.execute.race.trials import KIND, Replay, TuneSpec, replay
 from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, FsConfig, Plan
-from fsbench.reports.tables import fmt_number
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.values import value_of
+from fsbench.system import numbers
 from fsbench.system.errors import FsbenchError
 
 
@@ -224,13 +224,6 @@ def rerun_command(
 # --------------------------------------------------------------------------- terminal
 
 
-number = fmt_number  # one formatter for every report
-
-
-def interval(ci: tuple[float, float] | None, missing: str = "-") -> str:
-    return missing if ci is None else f"{number(ci[0])} .. {number(ci[1])}"
-
-
 def print_report(console: Console, doc: TuneReport) -> None:
     """The end of a race for people: the same facts as the JSON."""
     console.print(
@@ -253,11 +246,11 @@ def print_report(console: Console, doc: TuneReport) -> None:
     for col in ("config", "n", f"mean {doc.metric}", "95% CI", "ratio to leader", "equiv."):
         table.add_column(col, justify="left" if col == "config" else "right")
     for w in doc.winners:
-        ci = interval(w.ci95)
-        ratio = "-" if w.ratio is None else f"{w.ratio:.3f}"
-        if w.ratio_ci is not None:
-            ratio += f" ({w.ratio_ci[0]:.3f}..{w.ratio_ci[1]:.3f})"
-        table.add_row(w.config, str(w.n), number(w.mean), ci, ratio, "yes" if w.equivalent else "")
+        ci = numbers.interval(w.ci95, "-")
+        ratio = numbers.ratio(w.ratio, w.ratio_ci)
+        table.add_row(
+            w.config, str(w.n), numbers.number(w.mean), ci, ratio, "yes" if w.equivalent else ""
+        )
     if doc.winners:
         console.print(table)
     else:

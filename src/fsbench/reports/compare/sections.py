@@ -7,11 +7,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from fsbench.analysis.pvalues import p_value
 from fsbench.analysis.rows import Row
 from fsbench.reports.compare.cells import BETTER, WORSE, CellComparison, CellKey, Comparison
 from fsbench.reports.tables import fmt_value, run_hosts
 from fsbench.store.records import RunRecord
+from fsbench.system import numbers
 
 NUMERIC = {"A", "B", "B/A", "p"}  # right-aligned columns
 GEOMEAN_HEADER = ["workload", "metric", "cells", "geomean B/A", "verdicts"]
@@ -32,19 +32,15 @@ def _dims_text(dims: dict[str, Any], names: list[str]) -> str:
 
 
 def ratio_text(c: CellComparison) -> str:
-    if c.ratio is None:
-        return "-"
-    text = f"{c.ratio:.3f}"
-    if c.ratio_ci is not None and c.ratio_ci_level is not None:
-        text += f" [{100 * c.ratio_ci_level:.3g}%: {c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]"
-    return text
+    level = c.ratio_ci_level
+    return numbers.ratio(c.ratio, c.ratio_ci if level is not None else None, level)
 
 
 def p_text(c: CellComparison) -> str:
     """The p of an order; none beside an answer it does not support."""
     if c.verdict not in (BETTER, WORSE) or c.p_adjusted is None:
         return "-"
-    return p_value(c.p_adjusted)
+    return numbers.p_value(c.p_adjusted)
 
 
 def _side_text(row: Row) -> str:

@@ -12,7 +12,7 @@ from fsbench.reports.html.markup import details, e, facts, head, plain, pre, tab
 from fsbench.reports.tables import run_header, run_hosts
 from fsbench.store import trialfacts
 from fsbench.store.records import RunRecord, TrialRecord
-from fsbench.system.units import human_bytes
+from fsbench.system import numbers
 
 # Host facts shown under their own names (the rest are listed as stored).
 _HOST_SHOWN = {
@@ -40,7 +40,7 @@ def _value(name: str, value: Any) -> Any:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if name.endswith("_bytes") and isinstance(value, int | float):
-        return human_bytes(value)
+        return numbers.size(value)
     return plain(value)
 
 
@@ -72,7 +72,7 @@ def host_items(run: RunRecord) -> list[tuple[str, Any]]:
         ("kernel", f"Linux {h.get('kernel')} {h.get('kernel_version', '')}".strip()),
         ("architecture", h.get("machine")),
         ("CPU", f"{h.get('cpus')} × {h.get('cpu')}" if h.get("cpus") else h.get("cpu")),
-        ("memory", human_bytes(mem) if mem else None),
+        ("memory", numbers.size(mem) if mem else None),
         ("cpufreq governor", h.get("cpufreq_governor") or "none reported"),
         (
             "dirty ratios",

@@ -12,7 +12,8 @@ from fsbench.reports.charts.race import race_chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import e, head, pre, table, tag
 from fsbench.reports.html.page import css
-from fsbench.reports.tune import TuneReport, interval, number
+from fsbench.reports.tune import TuneReport
+from fsbench.system import numbers
 
 PAGE_NAME = "race.html"
 
@@ -33,9 +34,9 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
                 "tr",
                 tag("td", e(w.config))
                 + tag("td", e(w.n))
-                + tag("td", e(number(w.mean, "")))
-                + tag("td", e(interval(w.ci95, "")))
-                + tag("td", e("" if w.ratio is None else f"{w.ratio:.3f}"))
+                + tag("td", e(numbers.number(w.mean, "")))
+                + tag("td", e(numbers.interval(w.ci95)))
+                + tag("td", e(numbers.ratio(w.ratio, missing="")))
                 + tag("td", e("yes" if w.equivalent else "")),
             )
             for w in doc.winners

@@ -12,8 +12,8 @@ from fsbench.analysis import validity
 from fsbench.analysis.rows import TARGET_DIFFERENCE, Row
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.html.markup import badge, details, e, head, named, table, tag, varying
-from fsbench.reports.tables import dims_of, fmt_share, label_of
-from fsbench.system.units import human_bytes
+from fsbench.reports.tables import dims_of, label_of
+from fsbench.system import numbers
 
 OUTLIER = "outlier by modified z-score: shown and counted, never dropped"
 WARMUP = "warm-up, not counted"
@@ -26,7 +26,7 @@ DETECT = (
 def value_text(value: float, unit: str | None) -> str:
     """A repetition's value: bytes in binary units, whole numbers whole, else 4 digits."""
     if unit == "B":
-        return human_bytes(value)
+        return numbers.size(value)
     if float(value).is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
     return f"{value:.4g}"
@@ -54,7 +54,7 @@ def detect_text(row: Row) -> str:
     """'±12%': the min_detectable of the row, or why there is none."""
     if row.min_detectable is None:
         return "n < 2" if row.n < 2 else "-"
-    return f"±{fmt_share(row.min_detectable)}"
+    return f"±{numbers.share(row.min_detectable)}"
 
 
 def reps_text(row: Row) -> str:
