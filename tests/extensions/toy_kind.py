@@ -8,7 +8,6 @@ cycle (execute/session.py), so an interrupt leaves it `interrupted` for `--resum
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Annotated
 
@@ -19,7 +18,7 @@ from fsbench.cli.app import app
 from fsbench.cli.common import DbOption
 from fsbench.execute import session
 from fsbench.plan.model import Plan
-from fsbench.reports import formats
+from fsbench.reports.document import Cell, Document, Table, Wants, columns
 from fsbench.store.results import Store
 from fsbench.store.runkinds import KINDS, RunKind
 
@@ -77,12 +76,12 @@ def laps(
         raise typer.Exit(130)
 
 
-def report(store: Store, run_id: int, fmt: str, charts: object) -> str | None:
+def report(store: Store, run_id: int, wants: Wants) -> Document:
+    """The run's document, which every format of `fsbench report` writes."""
     facts = LapsFacts.model_validate(store.get_run(run_id).facts)
-    if fmt == formats.JSON:
-        return json.dumps(facts.model_dump()) + "\n"
-    text = f"laps run {run_id}: {len(facts.seconds)} of {facts.laps} laps"
-    return f"<!DOCTYPE html><html><body><p>{text}</p></body></html>\n" if fmt == "html" else text
+    said = f"laps run {run_id}: {len(facts.seconds)} of {facts.laps} laps"
+    laps = Table("laps", columns(["laps"]), ((Cell(said),),))
+    return Document("laps", said, (laps,), facts.model_dump())
 
 
 KINDS.register(LAPS)

@@ -19,11 +19,12 @@ from fsbench.analysis.rows import Row
 from fsbench.execute import loop as matrix
 from fsbench.plan import model as planning
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
-from fsbench.reports import html, render, source
+from fsbench.reports import html, source
 from fsbench.store.results import Store
 from fsbench.system import numbers
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Measure, Ran
+from tests.helpers import report_as
 
 
 def _plan(reps: int = 6, seed: int = 1234) -> Plan:
@@ -120,7 +121,7 @@ def test_csv_columns_and_the_new_statistics(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
     rid = _run(store, _plan(), _with_outlier)
     loaded = source.load(store, rid)
-    text = render.render_csv(loaded.run, loaded.rows)
+    text = report_as("csv", loaded.run, loaded.rows)
     header = text.splitlines()[0].split(",")
     assert header == [
         "run",
@@ -188,9 +189,9 @@ def test_calibration_page_and_the_warning_on_later_runs(tmp_path: Path) -> None:
     assert escape(validity.meaning("below-calibration")) in warning
     assert page.index('id="calibration-warning"') < page.index("<nav")
     assert ">below-calibration</span>" in page  # on the rows, with its meaning
-    text = render.render_text(loaded.run, loaded.rows, calibration_run=cal)
+    text = report_as("table", loaded.run, loaded.rows, calibration_run=cal)
     assert f"calibration: run {cal} of this host and kernel; in 1 comparison" in text
-    md = render.render_markdown(loaded.run, loaded.rows, calibration_run=cal)
+    md = report_as("md", loaded.run, loaded.rows, calibration_run=cal)
     assert f"- calibration: run {cal}" in md
 
     # 3x apart: clearly resolvable -> no warning, a quiet line naming the calibration.

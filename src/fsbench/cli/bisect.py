@@ -3,8 +3,9 @@ at every step (vm/bisect.py). See docs/bisect.md."""
 
 from __future__ import annotations
 
-import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +17,8 @@ from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption
 from fsbench.plan.model import MIN_AUTO_REPS
 from fsbench.reports import bisect as report
+from fsbench.reports import export, formats
+from fsbench.reports.document import Chart
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 from fsbench.vm.bisect import BisectArgs, Bisection, Refused
@@ -132,15 +135,22 @@ def drive(
     except Refused as exc:
         print(exc, file=sys.stderr)  # one line, never wrapped
         raise typer.Exit(EXIT_REFUSED) from None
-    data = report.as_json(store.get_run(outcome.run_id), store.get_trials(outcome.run_id))
+    document = report.document(store.get_run(outcome.run_id), store.get_trials(outcome.run_id))
     if chart is not None:
-        chart.write_text(report.chart_svg(data))
-    if json_out:
-        print(json.dumps(data, indent=1, default=str))
-    else:
-        print(report.text(data), end="")
+        _write_chart(report.chart(document.data), chart)
+    print(export.write(document, formats.JSON if json_out else formats.TABLE), end="")
     if outcome.first_bad is None:
         raise typer.Exit(EXIT_UNDECIDED)
+
+
+def _write_chart(block: Chart, path: Path) -> None:
+    """The metric over the commits tested, as SVG at `path`."""
+    from fsbench.reports.charts.points import points_chart  # matplotlib: only when drawing
+
+    with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
+        drawn = points_chart(block, Path(tmp)).path("svg")
+        assert drawn is not None
+        shutil.copyfile(drawn, path)
 
 
 def register(app: typer.Typer) -> None:

@@ -121,7 +121,7 @@ def fmt_value(row: Row) -> str:
     if row.mean is None:
         return "-"
     if row.over:  # a count over N events of the trials' own: the total, and N
-        return f"{sum(row.values):g} ({row.over['n']} {row.over['of']})"
+        return f"{numbers.significant(sum(row.values), 6)} ({row.over['n']} {row.over['of']})"
     half = (row.ci95[1] - row.ci95[0]) / 2 if row.ci95 else None
     if row.unit == "B":
         text = numbers.size(row.mean)

@@ -10,8 +10,8 @@ point of `fsbench.run_kinds.v1`) the kernel bisection of `fsbench bisect`. Each 
   settings, a bisection's tree and endpoints;
 - its **command**, which makes it and resumes it (`fsbench tune --resume RUN`): `fsbench
   run --resume` goes on with grid runs only, and names the command for the others;
-- its **report**: the function that writes a stored run of this kind in a format of
-  `fsbench report` (None: the grid's tables, charts and pages);
+- its **report**: the function that builds a stored run's document (reports/document.py),
+  which every format of `fsbench report` writes ("": the grid's tables, charts and page);
 - whether `fsbench compare` takes its rows.
 
 Its driver is its command's: the repetition loop (execute/loop.py), the race
@@ -40,8 +40,8 @@ class RunKind:
     title: str  # what lists and messages call it: "race of fsbench tune"
     command: str  # the command that makes and resumes it: "fsbench tune"
     facts: str  # "module:Class" of its facts model
-    # "module:function(store, run_id, fmt, charts) -> str | None": the run in a format of
-    # `fsbench report` (None: the grid's tables do for that format)
+    # "module:function(store, run_id, wants) -> Document": the run's document, which every
+    # format of `fsbench report` writes ("": a grid run's report, reports/run_report.py)
     report: str = ""
     comparable: bool = True  # `fsbench compare` takes its rows
     resumed_by: str = ""  # the command that goes on with it, when not its own
@@ -79,7 +79,7 @@ TUNE = RunKind(
     "race of fsbench tune",
     "fsbench tune",
     "fsbench.execute.race.trials:TuneSpec",
-    report="fsbench.reports.tune_formats:report",
+    report="fsbench.reports.tune:report",
     comparable=False,
 )
 

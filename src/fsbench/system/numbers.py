@@ -11,7 +11,7 @@ what people type is `units.parse_size`; a plan's sizes are written `units.format
     p(0.0123)                  p = 0.012    p(0.0002): p < 0.001
     percent(0.052)             5%           percent(0.052, 1): 5.2%
     share(0.0123)              1.2%         a relative difference with the digits it has
-    seconds(600.4)             600 s
+    seconds(600.4)             600 s        whole(600.4): 600
     count(65458)               65,458
     size(3 << 29)              1.5 GiB      a measured size: one decimal
     exact_size(65536)          64 KiB       a limit: exact where it can be
@@ -114,9 +114,14 @@ def share(x: float) -> str:
     return f"{x:.2g}" if x == 0 else f"{100 * x:.1g}%"
 
 
+def whole(x: float) -> str:
+    """A value rounded to a whole number, as a column whose header names its unit: 600."""
+    return f"{x:.0f}"
+
+
 def seconds(s: float) -> str:
     """A duration in whole seconds: 600 s."""
-    return f"{s:.0f} s"
+    return f"{whole(s)} s"
 
 
 def size(n: float) -> str:

@@ -9,13 +9,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fsbench import __version__
-from fsbench.analysis.history import Series
+from fsbench.analysis.history import ChangePoint, Series
 from fsbench.reports import history as show
 from fsbench.reports.charts.history import history_chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import e, head, table, tag
 from fsbench.reports.html.page import css
 from fsbench.system import numbers
+
+
+def history_page(document: show.HistoryDocument, chart_dir: Path | None = None) -> str:
+    """A history's document as its page (the HTML exporter's way to write one)."""
+    return page(document.series, document.by, document.notes, chart_dir)
 
 
 def page(
@@ -59,6 +64,10 @@ def page(
 
 def _section(s: Series, numbering: dict[int, int], chart: str) -> str:
     starts = {c.index: c for c in s.changes}
+
+    def mark(c: ChangePoint | None) -> str:
+        return show.change_mark(numbering[id(c)], c) if c is not None else ""
+
     points = table(
         head(
             "run",
@@ -86,7 +95,7 @@ def _section(s: Series, numbering: dict[int, int], chart: str) -> str:
                         p.n,
                         numbers.number(p.mean),
                         numbers.interval(p.ci95),
-                        f"#{numbering[id(starts[i])]} {starts[i].direction}" if i in starts else "",
+                        mark(starts.get(i)),
                     )
                 ),  # fmt: skip
             )

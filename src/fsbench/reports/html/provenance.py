@@ -96,7 +96,7 @@ def _plan_lines(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     if plan.get("reps") == "auto" and plan.get("max_reps") and plan.get("ci_target"):
         lines.append(
             f"--reps auto: up to {plan['max_reps']} repetitions, until the 95% CI is within "
-            f"±{plan['ci_target']:.0%} of the mean"
+            f"±{numbers.percent(plan['ci_target'])} of the mean"
         )
     return lines
 

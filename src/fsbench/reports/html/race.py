@@ -12,7 +12,7 @@ from fsbench.reports.charts.race import race_chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import e, head, pre, table, tag
 from fsbench.reports.html.page import css
-from fsbench.reports.tune import TuneReport
+from fsbench.reports.tune import RaceDocument, TuneReport
 from fsbench.system import numbers
 
 PAGE_NAME = "race.html"
@@ -51,7 +51,7 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
                 + tag("td", e(d.round))
                 + tag("td", e(d.reason))
                 + tag("td", e(d.test))
-                + tag("td", e("" if d.p is None else f"{d.p:.2g}"))
+                + tag("td", e("" if d.p is None else numbers.p_value(d.p)))
                 + tag("td", e(d.detail)),
             )
             for d in doc.dropped
@@ -108,6 +108,11 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
         f'<style>{css()}</style>\n</head>\n<body>\n<div class="wrap">{body}</div>\n'
         "</body>\n</html>\n"
     )
+
+
+def race_page(document: RaceDocument, chart_dir: Path | None = None) -> str:
+    """A race's document as its page (the HTML exporter's way to write one)."""
+    return race_report_html(document.race, chart_dir)
 
 
 def write_race_page(doc: TuneReport, out_dir: Path) -> Path:

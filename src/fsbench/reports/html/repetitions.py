@@ -23,13 +23,16 @@ DETECT = (
 )
 
 
+TARGET = numbers.percent(TARGET_DIFFERENCE)  # the difference the n column is for
+
+
 def value_text(value: float, unit: str | None) -> str:
     """A repetition's value: bytes in binary units, whole numbers whole, else 4 digits."""
     if unit == "B":
         return numbers.size(value)
     if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:.4g}"
+        return numbers.count(int(value))
+    return numbers.significant(value, 4)
 
 
 def values_html(row: Row) -> str:
@@ -107,7 +110,7 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
         "warm-up (not counted)",
         "CV",
         "could detect",
-        f"n for ±{TARGET_DIFFERENCE:.0%}",
+        f"n for ±{TARGET}",
         "flags",
     ]
     header = head(*names, numeric=("n", "CV", "could detect"))
@@ -124,7 +127,7 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
                 tag("td", e(r.n), class_="num"),
                 tag("td", values_html(r), class_="values"),
                 tag("td", warmup_html(r), class_="values"),
-                tag("td", e("-" if r.cv is None else f"{abs(r.cv):.1%}"), class_="num"),
+                tag("td", e("-" if r.cv is None else numbers.percent(abs(r.cv), 1)), class_="num"),
                 tag("td", e(detect_text(r)), class_="num", title=DETECT),
                 tag("td", e(reps_text(r)), class_="nowrap"),
                 tag("td", flags_html(r), class_="flags"),
@@ -143,8 +146,8 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
         e(
             f"Highlighted: {OUTLIER}.{not_checked} "
             f"Warm-up: run before the counted repetitions, {WARMUP}. "
-            f"could detect: {DETECT}. n for ±{TARGET_DIFFERENCE:.0%}: the repetitions per "
-            f"config a {TARGET_DIFFERENCE:.0%} difference would take at this CV (✓: this run "
+            f"could detect: {DETECT}. n for ±{TARGET}: the repetitions per "
+            f"config a {TARGET} difference would take at this CV (✓: this run "
             "had them)."
         ),
         class_="legend",
