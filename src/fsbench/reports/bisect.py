@@ -142,7 +142,7 @@ def chart(report: dict[str, Any]) -> d.Chart:
     steps = {s["commit"]: s for s in report["steps"] if s["role"] == "step" and s["n"]}
     ends = {s["role"]: s for s in report["steps"] if s["role"] in ("good", "bad") and s["n"]}
     bands = tuple(
-        d.Band(f"{role} (95% CI)", e["ci95"][0], e["ci95"][1], TONES[role])
+        d.Interval(f"{role} (95% CI)", e["ci95"][0], e["ci95"][1], TONES[role])
         for role in ("good", "bad")
         if (e := ends.get(role)) and e.get("ci95")
     )
@@ -151,7 +151,8 @@ def chart(report: dict[str, Any]) -> d.Chart:
         if commit in steps:
             s = steps[commit]
             lo, hi = s["ci95"] or (s["mean"], s["mean"])
-            points.append(d.Point(i, commit[:7], s["mean"], lo, hi, TONES.get(s["verdict"], "")))
+            tone = TONES.get(s["verdict"], "")
+            points.append(d.Interval(commit[:7], lo, hi, tone, x=i, mean=s["mean"]))
     return d.Chart(
         "bisect",
         f"{report['metric']} over the commits tested",

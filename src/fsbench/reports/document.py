@@ -10,7 +10,7 @@ A block says what a thing is, never how a format shows it:
 - `Verdicts`: what was decided, one line each, with the evidence under it;
 - `Notes`: remarks on the whole document;
 - `Preformatted`: text kept as it is (a log, a command);
-- `Chart`: means with their intervals on a categorical axis, and bands.
+- `Chart`: means with their intervals on a categorical axis, and bands across it.
 
 Values reach a block already written by system/numbers.py's rules, so that every format
 shows the same number the same way; a cell may also carry the value itself (`Cell.value`).
@@ -105,21 +105,17 @@ class Preformatted:
 
 
 @dataclass(frozen=True)
-class Point:
-    x: float  # its place on the axis (points may leave gaps)
-    label: str  # the axis says it there
-    mean: float
-    low: float
-    high: float
-    tone: Tone = ""
+class Interval:
+    """An interval with its label: at a place on a chart's axis with its mean, a point
+    (`x`: points may leave gaps; `label`: what the axis says there); else a band across the
+    whole axis (an endpoint's CI), named in the legend."""
 
-
-@dataclass(frozen=True)
-class Band:
     label: str
     low: float
     high: float
     tone: Tone = ""
+    x: float | None = None
+    mean: float | None = None
 
 
 @dataclass(frozen=True)
@@ -128,8 +124,8 @@ class Chart:
     title: str
     x_label: str
     y_label: str
-    points: tuple[Point, ...]
-    bands: tuple[Band, ...] = ()
+    points: tuple[Interval, ...]
+    bands: tuple[Interval, ...] = ()
 
 
 Block = Title | Facts | Table | Verdicts | Notes | Preformatted | Chart

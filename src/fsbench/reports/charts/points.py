@@ -24,15 +24,16 @@ def points_chart(chart: d.Chart, out_dir: Path, formats: Sequence[str] = ("svg",
         for band in chart.bands:
             colour = COLORS.get(band.tone, "tab:grey")
             ax.axhspan(band.low, band.high, color=colour, alpha=0.2, label=band.label)
-        for p in chart.points:
+        placed = [(p.x, p.mean, p) for p in chart.points if p.x is not None and p.mean is not None]
+        for x, mean, p in placed:
             ax.errorbar(
-                p.x,
-                p.mean,
-                yerr=[[p.mean - p.low], [p.high - p.mean]],
+                x,
+                mean,
+                yerr=[[mean - p.low], [p.high - mean]],
                 fmt="o",
                 color=COLORS.get(p.tone, "tab:grey"),
             )
-        ax.set_xticks([p.x for p in chart.points], [p.label for p in chart.points],
+        ax.set_xticks([x for x, _, _ in placed], [p.label for _, _, p in placed],
                       rotation=45, fontsize=7)  # fmt: skip
         ax.set_ylabel(chart.y_label)
         ax.set_xlabel(chart.x_label)
