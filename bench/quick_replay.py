@@ -155,8 +155,8 @@ def main() -> None:
             "store": str(args.store),
             "run": args.run,
             "run_created": run.created_at,
-            "host": run.host.get("hostname"),
-            "kernel": run.host.get("kernel"),
+            "host": run.host.hostname,
+            "kernel": run.host.kernel,
             "plan_reps": run.plan.get("reps"),
         }
     else:

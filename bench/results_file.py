@@ -146,7 +146,7 @@ def tool_versions(
     from fsbench.system import hostfacts, proc
 
     packages = registry.tool_packages(workloads)
-    tools: dict[str, str | None] = dict(hostfacts.host(list(filesystems), packages)["tools"])
+    tools: dict[str, str | None] = dict(hostfacts.host(list(filesystems), packages).tools or {})
     for name, argv in (commands or {}).items():
         tools[name] = proc.tool_version(argv)
     return tools

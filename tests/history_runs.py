@@ -8,10 +8,10 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from fsbench.store.records import MetricRecord, RunRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.system.hostkeys import Host
 
 METRIC = "files_per_s"
 START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
@@ -53,9 +53,10 @@ def trials(spec: RunSpec, values: list[float]) -> list[TrialRecord]:
     return out
 
 
-def host(spec: RunSpec) -> dict[str, Any]:
-    return {"hostname": "h1", "kernel": spec.kernel, "cpu": "x", "cpus": 2, "python": "3.11.7",
-            "fsbench_version": spec.fsbench, "tools": dict(spec.tools)}  # fmt: skip
+def host(spec: RunSpec) -> Host:
+    return Host.write({"hostname": "h1", "kernel": spec.kernel, "cpu": "x", "cpus": 2,
+                       "python": "3.11.7", "fsbench_version": spec.fsbench,
+                       "tools": dict(spec.tools)})  # fmt: skip
 
 
 def draw(spec: RunSpec, rng: random.Random, cv: float, reps: int, lognormal: bool) -> list[float]:
@@ -92,10 +93,9 @@ def stored(
     store = Store(db)
     ids = []
     for run, records in in_memory(specs, seed, cv):
-        spec_host = run.host
         rid = store.create_run(
             name=run.name, fsbench_version=run.fsbench_version, argv=["fsbench", "run"],
-            plan={}, overrides={}, schedule=[], host=spec_host, target={}, tag=tag,
+            plan={}, overrides={}, schedule=[], host=run.host, target={}, tag=tag,
         )  # fmt: skip
         store.record_trials(rid, records)
         store.finish_run(rid, "finished")

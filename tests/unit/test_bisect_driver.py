@@ -78,8 +78,9 @@ def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, float]:
     monkeypatch.setattr(kbuild.KernelBuilder, "build", build)
     monkeypatch.setattr(driver.Bisection, "measure", measure)
     from fsbench.system import hostfacts
+    from fsbench.system.hostkeys import Host
 
-    monkeypatch.setattr(hostfacts, "host", lambda *a: {})
+    monkeypatch.setattr(hostfacts, "host", lambda *a: Host.write({}))
     from fsbench.vm import qemu
 
     monkeypatch.setattr(qemu, "resolve_accel", lambda requested: ("tcg", {}))

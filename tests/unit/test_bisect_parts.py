@@ -17,6 +17,7 @@ from fsbench.reports.charts.points import points_chart
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
+from fsbench.system.hostkeys import Host
 from fsbench.vm import images as builtin
 from fsbench.vm import kbuild, kernels
 from fsbench.vm.bisect import BisectFacts
@@ -130,7 +131,7 @@ def _bisect_run(steps: list[dict[str, Any]]) -> RunRecord:
         plan={},
         overrides={},
         schedule=[],
-        host={},
+        host=Host.read({}),
         target={"accel": "tcg"},
         kind="bisect",
         facts=_facts(steps),

@@ -53,7 +53,7 @@ def test_a_replan_shares_out_what_the_warm_ups_overstated_and_says_what_changed(
     fio = again.groups[1]
     # 172.7 s left: a warm-up trial (10 s) and five rounds of 30 s (160 s).
     assert fio.n_max == 8
-    assert again.as_dict()["replanned_s"] == 127.3
+    assert again.record().replanned_s == 127.3
     lines = again.lines(first)
     assert lines[0] == "re-plan after the minimum rounds: 127 s spent, 173 s left:"
     assert lines[1].startswith("  fio (3 configs, 30 s a round): n up to 8")

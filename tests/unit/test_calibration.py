@@ -120,7 +120,7 @@ def test_a_calibration_speaks_only_for_its_host_kernel_and_scale(tmp_path: Path)
     assert source.load(store, close).calibration_run == cal
     quick = _run(store, _base(3).model_copy(update={"scale": Scale.QUICK}), _noisy(0.05, 2))
     assert source.load(store, quick).calibration_run is None  # calibrated at tiny only
-    host = dict(store.get_run(cal).host)
+    host = store.get_run(cal).host.stored()
     for changed in ({"kernel": "6.1.0-99-amd64"}, {"hostname": "elsewhere"}):
         _set_run(store, cal, host={**host, **changed})
         loaded = source.load(store, close)
@@ -164,7 +164,7 @@ def test_each_fleet_host_is_checked_against_its_own_calibration(tmp_path: Path) 
         )  # fmt: skip
     h2 = store.part(part_of, "h2")
     assert h2 is not None
-    _set_run(store, h2.id, host={**h2.host, "hostname": "another-machine"})
+    _set_run(store, h2.id, host={**h2.host.stored(), "hostname": "another-machine"})
     rows = [r for r in source.load(store, fleet).rows if r.metric == "seconds"]
     flagged = {r.host for r in rows if "below-calibration" in r.flags}
     assert flagged == {"h1"}  # h2 ran elsewhere: this machine's calibration says nothing

@@ -17,6 +17,7 @@ from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
 from fsbench.reports.html.summary import summary_html
 from fsbench.reports.tables import build_tables, order_design_line
+from fsbench.store import runkinds
 from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran
@@ -264,8 +265,8 @@ def test_a_resumed_decided_run_keeps_the_plan_and_the_time_it_made(store: Store)
     first.run = interrupting  # type: ignore[method-assign]
     outcome = matrix.run(p, cells, store, argv=[], overrides={}, executor=first, clock=first.clock)
     assert outcome.interrupted
-    planned = store.get_run(outcome.run_id).facts["design"]
-    assert planned["cells"] and planned["spent_s"] > 0
+    planned = runkinds.design(store.get_run(outcome.run_id))
+    assert planned.cells and planned.spent_s and planned.spent_s > 0
     second = ReplayExecutor(p, cells, models, seed=4)
     second.clock.now = first.clock.now  # the machine's time goes on
     again = matrix.run(
@@ -278,9 +279,9 @@ def test_a_resumed_decided_run_keeps_the_plan_and_the_time_it_made(store: Store)
         resume_run=outcome.run_id,
         clock=second.clock,
     )
-    design = store.get_run(again.run_id).facts["design"]
-    assert design["cells"] == planned["cells"] and design["groups"] == planned["groups"]
-    assert design["spent_s"] >= planned["spent_s"]
+    design = runkinds.design(store.get_run(again.run_id))
+    assert design.cells == planned.cells and design.groups == planned.groups
+    assert design.spent_s is not None and design.spent_s >= planned.spent_s
     trials = store.get_trials(again.run_id)
     warmups = {t.seq for t in trials if t.warmup}
     extra = any(t.rep > 3 for t in trials)
@@ -315,12 +316,12 @@ def test_looks_the_warm_ups_overstated_are_shared_out_again_before_any_look(
         p, cells, store, argv=[], overrides={}, executor=executor, clock=executor.clock,
         hooks=hooks,
     )  # fmt: skip
-    design = store.get_run(outcome.run_id).facts["design"]
+    design = runkinds.design(store.get_run(outcome.run_id))
     # Projected: a 9 s warm-up, so 27 s a round; 9 + 9 + 3 x 27 = 99 s of 120: no extra look.
     assert any(line.startswith("  fs_mark (3 configs, 27 s a round): n = 3") for line in notes)
     # Measured: 9 + 9 + 3 x 9 = 45 s; 75 s left buy a warm-up and seven rounds of 9 s,
     # up to max-reps.
-    assert design["replanned_s"] == 45.0
-    assert design["groups"][0]["round_s"] == 9.0 and design["groups"][0]["n_max"] == 8
+    assert design.replanned_s == 45.0
+    assert design.groups[0].round_s == 9.0 and design.groups[0].n_max == 8
     assert "re-plan after the minimum rounds: 45 s spent, 75 s left:" in notes
-    assert design["spent_s"] <= 120.0
+    assert design.spent_s is not None and design.spent_s <= 120.0

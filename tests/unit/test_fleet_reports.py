@@ -8,13 +8,14 @@ from fsbench.reports.compare.sections import header_lines
 from fsbench.reports.html.provenance import host_items
 from fsbench.reports.tables import machine_line
 from fsbench.store.records import RunRecord
+from fsbench.system.hostkeys import Host
 
 
 def _run(kind: str, run_id: int = 1) -> RunRecord:
     return RunRecord(
         id=run_id, name="fleet", status="finished", created_at="2026-11-25T00:00:00",
         finished_at=None, fsbench_version="0.1.0", argv=[], plan={}, overrides={},
-        schedule=[], host={"kernel": "6.18-controller", "hostname": "controller"},
+        schedule=[], host=Host.read({"kernel": "6.18-controller", "hostname": "controller"}),
         target=_FLEET_TARGET if kind == "fleet" else {"kind": "loop", "summary": "loop image"},
         kind=kind,
     )  # fmt: skip

@@ -7,6 +7,7 @@ from pathlib import Path
 from fsbench.reports.tables import machine_line
 from fsbench.store.records import RunRecord
 from fsbench.system.hostfacts import free_page_reporting
+from fsbench.system.hostkeys import Host
 
 # Feature bits as the kernel prints them (bit 0 first): bits 1, 2 and 5 set is a balloon
 # with a stats queue, deflate on OOM and free page reporting.
@@ -41,7 +42,8 @@ def _run(host: dict[str, object]) -> RunRecord:
     return RunRecord(
         id=1, name="quick", status="finished", created_at="2026-11-29T00:00:00",
         finished_at=None, fsbench_version="0.1.0", argv=[], plan={}, overrides={},
-        schedule=[], host={"kernel": "6.18", "cpus": 2, "cpu": "EPYC", **host}, target={},
+        schedule=[], target={},
+        host=Host.read({"kernel": "6.18", "cpus": 2, "cpu": "EPYC", **host}),
     )  # fmt: skip
 
 

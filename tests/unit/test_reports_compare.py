@@ -18,6 +18,7 @@ from fsbench.reports import compare as cmp
 from fsbench.reports import export
 from fsbench.store.records import MetricRecord, RunRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.system.hostkeys import Host
 
 
 def make_row(
@@ -67,7 +68,7 @@ def run_record(rid: int, kernel: str) -> RunRecord:
         plan={"scale": "tiny", "reps": 3},
         overrides={},
         schedule=[],
-        host={"kernel": kernel, "tools": {"mke2fs": "1.47.0"}},
+        host=Host.read({"kernel": kernel, "tools": {"mke2fs": "1.47.0"}}),
         target={"kind": "loop"},
     )
 

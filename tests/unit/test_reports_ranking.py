@@ -12,6 +12,7 @@ from fsbench.analysis.stats import summarize
 from fsbench.analysis.verdicts import decide_rows
 from fsbench.reports.tables import Table, build_tables
 from fsbench.store.records import RunRecord
+from fsbench.system.hostkeys import Host
 from tests.helpers import report_as
 
 
@@ -59,7 +60,7 @@ RUN = RunRecord(
     plan={"scale": "tiny", "reps": 3},
     overrides={},
     schedule=[],
-    host={"kernel": "6.18"},
+    host=Host.read({"kernel": "6.18"}),
     target={"kind": "loop", "size_bytes": 1 << 30, "direct_io": True},
 )
 

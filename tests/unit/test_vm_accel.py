@@ -16,6 +16,7 @@ from fsbench.plan import presets
 from fsbench.reports.tables import run_header
 from fsbench.store.records import RunRecord
 from fsbench.system.errors import FsbenchError
+from fsbench.system.hostkeys import Host
 from fsbench.vm import qemu, rootfs
 from fsbench.vm.cache import DEFAULT_CACHE
 from fsbench.vm.executor import VmExecutor
@@ -120,7 +121,7 @@ def _header(accel: str) -> list[str]:
         plan={"scale": "quick", "reps": 10},
         overrides={},
         schedule=[],
-        host={"kernel": "6.12"},
+        host=Host.read({"kernel": "6.12"}),
         target=executor.describe(),
     )
     return run_header(run)

@@ -142,8 +142,8 @@ def matches(calibration: RunRecord, run: RunRecord) -> bool:
     return (
         calibration.kind == KIND
         and calibration.status == "finished"
-        and ch.get("hostname") == rh.get("hostname")
-        and ch.get("kernel") == rh.get("kernel")
+        and ch.hostname == rh.hostname
+        and ch.kernel == rh.kernel
         and calibration.target.get("kind") == run.target.get("kind")
         and calibration.plan.get("scale") == run.plan.get("scale")
     )

@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from fsbench.analysis import null_law
 from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN, MIN_REPS, MIN_REPS_EXACT, Design
 from fsbench.analysis.stats import t_quantile
+from fsbench.store.griddesign import GridDesign, GroupLooks
 
 POWER = 0.8
 # The noise a plan states what its looks can tell apart at, when nothing was measured yet.
@@ -110,17 +110,25 @@ class GroupPlan:
             tells = "; differences of about " + ", ".join(parts) + " or more" if parts else ""
         return f"{c.name} ({c.configs} configs, {c.round_s:.0f} s a round): {looks}{tells}"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.cost.name,
-            "configs": self.cost.configs,
-            "round_s": round(self.cost.round_s, 2),
-            "counts_only": self.cost.counts_only,
-            "noise": self.cost.noise,
-            "warmup_s": round(self.cost.warmup_s, 2),
-            "n_min": self.n_min,
-            "n_max": self.n_max,
-        }
+    def record(self) -> GroupLooks:
+        """As the run's design keeps it."""
+        return GroupLooks(
+            name=self.cost.name,
+            configs=self.cost.configs,
+            round_s=round(self.cost.round_s, 2),
+            counts_only=self.cost.counts_only,
+            noise=self.cost.noise,
+            warmup_s=round(self.cost.warmup_s, 2),
+            n_min=self.n_min,
+            n_max=self.n_max,
+        )
+
+    @classmethod
+    def from_record(cls, kept: GroupLooks) -> GroupPlan:
+        cost = GroupCost(
+            kept.name, kept.configs, kept.round_s, kept.counts_only, kept.noise, kept.warmup_s
+        )
+        return cls(cost, kept.n_max)
 
 
 @dataclass(frozen=True)
@@ -185,15 +193,28 @@ class BudgetPlan:
                 )
         return out
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "budget_s": self.budget,
-            "warmup_s": round(self.spent, 2),
-            "planned_s": round(self.planned_s, 2),
-            "minimum_s": round(self.spent + self.minimum_s, 2),
-            "groups": [g.as_dict() for g in self.groups],
-            **({"replanned_s": round(self.replanned_at, 2)} if self.replanned_at else {}),
-        }
+    def record(self) -> GridDesign:
+        """As the run keeps it (execute/decide.py adds what it spent and reached)."""
+        design = GridDesign(
+            budget_s=self.budget,
+            warmup_s=round(self.spent, 2),
+            planned_s=round(self.planned_s, 2),
+            minimum_s=round(self.spent + self.minimum_s, 2),
+            groups=[g.record() for g in self.groups],
+        )
+        if self.replanned_at:
+            design.replanned_s = round(self.replanned_at, 2)
+        return design
+
+    @classmethod
+    def from_record(cls, kept: GridDesign) -> BudgetPlan:
+        """The plan a run kept (a resumed run goes on with the looks it fixed)."""
+        return cls(
+            kept.budget_s,
+            kept.warmup_s,
+            tuple(GroupPlan.from_record(g) for g in kept.groups),
+            replanned_at=kept.replanned_s,
+        )
 
 
 def plan(

@@ -135,7 +135,7 @@ class Filters:
 
 
 def host_of(run: RunRecord, trial: TrialRecord) -> str:
-    return trial.host or str(run.host.get("hostname") or "")
+    return trial.host or run.host.hostname or ""
 
 
 def commit_of(trial: TrialRecord) -> str:
@@ -144,29 +144,28 @@ def commit_of(trial: TrialRecord) -> str:
     knob = trial.knobs.get(KERNEL_KNOB, "")
     if _SHORT_COMMIT.match(knob):
         return knob
-    guest = trialfacts.vm(trial.provenance) or {}
-    found = _COMMIT.search(f"{guest.get('kernel_source', '')} {knob}")
+    found = _COMMIT.search(f"{trialfacts.guest(trial.provenance).kernel_source} {knob}")
     return found.group(0) if found else ""
 
 
 def kernel_of(run: RunRecord, trial: TrialRecord) -> str:
-    guest = trialfacts.vm(trial.provenance) or {}
+    guest = trialfacts.guest(trial.provenance)
     knob = trial.knobs.get(KERNEL_KNOB, "")
-    if knob and not _SHORT_COMMIT.match(knob) and not guest.get("kernel_version"):
+    if knob and not _SHORT_COMMIT.match(knob) and not guest.kernel:
         return knob
-    return str(guest.get("kernel_version") or run.host.get("kernel") or "")
+    return guest.kernel or run.host.kernel or ""
 
 
 def facts_of(run: RunRecord, trial: TrialRecord) -> dict[str, str]:
     """Everything recorded of a run and its trial that may change along a series, flat."""
     host = run.host
-    guest = trialfacts.vm(trial.provenance) or {}
+    guest = trialfacts.guest(trial.provenance)
     out = {
         "fsbench version": run.fsbench_version,
-        "fsbench commit": str(host.get("fsbench_commit") or ""),
-        "python": str(host.get("python") or ""),
-        "qemu": str(guest.get("qemu_version") or ""),
-        "guest fsbench": str(guest.get("fsbench_version") or ""),
+        "fsbench commit": host.fsbench_commit or "",
+        "python": host.python or "",
+        "qemu": guest.qemu,
+        "guest fsbench": guest.fsbench,
         "mkfs options": " ".join(trial.mkfs_options),
         "mount options": trial.mount_options,
         "mount effective": str(trialfacts.mount_effective(trial.provenance) or ""),
@@ -174,14 +173,15 @@ def facts_of(run: RunRecord, trial: TrialRecord) -> dict[str, str]:
         "commit": commit_of(trial),
         "host": host_of(run, trial),
     }
-    for name, version in sorted((host.get("tools") or {}).items()):
+    for name, version in sorted((host.tools or {}).items()):
         out[f"tool {name}"] = str(version or "")
     for name, value in sorted(trial.knobs.items()):
         if name != KERNEL_KNOB:
             out[f"knob {name}"] = str(value)
     for name in HOST_FACTS:
-        if name != "kernel":
-            out[f"host {name}"] = str(host.get(name) or "")
+        if name != "kernel":  # kernel_of: the guest's where it ran in one
+            # As stored, not as shown: a change the formatter would round away is a change.
+            out[f"host {name}"] = str(host.value(name) or "")
     return {k: v for k, v in out.items() if v}
 
 

@@ -374,7 +374,7 @@ def report_document(
         "finished_at": run.finished_at,
         "fsbench_version": run.fsbench_version,
         "seed": run.plan.get("seed"),
-        "host": run.host,
+        "host": run.host.stored(),
         "target": run.target,
         "calibration_run": calibration_run,
         "rows": [r.as_dict() for r in rows],

@@ -39,9 +39,11 @@ from fsbench.analysis.rows import build_rows
 from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Plan
-from fsbench.store import trialfacts
+from fsbench.store import runkinds, trialfacts
+from fsbench.store.griddesign import GridDesign
 from fsbench.store.records import TrialRecord, slot_seconds
 from fsbench.store.results import Store
+from fsbench.store.runkinds import GridFacts
 
 
 class Loop(Protocol):
@@ -76,15 +78,15 @@ class Decide:
         self.plan = loop.plan
         self.groups: list[list[Slot]] = list(loop.by_group().values())
         # A resumed run goes on with the plan it made and the time it had spent.
-        self.previous = loop.store.get_run(loop.run_id).facts.get("design") or {}
-        self.started = loop.clock() - float(self.previous.get("spent_s") or 0.0)
+        self.previous = runkinds.design(loop.store.get_run(loop.run_id))
+        self.started = loop.clock() - (self.previous.spent_s or 0.0)
         self.final: set[int] = set()
         self.plans: list[budget.GroupPlan] = []
         self.counted_s: dict[int, list[float]] = {}  # seconds of each counted round
         self.warmed_s: dict[int, float] = {}  # seconds of its warm-up before its first rounds
         self.workload_facts = loop.store.get_run(loop.run_id).workloads
         self.plan_alpha = self._base().alpha
-        self.design: dict[str, Any] = {}  # the record kept with the run
+        self.design = GridDesign()  # the record kept with the run
         # Per group: its trials counted when its comparisons' evidence was last computed,
         # and that evidence.
         self._cached: dict[int, tuple[int, list[Decision]]] = {}
@@ -118,32 +120,12 @@ class Decide:
     def _resumed(self) -> BudgetPlan | None:
         """The plan a resumed run made before it stopped (its looks were fixed then), or
         None for a new run."""
-        groups = self.previous.get("groups") or []
-        cells = self.previous.get("cells") or {}
-        if len(groups) != len(self.groups) or any(
-            s.cell.key not in cells for g in self.groups for s in g
+        kept = self.previous
+        if len(kept.groups) != len(self.groups) or any(
+            s.cell.key not in kept.cells for g in self.groups for s in g
         ):
             return None
-        plans = tuple(
-            budget.GroupPlan(
-                GroupCost(
-                    g["name"],
-                    g["configs"],
-                    g["round_s"],
-                    g["counts_only"],
-                    g.get("noise"),
-                    g.get("warmup_s", 0.0),
-                ),
-                g["n_max"],
-            )
-            for g in groups
-        )
-        return BudgetPlan(
-            self.previous.get("budget_s"),
-            self.previous.get("warmup_s", 0.0),
-            plans,
-            replanned_at=self.previous.get("replanned_s"),
-        )
+        return BudgetPlan.from_record(kept)
 
     def _project(self) -> tuple[list[GroupCost], bool]:
         """Every group's projected cost: from this host's stored trials of its cells when
@@ -385,12 +367,12 @@ class Decide:
         have any): per cell key, the seconds each took, its first headline metric's
         values, and the trials of its last run."""
         keys = {s.cell.key for g in self.groups for s in g}
-        hostname = self.loop.store.get_run(self.loop.run_id).host.get("hostname")
+        hostname = self.loop.store.get_run(self.loop.run_id).host.hostname
         out: dict[str, tuple[list[float], list[float], list[TrialRecord]]] = {}
         runs = [
             r
             for r in self.loop.store.list_runs()
-            if r.id != self.loop.run_id and r.host.get("hostname") == hostname and not r.part_of
+            if r.id != self.loop.run_id and r.host.hostname == hostname and not r.part_of
         ]
         used = 0
         for run in reversed(runs):
@@ -408,28 +390,31 @@ class Decide:
 
     def _note_spent(self) -> None:
         """What the run has spent so far, kept with it: a resumed run goes on from it."""
-        self.design["spent_s"] = round(self.loop.clock() - self.started, 2)
-        self.loop.store.set_facts(self.loop.run_id, {"design": self.design})
+        self.design.spent_s = round(self.loop.clock() - self.started, 2)
+        self._keep()
 
     def _record(self, found: BudgetPlan, done: bool = False) -> None:
         """The run's design record: the plan, what it has spent so far, and at the end by
         how much and why it went over."""
         spent = self.loop.clock() - self.started
-        record: dict[str, Any] = {
-            **found.as_dict(),
-            "cells": self.n_max_by_cell(),
-            "warmup": "trial" if self.plan.warmup > 0 else "none",
-            "spent_s": round(spent, 2),
-        }
+        design = found.record()
+        design.cells = self.n_max_by_cell()
+        design.warmup = "trial" if self.plan.warmup > 0 else "none"
+        design.spent_s = round(spent, 2)
         if done:
-            record["reached"] = [self._n(i) for i in range(len(self.groups))]
+            design.reached = [self._n(i) for i in range(len(self.groups))]
             if found.budget is not None:
                 over = spent - found.budget
-                record["over_s"] = round(max(0.0, over), 2)
+                design.over_s = round(max(0.0, over), 2)
                 if over > budget.TOLERANCE * found.budget:
-                    record["over_why"] = _over_why(found, spent)
-        self.design = record
-        self.loop.store.set_facts(self.loop.run_id, {"design": record})
+                    design.over_why = _over_why(found, spent)
+        self.design = design
+        self._keep()
+
+    def _keep(self) -> None:
+        """The design into the run's facts, as the fields that were set."""
+        facts = GridFacts(design=self.design).model_dump(mode="json", exclude_unset=True)
+        self.loop.store.set_facts(self.loop.run_id, facts)
 
 
 def _over_why(found: BudgetPlan, spent: float) -> str:

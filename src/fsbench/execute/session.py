@@ -85,7 +85,7 @@ def create(
         kind=kind,
         facts=dict(facts or {}),
         workloads=runfacts.workload_facts(steps),
-        features=runfacts.features_snapshot(str(host.get("kernel") or ""), fs_types),
+        features=runfacts.features_snapshot(host.kernel or "", fs_types),
         uid=uid,
         part_of=part.uid if part else "",
         part_host=part.host if part else "",

@@ -51,8 +51,8 @@ def document(run: RunRecord, noise: Sequence[Noise]) -> dict[str, Any]:
     return {
         "run": run.id,
         "kind": run.kind,
-        "host": run.host.get("hostname"),
-        "kernel": run.host.get("kernel"),
+        "host": run.host.hostname,
+        "kernel": run.host.kernel,
         "target": run.target.get("summary"),
         "noise": items,
     }
@@ -62,8 +62,8 @@ def print_screen(console: Console, run: RunRecord, noise: Sequence[Noise]) -> No
     reps = run.plan.get("reps")
     configs = [c.get("label") or c.get("type") for c in run.plan.get("fs") or []]
     console.print(
-        f"fsbench calibrate: run {run.id} on {run.host.get('hostname')} "
-        f"(Linux {run.host.get('kernel')}), {run.target.get('summary', '')}",
+        f"fsbench calibrate: run {run.id} on {run.host.shown('hostname')} "
+        f"(Linux {run.host.shown('kernel')}), {run.target.get('summary', '')}",
         highlight=False,
         markup=False,
     )

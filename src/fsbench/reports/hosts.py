@@ -9,7 +9,6 @@ from typing import Any
 
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
-from fsbench.system import numbers
 
 
 @dataclass(frozen=True)
@@ -22,23 +21,23 @@ class HostFacts:
 
 def facts_of(member: RunRecord) -> dict[str, str]:
     h, t = member.host, member.target
-    mem = h.get("memory_bytes")
     model = t.get("backing_model") or t.get("model")  # a loop image's disk, or the device
     disk = t.get("backing_disk") or t.get("disk")
     rotational = t.get("rotational")
     out = {
-        "hostname": str(h.get("hostname") or "?"),
-        "kernel": str(h.get("kernel") or "?"),
-        "cpu": f"{h.get('cpus', '?')} x {h.get('cpu', '?')}",
-        "memory": numbers.size(mem) if mem else "?",
+        "hostname": h.shown("hostname") or "?",
+        "kernel": h.shown("kernel") or "?",
+        "cpu": f"{h.shown('cpus') or '?'} x {h.shown('cpu') or '?'}",
+        "memory": h.shown("memory_bytes") or "?",
         # A virtio disk has no model in sysfs: its name at least tells the disks apart.
         "device model": str(model or (f"{disk} (no model in sysfs)" if disk else "?")),
         "rotational": "?" if rotational is None else ("yes" if rotational else "no"),
         "target": str(t.get("summary") or t.get("kind") or "?"),
-        "fsbench": f"{h.get('fsbench_version', '?')} ({h.get('fsbench_commit') or 'no commit'})",
-        "python": str(h.get("python") or "?"),
+        "fsbench": f"{h.shown('fsbench_version') or '?'} "
+        f"({h.shown('fsbench_commit') or 'no commit'})",
+        "python": h.shown("python") or "?",
     }
-    for tool, version in sorted((h.get("tools") or {}).items()):
+    for tool, version in sorted((h.tools or {}).items()):
         out[f"tool {tool}"] = str(version)
     return out
 

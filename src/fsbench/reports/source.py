@@ -16,8 +16,10 @@ from fsbench.analysis import verdicts
 from fsbench.analysis.decisions import Decision
 from fsbench.analysis.rows import Row, build_rows, convergence_key
 from fsbench.plan.model import FsConfig
+from fsbench.store.griddesign import GridDesign
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.store.runkinds import GridFacts
 from fsbench.store.runkinds import design as design_of
 
 
@@ -48,7 +50,7 @@ def config_order(run: RunRecord) -> list[str]:
 
 
 def rows_of(run: RunRecord, trials: list[TrialRecord]) -> list[Row]:
-    n_max = design_of(run).get("cells") or {}
+    n_max = design_of(run).cells
     return build_rows(trials, run.convergence, config_order(run), run.workloads, n_max)
 
 
@@ -70,7 +72,7 @@ def convergence_of(store: Store, run: RunRecord, parts: list[RunRecord]) -> dict
     }
 
 
-def gathered_design(run: RunRecord, parts: list[RunRecord]) -> dict[str, Any]:
+def gathered_design(run: RunRecord, parts: list[RunRecord]) -> GridDesign:
     """A run's design record (runkinds.design); a run made of parts gathers its parts'
     last looks per cell, keyed by host (each host plans its own)."""
     if not parts:
@@ -78,9 +80,11 @@ def gathered_design(run: RunRecord, parts: list[RunRecord]) -> dict[str, Any]:
     cells = {
         convergence_key(part.part_host, key): value
         for part in parts
-        for key, value in (design_of(part).get("cells") or {}).items()
+        for key, value in design_of(part).cells.items()
     }
-    return {**design_of(run), "cells": cells}
+    design = design_of(run)
+    design.cells = cells
+    return design
 
 
 def load(store: Store, run_id: int) -> RunReport:
@@ -88,7 +92,8 @@ def load(store: Store, run_id: int) -> RunReport:
     trials = trials_of(store, run)
     parts = store.parts(run.uid)
     run.convergence = convergence_of(store, run, parts)
-    run.facts = {**run.facts, "design": gathered_design(run, parts)}
+    gathered = GridFacts(design=gathered_design(run, parts))
+    run.facts = {**run.facts, **gathered.model_dump(mode="json", exclude_unset=True)}
     report = RunReport(run, trials, rows_of(run, trials))
     if parts:
         groups = {m.part_host: m.part_groups for m in parts}

@@ -15,6 +15,7 @@ from fsbench.analysis.decisions import Decision
 from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
 from fsbench.execute.schedule import williams as schedule_williams
+from fsbench.store.griddesign import GridDesign
 from fsbench.store.records import RunRecord
 from fsbench.store.runkinds import design as design_of
 from fsbench.system import numbers
@@ -338,14 +339,15 @@ def machine_line(run: RunRecord) -> str:
             "each its own machine (compare --by host says what differs)"
         )
     h = run.host
-    mem = h.get("memory_bytes")
     line = (
-        f"host: Linux {h.get('kernel')}, {h.get('cpus')} x {h.get('cpu')}, "
-        f"{numbers.size(mem) if mem else '?'} RAM"
+        f"host: Linux {h.shown('kernel')}, {h.shown('cpus')} x {h.shown('cpu')}, "
+        f"{h.shown('memory_bytes') or '?'} RAM"
     )
-    if h.get("free_page_reporting"):
+    if h.free_page_reporting:
         # hostfacts.free_page_reporting: a buffered trial's speed can be the hypervisor's.
         line += "; free memory reported to the hypervisor (buffered I/O pays to fault it back)"
+    if h.flagged:
+        line += f"; stored facts unreadable here: {'; '.join(h.flagged.values())}"
     return line
 
 
@@ -363,7 +365,7 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     order = "interleaved"
     if plan.get("seed") is not None:
         warm = plan.get("warmup") or 0
-        if design_of(run).get("warmup") == "trial":
+        if design_of(run).warmup == "trial":
             warmed = "+ a warm-up trial per group (not counted), "
         elif warm:
             warmed = f"+ {warm} warm-up round{'s' if warm > 1 else ''} (not counted), "
@@ -387,20 +389,19 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     return lines
 
 
-def budget_line(design: dict[str, Any]) -> str:
+def budget_line(design: GridDesign) -> str:
     """What a decided run spent of its budget, and by how much and why it went over."""
-    spent = design.get("spent_s")
-    budget = design.get("budget_s")
+    spent, budget = design.spent_s, design.budget_s
     if spent is None:
         return ""
-    looks = sorted({int(g["n_max"]) for g in design.get("groups") or [] if g.get("n_max")})
+    looks = design.looks()
     upto = f"{looks[0]}-{looks[-1]}" if len(looks) > 1 else (str(looks[0]) if looks else "")
     planned = f"; looks planned up to n = {upto} a group" if looks else ""
     if budget is None:
         return f"time: {numbers.seconds(spent)} (no budget){planned}"
-    over = design.get("over_s") or 0.0
+    over = design.over_s or 0.0
     if over > TOLERANCE * budget:
-        why = design.get("over_why") or "rounds took longer than projected"
+        why = design.over_why or "rounds took longer than projected"
         return (
             f"time: {numbers.seconds(spent)} of a {numbers.seconds(budget)} budget, "
             f"{numbers.seconds(over)} ({numbers.percent(over / budget)}) over: {why}{planned}"

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from fsbench.system.hostkeys import Host
+
 if TYPE_CHECKING:
     from fsbench.plan.model import Cell
 
@@ -74,7 +76,7 @@ class RunRecord:
     plan: dict[str, Any]
     overrides: dict[str, list[str]]
     schedule: list[tuple[int, str]]
-    host: dict[str, Any]
+    host: Host  # the machine that made it (system/hostkeys.py: its keys, typed)
     target: dict[str, Any]
     convergence: dict[str, Any] = field(default_factory=dict)
     # The facts of its kind (store/runkinds.py): a grid's design, a race's settings, ...

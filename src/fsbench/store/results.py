@@ -15,7 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
@@ -55,6 +55,7 @@ from fsbench.store.schema import (
     trials,
 )
 from fsbench.system.errors import FsbenchError
+from fsbench.system.hostkeys import Host
 
 # The key of the advisory lock that serializes schema creation and migration (any fixed
 # 64-bit number that other applications of the database are unlikely to use).
@@ -224,7 +225,7 @@ class Store:
         plan: dict[str, Any],
         overrides: dict[str, list[str]],
         schedule: list[tuple[int, str]],
-        host: dict[str, Any],
+        host: Host | Mapping[str, Any],
         target: dict[str, Any],
         kind: str = "run",
         facts: dict[str, Any] | None = None,
@@ -236,7 +237,9 @@ class Store:
         part_groups: list[str] | None = None,
         tag: str = "",
     ) -> int:
-        """A new run; its argv is stored with any URL's password hidden."""
+        """A new run; its argv is stored with any URL's password hidden, its host facts
+        checked against their registry (a mapping is refused there in one line)."""
+        machine = host if isinstance(host, Host) else Host.write(host)
         with self.engine.begin() as conn:
             res = conn.execute(
                 insert(runs).values(
@@ -250,7 +253,7 @@ class Store:
                     plan=json.dumps(plan),
                     overrides=json.dumps(overrides),
                     schedule=json.dumps(schedule),
-                    host=json.dumps(host),
+                    host=json.dumps(machine.stored()),
                     target=json.dumps(target),
                     workloads=json.dumps(workloads or {}),
                     features=json.dumps(features or {}),
@@ -474,6 +477,7 @@ def _run_record(row: Any) -> RunRecord:
     for name, empty in _RUN_JSON.items():
         values[name] = json.loads(row[name] or empty)
     values["schedule"] = [(int(a), str(b)) for a, b in values["schedule"]]
+    values["host"] = Host.read(values["host"])
     values["part_groups"] = list(values["part_groups"])
     return RunRecord(**values)
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from fsbench.store.griddesign import GridDesign
 from fsbench.store.records import RunRecord
 from fsbench.system.errors import FsbenchError
 from fsbench.system.plugins import Registry, load
@@ -58,12 +59,12 @@ class RunKind:
 
 
 class GridFacts(BaseModel):
-    """A grid run's facts: its design planned from the budget (execute/decide.py; {} for
-    a fixed or `auto` design)."""
+    """A grid run's facts: its design planned from the budget (store/griddesign.py, written
+    by execute/decide.py; empty for a fixed or `auto` design)."""
 
     model_config = ConfigDict(extra="allow")
 
-    design: dict[str, Any] = {}
+    design: GridDesign = GridDesign()
 
 
 GRID = RunKind("run", "comparison of fsbench run", "fsbench run", f"{__name__}:GridFacts")
@@ -106,7 +107,7 @@ def kind_of(run: RunRecord) -> RunKind:
         ) from None
 
 
-def design(run: RunRecord) -> dict[str, Any]:
-    """A grid run's design record (GridFacts.design): {} for any other run."""
+def design(run: RunRecord) -> GridDesign:
+    """A grid run's design (GridFacts.design): empty for any other run."""
     found = (run.facts or {}).get("design")
-    return found if isinstance(found, dict) else {}
+    return GridDesign.model_validate(found) if isinstance(found, dict) else GridDesign()

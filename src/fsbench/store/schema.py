@@ -37,6 +37,7 @@ from sqlalchemy import (
 
 from fsbench.store.runfacts import features_snapshot, workload_facts
 from fsbench.store.summaries import target_summary, vm_notes, vm_summary
+from fsbench.system.hostkeys import Host
 
 SCHEMA_VERSION = 10
 
@@ -335,7 +336,7 @@ def _fill_run_facts(conn: Connection) -> list[str]:
             r[0]
             for r in conn.execute(select(trials.c.fs).where(trials.c.run_id == run_id).distinct())
         ]
-        kernel = str(json.loads(host or "{}").get("kernel") or "")
+        kernel = Host.read(json.loads(host or "{}")).kernel or ""
         conn.execute(
             update(runs)
             .where(runs.c.id == run_id)

@@ -130,3 +130,29 @@ def crash(provenance: Mapping[str, Any]) -> dict[str, Any]:
 def vm(provenance: Mapping[str, Any]) -> dict[str, Any] | None:
     found = provenance.get("vm")
     return dict(found) if found else None
+
+
+@dataclass(frozen=True)
+class Guest:
+    """What a trial run in a QEMU guest says of it ("vm", vm/job.py:machine_facts)."""
+
+    kernel: str  # the guest kernel's release ("" on the host)
+    kernel_source: str  # where that kernel was built from (a kbuild path), or ""
+    qemu: str  # QEMU's version
+    fsbench: str  # the guest image's fsbench
+
+
+def guest(provenance: Mapping[str, Any]) -> Guest:
+    """The trial's guest; every field "" for a trial run on the host."""
+    found = vm(provenance) or {}
+    return Guest(
+        *(
+            str(found.get(name) or "")
+            for name in ("kernel_version", "kernel_source", "qemu_version", "fsbench_version")
+        )
+    )
+
+
+def volatile_cache(provenance: Mapping[str, Any]) -> str:
+    """Whether the crash workload's scratch disk had a volatile write cache, as it said."""
+    return str(crash(provenance).get("volatile_cache", ""))

@@ -1,4 +1,5 @@
-"""Host provenance kept beside every run: what machine, kernel and tools made the numbers."""
+"""Host provenance kept beside every run: what machine, kernel and tools made the numbers,
+collected here; what each key is, in the registry (hostkeys.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from fsbench import __version__
 from fsbench.system import filesystems, proc
+from fsbench.system.hostkeys import Host
 
 
 def _cpu_model() -> str:
@@ -71,7 +72,7 @@ def package_version(package: str) -> str | None:
     return f"{package} {res.stdout.strip()}" if res.ok and res.stdout.strip() else None
 
 
-def host(fs_types: list[str], tool_packages: Mapping[str, str]) -> dict[str, Any]:
+def host(fs_types: list[str], tool_packages: Mapping[str, str]) -> Host:
     """This host's facts, with the versions of these filesystems' tools and of the tools
     given as command -> Debian package (the workloads': `workloads.tool_packages`)."""
     tools: dict[str, str | None] = {}
@@ -84,20 +85,22 @@ def host(fs_types: list[str], tool_packages: Mapping[str, str]) -> dict[str, Any
         # commands from stdin, fs_mark rejects it).
         tools[command] = package_version(package)
     mem = _meminfo_kib("MemTotal")
-    return {
-        "hostname": socket.gethostname(),
-        "kernel": platform.release(),
-        "kernel_version": platform.version(),
-        "machine": platform.machine(),
-        "cpu": _cpu_model(),
-        "cpus": os.cpu_count(),
-        "memory_bytes": mem * 1024 if mem else None,
-        "cpufreq_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "dirty_ratio": _read("/proc/sys/vm/dirty_ratio"),
-        "dirty_background_ratio": _read("/proc/sys/vm/dirty_background_ratio"),
-        "free_page_reporting": free_page_reporting(),
-        "python": sys.version.split()[0],
-        "fsbench_version": __version__,
-        "fsbench_commit": _git_commit(),
-        "tools": tools,
-    }
+    return Host.write(
+        {
+            "hostname": socket.gethostname(),
+            "kernel": platform.release(),
+            "kernel_version": platform.version(),
+            "machine": platform.machine(),
+            "cpu": _cpu_model(),
+            "cpus": os.cpu_count(),
+            "memory_bytes": mem * 1024 if mem else None,
+            "cpufreq_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            "dirty_ratio": _read("/proc/sys/vm/dirty_ratio"),
+            "dirty_background_ratio": _read("/proc/sys/vm/dirty_background_ratio"),
+            "free_page_reporting": free_page_reporting(),
+            "python": sys.version.split()[0],
+            "fsbench_version": __version__,
+            "fsbench_commit": _git_commit(),
+            "tools": tools,
+        }
+    )

@@ -57,7 +57,7 @@ def _run_summary(run: RunRecord) -> dict[str, Any]:
         "status": run.status,
         "created_at": run.created_at,
         "fsbench_version": run.fsbench_version,
-        "kernel": run.host.get("kernel"),
+        "kernel": run.host.kernel,
     }
 
 

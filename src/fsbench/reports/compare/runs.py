@@ -25,7 +25,8 @@ def compare_runs(
 def run_differences(a: RunRecord, b: RunRecord) -> list[dict[str, Any]]:
     """What differs between the two runs' machines and targets (kernel, tools, device)."""
     diffs = []
-    for section, da, db in (("host", a.host, b.host), ("target", a.target, b.target)):
+    hosts = (a.host.stored(), b.host.stored())  # as stored: a rounded value hides a change
+    for section, da, db in (("host", *hosts), ("target", a.target, b.target)):
         flat_a, flat_b = _flatten(da), _flatten(db)
         for name in dict.fromkeys([*flat_a, *flat_b]):
             if name in _INCIDENTAL:

@@ -181,4 +181,4 @@ def _where(run: RunRecord) -> str:
     names = run_hosts(run)
     if names is not None:
         return f"{len(names)} hosts"
-    return f"host Linux {run.host.get('kernel')}"
+    return f"host Linux {run.host.shown('kernel')}"

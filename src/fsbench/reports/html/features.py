@@ -27,7 +27,7 @@ def features_section(run: RunRecord, trials: Sequence[TrialRecord]) -> str:
     mine = [fs for fs in dict.fromkeys(t.fs for t in trials) if fs in table.filesystems]
     if not mine:
         return ""
-    kernel = table.kernel or str(run.host.get("kernel") or "?")
+    kernel = table.kernel or run.host.shown("kernel") or "?"
     return tag(
         "section",
         tag("h2", "Filesystem features", id=SECTION_ID)

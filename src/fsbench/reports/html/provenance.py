@@ -14,23 +14,6 @@ from fsbench.store import trialfacts
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.system import numbers
 
-# Host facts shown under their own names (the rest are listed as stored).
-_HOST_SHOWN = {
-    "hostname",
-    "kernel",
-    "kernel_version",
-    "machine",
-    "cpu",
-    "cpus",
-    "memory_bytes",
-    "cpufreq_governor",
-    "dirty_ratio",
-    "dirty_background_ratio",
-    "python",
-    "fsbench_version",
-    "fsbench_commit",
-    "tools",
-}
 # Target facts that name this run's temporary things, not the target.
 _TARGET_HIDDEN = {"summary", "notes", "owner_pid", "loop_device", "diskstats_name", "workdir"}
 
@@ -65,26 +48,30 @@ def host_items(run: RunRecord) -> list[tuple[str, Any]]:
             ("fsbench", run.fsbench_version),
         ]
     h = run.host
-    mem = h.get("memory_bytes")
-    commit = h.get("fsbench_commit")
+    commit = h.shown("fsbench_commit")
     items: list[tuple[str, Any]] = [
-        ("host", h.get("hostname")),
-        ("kernel", f"Linux {h.get('kernel')} {h.get('kernel_version', '')}".strip()),
-        ("architecture", h.get("machine")),
-        ("CPU", f"{h.get('cpus')} × {h.get('cpu')}" if h.get("cpus") else h.get("cpu")),
-        ("memory", numbers.size(mem) if mem else None),
-        ("cpufreq governor", h.get("cpufreq_governor") or "none reported"),
+        ("host", h.shown("hostname")),
+        ("kernel", f"Linux {h.shown('kernel')} {h.shown('kernel_version') or ''}".strip()),
+        ("architecture", h.shown("machine")),
+        ("CPU", f"{h.shown('cpus')} × {h.shown('cpu')}" if h.cpus else h.shown("cpu")),
+        ("memory", h.shown("memory_bytes")),
+        ("cpufreq governor", h.shown("cpufreq_governor") or "none reported"),
         (
             "dirty ratios",
-            f"vm.dirty_ratio {h.get('dirty_ratio')}, "
-            f"vm.dirty_background_ratio {h.get('dirty_background_ratio')}"
-            if h.get("dirty_ratio") is not None
+            f"vm.dirty_ratio {h.shown('dirty_ratio')}, "
+            f"vm.dirty_background_ratio {h.shown('dirty_background_ratio')}"
+            if h.dirty_ratio is not None
             else None,
         ),
-        ("python", h.get("python")),
+        ("python", h.shown("python")),
         ("fsbench", f"{run.fsbench_version}" + (f" ({commit})" if commit else "")),
+        ("free page reporting", h.shown("free_page_reporting")),
     ]
-    items += [(k.replace("_", " "), plain(v)) for k, v in h.items() if k not in _HOST_SHOWN]
+    # What this fsbench does not read, as stored: another version's keys, unreadable values.
+    items += [
+        (k.replace("_", " "), f"{plain(v)} ({h.flagged[k]})" if k in h.flagged else plain(v))
+        for k, v in h.others().items()
+    ]
     return items
 
 
@@ -104,7 +91,7 @@ def _plan_lines(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
 def provenance_html(
     run: RunRecord, trials: Sequence[TrialRecord], rows: list[Row] | None = None
 ) -> str:
-    tools = run.host.get("tools") or {}
+    tools = run.host.tools or {}
     parts = [
         tag(
             "div",

@@ -98,9 +98,7 @@ def safety_section(
         class_="about",
     )
     crash_trials = [t for t in trials if t.workload == CRASH and not t.warmup]
-    caches = dict.fromkeys(
-        str(trialfacts.crash(t.provenance).get("volatile_cache", "")) for t in crash_trials
-    )
+    caches = dict.fromkeys(trialfacts.volatile_cache(t.provenance) for t in crash_trials)
     about += tag(
         "p",
         e("Volatile write cache: " + "; ".join(c for c in caches if c)),
