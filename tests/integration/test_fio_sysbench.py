@@ -15,12 +15,14 @@ from conftest import available_fs
 from fsbench.store.records import MetricRecord
 from fsbench.workloads.fio import Fio
 from fsbench.workloads.fio.profiles import (
-    PROFILES,
     RAND_RW,
     SEQ_READ,
     SEQ_WRITE,
     SEQ_WRITE_DIRECT,
     THREADED,
+)
+from fsbench.workloads.fio.profiles import (
+    names as profile_names,
 )
 from fsbench.workloads.sysbench_fileio import SUBDIR
 from tests.runcell import Bench, flags, loop_bench, metrics
@@ -90,7 +92,7 @@ ABSENT = {
 
 
 @needs_fio
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", profile_names())
 @pytest.mark.parametrize("fs_name", FS)
 def test_fio_profiles(bench: Bench, fs_name: str, profile: str) -> None:
     threads = 2 if profile == THREADED else 1
@@ -157,7 +159,7 @@ def test_fio_job_file(bench: Bench, tmp_path: Path, fs_name: str) -> None:
 
 
 @needs_fio
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", profile_names())
 def test_fio_raw_device(bench: Bench, profile: str) -> None:
     threads = 2 if profile == THREADED else 1
     # threaded-io on the device is 4 KiB O_DIRECT: keep it small

@@ -69,6 +69,10 @@ def test_alloc_in_vm(tmp_path: Path, guest_image: GuestImage) -> None:
         if want == "ok":
             names = {m.name for m in r.metrics}
             assert {"seconds", "write_seconds"} <= names
+            # The guest's runner attached the plan's monitors: the sampler's metrics and
+            # timeline came back with the record.
+            assert {"device_write_bytes", "cpu_user_s"} <= names
+            assert r.samples and {"write_bps", "cpu_user_pct"} <= set(r.samples[0])
             assert r.provenance["mkfs"]["argv"][0] == f"mkfs.{r.fs}"
         else:
             assert "not supported" in r.message
@@ -171,6 +175,7 @@ def test_vm_run_skips_a_refused_cell_and_says_where_each_trial_ran(
     f2fs = [t for t in trials if t.fs == "f2fs"]
     assert sorted(t.rep for t in f2fs) == [0, 1, 2]
     assert all(t.status == "ok" for t in f2fs), [t.message for t in f2fs]
+    assert all(store.get_samples(t.id or 0) for t in f2fs)  # the guest's 10 Hz timeline
     # One guest ran the whole group: each trial follows the one stored before it.
     assert [t.previous_cell for t in trials] == ["", *[t.cell_key for t in trials[:-1]]]
     assert all(t.position in (1, 2) for t in trials)

@@ -12,7 +12,7 @@ import pytest
 
 from fsbench.cli import planflags as pf
 from fsbench.plan import model as planning
-from fsbench.system import knobs, sourcetree
+from fsbench.system import sourcetree
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import qemu
 from fsbench.workloads import aging, get
@@ -31,7 +31,7 @@ from fsbench.workloads.base import Scale
     ],
 )
 def test_an_age_is_stored_as_recipe_and_sorted_parameters(given: str, stored: str) -> None:
-    assert knobs.validate(aging.KNOB, given) == stored
+    assert planning.knob_value(aging.KNOB, given) == stored
 
 
 @pytest.mark.parametrize(
@@ -47,7 +47,7 @@ def test_an_age_is_stored_as_recipe_and_sorted_parameters(given: str, stored: st
 )
 def test_a_bad_age_is_one_line(given: str, message: str) -> None:
     with pytest.raises(FsbenchError, match=message):
-        knobs.validate(aging.KNOB, given)
+        planning.knob_value(aging.KNOB, given)
 
 
 def test_age_is_a_dimension_from_the_flag_and_from_toml() -> None:

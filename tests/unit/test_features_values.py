@@ -120,9 +120,9 @@ def test_fallocate_flag_names() -> None:
 
 
 def test_registry_rows_are_unique_and_grouped() -> None:
-    names = [f.name for p in registry.PROBES for f in p.features]
+    names = [f.name for p in registry.probes() for f in p.features]
     assert len(names) == len(set(names))
-    groups = runner.groups(registry.PROBES)
+    groups = runner.groups(registry.probes())
     assert groups[0][0] == "inodes"  # the slow group starts first
     shared = dict(groups)["shared"]
     assert shared[0].name == "overhead"  # measured on the empty filesystem, first
@@ -142,9 +142,9 @@ def test_unavailable_filesystem_is_a_column_of_reasons(
         return filesystems.Availability(False, f"kernel lacks {fs.name}", kernel=False)
 
     monkeypatch.setattr(filesystems, "availability", lacking)
-    table = runner.run_features(["jfs"], tmp_path, probes=registry.PROBES)
+    table = runner.run_features(["jfs"], tmp_path, probes=registry.probes())
     assert table.filesystems == ["jfs"]
     cells = [row.results["jfs"] for row in table.features]
     assert {c.supported for c in cells} == {"unsupported"}
     assert cells[0].note == "unavailable: kernel lacks jfs"
-    assert len(table.features) == sum(len(p.features) for p in registry.PROBES)
+    assert len(table.features) == sum(len(p.features) for p in registry.probes())

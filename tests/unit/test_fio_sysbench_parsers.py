@@ -19,7 +19,6 @@ from fsbench.workloads.fio import Fio
 from fsbench.workloads.fio.jobfile import rewrite_job_file
 from fsbench.workloads.fio.parse import FioOutputError, job_metrics, parse_fio_json
 from fsbench.workloads.fio.profiles import (
-    PROFILES,
     RAND_RW,
     SEQ_READ,
     SEQ_WRITE,
@@ -28,6 +27,9 @@ from fsbench.workloads.fio.profiles import (
     FioParams,
     layout_phase,
     run_phases,
+)
+from fsbench.workloads.fio.profiles import (
+    names as profile_names,
 )
 from fsbench.workloads.fio.tool import Where, check_fio
 from fsbench.workloads.sysbench_fileio import (
@@ -282,7 +284,7 @@ def test_fio_params() -> None:
     assert FioParams(profile=RAND_RW, size="16M", runtime=1, threads=64).threads == 64
     assert get("fio") is Fio
     assert Fio.needs_filesystem is False
-    assert set(PROFILES) == {SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ, RAND_RW, THREADED}
+    assert set(profile_names()) == {SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ, RAND_RW, THREADED}
 
 
 def not_cold(expected: float | None, device_read: float) -> bool:

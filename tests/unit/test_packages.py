@@ -23,7 +23,7 @@ def _make_variable(name: str) -> list[str]:
 
 def test_every_filesystem_and_workload_tool_is_installed_on_host_and_guest() -> None:
     host, guest = set(packages.host_packages()), set(packages.guest_packages())
-    for fs in filesystems.CATALOGUE.values():
+    for fs in filesystems.catalogue().values():
         assert fs.package in host and fs.package in guest, fs.name
     for name, wl in workloads.all_workloads().items():
         for tool in wl.tools:
@@ -65,7 +65,7 @@ def test_make_run_installs_what_the_default_comparison_needs_and_not_the_rest() 
     assert run <= set(packages.host_packages())
     cells = planning.expand(presets.load_preset(presets.DEFAULT_PRESET))
     for cell in cells:
-        assert filesystems.CATALOGUE[cell.config.type].package in run, cell.config.type
+        assert filesystems.get(cell.config.type).package in run, cell.config.type
         for name, _ in cell.steps:
             assert {t.package for t in workloads.get(name).tools} <= run, name
     assert {"python3-venv", "util-linux", "mount"} <= run

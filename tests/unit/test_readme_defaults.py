@@ -21,7 +21,7 @@ from fsbench.cli import planflags
 from fsbench.cli.app import app
 from fsbench.cli.run import report_dir
 from fsbench.execute import loop as matrix
-from fsbench.execute.features.registry import PROBES
+from fsbench.execute.features.registry import probes
 from fsbench.plan import model as planning
 from fsbench.plan import targets
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
@@ -389,7 +389,7 @@ def test_every_feature_the_readme_lists_has_a_probe() -> None:
     assert found is not None
     items = [item.strip() for item in found.group(1).split(",")]
     assert items == list(FEATURE_ITEMS)
-    probed = {f.name for p in PROBES for f in p.features}
+    probed = {f.name for p in probes() for f in p.features}
     for item, rows in FEATURE_ITEMS.items():
         missing = set(rows) - probed
         assert not missing, f"README lists {item!r}: no probe answers {sorted(missing)}"
@@ -497,7 +497,7 @@ def test_ext_filesystems_are_made_without_lazy_init(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [n for n, fs in filesystems.CATALOGUE.items() if not fs.pseudo and fs.mkfs]
+    "name", [n for n, fs in filesystems.catalogue().items() if not fs.pseudo and fs.mkfs]
 )
 def test_every_mkfs_writes_the_fsbench_label(name: str) -> None:
     fs = filesystems.get(name)

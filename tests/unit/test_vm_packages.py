@@ -13,7 +13,7 @@ from fsbench.vm.cache import content_key
 
 
 def test_guest_root_gets_every_filesystem_and_workload_tool() -> None:
-    wanted = {fs.package for fs in filesystems.CATALOGUE.values()}
+    wanted = {fs.package for fs in filesystems.catalogue().values()}
     wanted |= {t.package for wl in workloads.all_workloads().values() for t in wl.tools}
     assert wanted <= set(packages.guest_packages())
     assert {"python3", "kmod", "systemd-sysv", "initramfs-tools"} <= set(packages.guest_packages())
@@ -28,7 +28,7 @@ def test_vm_host_packages_are_installed_by_make_install() -> None:
 
 
 def test_guest_loads_every_catalogue_module() -> None:
-    modules = {fs.module for fs in filesystems.CATALOGUE.values() if fs.module}
+    modules = {fs.module for fs in filesystems.catalogue().values() if fs.module}
     assert modules <= set(guestfiles.GUEST_MODULES)
     assert modules <= set(guestfiles.INITRD_MODULES)  # a boot root may be any of them
     assert f"for m in {' '.join(guestfiles.GUEST_MODULES)}; do" in guestfiles.GUEST_INIT_SCRIPT

@@ -42,7 +42,7 @@ def _split(values: list[str]) -> list[str]:
 
 def default_filesystems() -> list[str]:
     """Every filesystem of the catalogue: those this kernel lacks show why."""
-    return [name for name, fs in filesystems.CATALOGUE.items() if not fs.pseudo]
+    return [name for name, fs in filesystems.catalogue().items() if not fs.pseudo]
 
 
 def features(
@@ -66,7 +66,7 @@ def features(
         list[str],
         typer.Option(
             "--probe",
-            help=f"Only these probes, comma list: {', '.join(p.name for p in registry.PROBES)}.",
+            help=f"Only these probes, comma list: {', '.join(p.name for p in registry.probes())}.",
         ),
     ] = [],  # noqa: B006
     evidence: Annotated[
@@ -93,7 +93,7 @@ def features(
             raise FsbenchError(str(exc.args[0])) from None
     try:
         chosen = {registry.by_name(n).name for n in _split(probe)}
-        probes = [p for p in registry.PROBES if p.name in chosen] or list(registry.PROBES)
+        probes = [p for p in registry.probes() if p.name in chosen] or list(registry.probes())
         size = parse_size(inode_fs_size)
     except (KeyError, ValueError) as exc:
         raise FsbenchError(str(exc.args[0])) from None
@@ -128,7 +128,7 @@ def features(
     finally:
         signal.signal(signal.SIGTERM, previous)
     # Every later run report of this kernel shows the table: only a complete one is kept.
-    saved = save_features(table) if len(probes) == len(registry.PROBES) else None
+    saved = save_features(table) if len(probes) == len(registry.probes()) else None
     if saved is not None:
         err.print(f"features: kept in {saved} for the HTML reports", markup=False, highlight=False)
     write(features_table.document(table, evidence), exporter, output)

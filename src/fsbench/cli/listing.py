@@ -1,4 +1,4 @@
-"""`fsbench list filesystems|workloads|presets|runs`."""
+"""`fsbench list filesystems|workloads|monitors|presets|runs`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from fsbench.plan import presets
 from fsbench.reports import formats
 from fsbench.store import runkinds
 from fsbench.store.results import Store
-from fsbench.system import filesystems
+from fsbench.system import filesystems, monitors
+from fsbench.system.monitors.base import Needs
 from fsbench.workloads import describe
 
 LIST = (formats.TABLE, formats.JSON)
@@ -27,12 +28,13 @@ LIST_WORKLOADS = (*LIST, formats.MARKDOWN)
 class What(StrEnum):
     filesystems = "filesystems"
     workloads = "workloads"
+    monitors = "monitors"
     presets = "presets"
     runs = "runs"
 
 
 def list_(
-    what: Annotated[What, typer.Argument(help="filesystems, workloads, presets or runs")],
+    what: Annotated[What, typer.Argument(help="filesystems, workloads, monitors, presets or runs")],
     json_out: JsonOption = False,
     fmt: Annotated[
         str,
@@ -44,7 +46,8 @@ def list_(
     ] = formats.TABLE,
     db: DbOption = None,
 ) -> None:
-    """List the catalogue, the workloads and their parameters, the presets, or stored runs."""
+    """List the catalogue, the workloads and their parameters, the monitors, the presets, or
+    stored runs."""
     formats.check(fmt, LIST_WORKLOADS if what == What.workloads else LIST)
     json_out = json_out or fmt == formats.JSON
     if fmt == formats.MARKDOWN:
@@ -61,10 +64,21 @@ def list_(
                 "mkfs": " ".join(f.mkfs),
                 "fsck": " ".join(f.fsck_readonly),
             }
-            for f in filesystems.CATALOGUE.values()
+            for f in filesystems.catalogue().values()
         ]
     elif what == What.workloads:
         items = describe.describe_all()
+    elif what == What.monitors:
+        items = [
+            {
+                "name": name,
+                "role": str(m.role),
+                "default": name in monitors.DEFAULT,
+                "summary": m.summary,
+                "needs": _needs(m.needs),
+            }
+            for name, m in monitors.all_monitors().items()
+        ]
     elif what == What.presets:
         items = [
             {"name": n, "description": presets.preset_description(n)}
@@ -102,6 +116,12 @@ def list_(
     for item in items:
         table.add_row(*(_cell(item[k]) for k in shown))
     Console().print(table)
+
+
+def _needs(needs: Needs) -> list[str]:
+    """What a monitor needs, as words: its tools (with their package), root, tracefs."""
+    said = [f"{t.command} ({t.package})" for t in needs.tools]
+    return said + ["root"] * needs.root + ["tracefs"] * needs.tracefs
 
 
 def _cell(value: Any) -> str:

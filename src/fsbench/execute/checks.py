@@ -1,6 +1,6 @@
 """The checks every trial's timed phase gets, whatever its workload: a phase too short to
-trust, CPU-bound tools, a cold read that the device did not serve (each fed by what the
-workload declares), and what the device and the CPUs did (the monitors' metrics)."""
+trust, CPU-bound tools (from the sampler's totals), a cold read that the device did not
+serve (each fed by what the workload declares)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import os
 
 from fsbench.analysis.validity import COLD_READ_FRACTION
 from fsbench.system import numbers
-from fsbench.system.monitors.sampler import Sampler, Totals
-from fsbench.workloads.base import Better, Metric
+from fsbench.system.monitors.sampler import Totals
 
 # Below this a timed phase is dominated by timer resolution and noise (DESIGN: traps).
 MIN_TIMED_SECONDS = 2.0
@@ -21,35 +20,6 @@ MIN_TIMED_SECONDS = 2.0
 # (tests/integration/test_cpu_bound_check.py); a trial waiting on fsyncs uses under 0.5.
 CPU_BOUND_FRACTION = 0.8
 CPU_BOUND_MIN_SECONDS = 0.5
-
-
-def monitor_metrics(sampler: Sampler, metrics: list[Metric]) -> list[Metric]:
-    """What the device and the CPUs did during the timed phase."""
-    totals = sampler.totals
-    if totals is None:
-        return []
-    out = []
-    elapsed = max(totals.seconds, 1e-9)
-    if totals.disk is not None:
-        d = totals.disk
-        out += [
-            Metric("device_write_bytes", d.write_bytes, "B", Better.LOWER),
-            Metric("device_read_bytes", d.read_bytes, "B", Better.LOWER),
-            Metric(
-                "device_util_pct", min(100.0, 100.0 * d.busy_ms / 1000 / elapsed), "%", Better.LOWER
-            ),
-        ]
-        written = next((m.value for m in metrics if m.name == "bytes_written"), None)
-        if written:
-            # Device bytes per byte the workload wrote: journal, metadata, COW, parity.
-            out.append(Metric("write_amplification", d.write_bytes / written, "x", Better.LOWER))
-    # CPU of fsbench and the tools it ran (the kernel's own writeback threads are not in
-    # it); the machine-wide split is in the timeline.
-    out += [
-        Metric("cpu_user_s", totals.own_user, "s", Better.LOWER),
-        Metric("cpu_sys_s", totals.own_system, "s", Better.LOWER),
-    ]
-    return out
 
 
 def trial_flags(

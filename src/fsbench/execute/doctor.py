@@ -108,7 +108,7 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
             ),
         )
     )
-    recipes = {name: r().missing() for name, r in aging.RECIPES.items()}
+    recipes = {name: r().missing() for name, r in aging.recipes().items()}
     checks.append(
         Check(
             name="aging recipes",
@@ -133,7 +133,7 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
     kernel = filesystems.kernel_filesystems()
     fs_status = [
         FsStatus.of(fs, filesystems.availability(fs, kernel))
-        for fs in filesystems.CATALOGUE.values()
+        for fs in filesystems.catalogue().values()
     ]
     wl_status = []
     for name, wl in workloads.all_workloads().items():

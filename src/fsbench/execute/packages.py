@@ -2,8 +2,8 @@
 
 Most of the list is not a list: it is read from the records that already name a package,
 the filesystem catalogue (`FsType.package`: mkfs, fsck, geometry tools; also of the
-filesystems the host kernel lacks, which the VM target adds) and the workloads' tools
-(`Tool.package`). `EXTRA` names, with the reason for each, what is none of these.
+filesystems the host kernel lacks, which the VM target adds), the workloads' tools and
+the monitors' (`Tool.package`). `EXTRA` names, with the reason for each, what is none of these.
 
 `make install` asks this module for the host's list (`python -m fsbench.execute.packages`,
 from the venv, which needs only python3-venv to be made); `make run` for the default
@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 
 from fsbench import workloads
-from fsbench.system import filesystems
+from fsbench.system import filesystems, monitors
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,10 @@ GUEST_SYSTEM: tuple[str, ...] = (
 
 
 def tool_packages() -> set[str]:
-    """The packages of every filesystem's and every workload's tools."""
-    found = {fs.package for fs in filesystems.CATALOGUE.values()}
+    """The packages of every filesystem's, workload's and monitor's tools."""
+    found = {fs.package for fs in filesystems.catalogue().values()}
     found |= {t.package for wl in workloads.all_workloads().values() for t in wl.tools}
+    found |= {t.package for m in monitors.all_monitors().values() for t in m.needs.tools}
     return found
 
 
@@ -94,15 +95,16 @@ def host_packages() -> tuple[str, ...]:
 
 
 def run_packages(preset: str | None = None) -> tuple[str, ...]:
-    """What `make run` installs, sorted: the tools of the preset's filesystems and
-    workloads (the default preset's when None) and what every run on the host calls."""
+    """What `make run` installs, sorted: the tools of the preset's filesystems, workloads
+    and monitors (the default preset's when None) and what every run on the host calls."""
     from fsbench.plan import model as planning
     from fsbench.plan import presets
 
     plan = presets.load_preset(preset or presets.DEFAULT_PRESET)
     found = {p for e in EXTRA if e.run for p in e.packages}
+    found |= {t.package for name in plan.monitors for t in monitors.get(name).needs.tools}
     for cell in planning.expand(plan):
-        found.add(filesystems.CATALOGUE[cell.config.type].package)
+        found.add(filesystems.get(cell.config.type).package)
         for name, _ in cell.steps:
             found |= {t.package for t in workloads.get(name).tools}
     return tuple(sorted(found))

@@ -1,7 +1,9 @@
 """One cell, one trial: fresh mkfs -> mount -> for each step of the cell (one workload, or
 a chain such as untar+tree-read+fsck+tree-rm sharing the filesystem): prepare (untimed)
 -> settle -> run (timed) -> flush (timed, as the workload says) -> check -> inspect
-(untimed, after a remount).
+(untimed, after a remount). The plan's monitors (system/monitors: the 10 Hz sampler by
+default) are attached before the settle, run beside the timed phase and are detached on
+every path.
 
 The runner owns the clock and every mount it makes: whatever happens, the filesystem is
 unmounted before `run_cell` returns or raises. It also runs the checks every trial gets
@@ -16,7 +18,8 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +30,16 @@ from fsbench import workloads
 from fsbench.analysis import steady
 from fsbench.execute import checks
 from fsbench.execute.context import Context
+from fsbench.execute.targets import devinfo
 from fsbench.execute.targets.base import Target
 from fsbench.plan.model import Cell
 from fsbench.store.records import MetricRecord, TrialRecord, cell_record, now
 from fsbench.system import cache as system
-from fsbench.system import contention, filesystems, fsops, knobs, memcap, sourcetree
+from fsbench.system import contention, filesystems, fsops, knobs, memcap, monitors, sourcetree
 from fsbench.system.errors import TrialFailed, TrialTimeout, Unsupported
-from fsbench.system.monitors.sampler import Sampler
+from fsbench.system.monitors import sampler
+from fsbench.system.monitors.attached import attached
+from fsbench.system.monitors.base import Site
 from fsbench.system.units import parse_size
 from fsbench.workloads import aging
 from fsbench.workloads.aging import apply
@@ -90,10 +96,16 @@ class Runner:
         cache_dir: Path,
         timeout: float | None = None,
         steady_rule: str = "both",
+        monitor_names: Sequence[str] = monitors.DEFAULT,
+        instrumented: bool = False,
     ) -> None:
         self.target = target
         self.timeout = timeout
         self.steady_rule = steady_rule  # steady.REQUIRE: what makes a series steady
+        # Beside every trial; tracers only when its trials are an instrumented pass, whose
+        # values are never counted.
+        self.monitors = monitors.check(monitor_names, instrumented=instrumented)
+        self.instrumented = instrumented
         self.mountpoint = mount_root
         self.scale = scale
         self.cache_dir = cache_dir
@@ -104,6 +116,9 @@ class Runner:
         # changed is restored by the next run or `fsbench doctor` (targets/stale.py).
         self.knob_journal = knobs.journal_path(mount_root.parent)
         self.load_file = contention.load_path(mount_root.parent)
+        # Monitors' files, a directory per trial step (kept: their paths are in its record).
+        self.artefacts = mount_root.parent / "artefacts"
+        self._backing: dict[str, str | None] = {}
         # The second device of the aged-vs-clean comparison, opened when first asked for.
         self._twin: Target | None = None
         self._twin_ctx: Context | None = None
@@ -374,53 +389,44 @@ class Runner:
         if not isinstance(on, Context):
             raise TypeError(f"{wl_cls.name}.run_context must return a runner Context")
 
-        # Settle: everything prepare wrote is on disk; caches as the workload states.
-        if raw:
-            system.drop_caches()
-        else:
-            on.sync()
-        if raw:
-            pass
-        elif not wl_cls.needs_mount:
-            on.umount()
-            system.drop_caches()
-        elif wl_cls.cache == CacheState.COLD_REMOUNT:
-            on.remount()
-        elif wl_cls.cache == CacheState.COLD:
-            system.drop_caches()
-
-        # The clock: `run`, then the flush the workload asks for; nothing else.
-        with (
-            contention.contention(
-                record.knobs.get("contention", "idle"),
-                self.contention_dir,
-                self.load_file,
-                self.timeout,
-            ),
-            Sampler(on.device) as sampler,
-        ):
-            t0 = time.monotonic()
-            metrics = list(workload.run(on, params))
-            t_run = time.monotonic()
-            if wl_cls.flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and on.mounted:
-                on.sync()
-                if wl_cls.flush == Flush.SYNC_UMOUNT:
-                    on.umount()
-            t_end = time.monotonic()
-        record.samples = [s.as_dict() for s in sampler.samples]
+        site = self._site(on, ctx, record)
+        with attached(self.monitors, site, instrumented=self.instrumented) as watch:
+            _settle(on, wl_cls)
+            # The clock: `run`, then the flush the workload asks for; nothing else.
+            with (
+                contention.contention(
+                    record.knobs.get("contention", "idle"),
+                    self.contention_dir,
+                    self.load_file,
+                    self.timeout,
+                ),
+                watch.running(),
+            ):
+                t0 = time.monotonic()
+                metrics = list(workload.run(on, params))
+                t_run = time.monotonic()
+                if wl_cls.flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and on.mounted:
+                    on.sync()
+                    if wl_cls.flush == Flush.SYNC_UMOUNT:
+                        on.umount()
+                t_end = time.monotonic()
+            elapsed = t_end - t0
+            if not any(m.name == "seconds" for m in metrics):
+                metrics.append(Metric("seconds", elapsed, "s", Better.LOWER))
+            if wl_cls.flush != Flush.NONE:
+                metrics.append(Metric("flush_seconds", t_end - t_run, "s", Better.LOWER))
+            watched = watch.output(metrics)
+        record.samples = watched.samples
+        if watched.facts:
+            ctx.facts["monitors"] = watched.facts
         if on is not ctx:  # what the workload recorded on the filesystem it ran on
             ctx.facts.update(on.facts)
 
-        elapsed = t_end - t0
-        if not any(m.name == "seconds" for m in metrics):
-            metrics.append(Metric("seconds", elapsed, "s", Better.LOWER))
-        if wl_cls.flush != Flush.NONE:
-            metrics.append(Metric("flush_seconds", t_end - t_run, "s", Better.LOWER))
-        metrics += checks.monitor_metrics(sampler, metrics)
+        metrics += watched.metrics
         metrics += workload.derive(params, {m.name: m.value for m in metrics})
         values = {m.name: m.value for m in metrics}
         flags = checks.trial_flags(
-            sampler.totals,
+            sampler.totals_of(watch.monitors),
             elapsed,
             checks_duration=self.scale != Scale.TINY,
             threads=workload.threads(params),
@@ -440,6 +446,38 @@ class Runner:
                 system.drop_caches()
             metrics += workload.inspect(on, params)
         return metrics, wl_cls.headline_for(params, [m.name for m in metrics])
+
+    def _site(self, on: Context, ctx: Context, record: TrialRecord) -> Site:
+        """What the trial's monitors attach to: the device the timed phase runs on and the
+        disk under it, its mountpoint, the step's memory cgroup, a directory of its own."""
+        if on.device not in self._backing:
+            kname = devinfo.kname_of_device(on.device) or Path(on.device).name
+            disk = devinfo.disk_info_of_device(kname).disk
+            self._backing[on.device] = f"/dev/{disk}" if disk != kname else None
+        mem = ctx.facts.get("mem")  # memcap's group: "v2:/sys/fs/cgroup/fsbench-<pid>"
+        step = f"{record.seq}.{record.rep}.{record.step}-{uuid.uuid4().hex[:8]}"
+        return Site(
+            device=on.device,
+            backing=self._backing[on.device],
+            mountpoint=None if on.fs.pseudo else on.mountpoint,
+            cgroup=Path(mem["cgroup"].partition(":")[2]) if isinstance(mem, dict) else None,
+            directory=self.artefacts / step,
+        )
+
+
+def _settle(on: Context, wl_cls: type[Workload[Any]]) -> None:
+    """Everything prepare wrote is on disk; caches as the workload states."""
+    if on.fs.pseudo:  # the bare device: nothing to sync or remount
+        system.drop_caches()
+        return
+    on.sync()
+    if not wl_cls.needs_mount:
+        on.umount()
+        system.drop_caches()
+    elif wl_cls.cache == CacheState.COLD_REMOUNT:
+        on.remount()
+    elif wl_cls.cache == CacheState.COLD:
+        system.drop_caches()
 
 
 def _for_memory(ctx: Context, workload: Workload[Any], params: Any) -> Any:

@@ -29,7 +29,7 @@ from fsbench.plan.fsconfig import one_line as one_line
 from fsbench.plan.fsconfig import parse_fs_spec as parse_fs_spec  # what plans are built of
 from fsbench.plan.space import search_configs
 from fsbench.plan.targets import LoopTargetSpec, TargetSpec
-from fsbench.system import knobs
+from fsbench.system import knobs, monitors
 from fsbench.system.errors import FsbenchError
 from fsbench.workloads import aging
 from fsbench.workloads.base import Scale
@@ -194,6 +194,19 @@ class Plan(BaseModel):
     # plan/space.py): `fsbench tune` races it, `fsbench run` runs its whole grid. Its
     # configs join `fs` when the plan is built (cli/planflags.py); kept as written.
     search: dict[str, Any] | None = None
+    # Beside every trial's timed phase (system/monitors); the default is left out of the
+    # stored plan, which stays as it was before plans named their monitors.
+    monitors: list[str] = Field(
+        default_factory=lambda: list(monitors.DEFAULT),
+        exclude_if=lambda names: tuple(names) == monitors.DEFAULT,
+        description="The monitors beside every trial (fsbench list monitors); tracers run "
+        "only in an instrumented pass.",
+    )
+
+    @field_validator("monitors")
+    @classmethod
+    def _known_monitors(cls, value: list[str]) -> list[str]:
+        return list(monitors.check(value))  # one line for an unknown name or a tracer
 
     @field_validator("search")
     @classmethod
@@ -344,12 +357,18 @@ def knob_combinations(
         vals = value if isinstance(value, list) else [value]
         if not vals:
             raise FsbenchError(f"knob {name} has an empty list")
-        dims[name] = [knobs.validate(name, v) for v in vals]
+        dims[name] = [knob_value(name, v) for v in vals]
     names = list(dims)
     return [
         dict(zip(names, combo, strict=True))
         for combo in itertools.product(*(dims[n] for n in names))
     ]
+
+
+def knob_value(name: str, value: Any) -> str:
+    """A dimension's value as a cell stores it: the filesystem's age as aging writes it (a
+    recipe and its parameters), every other knob as the system's knobs do."""
+    return aging.normalize(str(value)) if name == aging.KNOB else knobs.validate(name, value)
 
 
 def with_overrides(plan: Plan, overrides: dict[str, list[str]]) -> Plan:

@@ -49,6 +49,7 @@ KEYS: dict[str, Key] = {
         Key("steady", dict, "where the throughput series held steady (steady.py)", "runner"),
         Key("scaled_to_mem", dict, "a working set sized to memory: its size", "runner"),
         Key("series", dict, "per-second series the workload recorded", "context"),
+        Key("monitors", dict, "per monitor: its role, facts and artefact files", "runner"),
         # What workloads record of themselves.
         Key("clean_copy_seconds", (int, float), "the aged tree's clean copy", "aging", "s"),
         Key("pgbench", dict, "PostgreSQL's and pgbench's command lines and log", "pgbench"),

@@ -1,7 +1,9 @@
 """The filesystem catalogue: data, not code paths.
 
 Each record says how to make, check and describe one filesystem type. Code that
-formats or mounts reads these records (see fsops.py); nothing branches on a name.
+formats or mounts reads these records (see fsops.py); nothing branches on a name. The
+records are known through a registry like every extension (`catalogue()`, `get`): the
+shipped ones by name in `BUILTIN`, a package's as entry points of `fsbench.filesystems.v1`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsbench.system import proc
+from fsbench.system.plugins import Registry
 
 
 @dataclass(frozen=True)
@@ -81,88 +84,113 @@ def _ext(name: str, summary: str) -> FsType:
     )
 
 
-CATALOGUE: dict[str, FsType] = {
-    fs.name: fs
-    for fs in (
-        _ext("ext2", "second extended filesystem (no journal)"),
-        _ext("ext3", "ext2 + journal (mounted by the ext4 driver on modern kernels)"),
-        _ext("ext4", "extents, delayed allocation, flex_bg, metadata checksums"),
-        FsType(
-            name="xfs",
-            summary="allocation groups, B+tree extents, delayed allocation",
-            package="xfsprogs",
-            mkfs=("mkfs.xfs", "-q"),
-            force=("-f",),
-            label_max=12,
-            fsck_readonly=("xfs_repair", "-n"),
-            frag_report=("xfs_db", "-r", "-c", "frag"),
-            frag_report_regex=r"fragmentation factor ([\d.]+)%",
-            geometry=("xfs_info",),
-            geometry_format="xfs",
-            freefrag=("xfs_db", "-r", "-c", "freesp -s"),
-            freefrag_format="xfs_db",
-            version=("mkfs.xfs", "-V"),
-        ),
-        FsType(
-            name="btrfs",
-            summary="copy-on-write, checksums, snapshots, multiple devices",
-            package="btrfs-progs",
-            mkfs=("mkfs.btrfs", "-q"),
-            force=("-f",),
-            label_max=255,
-            fsck_readonly=("btrfs", "check", "--readonly"),
-            geometry=("btrfs", "inspect-internal", "dump-super"),
-            geometry_format="btrfs",
-            version=("mkfs.btrfs", "--version"),
-        ),
-        FsType(
-            name="jfs",
-            summary="IBM's journaled filesystem",
-            package="jfsutils",
-            mkfs=("mkfs.jfs", "-q"),
-            label_max=16,
-            fsck_readonly=("fsck.jfs", "-n"),
-            version=("mkfs.jfs", "-V"),
-        ),
-        FsType(
-            name="reiserfs",
-            summary="balanced trees, tail packing (removed from Linux 6.13)",
-            package="reiserfsprogs",
-            mkfs=("mkfs.reiserfs", "-q"),
-            force=("-f", "-f"),
-            label_flag="-l",
-            label_max=16,
-            fsck_readonly=("reiserfsck", "--check", "-y"),
-            version=("mkfs.reiserfs", "-V"),
-        ),
-        FsType(
-            name="f2fs",
-            summary="log-structured, for flash",
-            package="f2fs-tools",
-            mkfs=("mkfs.f2fs", "-q"),
-            force=("-f",),
-            label_flag="-l",
-            label_max=512,
-            fsck_readonly=("fsck.f2fs", "--dry-run"),
-            version=("mkfs.f2fs", "-V"),
-        ),
-        FsType(
-            name="nilfs2",
-            summary="log-structured with continuous snapshots",
-            package="nilfs-tools",
-            mkfs=("mkfs.nilfs2", "-q"),
-            force=("-f",),
-            label_max=80,
-            version=("mkfs.nilfs2", "-V"),
-        ),
-        FsType(
-            name="raw",
-            summary="the bare device: the physical limit every filesystem is shown against",
-            package="util-linux",
-            pseudo=True,
-        ),
-    )
-}
+EXT2 = _ext("ext2", "second extended filesystem (no journal)")
+EXT3 = _ext("ext3", "ext2 + journal (mounted by the ext4 driver on modern kernels)")
+EXT4 = _ext("ext4", "extents, delayed allocation, flex_bg, metadata checksums")
+
+XFS = FsType(
+    name="xfs",
+    summary="allocation groups, B+tree extents, delayed allocation",
+    package="xfsprogs",
+    mkfs=("mkfs.xfs", "-q"),
+    force=("-f",),
+    label_max=12,
+    fsck_readonly=("xfs_repair", "-n"),
+    frag_report=("xfs_db", "-r", "-c", "frag"),
+    frag_report_regex=r"fragmentation factor ([\d.]+)%",
+    geometry=("xfs_info",),
+    geometry_format="xfs",
+    freefrag=("xfs_db", "-r", "-c", "freesp -s"),
+    freefrag_format="xfs_db",
+    version=("mkfs.xfs", "-V"),
+)
+
+BTRFS = FsType(
+    name="btrfs",
+    summary="copy-on-write, checksums, snapshots, multiple devices",
+    package="btrfs-progs",
+    mkfs=("mkfs.btrfs", "-q"),
+    force=("-f",),
+    label_max=255,
+    fsck_readonly=("btrfs", "check", "--readonly"),
+    geometry=("btrfs", "inspect-internal", "dump-super"),
+    geometry_format="btrfs",
+    version=("mkfs.btrfs", "--version"),
+)
+
+JFS = FsType(
+    name="jfs",
+    summary="IBM's journaled filesystem",
+    package="jfsutils",
+    mkfs=("mkfs.jfs", "-q"),
+    label_max=16,
+    fsck_readonly=("fsck.jfs", "-n"),
+    version=("mkfs.jfs", "-V"),
+)
+
+REISERFS = FsType(
+    name="reiserfs",
+    summary="balanced trees, tail packing (removed from Linux 6.13)",
+    package="reiserfsprogs",
+    mkfs=("mkfs.reiserfs", "-q"),
+    force=("-f", "-f"),
+    label_flag="-l",
+    label_max=16,
+    fsck_readonly=("reiserfsck", "--check", "-y"),
+    version=("mkfs.reiserfs", "-V"),
+)
+
+F2FS = FsType(
+    name="f2fs",
+    summary="log-structured, for flash",
+    package="f2fs-tools",
+    mkfs=("mkfs.f2fs", "-q"),
+    force=("-f",),
+    label_flag="-l",
+    label_max=512,
+    fsck_readonly=("fsck.f2fs", "--dry-run"),
+    version=("mkfs.f2fs", "-V"),
+)
+
+NILFS2 = FsType(
+    name="nilfs2",
+    summary="log-structured with continuous snapshots",
+    package="nilfs-tools",
+    mkfs=("mkfs.nilfs2", "-q"),
+    force=("-f",),
+    label_max=80,
+    version=("mkfs.nilfs2", "-V"),
+)
+
+RAW = FsType(
+    name="raw",
+    summary="the bare device: the physical limit every filesystem is shown against",
+    package="util-linux",
+    pseudo=True,
+)
+
+# The catalogue: every filesystem known, as records registered like any extension (a
+# package adds one as an entry point of `fsbench.filesystems.v1`, naming its FsType).
+CONTRACT = 1
+BUILTIN: tuple[str, ...] = (
+    "fsbench.system.filesystems:EXT2",
+    "fsbench.system.filesystems:EXT3",
+    "fsbench.system.filesystems:EXT4",
+    "fsbench.system.filesystems:XFS",
+    "fsbench.system.filesystems:BTRFS",
+    "fsbench.system.filesystems:JFS",
+    "fsbench.system.filesystems:REISERFS",
+    "fsbench.system.filesystems:F2FS",
+    "fsbench.system.filesystems:NILFS2",
+    "fsbench.system.filesystems:RAW",
+)
+REGISTRY: Registry[FsType] = Registry("filesystems", "filesystem", CONTRACT, BUILTIN)
+
+
+def catalogue() -> dict[str, FsType]:
+    """Every filesystem known, by name, the shipped ones first."""
+    return REGISTRY.all()
+
 
 # The label fsbench writes on every filesystem it makes: BlockDevice accepts a device
 # whose only signature carries it ("written by fsbench"), and refuses any other.
@@ -170,11 +198,8 @@ FSBENCH_LABEL = "fsbench"
 
 
 def get(name: str) -> FsType:
-    try:
-        return CATALOGUE[name]
-    except KeyError:
-        known = ", ".join(CATALOGUE)
-        raise KeyError(f"unknown filesystem {name!r} (known: {known})") from None
+    """The filesystem of this name; a KeyError naming the known ones."""
+    return REGISTRY.get(name)
 
 
 @dataclass(frozen=True)

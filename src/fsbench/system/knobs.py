@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,17 +31,6 @@ KERNEL = "kernel"
 # The memory (page cache included) a workload may use: `none`, or a size (memcap.py).
 MEM = "mem"
 MEM_MIN = 64 << 20
-# Knobs that are dimensions made by another layer (the filesystem's age, made by the runner
-# after mkfs: workloads/aging), by name: how their value is checked, registered by their
-# owner. Never set or restored here.
-_MADE_ELSEWHERE: dict[str, Callable[[str], str]] = {}
-
-
-def made_elsewhere(name: str, normalize: Callable[[str], str]) -> None:
-    """A knob another layer makes, and how its value is checked and written down."""
-    _MADE_ELSEWHERE[name] = normalize
-
-
 # Writing one of a ratio/bytes pair zeroes the other: snapshot and restore both.
 _PAIRS = {
     "vm.dirty_ratio": "vm.dirty_bytes",
@@ -72,8 +61,6 @@ def validate(name: str, value: Any) -> str:
         if not text or "\n" in text:
             raise FsbenchError("knob kernel: empty value")
         return text
-    if name in _MADE_ELSEWHERE:
-        return _MADE_ELSEWHERE[name](text)
     if name == MEM:  # a memory cgroup around each step (memcap.py), set by the runner
         if text == "none":
             return text
@@ -290,7 +277,9 @@ def applied(knobs: dict[str, str], device: str, journal: Path) -> Iterator[Appli
     result = Applied()
     try:
         for name, value in knobs.items():
-            if name in ("contention", KERNEL, MEM) or name in _MADE_ELSEWHERE:
+            if name != "scheduler" and not _SYSCTL_NAME.match(name):
+                # Made elsewhere: contention, kernel and mem by the runner, the filesystem's
+                # age by workloads/aging (plans validate it there). Never set here.
                 continue
             if name == "scheduler":
                 path = Path("/sys/block") / device_name(device) / "queue" / "scheduler"

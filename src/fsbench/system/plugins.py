@@ -1,6 +1,7 @@
 """One way to make a thing known to fsbench: a registry per kind of thing (workloads,
-target kinds, executors, report formats, commands, run kinds), each with the contract
-version it offers.
+target kinds, executors, report formats, commands, run kinds, monitors, filesystems,
+feature probes, fio profiles, aging recipes, the VM's host-measured workloads), each with
+the contract version it offers.
 
 A registry knows its built-ins by name ("module:attribute", imported on first use, in
 one table in the registry's home module) and finds plugins as entry points of the group

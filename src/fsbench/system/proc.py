@@ -121,6 +121,23 @@ def which(program: str) -> str | None:
     return shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin:/usr/bin:/bin")
 
 
+@dataclass(frozen=True)
+class Tool:
+    """A command a workload or a monitor runs, and the Debian package that provides it
+    (`make install` installs it: execute/packages.py)."""
+
+    command: str
+    package: str
+
+
+def missing_tools(tools: Sequence[Tool]) -> str | None:
+    """Which of `tools` this machine lacks, with what to install (one line), or None."""
+    absent = [t for t in tools if which(t.command) is None]
+    if not absent:
+        return None
+    return "missing " + ", ".join(f"{t.command} (apt-get install {t.package})" for t in absent)
+
+
 def tool_version(argv: Sequence[str]) -> str | None:
     """First non-empty output line of a version command, or None if the tool is missing."""
     if which(argv[0]) is None:

@@ -19,14 +19,16 @@ from typing import Any
 from fsbench.plan.model import FsConfig
 from fsbench.store.records import MetricRecord, TrialRecord, now
 from fsbench.system import cache as system
-from fsbench.system import filesystems
+from fsbench.system import filesystems, monitors
 from fsbench.system.errors import FsbenchError, TrialFailed, Unsupported
-from fsbench.system.monitors.sampler import Sampler
+from fsbench.system.monitors.attached import attached
+from fsbench.system.monitors.base import Site
 from fsbench.vm import bootroot, qemu
 from fsbench.vm.bootdisks import BootRoot, ensure_boot_root
 from fsbench.vm.cache import LogFn, quiet
 from fsbench.vm.images import GuestImage, ensure_image
 from fsbench.vm.job import POWEROFF_GRACE, VmSpec, machine, machine_facts
+from fsbench.vm.measured import HostMeasured
 from fsbench.vm.protocol import VmCell
 from fsbench.vm.records import new_record
 from fsbench.vm.rundir import RunDir, run_dir
@@ -123,18 +125,27 @@ def boot_once(img: GuestImage, root: BootRoot, config: FsConfig, spec: VmSpec, a
 
 
 def _boot(guest: qemu.Machine, rd: RunDir, accel: str, device: str | None, out: Boot) -> None:
-    """Boot, the host's disk and CPU sampled from QEMU's start to the marker."""
+    """Boot, the host's disk and CPU sampled from QEMU's start to the marker: the boot
+    chart is the `sampler` monitor, taken from the monitors' registry like a trial's."""
     limit = MARKER_TIMEOUT[accel]
-    with contextlib.ExitStack() as sampling:
-        sampler = sampling.enter_context(Sampler(device)) if device else None
-        watch = BootWatch(rd, limit, on_marker=sampling.close)
-        try:
-            outcome = guest.run(watch, rd.stderr, poll=POLL_SECONDS)
-        finally:
-            with contextlib.suppress(OSError):
-                err = rd.stderr.read_text(errors="replace").strip()
-                if err:
-                    out.facts["qemu_stderr"] = err[-1000:]
+    chart = (
+        attached((monitors.SAMPLER,), Site(device=device, directory=rd.path))
+        if device
+        else contextlib.nullcontext(None)
+    )
+    with chart as sampling:
+        with contextlib.ExitStack() as running:
+            if sampling is not None:
+                running.enter_context(sampling.running())
+            watch = BootWatch(rd, limit, on_marker=running.close)
+            try:
+                outcome = guest.run(watch, rd.stderr, poll=POLL_SECONDS)
+            finally:
+                with contextlib.suppress(OSError):
+                    err = rd.stderr.read_text(errors="replace").strip()
+                    if err:
+                        out.facts["qemu_stderr"] = err[-1000:]
+        sampled = sampling.output([]) if sampling is not None else None
     if watch.marker is None:
         why = watch.reason or f"QEMU exited (code {outcome.returncode}) before the boot marker"
         out.error = rd.with_console(why)
@@ -143,10 +154,11 @@ def _boot(guest: qemu.Machine, rd: RunDir, accel: str, device: str | None, out: 
     out.metrics.append(Metric("seconds", seconds, "s", Better.LOWER))
     if uptime is not None:
         out.metrics.append(Metric("guest_uptime_s", uptime, "s", Better.LOWER))
-    if sampler is not None:
-        out.samples = [s.as_dict() for s in sampler.samples]
-        if sampler.totals and sampler.totals.disk:
-            out.facts["host_read_bytes"] = sampler.totals.disk.read_bytes
+    if sampled is not None:
+        out.samples = sampled.samples
+        read = next((m.value for m in sampled.metrics if m.name == "device_read_bytes"), None)
+        if read is not None:
+            out.facts["host_read_bytes"] = read
     _collect(rd.share, out)
 
 
@@ -268,3 +280,7 @@ def run_boot_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRec
     record.provenance = prov
     record.finished_at = now()
     return [record]
+
+
+# The boot workload is measured here, from the host (vm/measured.py names it).
+MEASURED = HostMeasured("boot", run_boot_cell)

@@ -22,7 +22,7 @@ def host_lacks() -> list[str]:
     kernel_fs = filesystems.kernel_filesystems()
     return [
         name
-        for name, fs in filesystems.CATALOGUE.items()
+        for name, fs in filesystems.catalogue().items()
         if not fs.pseudo
         and fs.kernel_name not in kernel_fs  # else availability() asks modinfo
         and not filesystems.availability(fs, kernel_fs).kernel

@@ -19,15 +19,10 @@ from fsbench.plan.model import Cell, Plan
 from fsbench.store import trialfacts
 from fsbench.store.records import TrialRecord
 from fsbench.store.summaries import vm_notes, vm_summary
-from fsbench.system import knobs, plugins
+from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
+from fsbench.vm import measured as measured_on_host
 from fsbench.vm.target import VmTargetSpec
-
-# The workloads the VM target measures itself (vm_only), each by its host function.
-HOST_MEASURED = {
-    "boot": "fsbench.vm.boot:run_boot_cell",
-    "crash": "fsbench.vm.crash.host:run_crash_cell",
-}
 
 if TYPE_CHECKING:  # QEMU, images: imported when a VM run asks for them
     from fsbench.vm import VmCell, VmSpec
@@ -175,8 +170,8 @@ class VmExecutor(Executor):
         if slot.cell.key in refused:
             return
         on_start(slot)
-        measure = plugins.load(HOST_MEASURED[slot.cell.workload])
-        records = measure(self._vm_cell(slot), self._spec(kernel))
+        measured = measured_on_host.REGISTRY.get(slot.cell.workload)
+        records = measured.measure(self._vm_cell(slot), self._spec(kernel))
         for record in records:  # a guest of its own: nothing ran before it there
             record.position, record.previous_cell = slot.position, ""
         if any(r.status == "unsupported" for r in records):

@@ -59,13 +59,13 @@ def _meminfo_kib(field: str) -> int | None:
 
 def guest_facts() -> dict[str, Any]:
     """What the guest is: its kernel (uname -r), CPUs, memory, the filesystems it can mount."""
-    for fs in filesystems.CATALOGUE.values():
+    for fs in filesystems.catalogue().values():
         if fs.module:  # modules-load.d loaded the VM's ones; the rest on demand
             proc.run(["modprobe", "-q", fs.module], timeout=30)
     kernel_fs = filesystems.kernel_filesystems()
     avail = {
         name: filesystems.availability(fs, kernel_fs).reason
-        for name, fs in filesystems.CATALOGUE.items()
+        for name, fs in filesystems.catalogue().items()
         if not fs.pseudo
     }
     return {
@@ -87,6 +87,7 @@ def run_job(job: VmJob, share: Path) -> None:
     from fsbench.execute.runner import Runner
     from fsbench.execute.schedule import Slot
     from fsbench.execute.targets.blockdev import BlockDevice
+    from fsbench.system import monitors
     from fsbench.workloads.base import Scale
 
     _say("modules imported")
@@ -100,9 +101,12 @@ def run_job(job: VmJob, share: Path) -> None:
         _write(share / STARTED, json.dumps(facts, indent=1, default=str))
         MOUNT_ROOT.mkdir(parents=True, exist_ok=True)
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        steady_rule = str((job.plan or {}).get("steady") or "both")
+        plan = job.plan or {}
+        steady_rule = str(plan.get("steady") or "both")
+        # The plan's monitors, as on the host (a plan that names none runs the default).
+        watch = plan.get("monitors", monitors.DEFAULT)
         runner = Runner(
-            target, MOUNT_ROOT, Scale(job.scale), CACHE_DIR, job.trial_timeout, steady_rule
+            target, MOUNT_ROOT, Scale(job.scale), CACHE_DIR, job.trial_timeout, steady_rule, watch
         )
         slots = [Slot(vc.seq, vc.rep, vc.position, 0, vc.cell()) for vc in job.cells]
         with open(share / RECORDS, "a") as out:

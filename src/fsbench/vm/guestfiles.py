@@ -27,7 +27,7 @@ from fsbench.vm.qemu import (
 
 # Every filesystem the catalogue knows, as a module (ext2's is an alias of ext4's).
 FS_MODULES: tuple[str, ...] = tuple(
-    dict.fromkeys(fs.module for fs in filesystems.CATALOGUE.values() if fs.module)
+    dict.fromkeys(fs.module for fs in filesystems.catalogue().values() if fs.module)
 )
 # Loaded before the guest runs anything: the share's transport and every filesystem (a
 # missing one is reported by the guest's /proc/filesystems, not an error).

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
@@ -24,6 +23,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict
 
 # Re-exported for the modules that take every workload noun from here (plans, runner).
+from fsbench.system.proc import Tool as Tool
+from fsbench.system.proc import missing_tools
 from fsbench.system.units import Bytes as Bytes
 from fsbench.workloads.metric import Better as Better
 from fsbench.workloads.metric import Metric as Metric
@@ -48,12 +49,6 @@ class CacheState(StrEnum):
     WARM = "warm"  # whatever prepare left in the page cache
     COLD = "cold"  # sync + drop_caches before the timed phase
     COLD_REMOUNT = "cold-remount"  # umount + mount + drop_caches: nothing cached at all
-
-
-@dataclass(frozen=True)
-class Tool:
-    command: str
-    package: str  # Debian package that provides it
 
 
 class Params(BaseModel):
@@ -240,12 +235,7 @@ class Workload(ABC, Generic[P]):
     def missing(cls) -> str | None:
         """Why this machine cannot run the workload (one line, with what to install), or
         None. Tools by default; workloads with other needs (the engine) say more."""
-        from fsbench.system import proc  # here: base stays free of process helpers
-
-        absent = [t for t in cls.tools if proc.which(t.command) is None]
-        if not absent:
-            return None
-        return "missing " + ", ".join(f"{t.command} (apt-get install {t.package})" for t in absent)
+        return missing_tools(cls.tools)
 
     @classmethod
     def has_inspect(cls) -> bool:

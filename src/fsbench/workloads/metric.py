@@ -1,29 +1,15 @@
-"""What a workload reports: metrics, each with a name, a value, a unit, which direction
-is better, and the tool's resolution."""
+"""What a workload reports: metrics (system/metric.py: a name, a value, a unit, which
+direction is better, and the tool's resolution), and the helpers workloads share to make
+them."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import StrEnum
 
-
-class Better(StrEnum):
-    HIGHER = "higher"
-    LOWER = "lower"
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    value: float
-    unit: str
-    better: Better
-    # The tool's smallest step for this value: 1 for a count, 0.1 for a figure it prints
-    # with one decimal ("3.9%"). Two results closer than this are the same result. 0: finer
-    # than anything that matters (our own clock, a computed rate).
-    resolution: float = 0.0
+# Re-exported: a workload takes its metric nouns from here.
+from fsbench.system.metric import Better as Better
+from fsbench.system.metric import Metric as Metric
 
 
 def bucket_width(value: float, bits: int, per_unit: float = 1.0) -> float:

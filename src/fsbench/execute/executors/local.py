@@ -34,7 +34,7 @@ from fsbench.plan.model import Cell, Plan
 from fsbench.plan.targets import LoopTargetSpec
 from fsbench.store.summaries import target_summary
 from fsbench.system import cache as system
-from fsbench.system import filesystems, servers
+from fsbench.system import filesystems, monitors, servers
 from fsbench.system.errors import FsbenchError
 
 
@@ -97,6 +97,9 @@ class LocalExecutor(Executor):
                 missing = workloads.get(step).missing()
                 if missing:
                     raise FsbenchError(f"workload {step}: {missing}")
+        missing = monitors.missing(self.plan.monitors)
+        if missing:
+            raise FsbenchError(missing)
         check_params(self.cells)
         if self.spec.device is None:  # a loop image's size is known before it exists
             check_fits(self.cells, self.spec.image_size, system.mem_total())
@@ -122,6 +125,7 @@ class LocalExecutor(Executor):
             cache_root(self.workdir),
             self.plan.timeout,
             self.plan.steady,
+            self.plan.monitors,
         )
         self._slots = SlotRunner(runner)
 

@@ -1,7 +1,7 @@
 """`fsbench features`: what this kernel and these tools actually do, measured on small
 scratch filesystems, instead of a wiki's table.
 
-One probe per module in `probes/` (registry.PROBES gives the rows' order); `runner` runs
+One probe per module in `probes/` (registry.probes() gives the rows' order); `runner` runs
 them on fresh loop images; `fsbench.reports.features_table` draws the table (reports
 present, this package measures).
 """

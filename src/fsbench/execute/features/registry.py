@@ -1,54 +1,47 @@
-"""Every probe, in the order of the table's rows. Adding a probe is adding a module to
-`probes/` and a line here."""
+"""Every probe, in the order of the table's rows: fsbench's own are named in `BUILTIN`
+("module:PROBE", each a `Probe`: the contract is base.py), plugins are entry points of
+`fsbench.probes.v1` (system/plugins.py: one registration style for every kind of plugin),
+their rows after the built-ins'. Adding a probe is adding a module to `probes/` and its
+line here."""
 
 from __future__ import annotations
 
 from fsbench.execute.features.base import Probe
-from fsbench.execute.features.probes import (
-    casefold,
-    checksums,
-    cluster,
-    compression,
-    defrag,
-    fallocate,
-    fiemap_ioctl,
-    inodes,
-    maxfile,
-    names,
-    odirect,
-    overhead,
-    quota,
-    reflink,
-    resize,
-    snapshot,
-    xattr,
-)
+from fsbench.system.plugins import Registry
 
+# The probe contract's version (base.py): a plugin built for another is refused.
+CONTRACT = 1
 # The slow probe first: each filesystem's inode fill starts early and overlaps the rest.
-PROBES: tuple[Probe, ...] = (
-    inodes.PROBE,
-    overhead.PROBE,
-    cluster.PROBE,
-    resize.PROBE,
-    reflink.PROBE,
-    snapshot.PROBE,
-    compression.PROBE,
-    checksums.PROBE,
-    fallocate.PROBE,
-    maxfile.PROBE,
-    names.PROBE,
-    xattr.PROBE,
-    casefold.PROBE,
-    quota.PROBE,
-    odirect.PROBE,
-    fiemap_ioctl.PROBE,
-    defrag.PROBE,
+BUILTIN: tuple[str, ...] = tuple(
+    f"fsbench.execute.features.probes.{module}:PROBE"
+    for module in (
+        "inodes",
+        "overhead",
+        "cluster",
+        "resize",
+        "reflink",
+        "snapshot",
+        "compression",
+        "checksums",
+        "fallocate",
+        "maxfile",
+        "names",
+        "xattr",
+        "casefold",
+        "quota",
+        "odirect",
+        "fiemap_ioctl",
+        "defrag",
+    )
 )
+REGISTRY: Registry[Probe] = Registry("probes", "probe", CONTRACT, BUILTIN)
+
+
+def probes() -> tuple[Probe, ...]:
+    """Every probe known, built-ins first, in the rows' order."""
+    return tuple(REGISTRY.all().values())
 
 
 def by_name(name: str) -> Probe:
-    for p in PROBES:
-        if p.name == name:
-            return p
-    known = ", ".join(p.name for p in PROBES)
-    raise KeyError(f"unknown probe {name!r} (known: {known})")
+    """The probe of this name; a KeyError naming the known ones."""
+    return REGISTRY.get(name)

@@ -138,7 +138,7 @@ def run_features(
 ) -> FeatureTable:
     """Probe every filesystem in `fs_names`; unavailable ones get a column saying why."""
     settings = settings or Settings()
-    probes = list(registry.PROBES if probes is None else probes)
+    probes = list(registry.probes() if probes is None else probes)
     t0 = time.monotonic()
     kernel_fs = filesystems.kernel_filesystems()
     columns: dict[str, Results] = {}

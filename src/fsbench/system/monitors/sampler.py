@@ -1,7 +1,10 @@
-"""A 10 Hz sampler beside the timed phase of every trial: the target device's counters
-(/sys/block/<dev>/stat), CPU user/sys/iowait/idle (/proc/stat), Dirty and Writeback
-(/proc/meminfo). Reading three small proc files ten times a second costs well under 1% of
-a core (bench/monitor_overhead.py measures it)."""
+"""The `sampler` monitor, the default one: 10 Hz beside the timed phase of every trial,
+the target device's counters (/sys/block/<dev>/stat), CPU user/sys/iowait/idle
+(/proc/stat), Dirty and Writeback (/proc/meminfo). Reading three small proc files ten
+times a second costs well under 1% of a core (bench/monitor_overhead.py measures it).
+It yields the trial's timeline and what the device and the CPUs did (device bytes, write
+amplification, utilisation, fsbench's own CPU seconds); the runner's `cpu-bound` check
+reads its totals."""
 
 from __future__ import annotations
 
@@ -9,10 +12,13 @@ import os
 import resource
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from fsbench.system.metric import Better, Metric
 from fsbench.system.monitors import diskstats
+from fsbench.system.monitors.base import Monitor, Output
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -144,3 +150,67 @@ class Sampler:
             )
         )
         self._prev = (now, disk, cpu)
+
+
+class SamplerMonitor(Monitor):
+    """The Sampler as a monitor: started and stopped around the timed phase."""
+
+    name = "sampler"
+    summary = (
+        "10 Hz: device read/write bytes and utilisation, CPU user/sys/iowait, Dirty and "
+        "Writeback; device bytes, write amplification, fsbench's CPU seconds"
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sampler: Sampler | None = None
+
+    def start(self) -> None:
+        assert self.site is not None, "attach first"
+        self.sampler = Sampler(self.site.device).__enter__()
+
+    def stop(self) -> None:
+        if self.sampler is not None and self.sampler.totals is None:
+            self.sampler.__exit__(None, None, None)
+
+    @property
+    def totals(self) -> Totals | None:
+        return self.sampler.totals if self.sampler is not None else None
+
+    def output(self, metrics: Sequence[Metric]) -> Output:
+        samples = [s.as_dict() for s in self.sampler.samples] if self.sampler else []
+        return Output(samples=samples, metrics=totals_metrics(self.totals, metrics))
+
+
+def totals_metrics(totals: Totals | None, metrics: Sequence[Metric]) -> list[Metric]:
+    """What the device and the CPUs did during the timed phase."""
+    if totals is None:
+        return []
+    out = []
+    elapsed = max(totals.seconds, 1e-9)
+    if totals.disk is not None:
+        d = totals.disk
+        out += [
+            Metric("device_write_bytes", d.write_bytes, "B", Better.LOWER),
+            Metric("device_read_bytes", d.read_bytes, "B", Better.LOWER),
+            Metric(
+                "device_util_pct", min(100.0, 100.0 * d.busy_ms / 1000 / elapsed), "%", Better.LOWER
+            ),
+        ]
+        written = next((m.value for m in metrics if m.name == "bytes_written"), None)
+        if written:
+            # Device bytes per byte the workload wrote: journal, metadata, COW, parity.
+            out.append(Metric("write_amplification", d.write_bytes / written, "x", Better.LOWER))
+    # CPU of fsbench and the tools it ran (the kernel's own writeback threads are not in
+    # it); the machine-wide split is in the timeline.
+    out += [
+        Metric("cpu_user_s", totals.own_user, "s", Better.LOWER),
+        Metric("cpu_sys_s", totals.own_system, "s", Better.LOWER),
+    ]
+    return out
+
+
+def totals_of(monitors: Iterable[Monitor]) -> Totals | None:
+    """The sampler's totals among a trial's monitors (None when it did not run): what the
+    runner's CPU-bound check reads."""
+    return next((m.totals for m in monitors if isinstance(m, SamplerMonitor)), None)

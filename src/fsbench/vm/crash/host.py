@@ -34,6 +34,7 @@ from fsbench.vm.crash.patterns import PATTERNS, READY, read_acks
 from fsbench.vm.guestfiles import GUEST_INIT
 from fsbench.vm.images import GuestImage, ensure_image
 from fsbench.vm.job import BOOT_TIMEOUT, POWEROFF_GRACE, VmSpec, machine, machine_facts
+from fsbench.vm.measured import HostMeasured
 from fsbench.vm.protocol import DONE, FAILED, JOB, PYSRC, STARTED, VmCell, VmJob
 from fsbench.vm.records import new_record
 from fsbench.vm.rundir import RunDir, run_dir
@@ -403,3 +404,7 @@ def _json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+# The crash workload is measured here, from the host (vm/measured.py names it).
+MEASURED = HostMeasured("crash", run_crash_cell)

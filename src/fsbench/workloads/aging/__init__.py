@@ -1,9 +1,12 @@
 """Aging: recipes that make a fresh filesystem old before a workload runs on it (a
 dimension of the matrix, like a knob: `--age none,git-pulls:pulls=500,churn`).
 
-An age is written `RECIPE[:NAME=VALUE]...`; `none` is a fresh filesystem. The recipes are
-the classes in `RECIPES` (the contract: base.py). The `aging` workload (workload.py), which
-measures what a recipe did, registers when this package is loaded as a workload module.
+An age is written `RECIPE[:NAME=VALUE]...`; `none` is a fresh filesystem. fsbench's own
+recipes are named in `BUILTIN` ("module:Class", each a `Recipe`: the contract is base.py),
+plugins are entry points of `fsbench.aging_recipes.v1` (system/plugins.py: one
+registration style for every kind of plugin). The age is validated where plans are made
+(`normalize`, from plan/model.py); the `aging` workload (workload.py), which measures what
+a recipe did, is a workload like any (workloads.BUILTIN).
 """
 
 from __future__ import annotations
@@ -12,16 +15,25 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
+from fsbench.system.plugins import Registry
 from fsbench.workloads.aging.base import Aged, Recipe
-from fsbench.workloads.aging.churn import Churn
-from fsbench.workloads.aging.gitpulls import GitPulls
 
 NONE = "none"
 # The age knob's name: a cell's age is stored with its knobs.
 KNOB = "age"
-RECIPES: dict[str, type[Recipe[Any]]] = {r.name: r for r in (GitPulls, Churn)}
+# The recipe contract's version (base.py): a plugin built for another is refused.
+CONTRACT = 1
+BUILTIN: tuple[str, ...] = (
+    "fsbench.workloads.aging.gitpulls:GitPulls",
+    "fsbench.workloads.aging.churn:Churn",
+)
+REGISTRY: Registry[type[Recipe[Any]]] = Registry("aging_recipes", "aging recipe", CONTRACT, BUILTIN)
+
+
+def recipes() -> dict[str, type[Recipe[Any]]]:
+    """Every recipe known, by name, the shipped ones first."""
+    return REGISTRY.all()
 
 
 def parse(text: str) -> tuple[str, dict[str, str]]:
@@ -32,9 +44,10 @@ def parse(text: str) -> tuple[str, dict[str, str]]:
         if pairs:
             raise FsbenchError(f"age {text!r}: none takes no parameters")
         return NONE, {}
-    recipe = RECIPES.get(name)
-    if recipe is None:
-        raise FsbenchError(f"age {name!r}: a recipe ({', '.join(RECIPES)}) or none")
+    try:
+        recipe = REGISTRY.get(name)  # a plugin of another contract: refused in one line
+    except KeyError:
+        raise FsbenchError(f"age {name!r}: a recipe ({', '.join(recipes())}) or none") from None
     params: dict[str, str] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
@@ -60,12 +73,7 @@ def normalize(text: str) -> str:
 def recipe(text: str) -> tuple[Recipe[Any] | None, dict[str, str]]:
     """A new recipe for an age (None for a fresh filesystem) and its given parameters."""
     name, params = parse(text)
-    return (None if name == NONE else RECIPES[name]()), params
+    return (None if name == NONE else REGISTRY.get(name)()), params
 
 
-__all__ = ["KNOB", "NONE", "RECIPES", "Aged", "Recipe", "normalize", "parse", "recipe"]
-
-# Last: the workload module reads the names above from this package.
-from fsbench.workloads.aging import workload as workload  # noqa: E402
-
-knobs.made_elsewhere(KNOB, normalize)
+__all__ = ["KNOB", "NONE", "Aged", "Recipe", "normalize", "parse", "recipe", "recipes"]

@@ -1,6 +1,7 @@
 """fio: the standard I/O workload generator, with built-in profiles or any job file.
 
-Profiles (the `profile` parameter; `profiles.py` holds their fio options):
+Profiles (the `profile` parameter; `profiles.py` registers them, `builtin.py` holds the
+shipped ones' fio options; a plugin adds its own through the same registry):
 
 - `seq-write`: IOzone-style, one file (per thread) written sequentially in 1 MiB blocks
   through the page cache, fsync at the end inside fio's timing (IOzone's `-e`).
@@ -53,17 +54,9 @@ from fsbench.system import servers
 from fsbench.system.errors import TrialFailed
 from fsbench.system.units import parse_size
 from fsbench.workloads.base import CacheState, Flush, Scale, Tool, TrialContext, Workload
-from fsbench.workloads.fio import jobfile, logs, tool
+from fsbench.workloads.fio import jobfile, logs, profiles, tool
 from fsbench.workloads.fio.parse import job_metrics, written_bytes
-from fsbench.workloads.fio.profiles import (
-    BLOCK_SIZE,
-    SEQ_READ,
-    SEQ_WRITE,
-    TIME_BASED,
-    FioParams,
-    layout_phase,
-    run_phases,
-)
+from fsbench.workloads.fio.profiles import SEQ_WRITE, FioParams, layout_phase, run_phases
 from fsbench.workloads.metric import Better, Metric
 
 MIB = 1 << 20
@@ -115,12 +108,13 @@ class Fio(Workload[FioParams]):
         if params.job_file is not None:
             bandwidth = tuple(name for name in reported if name.endswith("_mib_s"))
             return (*bandwidth, *(("seconds",) if "seconds" in reported else ()))
-        one_mib = parse_size(BLOCK_SIZE[params.profile]) == MIB
+        profile = profiles.get(params.profile)
+        one_mib = parse_size(profile.block_size) == MIB
         return tuple(
             name
             for name in super().headline_for(params, reported)
             if not (one_mib and name.endswith("_iops"))
-            and not (params.profile in TIME_BASED and name == "seconds")
+            and not (profile.time_based and name == "seconds")
         )
 
     def for_memory(self, params: FioParams, mem_bytes: int) -> FioParams:
@@ -187,7 +181,9 @@ class Fio(Workload[FioParams]):
     def expected_read_bytes(self, params: FioParams, metrics: Mapping[str, float]) -> float | None:
         # seq-read reads its whole laid-out file cold (the other profiles' reads are
         # O_DIRECT, or follow writes of the same trial).
-        return params.size if params.profile == SEQ_READ else None
+        if params.job_file is None and profiles.get(params.profile).reads_cold:
+            return params.size
+        return None
 
 
 def _record_series(ctx: TrialContext, seconds: logs.PerSecond, prefix: str, total: bool) -> None:

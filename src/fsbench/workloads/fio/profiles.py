@@ -1,62 +1,54 @@
-"""fio's parameters and the built-in profiles: the fio runs (options as data) that each
-profile makes, timed and untimed."""
+"""fio's parameters and its profiles: fsbench's own are records named in `BUILTIN`
+("module:attribute", each a `Profile`: the contract is contract.py, the records
+builtin.py), plugins are entry points of `fsbench.fio_profiles.v1` (system/plugins.py: one
+registration style for every kind of plugin). A profile is looked up by its name, the
+`profile` parameter; a job file (`job=PATH`) is none of them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from fsbench.system.plugins import Registry
 from fsbench.system.units import Bytes
 from fsbench.workloads.base import Params
+from fsbench.workloads.fio import builtin
+from fsbench.workloads.fio.contract import MIB, Phase, Profile, Sizes
 from fsbench.workloads.fio.tool import Where
 
-SEQ_WRITE = "seq-write"
-SEQ_WRITE_DIRECT = "seq-write-direct"
-SEQ_READ = "seq-read"
-RAND_RW = "rand-rw-16k-direct"
-THREADED = "threaded-io"
-PROFILES: tuple[str, ...] = (SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ, RAND_RW, THREADED)
+# The profile contract's version (contract.py): a plugin built for another is refused.
+CONTRACT = 1
+BUILTIN: tuple[str, ...] = tuple(
+    f"fsbench.workloads.fio.builtin:{name}"
+    for name in ("SEQ_WRITE", "SEQ_WRITE_DIRECT", "SEQ_READ", "RAND_RW", "THREADED")
+)
+REGISTRY: Registry[Profile] = Registry("fio_profiles", "fio profile", CONTRACT, BUILTIN)
+# The shipped profiles' names, for defaults and tests (each said once, in its record).
+SEQ_WRITE = builtin.SEQ_WRITE.name
+SEQ_WRITE_DIRECT = builtin.SEQ_WRITE_DIRECT.name
+SEQ_READ = builtin.SEQ_READ.name
+RAND_RW = builtin.RAND_RW.name
+THREADED = builtin.THREADED.name
 JOB_PREFIX = "job="
-# Block size of each profile (job files: their own).
-BLOCK_SIZE = {
-    SEQ_WRITE: "1M",
-    SEQ_WRITE_DIRECT: "1M",
-    SEQ_READ: "1M",
-    RAND_RW: "16k",
-    THREADED: "4k",
-}
-# Profiles whose phases run for `runtime` seconds (all or some of them).
-TIME_BASED = frozenset({RAND_RW, THREADED})
-
-MIB = 1 << 20
 # Each thread of a per-thread-file profile gets at least this much to work on.
 MIN_PER_THREAD = MIB
-# Generous bounds so that a hung fio becomes a failed trial, not a hung run.
-_SLOWEST_BYTES_PER_S = 4 * MIB
-_TIMEOUT_SLACK = 600.0
 
-# Options every built-in profile shares.
-_COMMON: tuple[tuple[str, str], ...] = (
-    ("ioengine", "psync"),
-    # Threads, not processes: a timeout that kills fio leaves no writer behind on the mount.
-    ("thread", "1"),
-    ("group_reporting", "1"),
-    # fio preallocates its files by default (fallocate=native): a write test would then
-    # measure writes into already-allocated space, not the filesystem's allocator. Files
-    # are written as applications write them, allocated block by block.
-    ("fallocate", "none"),
-)
-_FILE_FORMAT = "fsbench-fio.$jobnum"  # one file per thread, same names in every phase
-_SHARED_FILE = "fsbench-fio.shared"
+
+def names() -> tuple[str, ...]:
+    """Every profile's name, the shipped ones first."""
+    return tuple(REGISTRY.all())
+
+
+def get(name: str) -> Profile:
+    return REGISTRY.get(name)
 
 
 class FioParams(Params):
     profile: str = Field(
         default=SEQ_WRITE,
-        description=f"a built-in profile ({', '.join(PROFILES)}) or job=/path/to/file.fio",
+        description=f"a built-in profile ({', '.join(names())}) or job=/path/to/file.fio",
     )
     size: Annotated[
         Bytes,
@@ -89,13 +81,15 @@ class FioParams(Params):
     @field_validator("profile")
     @classmethod
     def _known_profile(cls, value: str) -> str:
-        if value in PROFILES:
-            return value
         if value.startswith(JOB_PREFIX) and value[len(JOB_PREFIX) :].strip():
             return value
-        raise ValueError(
-            f"unknown fio profile {value!r}: one of {', '.join(PROFILES)}, or job=/path/file.fio"
-        )
+        try:
+            REGISTRY.get(value)  # a plugin of another contract: refused in one line
+        except KeyError:
+            raise ValueError(
+                f"unknown fio profile {value!r}: one of {', '.join(names())}, or job=/path/file.fio"
+            ) from None
+        return value
 
     @model_validator(mode="after")
     def _enough_per_thread(self) -> FioParams:
@@ -103,7 +97,7 @@ class FioParams(Params):
             raise ValueError(
                 "scale_to_mem sizes a built-in profile's data set: a job file sizes its own"
             )
-        if self.profile in (SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ, THREADED):
+        if self.job_file is None and get(self.profile).per_thread_files:
             if self.size // self.threads < MIN_PER_THREAD:
                 raise ValueError(
                     f"size {self.size} shared by {self.threads} threads leaves under 1 MiB each"
@@ -118,132 +112,22 @@ class FioParams(Params):
         return type(self).model_validate({**self.model_dump(), "size": size})
 
     @property
+    def sizes(self) -> Sizes:
+        return Sizes(self.size, self.threads, self.runtime)
+
+    @property
     def job_file(self) -> Path | None:
         if self.profile.startswith(JOB_PREFIX):
             return Path(self.profile[len(JOB_PREFIX) :].strip())
         return None
 
 
-@dataclass(frozen=True)
-class Phase:
-    prefix: str  # metric-name prefix: "" for one-phase profiles
-    options: tuple[tuple[str, str], ...]
-    timeout: float
-    drop_caches_before: bool = False
-
-
-def _per_thread(params: FioParams, bs: int) -> int:
-    return (params.size // params.threads) // bs * bs
-
-
-def _placement(where: Where, *, per_thread: int | None) -> list[tuple[str, str]]:
-    """Files per thread (per_thread set) or one file shared by every thread."""
-    if where.device is not None:
-        # O_DIRECT on the bare device: the page cache of a block device is not the
-        # device's speed. Per-thread regions side by side, like per-thread files.
-        opts = [("filename", where.device), ("direct", "1")]
-        if per_thread is not None:
-            opts.append(("offset_increment", str(per_thread)))
-        return opts
-    assert where.directory is not None
-    name = (
-        ("filename_format", _FILE_FORMAT) if per_thread is not None else ("filename", _SHARED_FILE)
-    )
-    return [("directory", str(where.directory)), name]
-
-
-def _o_direct(where: Where) -> list[tuple[str, str]]:
-    """O_DIRECT on a filesystem's file (the device gets it with its name: `_placement`)."""
-    return [] if where.raw else [("direct", "1")]
-
-
-def _sized_timeout(nbytes: int) -> float:
-    return _TIMEOUT_SLACK + nbytes / _SLOWEST_BYTES_PER_S
-
-
 def run_phases(profile: str, params: FioParams, where: Where) -> list[Phase]:
-    """The timed fio runs of a built-in profile, in order."""
-    size, threads, runtime = params.size, params.threads, params.runtime
-    timed = (("time_based", "1"), ("runtime", f"{runtime}s"))
-    if profile in (SEQ_WRITE, SEQ_WRITE_DIRECT, SEQ_READ):
-        per = _per_thread(params, MIB)
-        rw = "read" if profile == SEQ_READ else "write"
-        opts = [
-            ("name", profile),
-            *_COMMON,
-            *_placement(where, per_thread=per),
-            ("rw", rw),
-            ("bs", BLOCK_SIZE[profile]),
-            ("size", str(per)),
-            ("numjobs", str(threads)),
-            # seq-write-direct: the filesystem's allocator and I/O path, no page cache.
-            *(_o_direct(where) if profile == SEQ_WRITE_DIRECT else []),
-        ]
-        if rw == "write":
-            opts.append(("end_fsync", "1"))  # inside fio's runtime: data on disk, as IOzone -e
-        return [Phase("", tuple(opts), _sized_timeout(size))]
-    if profile == RAND_RW:
-        opts = [
-            ("name", profile),
-            *_COMMON,
-            *_placement(where, per_thread=None),
-            ("rw", "randrw"),
-            ("rwmixread", "50"),
-            ("bs", BLOCK_SIZE[profile]),
-            *_o_direct(where),
-            ("size", str(size)),
-            ("numjobs", str(threads)),
-            *timed,
-        ]
-        return [Phase("", tuple(opts), runtime + _TIMEOUT_SLACK)]
-    if profile == THREADED:
-        per = _per_thread(params, 4096)
-        base = [
-            *_COMMON,
-            *_placement(where, per_thread=per),
-            ("bs", BLOCK_SIZE[profile]),
-            ("size", str(per)),
-            ("numjobs", str(threads)),
-        ]
-        seq_t, rand_t = _sized_timeout(size), runtime + _sized_timeout(size)
-        return [
-            Phase(
-                "seq_", (("name", "seq-write"), *base, ("rw", "write"), ("end_fsync", "1")), seq_t
-            ),
-            Phase("seq_", (("name", "seq-read"), *base, ("rw", "read")), seq_t, True),
-            Phase(
-                "rand_", (("name", "rand-read"), *base, ("rw", "randread"), *timed), rand_t, True
-            ),
-            Phase(
-                "rand_",
-                (("name", "rand-write"), *base, ("rw", "randwrite"), *timed, ("end_fsync", "1")),
-                rand_t,
-                True,
-            ),
-        ]
-    raise ValueError(f"not a built-in fio profile: {profile!r}")
+    """The timed fio runs of a profile, in order."""
+    return get(profile).runs(params.sizes, where)
 
 
 def layout_phase(profile: str, params: FioParams, where: Where) -> Phase | None:
-    """The untimed run that writes the data a profile reads (or overwrites): the same
-    files, written sequentially in 1 MiB blocks and fsynced. None if it needs nothing."""
-    if profile == SEQ_READ:
-        per, threads = _per_thread(params, MIB), params.threads
-    elif profile == RAND_RW:
-        per, threads = params.size, 1
-    else:
-        # seq-write(-direct) allocates its file from nothing; threaded-io's first phase writes the
-        # files the later phases use.
-        return None
-    shared = profile == RAND_RW
-    opts = [
-        ("name", "layout"),
-        *_COMMON,
-        *_placement(where, per_thread=None if shared else per),
-        ("rw", "write"),
-        ("bs", "1M"),
-        ("size", str(per)),
-        ("numjobs", str(threads)),
-        ("end_fsync", "1"),
-    ]
-    return Phase("", tuple(opts), _sized_timeout(params.size))
+    """The untimed run that writes the data a profile reads (or overwrites); None if it
+    needs nothing."""
+    return get(profile).layout(params.sizes, where)
