@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 
+from fsbench.analysis.rows import Row
 from fsbench.execute.context import Context
+from fsbench.reports import export, run_report
+from fsbench.reports.source import RunReport
+from fsbench.store.records import RunRecord
 from fsbench.system import filesystems, fsops
 from fsbench.workloads.base import Scale
 
@@ -164,3 +168,16 @@ def not_ok_trials(db: Path | str, run_id: int | None = None) -> str:
         for t in store.run_trials(store.get_run(run_id))
         if t.status != "ok"
     )
+
+
+def report_as(
+    fmt: str,
+    run: RunRecord,
+    rows: Sequence[Row],
+    calibration_run: int | None = None,
+    all_metrics: bool = False,
+) -> str:
+    """What `fsbench report --format FMT` writes of a run and its rows (records in memory,
+    not read from a store)."""
+    report = RunReport(run, [], list(rows), calibration_run=calibration_run)
+    return export.write(run_report.of(report, all_metrics), fmt)

@@ -9,7 +9,6 @@ report`. Its life (the store, interrupts, the end, `fsbench resume`) is the one 
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Annotated
 
@@ -19,7 +18,7 @@ from pydantic import BaseModel
 from fsbench.cli.app import app
 from fsbench.cli.common import DbOption
 from fsbench.execute import session
-from fsbench.reports import formats
+from fsbench.reports.document import Cell, Document, Table, Wants, columns
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import KINDS, RunKind
@@ -80,12 +79,12 @@ def laps(
     typer.echo(f"run {life.run_id}: {count} laps")
 
 
-def report(store: Store, run_id: int, fmt: str, charts: object) -> str | None:
+def report(store: Store, run_id: int, wants: Wants) -> Document:
+    """The run's document, which every format of `fsbench report` writes."""
     facts = LapsFacts.model_validate(store.get_run(run_id).facts)
-    if fmt == formats.JSON:
-        return json.dumps(facts.model_dump()) + "\n"
-    text = f"laps run {run_id}: {len(facts.seconds)} of {facts.laps} laps"
-    return f"<!DOCTYPE html><html><body><p>{text}</p></body></html>\n" if fmt == "html" else text
+    said = f"laps run {run_id}: {len(facts.seconds)} of {facts.laps} laps"
+    laps = Table("laps", columns(["laps"]), ((Cell(said),),))
+    return Document("laps", said, (laps,), facts.model_dump())
 
 
 KINDS.register(LAPS)

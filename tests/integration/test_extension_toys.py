@@ -2,7 +2,8 @@
 toy_target.py), a workload (toy_workload.py) and a report format (toy_format.py), each
 registering itself, with no other file changed. One plan runs through all three, by the
 CLI as a user runs it: the toy workload on ext4 and xfs made on the toy target, stored,
-decided, and reported in the toy format."""
+decided, and reported in the toy format; and the toy format writes every other document
+too: a comparison, a race, a bisection, a history and the features table."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from fsbench.cli import planflags, targetflags
 from fsbench.cli.app import app
 from fsbench.execute.executors import EXECUTORS
 from fsbench.plan import targets
-from fsbench.reports import render, source
+from fsbench.reports import source
+from fsbench.reports.export import EXPORTERS
 from fsbench.store.results import Store
 from fsbench.workloads import all_workloads
 
@@ -59,7 +61,7 @@ def toys() -> Iterator[dict[str, ModuleType]]:
         targets.KINDS.unregister("ram-image")
         EXECUTORS.unregister("ram-image")
         workloads.REGISTRY.unregister("toy-files")
-        render.FORMATS.unregister("tsv")
+        EXPORTERS.unregister("tsv")
         for name in TOYS:
             sys.modules.pop(name, None)
 
@@ -72,7 +74,7 @@ def test_each_extension_is_known_by_registering_itself(toys: dict[str, ModuleTyp
     )
     assert targets.kinds()["ram-image"] is toy_target.RamImageSpec
     assert all_workloads()["toy-files"] is toy_workload.ToyFiles
-    assert render.renderer("tsv") is toy_format.render_tsv and "tsv" in render.report_formats()
+    assert EXPORTERS.get("tsv").serialize is toy_format.serialize
     assert "ram-image-size" in {f.flag for f in targetflags.all_flags()}
     # The toy kind's flag sets its field, like any kind's; another kind's flag is refused.
     built = planflags.build(
@@ -113,14 +115,79 @@ def test_a_plan_runs_through_a_toy_target_workload_and_format(
 
     shown = cli.invoke(app, ["report", "--db", str(db), "--format", "tsv"])
     assert shown.exit_code == 0, shown.output
-    lines = shown.stdout.splitlines()
-    assert lines[0] == "config\tworkload\tmetric\tmean\tn\tverdict"
-    by_config = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
-    assert set(by_config) == {"ext4", "xfs"}
-    assert all(cells[2] == "files_per_s" and cells[4] == "3" for cells in by_config.values())
+    lines = [line.split("\t") for line in shown.stdout.splitlines()]
+    assert lines[0] == ["title", f"fsbench run {run.id}: toys"]
+    at = lines.index(["table", "toy-files"])
+    assert lines[at + 1][0] == "columns" and "files_per_s" in lines[at + 1][2]
+    by_config = {cells[1]: cells[2:] for cells in lines[at + 2 : at + 5] if cells[0] == "row"}
+    assert set(by_config) == {"ext4", "xfs", "verdict"}
+    assert all(cells[0].endswith("(3)") for name, cells in by_config.items() if name != "verdict")
     # The verdict is the run's own, as every shipped format states it.
     report = source.load(store, run.id)
     decision = next(
         d for key, d in report.decisions.items() if key[1] == "toy-files" and "files_per_s" in key
     )
-    assert {cells[5] for cells in by_config.values()} == {decision.short}
+    assert decision.short in by_config["verdict"]
+
+
+def _rows(lines: list[list[str]], table: str) -> list[list[str]]:
+    """The rows of one table of a document in the toy format."""
+    at = lines.index(["table", table]) + 2
+    end = next((i for i in range(at, len(lines)) if lines[i][0] != "row"), len(lines))
+    return lines[at:end]
+
+
+def _tsv(cli: CliRunner, *args: str) -> list[list[str]]:
+    shown = cli.invoke(app, [*args, "--format", "tsv"])
+    assert shown.exit_code == 0, (args, shown.output)
+    return [line.split("\t") for line in shown.stdout.splitlines()]
+
+
+def test_the_toy_format_writes_every_document(toys: dict[str, ModuleType], tmp_path: Path) -> None:
+    """A run's report, a comparison, a race, a bisection, a history and the features table,
+    each through its command in the toy format: one file that knows only the blocks."""
+    plan = tmp_path / "toys.toml"
+    plan.write_text(PLAN)
+    db = str(tmp_path / "toys.db")
+    cli = CliRunner()
+    ran = cli.invoke(app, ["run", str(plan), "--db", db, "--no-report"])
+    assert ran.exit_code == 0, ran.output
+    raced = cli.invoke(app, ["tune", str(plan), "--max-rounds", "3", "--db", db, "--no-report"])
+    assert raced.exit_code == 0, raced.output
+    store = Store(db)
+    grid, race = (r.id for r in store.list_runs())
+    bisection = store.create_run(
+        name="bisect", fsbench_version="0", argv=[], plan={}, overrides={}, schedule=[],
+        host={}, target={"accel": "tcg"}, kind="bisect", facts=BISECT_FACTS,
+    )  # fmt: skip
+
+    report = _tsv(cli, "report", str(grid), "--db", db)
+    assert ["title", f"fsbench run {grid}: toys"] in report and ["table", "toy-files"] in report
+    compared = _tsv(cli, "compare", str(grid), str(grid), "--db", db)
+    assert compared[0] == ["title", f"fsbench compare: run {grid} (A) vs run {grid} (B)"]
+    assert {c[1] for c in _rows(compared, "toy-files")} == {"ext4", "xfs"}  # each cell judged
+    raced_doc = _tsv(cli, "report", str(race), "--db", db)
+    assert raced_doc[0] == ["title", f"fsbench tune: run {race}, toy-files (finished)"]
+    assert ["fact", "", "space: 2 configs (ext4 1, xfs 1)"] in raced_doc
+    bisected = _tsv(cli, "report", str(bisection), "--db", db)
+    assert ["verdict", "first bad commit: dddddddddddd ext4: slower (2024-01-06)"] in bisected
+    assert ["table", "Commits measured"] in bisected
+    history = _tsv(cli, "history", "--db", db)
+    assert history[0] == ["title", "fsbench history"]
+    points = [c for c in history if c[0] == "row"]
+    assert {c[1] for c in points} == {str(grid)}  # the grid run is a point; a race is not
+    features = _tsv(
+        cli, "features", "--fs", "ext4", "--probe", "names", "--workdir", str(tmp_path / "f")
+    )
+    assert features[0][0] == "table" and features[0][1].startswith("Filesystem features")
+    assert ["row", "longest file name", "255 bytes"] in features
+
+
+BISECT_FACTS = {
+    "linux": "/src/linux", "good": "a" * 40, "bad": "b" * 40, "metric": "files_per_s",
+    "max_reps": 4, "unit": "files/s",
+    "first_bad": {"commit": "d" * 40, "subject": "ext4: slower", "date": "2024-01-06"},
+    "steps": [{"commit": "d" * 40, "role": "step", "verdict": "bad", "gate": None,
+               "build_seconds": 9.0, "measure_seconds": 31.0, "seqs": []}],
+    "log": "git bisect start\n", "seconds": 600.0,
+}  # fmt: skip

@@ -12,7 +12,8 @@ import pytest
 
 from fsbench.cli import report as cli_report
 from fsbench.reports import bisect as report
-from fsbench.reports import formats
+from fsbench.reports import export, formats
+from fsbench.reports.charts.points import points_chart
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
@@ -95,7 +96,7 @@ def test_report_text() -> None:
             "error": "fsync.c:140: error: x",
         },
     ]
-    text = report.text(report.as_json(_bisect_run(steps), []))
+    text = export.write(report.document(_bisect_run(steps), []), formats.TABLE)
     assert "first bad commit: dddddddddddd ext4: slower (2024-01-06)" in text
     assert "skip" in text and "fsync.c:140: error" in text
     assert "git bisect start" in text and "total 600 s" in text
@@ -165,7 +166,7 @@ def test_fsbench_report_writes_a_stored_bisection_in_every_format(tmp_path: Path
     assert "| commit | role |" in (tmp_path / "report.md").read_text()
 
 
-def test_chart_draws_the_commits_in_history_order() -> None:
+def test_chart_draws_the_commits_in_history_order(tmp_path: Path) -> None:
     data = {
         "metric": "seconds",
         "unit": "s",
@@ -177,7 +178,15 @@ def test_chart_draws_the_commits_in_history_order() -> None:
              "verdict": "bad"},
         ],
     }  # fmt: skip
-    svg = report.chart_svg(data)
+    chart = report.chart(data)
+    assert [p.label for p in chart.points] == ["c" * 7]  # the step, at its place in history
+    assert [p.x for p in chart.points] == [1] and [b.label for b in chart.bands] == [
+        "good (95% CI)",
+        "bad (95% CI)",
+    ]
+    drawn = points_chart(chart, tmp_path).path("svg")
+    assert drawn is not None
+    svg = drawn.read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
 
 

@@ -1,4 +1,5 @@
-"""Renderers of the feature table: markdown, HTML fragment and page, JSON, terminal."""
+"""The feature table's document in markdown, HTML (a fragment and a page), JSON, CSV and
+the terminal."""
 
 from __future__ import annotations
 
@@ -6,15 +7,14 @@ import json
 
 import pytest
 
-from fsbench.reports.features_table import (
-    FEATURES_CSS,
-    features_table_html,
-    html_page,
-    markdown,
-    render,
-    text_table,
-)
+from fsbench.reports import export
+from fsbench.reports.features_table import FEATURES_CSS, document, features_table_html, html_page
 from fsbench.store.features import FeatureRow, FeatureTable, Result
+from fsbench.system.errors import FsbenchError
+
+
+def markdown(table: FeatureTable, evidence: bool = False) -> str:
+    return export.write(document(table, evidence), "md")
 
 
 def sample() -> FeatureTable:
@@ -93,7 +93,7 @@ def test_html_page_is_standalone() -> None:
 
 
 def test_json_structure_is_stable() -> None:
-    data = json.loads(render(sample(), "json"))
+    data = json.loads(export.write(document(sample()), "json"))
     assert set(data) == {"filesystems", "features", "kernel", "seconds"}
     assert data["filesystems"] == ["ext4", "xfs", "btrfs", "jfs"]
     first = data["features"][0]
@@ -107,7 +107,7 @@ def test_json_structure_is_stable() -> None:
 
 
 def test_text_table_has_marks_legend_and_unavailable_reason() -> None:
-    text = text_table(sample())
+    text = export.write(document(sample()), "table")
     assert "reflink copy" in text and "✓ 1 shared extent(s)" in text
     assert "255 bytes" in text
     assert "differs from the majority" in text
@@ -115,9 +115,13 @@ def test_text_table_has_marks_legend_and_unavailable_reason() -> None:
     assert "\x1b[" not in text  # no terminal escapes in a file
 
 
-def test_unknown_format() -> None:
-    with pytest.raises(ValueError, match="unknown format"):
-        render(sample(), "csv")
+def test_csv_has_a_record_per_cell_and_an_unknown_format_is_refused() -> None:
+    lines = export.write(document(sample()), "csv").splitlines()
+    assert lines[0] == "feature,question,filesystem,supported,value,unit,note"
+    assert len(lines) == 1 + 2 * 4
+    assert "longest file name,How long can a name be?,xfs,yes,255,bytes," in lines
+    with pytest.raises(FsbenchError, match="unknown format 'pdf'"):
+        export.write(document(sample()), "pdf")
 
 
 def test_only_keeps_the_run_s_filesystems() -> None:

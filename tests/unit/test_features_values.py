@@ -10,9 +10,9 @@ import pytest
 
 from fsbench.execute.features import base, registry, runner
 from fsbench.execute.features.probes import checksums, fallocate, inodes
-from fsbench.execute.features.values import human_size, value_text
+from fsbench.execute.features.values import value_text
 from fsbench.store.features import Result
-from fsbench.system import proc
+from fsbench.system import numbers, proc
 from fsbench.system.filesystems import get
 
 
@@ -30,8 +30,8 @@ from fsbench.system.filesystems import get
         (56923104, "54.3 MiB"),
     ],
 )
-def test_human_size(n: int, text: str) -> None:
-    assert human_size(n) == text
+def test_exact_size(n: int, text: str) -> None:
+    assert numbers.exact_size(n) == text
 
 
 def test_value_text() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from fsbench.reports import formats, render, source
+from fsbench.reports import export, formats, run_report, source
 from fsbench.store.results import Store
 from fsbench.store.schema import SCHEMA_VERSION
 
@@ -30,7 +30,7 @@ ADDED_ROW_FIELDS = {"n_max": None}
 
 def _report(store: Store, run_id: int) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(
-        render.renderer(formats.JSON)(source.load(store, run_id), False)
+        export.write(run_report.of(source.load(store, run_id)), formats.JSON)
     )
     return found
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from fsbench.reports import formats, hosts, render, source
+from fsbench.reports import export, formats, hosts, run_report, source
 from fsbench.reports.compare.sections import _where
 from fsbench.reports.html.markup import facts
 from fsbench.reports.html.provenance import host_items
@@ -135,7 +135,7 @@ def test_the_store_refuses_bad_facts_and_reads_an_older_fsbench_forward(tmp_path
     assert run.host.flagged == {"memory_bytes": "'memory_bytes' = 'lots' is not int"}
     # Reports go on: the JSON report keeps the record as stored, the header says what it
     # could not read, the HTML lists it with the reason.
-    report = json.loads(render.renderer(formats.JSON)(source.load(store, run_id), False))
+    report = json.loads(export.write(run_report.of(source.load(store, run_id)), formats.JSON))
     assert report["host"] == old
     assert machine_line(run) == (
         "host: Linux 6.1, None x None, ? RAM; stored facts unreadable here: "

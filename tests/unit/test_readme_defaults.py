@@ -26,13 +26,14 @@ from fsbench.plan import model as planning
 from fsbench.plan import targets
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.plan.targets import LoopTargetSpec
-from fsbench.reports import render, source
+from fsbench.reports import source
 from fsbench.store import dburl
 from fsbench.store.results import Store
 from fsbench.store.summaries import target_summary
 from fsbench.system import filesystems, fsops
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran, steady
+from tests.helpers import report_as
 from tests.unit.test_docs_links import argvs, command_lines, documents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -334,7 +335,7 @@ def test_every_documented_key_is_in_every_json_row(tmp_path: Path) -> None:
             executor=FakeExecutor(plan, cells, place),
         )
         loaded = source.load(store, outcome.run_id)
-        doc = json.loads(render.render_json(loaded.run, loaded.rows))
+        doc = json.loads(report_as("json", loaded.run, loaded.rows))
     finally:
         store.close()
     assert doc["run"] == outcome.run_id and doc["rows"]

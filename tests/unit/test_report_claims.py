@@ -9,10 +9,11 @@ from pathlib import Path
 from fsbench.execute import loop as matrix
 from fsbench.plan import model as planning
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
-from fsbench.reports import render, source
+from fsbench.reports import source
 from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran
+from tests.helpers import report_as
 
 
 def test_header_power_note_and_outliers_in_the_table(tmp_path: Path) -> None:
@@ -44,7 +45,7 @@ def test_header_power_note_and_outliers_in_the_table(tmp_path: Path) -> None:
         executor=FakeExecutor(plan, cells, measure),
     )
     loaded = source.load(store, outcome.run_id)
-    text = render.render_text(loaded.run, loaded.rows)
+    text = report_as("table", loaded.run, loaded.rows)
     assert "6 reps + 1 warm-up round (not counted), order shuffled and balanced (seed 1234)" in text
     assert "power: with n=6 per config these rows detect differences of about" in text
     xfs = next(r for r in loaded.rows if r.config == "xfs" and r.metric == "seconds")

@@ -15,6 +15,7 @@ from fsbench.analysis.rows import Row
 from fsbench.analysis.stats import summarize
 from fsbench.cli.app import app
 from fsbench.reports import compare as cmp
+from fsbench.reports import export
 from fsbench.store.records import MetricRecord, RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.system.hostkeys import Host
@@ -196,7 +197,7 @@ def _doc() -> dict[str, Any]:
     rows_a = [make_row("ext4", A_FAST), make_row("btrfs", A_FAST)]
     rows_b = [make_row("ext4", B_SLOWER), make_row("ext2", [], status="failed")]
     result = cmp.compare_runs(a, rows_a, b, rows_b)
-    return json.loads(cmp.render_compare_json(a, b, result))
+    return json.loads(export.write(cmp.document(a, b, result), "json"))
 
 
 def test_json_document_is_stable() -> None:
@@ -245,7 +246,7 @@ def test_json_has_no_nan() -> None:
     a = [make_row("ext4", [0.0, 0.0, 0.0])]
     b = [make_row("ext4", [1.0, 1.0, 1.0])]
     result = cmp.compare_rows(a, b)
-    text = cmp.render_compare_json(run_record(1, "x"), run_record(2, "x"), result)
+    text = export.write(cmp.document(run_record(1, "x"), run_record(2, "x"), result), "json")
     assert "NaN" not in text and "Infinity" not in text
     assert result.cells[0].ratio is None
 
@@ -258,11 +259,12 @@ def test_text_and_markdown() -> None:
         b,
         [make_row("ext4", B_SLOWER)],
     )
-    text = cmp.render_compare_text(a, b, result)
+    document = cmp.document(a, b, result)
+    text = export.write(document, "table", export.Options(width=200))
     assert "slower by 25%" in text and "geometric mean" in text
     assert "only in A" in text and "btrfs · alloc · method=write-4k size=64M · seconds" in text
     assert "differs: host.kernel: 6.1 → 6.18" in text
-    md = cmp.render_compare_markdown(a, b, result)
+    md = export.write(document, "md")
     assert "**slower by 25%**" in md and "| config | metric | A | B | B/A |" in md
 
 
@@ -394,21 +396,23 @@ def test_any_dimension_splits_rows_alike() -> None:
 
 
 def test_formats_are_named_once(tmp_path: Path) -> None:
-    """Every command refuses an unknown format in the same words, from one list."""
+    """Every command refuses an unknown format in the same words, from one list: the
+    exporters registered, each of which writes every command's document."""
     from fsbench.reports import formats
 
     db = str(tmp_path / "r.db")
     Store(db).close()
     runner = CliRunner()
-    for argv, known in (
-        (["compare", "1", "2", "-f", "csv"], formats.COMPARE),
-        (["report", "1", "-f", "xml"], formats.REPORT),
+    for argv in (
+        ["compare", "1", "2", "-f", "xml"],
+        ["report", "1", "-f", "xml"],
+        ["history", "-f", "xml"],
     ):
         res = runner.invoke(app, [*argv, "--db", db])
         assert res.exit_code != 0
         said = res.output + str(res.exception)
-        assert f"(known: {', '.join(known)})" in said, said
-    assert formats.listed(formats.COMPARE) == "table, md or json"
+        assert f"(known: {', '.join(formats.REPORT)})" in said, said
+    assert formats.listed(formats.REPORT) == "table, md, csv, json or html"
 
 
 def test_cli_compare_by_a_sysctl_knob_within_one_run(tmp_path: Path) -> None:

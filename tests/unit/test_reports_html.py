@@ -353,7 +353,7 @@ def test_the_summary_evidence_never_contradicts_its_answer(store: tuple[Store, i
     or equivalent answer prints no p, and the JSON report says the same kinds."""
     import re
 
-    from fsbench.reports.render import render_json
+    from tests.helpers import report_as
 
     text = _page(store)
     summary = text[
@@ -371,6 +371,6 @@ def test_the_summary_evidence_never_contradicts_its_answer(store: tuple[Store, i
         if kind.group(1) != "order":
             assert "p =" not in evidence and "p &lt;" not in evidence, row
     loaded = source.load(store[0], store[1])
-    doc = json.loads(render_json(loaded.run, loaded.rows))
+    doc = json.loads(report_as("json", loaded.run, loaded.rows))
     headline = [c["verdict"]["kind"] for c in doc["comparisons"] if c["headline"]]
     assert sorted(kinds) == sorted(headline)

@@ -10,10 +10,10 @@ from fsbench.analysis.design import Design
 from fsbench.analysis.rows import Row
 from fsbench.analysis.stats import summarize
 from fsbench.analysis.verdicts import decide_rows
-from fsbench.reports import render
 from fsbench.reports.tables import Table, build_tables
 from fsbench.store.records import RunRecord
 from fsbench.system.hostkeys import Host
+from tests.helpers import report_as
 
 
 def make_row(
@@ -214,19 +214,19 @@ def test_metric_columns_are_ranked_each() -> None:
 def test_single_config_has_no_verdict_row() -> None:
     (table,) = build_tables([make_row("ext4", FAST)])
     assert table.verdicts == [] and table.legend == ""
-    md = render.render_markdown(RUN, [make_row("ext4", FAST)])
+    md = report_as("md", RUN, [make_row("ext4", FAST)])
     assert "verdict" not in md
 
 
 def test_markdown_bold_best_and_verdict_row() -> None:
-    md = render.render_markdown(RUN, _sweep_rows())
+    md = report_as("md", RUN, _sweep_rows())
     assert "| ext4 | **1.002 ± 0.027 (4)** | 1.002 ± 0.027 (4) |" in md
     assert "| _verdict_ | _ext4 < xfs (1.3×)_ | _undecided: n≈" in md
     assert "| xfs | 1.300 ± 0.013 (4) |" in md  # the loser is not bold
 
 
 def test_terminal_table_has_a_verdict_row() -> None:
-    text = render.render_text(RUN, _sweep_rows())
+    text = report_as("table", RUN, _sweep_rows())
     assert "verdict" in text and "ext4 < xfs (1.3×)" in text and "undecided" in text
 
 
@@ -238,7 +238,7 @@ def test_every_format_states_the_same_verdicts() -> None:
     import json
 
     rows = _sweep_rows()
-    doc = json.loads(render.render_json(RUN, rows))
+    doc = json.loads(report_as("json", RUN, rows))
     found = {c["dims"]["method"]: c["verdict"] for c in doc["comparisons"]}
     assert found["fallocate"]["kind"] == "order"
     assert found["fallocate"]["ranking"] == "ext4 < xfs (1.3×)"
@@ -247,12 +247,12 @@ def test_every_format_states_the_same_verdicts() -> None:
     assert pair["p"] < 0.001 and pair["ci"] is not None
     assert found["write-4k"]["kind"] == "undecided"
     assert found["write-4k"]["pairs"][0]["needed"] > 4
-    table = list(csv.DictReader(io.StringIO(render.render_csv(RUN, rows))))
+    table = list(csv.DictReader(io.StringIO(report_as("csv", RUN, rows))))
     by_method = {json.loads(r["params"])["method"]: r for r in table}
     assert by_method["fallocate"]["verdict"] == "order"
     assert by_method["fallocate"]["ranking"] == found["fallocate"]["ranking"]
     assert by_method["write-4k"]["verdict"] == "undecided"
-    md = render.render_markdown(RUN, rows)
+    md = report_as("md", RUN, rows)
     assert found["fallocate"]["ranking"] in md
 
 

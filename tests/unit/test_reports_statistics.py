@@ -19,12 +19,13 @@ from fsbench.analysis.rows import Row
 from fsbench.execute import loop as matrix
 from fsbench.plan import model as planning
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
-from fsbench.reports import html, render, source
-from fsbench.reports.tables import fmt_share
+from fsbench.reports import html, source
 from fsbench.store.results import Store
 from fsbench.store.runkinds import CALIBRATION
+from fsbench.system import numbers
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Measure, Ran
+from tests.helpers import report_as
 
 
 def _plan(reps: int = 6, seed: int = 1234) -> Plan:
@@ -102,7 +103,7 @@ def test_html_shows_n_outliers_warmups_and_what_the_noise_detects(tmp_path: Path
     assert f"{xfs.warmup_values[0]:.4g}" in row
     assert "warm-up (not counted)" in page
     # What n and the noise let this row see, and what 5% would take.
-    assert f"±{fmt_share(xfs.min_detectable)}" in row and "could detect" in page
+    assert f"±{numbers.share(xfs.min_detectable)}" in row and "could detect" in page
     assert "beyond reach" in row
     # Every flag with its meaning from the registry.
     assert ">outliers</span>" in row and escape(validity.meaning("outliers")) in row
@@ -110,7 +111,8 @@ def test_html_shows_n_outliers_warmups_and_what_the_noise_detects(tmp_path: Path
     ext4_row = _reps_row(page, "ext4")
     assert "<mark" not in ext4_row
     assert (
-        f"±{fmt_share(ext4.min_detectable)}" in ext4_row and f"n={ext4.reps_for_5pct}" in ext4_row
+        f"±{numbers.share(ext4.min_detectable)}" in ext4_row
+        and f"n={ext4.reps_for_5pct}" in ext4_row
     )
     # The raw values mark the warm-up trials.
     assert '<tr class="warmup">' in page
@@ -120,7 +122,7 @@ def test_csv_columns_and_the_new_statistics(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
     rid = _run(store, _plan(), _with_outlier)
     loaded = source.load(store, rid)
-    text = render.render_csv(loaded.run, loaded.rows)
+    text = report_as("csv", loaded.run, loaded.rows)
     header = text.splitlines()[0].split(",")
     assert header == [
         "run",
@@ -188,9 +190,9 @@ def test_calibration_page_and_the_warning_on_later_runs(tmp_path: Path) -> None:
     assert escape(validity.meaning("below-calibration")) in warning
     assert page.index('id="calibration-warning"') < page.index("<nav")
     assert ">below-calibration</span>" in page  # on the rows, with its meaning
-    text = render.render_text(loaded.run, loaded.rows, calibration_run=cal)
+    text = report_as("table", loaded.run, loaded.rows, calibration_run=cal)
     assert f"calibration: run {cal} of this host and kernel; in 1 comparison" in text
-    md = render.render_markdown(loaded.run, loaded.rows, calibration_run=cal)
+    md = report_as("md", loaded.run, loaded.rows, calibration_run=cal)
     assert f"- calibration: run {cal}" in md
 
     # 3x apart: clearly resolvable -> no warning, a quiet line naming the calibration.

@@ -12,9 +12,11 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 
 from fsbench.analysis.rows import build_rows
-from fsbench.reports import render
+from fsbench.reports import export
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.store.results import Store
+from fsbench.system import numbers
+from tests.helpers import report_as
 
 
 def _trial(
@@ -156,9 +158,7 @@ def test_rows_summarise_per_cell(store: Store, run_id: int) -> None:
 
 
 def test_json_document_is_the_documented_interface(store: Store, run_id: int) -> None:
-    doc = json.loads(
-        render.render_json(store.get_run(run_id), build_rows(store.get_trials(run_id)))
-    )
+    doc = json.loads(report_as("json", store.get_run(run_id), build_rows(store.get_trials(run_id))))
     assert doc["run"] == run_id
     row = doc["rows"][0]
     for key in (
@@ -182,7 +182,7 @@ def test_json_document_is_the_documented_interface(store: Store, run_id: int) ->
 
 
 def test_markdown_table(store: Store, run_id: int) -> None:
-    md = render.render_markdown(store.get_run(run_id), build_rows(store.get_trials(run_id)))
+    md = report_as("md", store.get_run(run_id), build_rows(store.get_trials(run_id)))
     assert "### alloc: seconds, lower is better" in md
     assert "| config \\ method | fallocate | write-4k |" in md
     assert "| xfs | 0.0220 ± 0.0050 (3) | 2.20 ± 0.50 (3) |" in md
@@ -196,7 +196,7 @@ def test_csv(store: Store, run_id: int) -> None:
     rows = list(
         csv.DictReader(
             io.StringIO(
-                render.render_csv(store.get_run(run_id), build_rows(store.get_trials(run_id)))
+                report_as("csv", store.get_run(run_id), build_rows(store.get_trials(run_id)))
             )
         )
     )
@@ -212,8 +212,8 @@ def test_csv(store: Store, run_id: int) -> None:
 
 
 def test_terminal_table(store: Store, run_id: int) -> None:
-    text = render.render_text(
-        store.get_run(run_id), build_rows(store.get_trials(run_id)), all_metrics=True
+    text = report_as(
+        "table", store.get_run(run_id), build_rows(store.get_trials(run_id)), all_metrics=True
     )
     assert "alloc: seconds" in text and "alloc: fragments (count, lower is better)" in text
     assert "unsupported" in text and "2.20 ± 0.50 (3)" in text
@@ -231,9 +231,7 @@ def test_terminal_table(store: Store, run_id: int) -> None:
     ],
 )
 def test_mean_rounded_to_its_uncertainty(mean: float, half: float | None, text: str) -> None:
-    from fsbench.reports.tables import fmt_mean_ci
-
-    assert fmt_mean_ci(mean, half) == text
+    assert numbers.mean_ci(mean, half) == text
 
 
 def _open_store(path: str) -> str:
@@ -254,7 +252,7 @@ def test_many_processes_open_a_new_store_at_once(new_db: Callable[[], str]) -> N
         store.close()
 
 
-def test_every_report_format_has_its_renderer() -> None:
+def test_every_report_format_has_its_exporter() -> None:
     from fsbench.reports import formats
 
-    assert set(render.FORMATS.all()) | {formats.HTML} == set(formats.REPORT)
+    assert set(export.EXPORTERS.all()) == set(formats.REPORT)

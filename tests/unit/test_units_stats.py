@@ -5,7 +5,8 @@ import math
 import pytest
 
 from fsbench.analysis.stats import summarize, t_quantile
-from fsbench.system.units import format_size, human_bytes, parse_size
+from fsbench.system import numbers
+from fsbench.system.units import format_size, parse_size
 
 
 @pytest.mark.parametrize(
@@ -34,7 +35,7 @@ def test_format_size() -> None:
     assert format_size(64 << 20) == "64M"
     assert format_size(4 << 30) == "4G"
     assert format_size(1536) == "1536"
-    assert human_bytes(3 << 29) == "1.5 GiB"
+    assert numbers.size(3 << 29) == "1.5 GiB"
 
 
 def test_t_quantiles_match_tables() -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fsbench.analysis import stats
-from fsbench.analysis.pvalues import fmt_p
 from fsbench.analysis.rows import Row
+from fsbench.system import numbers
 
 CRASH = "crash"  # the workload whose trials cut the power
 
@@ -31,7 +31,7 @@ def crash_text(
     base_n, base_damaged = _total(base, "crashes"), _total(base, "damaged_crashes")
     if base and (damaged or base_damaged):
         p = stats.fisher_exact(damaged, n, base_damaged, base_n)
-        against = f"; {base_damaged}/{base_n} on {base_config}, Fisher {fmt_p(p)}"
+        against = f"; {base_damaged}/{base_n} on {base_config}, Fisher {numbers.p(p)}"
     parts = [
         f"{count} {what}"
         for what, metric in (

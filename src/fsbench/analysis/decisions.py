@@ -48,8 +48,8 @@ from fsbench.analysis.pairs import (
     gate_p,
     scale_of,
 )
-from fsbench.analysis.pvalues import fmt_p
 from fsbench.analysis.stats import step_down
+from fsbench.system import numbers
 
 __all__ = ["EQUIVALENT", "ORDER", "UNDECIDED", "Decision", "Pair", "Side", "at_level", "decide"]
 
@@ -376,7 +376,7 @@ def evidence(
 
 
 def _p_text(p: float | None) -> str:
-    return "p n/a" if p is None else fmt_p(p)
+    return "p n/a" if p is None else numbers.p(p)
 
 
 def at_level(decision: Decision, level: float, shown: float | None = None) -> Decision:

@@ -3,7 +3,8 @@ at every step (vm/bisect.py). See docs/bisect.md."""
 
 from __future__ import annotations
 
-import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +16,8 @@ from fsbench.cli.common import DbOption, JsonOption
 from fsbench.execute import session
 from fsbench.plan.model import MIN_AUTO_REPS
 from fsbench.reports import bisect as report
+from fsbench.reports import export, formats
+from fsbench.reports.document import Chart
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 from fsbench.vm.bisect import Bisection
@@ -139,14 +142,21 @@ def drive(job: Bisection, store: Store, json_out: bool = False, chart: Path | No
     6 when no first bad commit was named. `fsbench history --bisect` hands over here."""
     life = session.run(job)
     run = store.get_run(life.run_id)
-    data = report.as_json(run, store.get_trials(life.run_id))
+    document = report.document(run, store.get_trials(life.run_id))
     if chart is not None:
-        chart.write_text(report.chart_svg(data))
-    if json_out:
-        print(json.dumps(data, indent=1, default=str))
-    else:
-        print(report.text(data), end="")
+        _write_chart(report.chart(document.data), chart)
+    print(export.write(document, formats.JSON if json_out else formats.TABLE), end="")
     raise typer.Exit(Bisection.exit_code(store, run))
+
+
+def _write_chart(block: Chart, path: Path) -> None:
+    """The metric over the commits tested, as SVG at `path`."""
+    from fsbench.reports.charts.points import points_chart  # matplotlib: only when drawing
+
+    with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
+        drawn = points_chart(block, Path(tmp)).path("svg")
+        assert drawn is not None
+        shutil.copyfile(drawn, path)
 
 
 def register(app: typer.Typer) -> None:

@@ -39,10 +39,10 @@ NoReportOption = Annotated[
 ]
 OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to a file.")]
 ReportFormatOption = Annotated[
-    str, typer.Option("--format", "-f", help=f"{formats.listed(formats.REPORT)}.")
-]
-CompareFormatOption = Annotated[
-    str, typer.Option("--format", "-f", help=f"{formats.listed(formats.COMPARE)}.")
+    str,
+    typer.Option(
+        "--format", "-f", help=f"{formats.listed(formats.REPORT)}, or a format a plugin adds."
+    ),
 ]
 AllMetricsOption = Annotated[
     bool, typer.Option("--all-metrics", help="Every metric, not only the headline ones.")

@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import io
-import json
-import sys
 from dataclasses import replace
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table as RichTable
 
 from fsbench.analysis.rows import Row
 from fsbench.cli.common import (
     AllMetricsOption,
-    CompareFormatOption,
     DbOption,
     JsonOption,
     OutputOption,
+    ReportFormatOption,
 )
+from fsbench.cli.report import PIPED_WIDTH, write
 from fsbench.reports import compare as cmp
-from fsbench.reports import formats, hosts, source
+from fsbench.reports import export, formats, hosts, source
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import kind_of
@@ -46,7 +41,7 @@ def compare(
             "the hosts).",
         ),
     ] = None,
-    fmt: CompareFormatOption = formats.TABLE,
+    fmt: ReportFormatOption = formats.TABLE,
     output: OutputOption = None,
     all_metrics: AllMetricsOption = False,
     json_out: JsonOption = False,
@@ -54,7 +49,7 @@ def compare(
 ) -> None:
     """B against A for every cell both runs have: means, ratio B/A with its 95% CI, and a
     verdict only where Welch's t-test says so (p < 0.05, Holm-corrected)."""
-    fmt = formats.check(formats.JSON if json_out else fmt, formats.COMPARE)
+    exporter = export.exporter(formats.JSON if json_out else fmt)
     store = Store(db)
     machines: list[hosts.HostFacts] = []  # the hosts compared, for --by host/group
     if by is not None:
@@ -72,29 +67,8 @@ def compare(
     else:
         (a, rows_a), (b, rows_b) = _rows(store, run_a), _rows(store, run_b)
         result = cmp.compare_runs(a, rows_a, b, rows_b, all_metrics)
-    if fmt == formats.TABLE and output is None:
-        console = Console() if sys.stdout.isatty() else Console(width=200)
-        cmp.print_comparison(console, a, b, result)
-        if machines:
-            console.print()
-            console.print(_differences_table(machines))
-        return
-    text = {
-        formats.TABLE: cmp.render_compare_text,
-        formats.MARKDOWN: cmp.render_compare_markdown,
-        formats.JSON: cmp.render_compare_json,
-    }[fmt](a, b, result)
-    if machines and fmt == formats.JSON:
-        text = json.dumps({**json.loads(text), **hosts.document(machines)}, indent=2) + "\n"
-    elif machines:
-        console = Console(record=True, width=200, file=io.StringIO(), color_system=None)
-        console.print(_differences_table(machines))
-        text += "\n" + console.export_text()
-    if output is None:
-        typer.echo(text, nl=False)
-    else:
-        output.write_text(text)
-        Console(stderr=True).print(f"wrote {output}", style="dim")
+    document = cmp.document(a, b, result, machines)
+    write(document, exporter, output, file_width=PIPED_WIDTH)
 
 
 def _machines(
@@ -105,25 +79,6 @@ def _machines(
     if by == "host":
         return [h for h in found if h.name in levels]
     return [h for h in found if set(h.groups) & set(levels)]
-
-
-def _differences_table(machines: list[hosts.HostFacts]) -> RichTable:
-    table = RichTable(
-        title="what differs between these hosts",
-        box=box.SIMPLE_HEAD,
-        title_justify="left",
-    )
-    table.add_column("fact")
-    for h in machines:
-        table.add_column(f"{h.name} ({', '.join(h.groups)})" if h.groups else h.name)
-    differing = hosts.differences(machines)
-    for fact, values in differing:
-        table.add_row(fact, *(values[h.name] for h in machines))
-    if not differing:
-        table.add_row(
-            "(nothing: same kernel, CPU, memory, device and tools)", *("" for _ in machines)
-        )
-    return table
 
 
 def _rows(store: Store, run_id: int) -> tuple[RunRecord, list[Row]]:

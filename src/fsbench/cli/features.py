@@ -3,9 +3,7 @@ kernel and these tools actually do."""
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
@@ -14,12 +12,18 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from fsbench.cli.common import DEFAULT_WORKDIR_PATH, JsonOption, WorkdirOption
+from fsbench.cli.common import (
+    DEFAULT_WORKDIR_PATH,
+    JsonOption,
+    ReportFormatOption,
+    WorkdirOption,
+)
+from fsbench.cli.report import write
 from fsbench.execute.features import registry
 from fsbench.execute.features.base import Settings
 from fsbench.execute.features.runner import run_features
 from fsbench.execute.targets import stale
-from fsbench.reports import features_table as render
+from fsbench.reports import export, features_table, formats
 from fsbench.store.features import save_features
 from fsbench.system import filesystems
 from fsbench.system.errors import FsbenchError
@@ -51,10 +55,7 @@ def features(
             show_default=False,
         ),
     ] = [],  # noqa: B006
-    fmt: Annotated[
-        str,
-        typer.Option("--format", "-f", help="table | md | json | html."),
-    ] = "table",
+    fmt: ReportFormatOption = formats.TABLE,
     json_out: JsonOption = False,
     output: Annotated[
         Path | None,
@@ -70,7 +71,7 @@ def features(
     ] = [],  # noqa: B006
     evidence: Annotated[
         bool,
-        typer.Option("--evidence", help="table/md: print each cell's note and evidence too."),
+        typer.Option("--evidence", help="Print each cell's evidence too (the page has it)."),
     ] = False,
     inode_fs_size: Annotated[
         str, typer.Option("--inode-fs-size", help="Size of the filesystem the inode probe fills.")
@@ -83,9 +84,7 @@ def features(
     ] = Settings.workers,
 ) -> None:
     """Probe each filesystem on small scratch images: what this kernel and these tools do."""
-    fmt = "json" if json_out else fmt
-    if fmt not in render.FORMATS:
-        raise FsbenchError(f"unknown --format {fmt!r} (known: {', '.join(render.FORMATS)})")
+    exporter = export.exporter(formats.JSON if json_out else fmt)
     names = _split(fs) or default_filesystems()
     for name in names:
         try:
@@ -132,15 +131,7 @@ def features(
     saved = save_features(table) if len(probes) == len(registry.probes()) else None
     if saved is not None:
         err.print(f"features: kept in {saved} for the HTML reports", markup=False, highlight=False)
-    if output is not None:
-        output.write_text(render.render(table, fmt, evidence), encoding="utf-8")
-        err.print(f"features: {output}", markup=False, highlight=False)
-    elif fmt == "table":
-        # Piped: as wide as the table needs (rich would squeeze it into 80 columns).
-        width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS") or 200)
-        render.print_table(table, Console(width=width), evidence)
-    else:
-        typer.echo(render.render(table, fmt, evidence), nl=False)
+    write(features_table.document(table, evidence), exporter, output)
 
 
 # Where `fsbench --help` lists it (app.py registers every command module by its rank).

@@ -3,8 +3,6 @@ Read only: it makes no run. See docs/history.md."""
 
 from __future__ import annotations
 
-import io
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -16,9 +14,10 @@ from rich.console import Console
 from fsbench.analysis import history
 from fsbench.cli import planflags as pf
 from fsbench.cli.common import AllMetricsOption, DbOption, OutputOption, ReportFormatOption
+from fsbench.cli.report import PIPED_WIDTH, write
 from fsbench.execute.git import Git
 from fsbench.plan import model as planning
-from fsbench.reports import formats
+from fsbench.reports import export, formats
 from fsbench.reports import history as show
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
@@ -99,7 +98,7 @@ def history_command(
     """The run means of every series (host, config, workload, metric) over the stored runs,
     and the change points in them, each with the runs on either side, the means before and
     after, their ratio and p, and what else changed there (fsbench, tools, options, host)."""
-    formats.check(fmt, formats.REPORT)
+    exporter = export.exporter(fmt)
     if by not in history.BY:
         raise FsbenchError(f"--by {by!r}: expected one of {', '.join(history.BY)}")
     if fail_on is not None and fail_on not in FAIL_ON:
@@ -119,7 +118,7 @@ def history_command(
         assert linux is not None
         _bisect(store, series, bisect_n, linux, max_reps)
         return
-    _emit(series, by, notes, fmt, output)
+    write(show.document(series, by, notes), exporter, output, file_width=PIPED_WIDTH)
     if fail_on is not None:
         newer = store.get_run(since).created_at if since is not None else None
         alarms = history.regressions(series, newer)
@@ -127,7 +126,7 @@ def history_command(
         for alarm in alarms:
             err.print(
                 f"fsbench: regression: {alarm.series.title}: "
-                f"{show.fmt_ratio(alarm.change)} from {show.run_label(alarm.change.after_run)}"
+                f"{show.ratio_text(alarm.change)} from {show.run_label(alarm.change.after_run)}"
                 + (f" ({show.HARNESS_NOTE})" if alarm.change.harness else ""),
                 markup=False,
                 soft_wrap=True,
@@ -181,34 +180,6 @@ def _runs(
 def _commit_rank(linux: Path) -> dict[str, int]:
     listed = Git(linux.resolve()).run("rev-list", "--topo-order", "--reverse", "--all").stdout
     return {commit: i for i, commit in enumerate(listed.split())}
-
-
-def _emit(
-    series: list[history.Series], by: str, notes: list[str], fmt: str, output: Path | None
-) -> None:
-    if fmt == formats.TABLE and output is None:
-        console = Console() if sys.stdout.isatty() else Console(width=200)
-        show.print_table(console, series, notes)
-        return
-    if fmt == formats.HTML:
-        from fsbench.reports.html.history_page import page  # matplotlib: only when drawing
-
-        text = page(series, by, notes)
-    elif fmt == formats.JSON:
-        text = show.json_text(series, by, notes)
-    elif fmt == formats.CSV:
-        text = show.csv_text(series)
-    elif fmt == formats.MARKDOWN:
-        text = show.markdown(series, notes)
-    else:
-        buf = io.StringIO()
-        show.print_table(Console(file=buf, width=200), series, notes)
-        text = buf.getvalue()
-    if output is None:
-        typer.echo(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
-        Console(stderr=True).print(f"wrote {output}", style="dim", highlight=False)
 
 
 def _bisect(

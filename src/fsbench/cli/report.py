@@ -1,4 +1,5 @@
-"""`fsbench report [RUN]`: a stored run as a table, markdown, CSV, JSON or an HTML page."""
+"""`fsbench report [RUN]`: a stored run's document (its kind's: a grid's tables, a race, a
+bisection) in any format: a table, markdown, CSV, JSON, an HTML page, or a plugin's."""
 
 from __future__ import annotations
 
@@ -10,11 +11,16 @@ import typer
 from rich.console import Console
 
 from fsbench.cli.common import AllMetricsOption, DbOption, OutputOption, ReportFormatOption
-from fsbench.reports import formats, render, source
+from fsbench.reports import export, formats, run_report
+from fsbench.reports.document import Document, Wants
 from fsbench.store.results import Store
 from fsbench.store.runkinds import kind_of
 from fsbench.system.errors import FsbenchError
 from fsbench.system.plugins import load
+
+# The terminal's width when stdout is no terminal (piped: a table is not wrapped at 80
+# columns), and in a file written with -o.
+PIPED_WIDTH, FILE_WIDTH = 200, 160
 
 
 def report(
@@ -36,30 +42,37 @@ def report(
     """Print a stored run like a mailing-list post: configs x metrics, mean ± 95% CI (n),
     the best config marked where the difference is significant. `--format html -o FILE`
     writes one self-contained page with every chart."""
-    formats.check(fmt, render.report_formats())
-    if charts is not None and fmt != formats.HTML:
-        raise FsbenchError("--charts goes with --format html")
+    exporter = export.exporter(fmt)
+    if charts is not None and not exporter.draws:
+        raise FsbenchError(f"--charts goes with a format that draws them ({formats.HTML})")
     store = Store(db)
     rid = run_id if run_id is not None else store.latest_run_id()
     if rid is None:
         raise FsbenchError(f"no runs in {store.url}: start one with `fsbench run`")
-    kind = kind_of(store.get_run(rid))
-    if kind.report:
-        written = load(kind.report)(store, rid, fmt, charts)
-        if written is not None:
-            _write(written, output)
-            return
-    if fmt == formats.HTML:
-        # Imported here: matplotlib costs most of a second at every start of fsbench.
-        from fsbench.reports import html
-
-        page = html.html_report(store, rid, charts)
-        _write(page, output)
-        return
-    emit(store, rid, fmt, output, all_metrics)
+    document = run_document(store, rid, Wants(all_metrics, exporter.draws))
+    write(document, exporter, output, charts, FILE_WIDTH)
 
 
-def _write(text: str, output: Path | None) -> None:
+def run_document(store: Store, run_id: int, wants: Wants) -> Document:
+    """The run's document, as its kind builds it (a grid's or a calibration's: its report)."""
+    kind = kind_of(store.get_run(run_id))
+    build = load(kind.report) if kind.report else run_report.build
+    document: Document = build(store, run_id, wants)
+    return document
+
+
+def write(
+    document: Document,
+    exporter: export.Exporter,
+    output: Path | None,
+    charts: Path | None = None,
+    file_width: int = FILE_WIDTH,
+) -> None:
+    """The document to stdout (a terminal's width and colours, or a pipe's), or into a
+    file (`output`), in the exporter's format."""
+    tty = output is None and sys.stdout.isatty()
+    width = Console().width if tty else PIPED_WIDTH if output is None else file_width
+    text = exporter.serialize(document, export.Options(width, tty, charts))
     if output is None:
         typer.echo(text, nl=False)
     else:
@@ -68,14 +81,10 @@ def _write(text: str, output: Path | None) -> None:
 
 
 def emit(store: Store, run_id: int, fmt: str, output: Path | None, all_metrics: bool) -> None:
-    loaded = source.load(store, run_id)
-    run, rows, cal = loaded.run, loaded.rows, loaded.calibration_run
-    if fmt == formats.TABLE and output is None:
-        # Piped or redirected: do not wrap the table at 80 columns.
-        console = Console() if sys.stdout.isatty() else Console(width=200)
-        render.print_tables(console, run, rows, all_metrics, cal)
-        return
-    _write(render.renderer(fmt)(loaded, all_metrics), output)
+    """A run's document in a format (what `fsbench run` prints at its end)."""
+    exporter = export.exporter(fmt)
+    document = run_document(store, run_id, Wants(all_metrics, exporter.draws))
+    write(document, exporter, output)
 
 
 # Where `fsbench --help` lists it (app.py registers every command module by its rank).

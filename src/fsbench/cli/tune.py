@@ -28,6 +28,7 @@ from fsbench.plan import model as planning
 from fsbench.plan import presets
 from fsbench.plan.model import Plan
 from fsbench.plan.space import describe, expand_space
+from fsbench.reports import export, formats
 from fsbench.reports import tune as tune_report
 from fsbench.store import runkinds
 from fsbench.store.results import Store
@@ -201,25 +202,28 @@ def _races_line(shape: RaceSpace, narrows: list[dict[str, list[str]]], budget: f
 
 
 def _show(store: Store, run_ids: list[int], json_out: bool, no_report: bool, err: Console) -> None:
-    """Each race's report (a JSON array when there are several), and its pages."""
-    docs = [tune_report.document(store, run_id) for run_id in run_ids]
+    """Each race's document (a JSON array when there are several), and its pages."""
+    races = [tune_report.document(store, run_id) for run_id in run_ids]
+    docs = [tune_report.race_document(race) for race in races]
     if json_out:
-        if len(docs) == 1:
-            typer.echo(tune_report.as_json(docs[0]), nl=False)
+        texts = [export.write(doc, formats.JSON) for doc in docs]
+        if len(texts) == 1:
+            typer.echo(texts[0], nl=False)
         else:
-            typer.echo("[\n" + ",\n".join(tune_report.as_json(d).rstrip() for d in docs) + "\n]")
+            typer.echo("[\n" + ",\n".join(text.rstrip() for text in texts) + "\n]")
     else:
-        console = Console() if sys.stdout.isatty() else Console(width=160)
+        tty = sys.stdout.isatty()
+        options = export.Options(Console().width if tty else 160, tty)
         for doc in docs:
-            tune_report.print_report(console, doc)
+            typer.echo(export.write(doc, formats.TABLE, options), nl=False)
     if no_report:
         return
     # Imported here: matplotlib costs most of a second at every start of fsbench.
     from fsbench.reports.html.race import write_race_page
 
-    for doc in docs:
-        write_report(store, doc.run_id)
-        page = write_race_page(doc, report_dir(store, doc.run_id))
+    for race in races:
+        write_report(store, race.run_id)
+        page = write_race_page(race, report_dir(store, race.run_id))
         err.print(f"race: {page}", highlight=False, markup=False)
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 
 from fsbench.analysis.validity import COLD_READ_FRACTION
+from fsbench.system import numbers
 from fsbench.system.monitors.sampler import Totals
-from fsbench.system.units import human_bytes
 
 # Below this a timed phase is dominated by timer resolution and noise (DESIGN: traps).
 MIN_TIMED_SECONDS = 2.0
@@ -63,6 +63,6 @@ def cold_read_shortfall(expected: float | None, device_read: float | None) -> st
     if not expected or device_read is None or device_read >= COLD_READ_FRACTION * expected:
         return None
     return (
-        f"the device read {human_bytes(device_read)} of the {human_bytes(expected)} a cold "
+        f"the device read {numbers.size(device_read)} of the {numbers.size(expected)} a cold "
         "read had to fetch: part of it came from a cache"
     )

@@ -14,8 +14,7 @@ from fsbench.execute.targets import stale
 from fsbench.plan import targets
 from fsbench.plan.targets import DEFAULT_IMAGE_SIZE, TargetStatus
 from fsbench.store.results import Store
-from fsbench.system import filesystems, knobs, memcap, proc
-from fsbench.system.units import human_bytes
+from fsbench.system import filesystems, knobs, memcap, numbers, proc
 from fsbench.workloads import aging
 
 
@@ -92,8 +91,8 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
         Check(
             name="image space",
             ok=usage.free >= DEFAULT_IMAGE_SIZE,
-            detail=f"{human_bytes(usage.free)} free at {where} (default image "
-            f"{human_bytes(DEFAULT_IMAGE_SIZE)}, sparse; workloads write into it)",
+            detail=f"{numbers.size(usage.free)} free at {where} (default image "
+            f"{numbers.size(DEFAULT_IMAGE_SIZE)}, sparse; workloads write into it)",
         )
     )
     checks.append(_knob_check(workdir, released))

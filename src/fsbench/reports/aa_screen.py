@@ -11,6 +11,7 @@ from rich.table import Table
 
 from fsbench.analysis.aa_check import DIFFERENCES, Noise
 from fsbench.store.records import RunRecord
+from fsbench.system import numbers
 
 
 def resolves(item: Noise, difference: float, n: int) -> str:
@@ -81,7 +82,7 @@ def print_screen(console: Console, run: RunRecord, noise: Sequence[Noise]) -> No
         ("A vs B", "right"),
         ("order", "left"),
         ("resolves at n", "right"),
-        *((f"{d:.0%}?", "right") for d in DIFFERENCES),
+        *((f"{numbers.percent(d)}?", "right") for d in DIFFERENCES),
     ]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     false_winners = []
@@ -91,7 +92,7 @@ def print_screen(console: Console, run: RunRecord, noise: Sequence[Noise]) -> No
         if any(j.workload == i.workload and j.params != i.params for j in noise)
     }
     for item in noise:
-        gap = f"{item.mean_gap:.1%}"
+        gap = numbers.percent(item.mean_gap, 1)
         if item.false_winner:
             gap = f"[red]{gap} winner![/]"
             false_winners.append(item)
@@ -99,10 +100,10 @@ def print_screen(console: Console, run: RunRecord, noise: Sequence[Noise]) -> No
         table.add_row(
             _workload(item) if item.workload in swept else item.workload,
             item.metric,
-            f"{item.cv:.1%}",
+            numbers.percent(item.cv, 1),
             gap,
             "[yellow]effect[/]" if item.order_effect else "none",
-            "-" if resolvable is None else f"±{resolvable:.0%} (n={item.n})",
+            "-" if resolvable is None else f"±{numbers.percent(resolvable)} (n={item.n})",
             *(_yes(resolves(item, d, item.n)) for d in DIFFERENCES),
         )
     console.print(table)
@@ -116,11 +117,12 @@ def print_screen(console: Console, run: RunRecord, noise: Sequence[Noise]) -> No
         markup=False,
     )
     for item in false_winners:
+        p = "p n/a" if item.p_family is None else numbers.p(item.p_family)
         console.print(
             f"warning: identical configs got a winner for {_workload(item)} {item.metric}: "
-            f"{item.false_winner} (Holm over this calibration's {len(noise)} metrics: p = "
-            f"{item.p_family:.2g}). Expect this in 1 calibration in 20 by chance; more often "
-            "means this machine's state moves results (see the order column).",
+            f"{item.false_winner} (Holm over this calibration's {len(noise)} metrics: "
+            f"{p}). Expect this in 1 calibration in 20 by chance; "
+            "more often means this machine's state moves results (see the order column).",
             style="red",
             highlight=False,
             markup=False,

@@ -1,123 +1,101 @@
-"""The feature table for people: terminal (rich), markdown, HTML (a fragment for the run
-report, or a page of its own), and JSON. Pure functions of a FeatureTable."""
+"""The document of `fsbench features`: the table of what this kernel and these tools do,
+a cell per filesystem and feature (the differing ones marked), the filesystems it could not
+probe, each feature's question with the notes of its cells (and, asked for, their
+evidence); its JSON (the FeatureTable itself) and one CSV record per cell. The table as an
+HTML fragment is the run page's too (html/features.py)."""
 
 from __future__ import annotations
 
-import io
+from dataclasses import dataclass
 from html import escape
 from importlib import resources
-
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from pathlib import Path
 
 from fsbench.execute.features.tables import LEGEND, MARKS, cell_text, differs, unavailable
-from fsbench.reports import formats
+from fsbench.reports import document as d
 from fsbench.store.features import FeatureRow, FeatureTable, Result
+from fsbench.system import numbers
 
-FORMATS = formats.FEATURES
+# How a cell stands out, by what the probe found (a differing cell is marked instead).
+TONES: dict[str, d.Tone] = {
+    "yes": "good",
+    "no": "bad",
+    "n/a": "muted",
+    "unsupported": "muted",
+    "error": "warn",
+}
+QUESTIONS = "Questions and notes"
+CSV_COLUMNS = ("feature", "question", "filesystem", "supported", "value", "unit", "note")
 
-_STYLE = {"yes": "green", "no": "red", "n/a": "dim", "unsupported": "dim", "error": "yellow"}
-DIFF_STYLE = "bold on grey27"
+
+@dataclass(frozen=True, kw_only=True)
+class FeaturesDocument(d.Document):
+    table: FeatureTable
 
 
 def _header(table: FeatureTable) -> str:
-    took = f" in {table.seconds:.0f} s" if table.seconds is not None else ""
+    took = f" in {numbers.seconds(table.seconds)}" if table.seconds is not None else ""
     return f"Filesystem features measured on Linux {table.kernel}{took}"
 
 
-# --- terminal -----------------------------------------------------------------------------
+def _table(table: FeatureTable) -> d.Table:
+    rows = []
+    for row in table.features:
+        odd = differs(row, table.filesystems)
+        results = [(fs, row.results[fs]) for fs in table.filesystems]
+        cells = [
+            d.Cell(cell_text(row, r), "marked" if fs in odd else TONES[r.supported])
+            for fs, r in results
+        ]
+        rows.append((d.Cell(row.name), *cells))
+    names = d.columns(["feature", *table.filesystems])
+    return d.Table(_header(table), names, tuple(rows), legend=LEGEND)
 
 
-def _rich_cell(row: FeatureRow, r: Result, diff: bool) -> Text:
-    text = cell_text(row, r)
-    out = Text()
-    mark = MARKS[r.supported]
-    if text.startswith(mark):
-        out.append(mark, style=_STYLE[r.supported])
-        out.append(text[len(mark) :])
-    else:
-        out.append(text)
-    if r.supported in ("unsupported", "n/a"):
-        out.stylize("dim")
-    if diff:
-        out.stylize(DIFF_STYLE)
+def _notes(row: FeatureRow, filesystems: list[str]) -> d.Verdict:
+    """The feature's question, and the notes of its cells."""
+    shown = [(fs, row.results[fs]) for fs in filesystems]
+    notes = (f"{fs}: {r.note}" for fs, r in shown if r.note and r.supported != "unsupported")
+    return d.Verdict(f"{row.name}: {row.question}", tuple(notes))
+
+
+def blocks(table: FeatureTable, evidence: bool = False) -> list[d.Block]:
+    out: list[d.Block] = [_table(table)]
+    gone = unavailable(table)
+    if gone:
+        out.append(d.facts([f"{fs}: unavailable: {reason}" for fs, reason in gone.items()]))
+    out.append(
+        d.Verdicts(tuple(_notes(row, table.filesystems) for row in table.features), QUESTIONS)
+    )
+    if evidence:
+        for row in table.features:
+            for fs in table.filesystems:
+                r = row.results[fs]
+                if r.evidence and r.supported != "unsupported":
+                    out.append(d.Preformatted(f"{row.name} on {fs}", "\n".join(r.evidence)))
     return out
 
 
-def rich_table(table: FeatureTable) -> Table:
-    t = Table(box=box.SIMPLE_HEAD, title=_header(table), title_justify="left")
-    t.add_column("feature", no_wrap=True)
-    for fs in table.filesystems:
-        t.add_column(fs, overflow="fold")
-    for row in table.features:
-        odd = differs(row, table.filesystems)
-        cells = [_rich_cell(row, row.results[fs], fs in odd) for fs in table.filesystems]
-        t.add_row(row.name, *cells)
-    return t
+def records(table: FeatureTable) -> d.Records:
+    """One record per feature and filesystem."""
+    rows = tuple(
+        (row.name, row.question, fs, r.supported, r.value, r.unit, r.note)
+        for row in table.features
+        for fs, r in ((fs, row.results[fs]) for fs in table.filesystems)
+    )
+    return d.Records(CSV_COLUMNS, rows)
 
 
-def print_table(table: FeatureTable, console: Console, evidence: bool = False) -> None:
-    console.print(rich_table(table))
-    console.print(LEGEND, style="dim", markup=False, highlight=False)
-    for fs, reason in unavailable(table).items():
-        console.print(f"{fs}: unavailable: {reason}", style="dim", markup=False)
-    if evidence:
-        for row in table.features:
-            console.print(f"\n{row.name}: {row.question}", style="bold", markup=False)
-            for fs in table.filesystems:
-                r = row.results[fs]
-                if r.supported == "unsupported":
-                    continue
-                console.print(f"  {fs}: {cell_text(row, r)}  {r.note}", markup=False)
-                for e in r.evidence:
-                    console.print("    " + e.replace("\n", "\n    "), style="dim", markup=False)
-
-
-def text_table(table: FeatureTable, evidence: bool = False, width: int = 160) -> str:
-    """The terminal table as plain text (for -o FILE)."""
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system=None, force_terminal=False)
-    print_table(table, console, evidence)
-    return buf.getvalue()
-
-
-# --- markdown -----------------------------------------------------------------------------
-
-
-def _md(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def markdown(table: FeatureTable, evidence: bool = False) -> str:
-    lines = [f"### {_header(table)}", ""]
-    lines.append("| feature | " + " | ".join(_md(fs) for fs in table.filesystems) + " |")
-    lines.append("|---|" + "---|" * len(table.filesystems))
-    for row in table.features:
-        odd = differs(row, table.filesystems)
-        cells = []
-        for fs in table.filesystems:
-            text = _md(cell_text(row, row.results[fs]))
-            cells.append(f"**{text}**" if fs in odd else text)
-        lines.append(f"| {_md(row.name)} | " + " | ".join(cells) + " |")
-    lines += ["", LEGEND.replace("highlighted", "**bold**"), ""]
-    for fs, reason in unavailable(table).items():
-        lines.append(f"- {_md(fs)}: unavailable: {_md(reason)}")
-    lines += ["", "#### Questions and notes", ""]
-    for row in table.features:
-        lines.append(f"- **{_md(row.name)}**: {_md(row.question)}")
-        for fs in table.filesystems:
-            r = row.results[fs]
-            if r.note and r.supported != "unsupported":
-                lines.append(f"  - {_md(fs)}: {_md(r.note)}")
-            if evidence and r.evidence and r.supported != "unsupported":
-                lines.append("")
-                lines.append("    ```")
-                for e in r.evidence:
-                    lines += ["    " + ln for ln in e.splitlines()]
-                lines.append("    ```")
-    return "\n".join(lines) + "\n"
+def document(table: FeatureTable, evidence: bool = False) -> FeaturesDocument:
+    """The table's document; every cell's evidence too when asked."""
+    return FeaturesDocument(
+        kind="features",
+        title=_header(table),
+        blocks=tuple(blocks(table, evidence)),
+        payload=table.model_dump(mode="json"),
+        records=records(table),
+        table=table,
+    )
 
 
 # --- html ---------------------------------------------------------------------------------
@@ -189,20 +167,6 @@ def html_page(table: FeatureTable) -> str:
     )
 
 
-# --- json ---------------------------------------------------------------------------------
-
-
-def json_text(table: FeatureTable) -> str:
-    return table.model_dump_json(indent=2) + "\n"
-
-
-def render(table: FeatureTable, fmt: str, evidence: bool = False) -> str:
-    if fmt == "json":
-        return json_text(table)
-    if fmt == "md":
-        return markdown(table, evidence)
-    if fmt == "html":
-        return html_page(table)
-    if fmt == "table":
-        return text_table(table, evidence)
-    raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+def features_page(document: FeaturesDocument, chart_dir: Path | None = None) -> str:
+    """The features document as its page (the HTML exporter's way to write one)."""
+    return html_page(document.table)

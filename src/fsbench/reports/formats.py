@@ -1,5 +1,6 @@
-"""Output formats, named once: each command that writes results takes a subset of these,
-and the escaping each text format needs."""
+"""Output formats, named once: the formats fsbench ships (each an exporter,
+reports/export/<name>.py; a plugin may add more), the images charts are written as, and how
+a command names and checks them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,7 @@ from fsbench.system.errors import FsbenchError
 
 TABLE, MARKDOWN, CSV, JSON, HTML = "table", "md", "csv", "json", "html"
 
-REPORT = (TABLE, MARKDOWN, CSV, JSON, HTML)  # fsbench report
-COMPARE = (TABLE, MARKDOWN, JSON)  # fsbench compare
-FEATURES = (TABLE, MARKDOWN, JSON, HTML)  # fsbench features
+REPORT = (TABLE, MARKDOWN, CSV, JSON, HTML)  # every document is written in each
 IMAGES = ("png", "svg")  # charts
 
 
@@ -25,13 +24,3 @@ def check(fmt: str, known: Sequence[str]) -> str:
     if fmt not in known:
         raise FsbenchError(f"unknown format {fmt!r} (known: {', '.join(known)})")
     return fmt
-
-
-def md_escape(text: str) -> str:
-    """Text in a markdown table cell: pipes escaped, on one line."""
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def rich_escape(text: str) -> str:
-    """Text in a rich table: a '[' never opens markup."""
-    return text.replace("[", "\\[")

@@ -1,23 +1,22 @@
-"""`fsbench history` in every format: the series of run means and their change points.
+"""The document of `fsbench history`: per series its points (run, date, kernel, commit, n,
+mean, 95% CI, the change that starts there) and its change points, each with the runs on
+either side, the means before and after, their ratio and p, and what else changed there;
+its JSON (the series, each change numbered) and one CSV record per point.
 
-Pure functions of the series analysis/history.py builds. Change points are numbered once,
-in the order the series are listed (`#1`, `#2`...): the number `--bisect N` takes.
+Change points are numbered once, in the order the series are listed (`#1`, `#2`...): the
+number `--bisect N` takes.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
-from fsbench.analysis.history import ChangePoint, Series, document
-from fsbench.reports.formats import md_escape, rich_escape
-from fsbench.reports.tables import fmt_number
+from fsbench.analysis.history import ChangePoint, Series
+from fsbench.analysis.history import document as history_document
+from fsbench.reports import document as d
+from fsbench.system import numbers
 
 HARNESS_NOTE = "possibly the harness: fsbench, Python, QEMU or a tool changed at the same run"
 
@@ -31,17 +30,9 @@ def numbered(series: Sequence[Series]) -> list[tuple[int, Series, ChangePoint]]:
     return out
 
 
-def fmt_ci(ci: Sequence[float] | None) -> str:
-    return "" if not ci else f"{fmt_number(ci[0])}-{fmt_number(ci[1])}"
-
-
-def fmt_ratio(c: ChangePoint) -> str:
-    ci = f" ({c.ratio_ci95[0]:.3f}-{c.ratio_ci95[1]:.3f})" if c.ratio_ci95 else ""
-    return f"{c.ratio:.3f}x{ci}"
-
-
-def fmt_p(p: float) -> str:
-    return f"{p:.2g}" if p >= 0.001 else "<0.001"
+def ratio_text(c: ChangePoint) -> str:
+    """The change's ratio after/before, with its 95% CI."""
+    return numbers.ratio(c.ratio, c.ratio_ci95, 0.95 if c.ratio_ci95 else None)
 
 
 def run_label(named: dict[str, Any]) -> str:
@@ -69,100 +60,115 @@ def change_lines(n: int, s: Series, c: ChangePoint) -> list[str]:
     """One change point in words (the table's and markdown's)."""
     unit = f" {s.unit}" if s.unit else ""
     return [
-        f"#{n} {c.direction} at point {c.index + 1}: {fmt_number(c.before_mean)} -> "
-        f"{fmt_number(c.after_mean)}{unit} ({c.before_runs} runs before, {c.after_runs} after), "
-        f"ratio {fmt_ratio(c)}, p = {fmt_p(c.p)} ({c.method})",
+        f"#{n} {c.direction} at point {c.index + 1}: {numbers.number(c.before_mean)} -> "
+        f"{numbers.number(c.after_mean)}{unit} "
+        f"({c.before_runs} runs before, {c.after_runs} after), "
+        f"ratio {ratio_text(c)}, {numbers.p(c.p)} ({c.method})",
         f"   between {run_label(c.before_run)}",
         f"       and {run_label(c.after_run)}",
         f"   also changed: {coincident_text(c)}",
     ]
 
 
-def print_table(console: Console, series: Sequence[Series], notes: Sequence[str] = ()) -> None:
-    numbers = {id(c): n for n, _, c in numbered(series)}
-    if not series:
-        console.print("no series: no stored run matches", highlight=False)
-    for s in series:
-        table = Table(title=rich_escape(s.title), title_justify="left", show_edge=False)
-        for name in ("run", "date", "kernel", "commit", "n", "mean", "95% CI", "change"):
-            table.add_column(name, justify="right" if name in ("n", "mean") else "left")
-        starts = {c.index: c for c in s.changes}
-        for i, p in enumerate(s.points):
-            c = starts.get(i)
-            mark = f"#{numbers[id(c)]} {c.direction}" if c else ""
-            table.add_row(
-                str(p.run), p.created_at[:16].replace("T", " "), rich_escape(p.kernel),
-                p.commit[:12], str(p.n), fmt_number(p.mean), fmt_ci(p.ci95), mark,
-            )  # fmt: skip
-        console.print(table)
-        for c in s.changes:
-            for line in change_lines(numbers[id(c)], s, c):
-                console.print(line, highlight=False, markup=False, soft_wrap=True)
-        console.print()
-    for note in notes:
-        console.print(note, style="dim", highlight=False, markup=False)
-
-
-def markdown(series: Sequence[Series], notes: Sequence[str] = ()) -> str:
-    numbers = {id(c): n for n, _, c in numbered(series)}
-    out = ["# fsbench history", ""]
-    for s in series:
-        out += [f"## {md_escape(s.title)}", ""]
-        out += ["| run | date | kernel | commit | n | mean | 95% CI | change |",
-                "|---|---|---|---|---:|---:|---|---|"]  # fmt: skip
-        starts = {c.index: c for c in s.changes}
-        for i, p in enumerate(s.points):
-            c = starts.get(i)
-            mark = f"#{numbers[id(c)]} {c.direction}" if c else ""
-            out.append(
-                f"| {p.run} | {p.created_at[:16].replace('T', ' ')} | {md_escape(p.kernel)} | "
-                f"{p.commit[:12]} | {p.n} | {fmt_number(p.mean)} | {fmt_ci(p.ci95)} | {mark} |"
-            )
-        out.append("")
-        for c in s.changes:
-            lines = change_lines(numbers[id(c)], s, c)
-            out += [
-                f"- **{md_escape(lines[0])}**",
-                *(f"  {md_escape(x.strip())}" for x in lines[1:]),
-            ]
-        out.append("")
-    out += [f"_{md_escape(n)}_" for n in notes]
-    return "\n".join(out).rstrip() + "\n"
-
-
+POINT_COLUMNS = d.columns(
+    ("run", "date", "kernel", "commit", "n", "mean", "95% CI", "change"), numeric=("n", "mean")
+)
 CSV_FIELDS = ("host", "config", "workload", "chain", "params", "knobs", "metric", "unit",
               "better", "headline", "point", "run", "date", "kernel", "commit",
               "fsbench_version", "tag", "n", "mean", "ci_low", "ci_high", "change",
               "change_direction", "change_ratio", "change_p", "change_harness")  # fmt: skip
+NO_SERIES = "no series: no stored run matches"
 
 
-def csv_text(series: Sequence[Series]) -> str:
-    """One row per point; the point that starts a change point carries its number."""
-    numbers = {id(c): n for n, _, c in numbered(series)}
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_FIELDS)
+@dataclass(frozen=True, kw_only=True)
+class HistoryDocument(d.Document):
+    series: tuple[Series, ...]
+    by: str  # what orders the runs
+    notes: tuple[str, ...]
+
+
+def change_mark(n: int, c: ChangePoint) -> str:
+    return f"#{n} {c.direction}"
+
+
+def _points(s: Series, numbering: dict[int, int]) -> d.Table:
+    starts = {c.index: c for c in s.changes}
+    rows = []
+    for i, p in enumerate(s.points):
+        c = starts.get(i)
+        rows.append(
+            (
+                d.Cell(str(p.run), value=p.run),
+                d.Cell(p.created_at[:16].replace("T", " "), value=p.created_at),
+                d.Cell(p.kernel),
+                d.Cell(p.commit[:12], value=p.commit),
+                d.Cell(str(p.n), value=p.n),
+                d.Cell(numbers.number(p.mean), value=p.mean),
+                d.Cell(numbers.interval(p.ci95)),
+                d.Cell(change_mark(numbering[id(c)], c) if c else ""),
+            )
+        )
+    return d.Table(s.title, POINT_COLUMNS, tuple(rows), level=2)
+
+
+def _changes(s: Series, numbering: dict[int, int]) -> d.Verdicts:
+    items = []
+    for c in s.changes:
+        head, *rest = change_lines(numbering[id(c)], s, c)
+        items.append(d.Verdict(head, tuple(line.strip() for line in rest)))
+    return d.Verdicts(tuple(items))
+
+
+def blocks(series: Sequence[Series], notes: Sequence[str]) -> list[d.Block]:
+    numbering = {id(c): n for n, _, c in numbered(series)}
+    out: list[d.Block] = [d.Title("fsbench history", level=1)]
+    for s in series:
+        out.append(_points(s, numbering))
+        if s.changes:
+            out.append(_changes(s, numbering))
+    if not series:
+        out.append(d.Notes((NO_SERIES,)))
+    if notes:
+        out.append(d.Notes(tuple(notes)))
+    return out
+
+
+def records(series: Sequence[Series]) -> d.Records:
+    """One record per point; the point that starts a change point carries its number."""
+    numbering = {id(c): n for n, _, c in numbered(series)}
+    rows = []
     for s in series:
         starts = {c.index: c for c in s.changes}
         for i, p in enumerate(s.points):
             c = starts.get(i)
-            w.writerow([
-                s.host, s.config, s.workload, s.chain, json.dumps(s.params, sort_keys=True),
-                json.dumps(s.knobs, sort_keys=True), s.metric, s.unit, s.better, s.headline,
-                i + 1, p.run, p.created_at, p.kernel, p.commit, p.fsbench_version, p.tag, p.n,
-                repr(p.mean), repr(p.ci95[0]) if p.ci95 else "", repr(p.ci95[1]) if p.ci95 else "",
-                numbers[id(c)] if c else "", c.direction if c else "",
-                repr(c.ratio) if c else "", repr(c.p) if c else "", c.harness if c else "",
-            ])  # fmt: skip
-    return buf.getvalue()
+            rows.append((
+                s.host, s.config, s.workload, s.chain, s.params, s.knobs, s.metric, s.unit,
+                s.better, s.headline, i + 1, p.run, p.created_at, p.kernel, p.commit,
+                p.fsbench_version, p.tag, p.n, p.mean, p.ci95[0] if p.ci95 else None,
+                p.ci95[1] if p.ci95 else None, numbering[id(c)] if c else None,
+                c.direction if c else None, c.ratio if c else None, c.p if c else None,
+                c.harness if c else None,
+            ))  # fmt: skip
+    return d.Records(CSV_FIELDS, tuple(rows))
 
 
-def json_text(series: Sequence[Series], by: str, notes: Sequence[str] = ()) -> str:
-    doc = document(series, by, notes)
-    for (n, _, _), c in zip(numbered(series), _changes(doc), strict=True):
+def payload(series: Sequence[Series], by: str, notes: Sequence[str]) -> dict[str, Any]:
+    """The JSON: the series (analysis/history.py), each change point with its number."""
+    doc = history_document(series, by, notes)
+    changes = [c for s in doc["series"] for c in s["changes"]]
+    for (n, _, _), c in zip(numbered(series), changes, strict=True):
         c["number"] = n
-    return json.dumps(doc, indent=1, default=str) + "\n"
+    return doc
 
 
-def _changes(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for s in doc["series"] for c in s["changes"]]
+def document(series: Sequence[Series], by: str, notes: Sequence[str] = ()) -> HistoryDocument:
+    return HistoryDocument(
+        kind="history",
+        title="fsbench history",
+        blocks=tuple(blocks(series, notes)),
+        payload=payload(series, by, notes),
+        records=records(series),
+        series=tuple(series),
+        by=by,
+        notes=tuple(notes),
+    )

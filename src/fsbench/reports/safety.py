@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from fsbench.analysis.crash_evidence import CRASH, crash_text
 from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision
 from fsbench.analysis.design import Design
-from fsbench.analysis.pvalues import fmt_p
 from fsbench.analysis.rows import Row
 from fsbench.analysis.verdicts import Key, decide_all, key_of, label_of
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.tables import dims_of
+from fsbench.system import numbers
 
 
 @dataclass
@@ -46,15 +46,17 @@ def speed_text(row: Row, base: Row, decision: Decision | None = None) -> str | N
     if pair is None:
         evidence = "not compared"
     elif pair.kind == ORDER:
-        evidence = "on every repetition" if pair.p is None else f"Welch {fmt_p(pair.p)}"
+        evidence = "on every repetition" if pair.p is None else f"Welch {numbers.p(pair.p)}"
     elif pair.kind == EQUIVALENT:
-        evidence = f"equivalent within ±{decision.design.margin:.0%}" if decision else ""
+        evidence = (
+            f"equivalent within ±{numbers.percent(decision.design.margin)}" if decision else ""
+        )
     elif pair.needed is not None:
         evidence = f"undecided; n≈{pair.needed} would decide"
     else:
         evidence = "undecided"
     what = row.workload if row.metric == "seconds" else f"{row.workload} {row.metric}"
-    return f"{what}: {abs(gain):.0%} {word} ({evidence})"
+    return f"{what}: {numbers.percent(abs(gain))} {word} ({evidence})"
 
 
 def _cell(r: Row) -> tuple[str, str, str, str]:

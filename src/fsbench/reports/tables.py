@@ -4,7 +4,6 @@ parameter (one table per headline metric) or, with nothing swept, the metrics.""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,7 @@ from fsbench.execute.schedule import williams as schedule_williams
 from fsbench.store.griddesign import GridDesign
 from fsbench.store.records import RunRecord
 from fsbench.store.runkinds import design as design_of
-from fsbench.system.units import human_bytes
+from fsbench.system import numbers
 
 
 @dataclass
@@ -65,16 +64,6 @@ class Table:
         return text
 
 
-def fmt_share(x: float) -> str:
-    """A relative difference as a percentage with the digits that say something: 0.03%,
-    1.5%, 12%."""
-    if x >= 0.095:
-        return f"{x:.0%}"
-    if x >= 0.0095:
-        return f"{x:.1%}"
-    return f"{x:.2g}" if x == 0 else f"{100 * x:.1g}%"
-
-
 def power_note(rows: list[Row]) -> str:
     """What the noise lets this table see: the smallest difference its rows can detect,
     and the repetitions per config a 5% difference would take (the noisiest row decides)."""
@@ -85,7 +74,7 @@ def power_note(rows: list[Row]) -> str:
     n = min(r.n for r in usable)
     text = (
         f"power: with n={n} per config these rows detect differences of about "
-        f"±{fmt_share(worst.min_detectable or 0.0)} or more (95% confidence, 80% power); "
+        f"±{numbers.share(worst.min_detectable or 0.0)} or more (95% confidence, 80% power); "
     )
     # A row whose dispersion is known but whose reps for 5% are not needs more than any
     # sane number (stats.reps_needed's limit): the noisiest row decides.
@@ -128,51 +117,19 @@ def _add_power(table: Table, columns: list[tuple[str, list[Row]]]) -> None:
             table.footnotes.append(f"{name}: {note}" if len(columns) > 1 else note)
 
 
-def fmt_number(x: float | None, missing: str = "-") -> str:
-    """A number as every report prints it: thousands separated, never an exponent above
-    1, three significant digits below (`missing` for none)."""
-    if x is None:
-        return missing
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    mag = abs(x)
-    if mag >= 1000:
-        return f"{x:,.0f}"
-    if mag >= 100:
-        return f"{x:.0f}"
-    if mag >= 10:
-        return f"{x:.1f}"
-    if mag >= 1:
-        return f"{x:.2f}"
-    return f"{x:.3g}"
-
-
-def fmt_mean_ci(mean: float, half: float | None) -> str:
-    """The mean to the precision of its uncertainty: CI half-width to 2 significant digits,
-    the mean to the same decimal place (2.2034 ± 0.4971 -> 2.20 ± 0.50)."""
-    if half is None or half <= 0 or not math.isfinite(half):
-        if float(mean).is_integer():
-            text = f"{mean:,.0f}"
-        else:
-            text = fmt_number(mean)
-        return text if half is None else f"{text} ± 0"
-    decimals = min(6, max(0, 1 - math.floor(math.log10(half))))
-    return f"{mean:,.{decimals}f} ± {half:,.{decimals}f}"
-
-
 def fmt_value(row: Row) -> str:
     """mean ± CI half-width (n); bytes in binary units."""
     if row.mean is None:
         return "-"
     if row.over:  # a count over N events of the trials' own: the total, and N
-        return f"{sum(row.values):g} ({row.over['n']} {row.over['of']})"
+        return f"{numbers.significant(sum(row.values), 6)} ({row.over['n']} {row.over['of']})"
     half = (row.ci95[1] - row.ci95[0]) / 2 if row.ci95 else None
     if row.unit == "B":
-        text = human_bytes(row.mean)
+        text = numbers.size(row.mean)
         if half is not None:
-            text += f" ± {human_bytes(half)}"
+            text += f" ± {numbers.size(half)}"
         return f"{text} ({row.n})"
-    return f"{fmt_mean_ci(row.mean, half)} ({row.n})"
+    return f"{numbers.mean_ci(row.mean, half)} ({row.n})"
 
 
 label_of = run_verdicts.label_of
@@ -417,9 +374,10 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
         order = warmed + f"order shuffled and balanced (seed {plan['seed']})"
     reps = plan.get("reps")
     if reps == "decide":
-        budget = f", budget {plan['budget']:.0f} s" if plan.get("budget") else ""
+        budget = f", budget {numbers.seconds(plan['budget'])}" if plan.get("budget") else ""
         margin = plan.get("margin") or 0.05
-        reps = f"2 to {plan.get('max_reps')} (until decided, margin ±{margin:.0%}{budget})"
+        upto = f"margin ±{numbers.percent(margin)}{budget}"
+        reps = f"2 to {plan.get('max_reps')} (until decided, {upto})"
     lines.append(f"scale {plan.get('scale')}, {reps} reps {order}, fresh mkfs every trial")
     spent = budget_line(design_of(run))
     if spent:
@@ -440,15 +398,15 @@ def budget_line(design: GridDesign) -> str:
     upto = f"{looks[0]}-{looks[-1]}" if len(looks) > 1 else (str(looks[0]) if looks else "")
     planned = f"; looks planned up to n = {upto} a group" if looks else ""
     if budget is None:
-        return f"time: {spent:.0f} s (no budget){planned}"
+        return f"time: {numbers.seconds(spent)} (no budget){planned}"
     over = design.over_s or 0.0
     if over > TOLERANCE * budget:
         why = design.over_why or "rounds took longer than projected"
         return (
-            f"time: {spent:.0f} s of a {budget:.0f} s budget, {over:.0f} s "
-            f"({over / budget:.0%}) over: {why}{planned}"
+            f"time: {numbers.seconds(spent)} of a {numbers.seconds(budget)} budget, "
+            f"{numbers.seconds(over)} ({numbers.percent(over / budget)}) over: {why}{planned}"
         )
-    return f"time: {spent:.0f} s of a {budget:.0f} s budget{planned}"
+    return f"time: {numbers.seconds(spent)} of a {numbers.seconds(budget)} budget{planned}"
 
 
 def order_design_line(rows: list[Row]) -> str:

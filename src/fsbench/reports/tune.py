@@ -1,28 +1,28 @@
 """What `fsbench tune` shows of a race, read only from the store: the space, the race round
 by round, the winner(s) with their CI, every dropped config with the round, the test and
 its p, the trials spent against a full grid, and the `fsbench run` that checks the winner
-against the defaults. One document (`TuneReport`) for the terminal and `--json` alike."""
+against the defaults. One model (`TuneReport`: the JSON) in one document (`RaceDocument`)
+for every format; `report` is the tune run kind's document builder."""
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from rich.console import Console
-from rich.table import Table
 
 from fsbench.execute.race.rule import Drop, RaceResult
 from fsbench.execute.race.trials import Replay, TuneSpec, replay
 from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, FsConfig, Plan
-from fsbench.reports.tables import fmt_number
+from fsbench.reports import document as d
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import known_kind
 from fsbench.store.values import value_of
+from fsbench.system import numbers
 from fsbench.system.errors import FsbenchError
 
 
@@ -100,13 +100,11 @@ class TuneReport(BaseModel):
 
     def budget(self) -> str:
         """The race's budget in words, as every format states it."""
-        wall = f"{self.budget_s:.0f} s of wall time" if self.budget_s else "no time limit"
-        return f"budget: up to {self.max_rounds} rounds, {wall}; margin ±{self.margin:.0%}"
-
-
-def as_json(doc: TuneReport) -> str:
-    """The document as `--json` and `fsbench report --format json` print it."""
-    return json.dumps(doc.model_dump(mode="json"), indent=2) + "\n"
+        wall = "no time limit"
+        if self.budget_s:
+            wall = f"{numbers.seconds(self.budget_s)} of wall time"
+        margin = numbers.percent(self.margin)
+        return f"budget: up to {self.max_rounds} rounds, {wall}; margin ±{margin}"
 
 
 def load(store: Store, run_id: int) -> tuple[RunRecord, Plan, list[Cell], TuneSpec, Replay]:
@@ -223,76 +221,132 @@ def rerun_command(
     return shlex.join(argv)
 
 
-# --------------------------------------------------------------------------- terminal
+# --------------------------------------------------------------------------- document
 
 
-number = fmt_number  # one formatter for every report
+RACE_CSV = (
+    "config", "spec", "outcome", "round", "reason", "test", "p", "level", "n", "mean",
+    "ci95_low", "ci95_high", "ratio", "ratio_ci_low", "ratio_ci_high", "equivalent", "values",
+)  # fmt: skip
+NOTHING_LEFT = "no config is left: every one was dropped (below)"
 
 
-def interval(ci: tuple[float, float] | None, missing: str = "-") -> str:
-    return missing if ci is None else f"{number(ci[0])} .. {number(ci[1])}"
+@dataclass(frozen=True, kw_only=True)
+class RaceDocument(d.Document):
+    race: TuneReport
 
 
-def print_report(console: Console, doc: TuneReport) -> None:
-    """The end of a race for people: the same facts as the JSON."""
-    console.print(
-        f"[bold]fsbench tune[/bold] run {doc.run_id} ({doc.status}): {doc.workload}, "
-        f"scale {doc.scale}, {doc.metric} ({doc.better} is better)",
-        highlight=False,
-    )
-    console.print(
-        f"space: {doc.space.total} configs ("
-        + ", ".join(f"{k} {v}" for k, v in doc.space.per_type.items())
-        + ")",
-        highlight=False,
-    )
-    console.print(doc.budget(), highlight=False)
+def _winners(doc: TuneReport) -> d.Table:
     head = {
         "one left": "winner",
         "equivalent": "equally good (within the margin)",
     }.get(doc.stop, f"still in the race when it stopped ({doc.stop or 'not finished'})")
-    table = Table(title=f"{head} after {doc.grid_n} rounds", title_justify="left")
-    for col in ("config", "n", f"mean {doc.metric}", "95% CI", "ratio to leader", "equiv."):
-        table.add_column(col, justify="left" if col == "config" else "right")
-    for w in doc.winners:
-        ci = interval(w.ci95)
-        ratio = "-" if w.ratio is None else f"{w.ratio:.3f}"
-        if w.ratio_ci is not None:
-            ratio += f" ({w.ratio_ci[0]:.3f}..{w.ratio_ci[1]:.3f})"
-        table.add_row(w.config, str(w.n), number(w.mean), ci, ratio, "yes" if w.equivalent else "")
-    if doc.winners:
-        console.print(table)
-    else:
-        console.print("no config is left: every one was dropped (below)", highlight=False)
-    if doc.safety:
-        console.print(
-            f"safety (crash tests in a VM, run {doc.safety_run}): "
-            f"{sum(s.safe for s in doc.safety)} of {len(doc.safety)} configs lost nothing",
-            highlight=False,
+    names = ("config", "n", f"mean {doc.metric}", "95% CI", "ratio to leader", "equiv.")
+    rows = tuple(
+        (
+            d.Cell(w.config),
+            d.Cell(str(w.n), value=w.n),
+            d.Cell(numbers.number(w.mean), value=w.mean),
+            d.Cell(numbers.interval(w.ci95, "-")),
+            d.Cell(numbers.ratio(w.ratio, w.ratio_ci), value=w.ratio),
+            d.Cell("yes" if w.equivalent else ""),
         )
-        for s in doc.safety:
-            word = "safe" if s.safe else "UNSAFE"
-            console.print(f"  {word}: {s.config}: {s.evidence}", highlight=False, markup=False)
-    if doc.dropped:
-        dropped = Table(title="dropped", title_justify="left")
-        for col in ("config", "round", "reason", "test", "p", "why"):
-            dropped.add_column(col)
-        for d in doc.dropped:
-            p = "-" if d.p is None else f"{d.p:.2g} < {d.level:.2g}" if d.level else f"{d.p:.2g}"
-            dropped.add_row(d.config, str(d.round), d.reason, d.test, p, d.detail)
-        console.print(dropped)
-    saved = 1 - doc.trials / doc.grid_trials if doc.grid_trials else 0.0
-    console.print(
-        f"trials: {doc.trials} counted (+{doc.warmup_trials} warm-up) against {doc.grid_trials} "
-        f"for a full grid at n={doc.grid_n} ({saved:.0%} saved)",
-        highlight=False,
+        for w in doc.winners
     )
-    console.print(f"method: {doc.method}", style="dim", highlight=False)
+    return d.Table(f"{head} after {doc.grid_n} rounds", d.columns(names, names[1:]), rows)
+
+
+def _dropped(doc: TuneReport) -> d.Table:
+    names = ("config", "round", "reason", "test", "p", "level", "why")
+    rows = tuple(
+        (
+            d.Cell(x.config),
+            d.Cell(str(x.round), value=x.round),
+            d.Cell(x.reason, "warn" if x.reason == "unsupported" else ""),
+            d.Cell(x.test),
+            d.Cell("-" if x.p is None else numbers.p_value(x.p), value=x.p),
+            d.Cell("-" if x.level is None else numbers.significant(x.level, 2), value=x.level),
+            d.Cell(x.detail),
+        )
+        for x in doc.dropped
+    )
+    return d.Table("dropped", d.columns(names, ("round", "p", "level")), rows)
+
+
+def _safety(doc: TuneReport) -> d.Verdicts:
+    safe = sum(s.safe for s in doc.safety)
+    title = (
+        f"safety (crash tests in a VM, run {doc.safety_run}): {safe} of {len(doc.safety)} "
+        "configs lost nothing"
+    )
+    items = tuple(
+        d.Verdict(
+            f"{'safe' if s.safe else 'UNSAFE'}: {s.config}", (s.evidence,), "" if s.safe else "warn"
+        )  # fmt: skip
+        for s in doc.safety
+    )
+    return d.Verdicts(items, title)
+
+
+def blocks(doc: TuneReport) -> list[d.Block]:
+    """The end of a race for people: the same facts as the JSON."""
+    per_type = ", ".join(f"{k} {v}" for k, v in doc.space.per_type.items())
+    saved = 1 - doc.trials / doc.grid_trials if doc.grid_trials else 0.0
+    out: list[d.Block] = [
+        d.Title(
+            f"fsbench tune: run {doc.run_id}, {doc.workload} ({doc.status})",
+            f"fsbench tune run {doc.run_id} ({doc.status}): {doc.workload}, scale {doc.scale}, "
+            f"{doc.metric} ({doc.better} is better)",
+        ),
+        d.facts([f"space: {doc.space.total} configs ({per_type})", doc.budget()]),
+        _winners(doc) if doc.winners else d.facts([NOTHING_LEFT]),
+    ]
+    if doc.safety:
+        out.append(_safety(doc))
+    if doc.dropped:
+        out.append(_dropped(doc))
+    out.append(
+        d.facts(
+            [
+                f"trials: {doc.trials} counted (+{doc.warmup_trials} warm-up) against "
+                f"{doc.grid_trials} for a full grid at n={doc.grid_n} "
+                f"({numbers.percent(saved)} saved)"
+            ]
+        )
+    )
+    out.append(d.Notes((f"method: {doc.method}",)))
     if doc.rerun:
-        console.print(f"check it against the defaults: {doc.rerun}", highlight=False, markup=False)
+        out.append(d.Preformatted("check it against the defaults", doc.rerun))
+    return out
 
 
-def trial_line(records: Sequence[TrialRecord], metric: str, value: float | None) -> str:
-    first = records[0]
-    shown = f"{value:.4g}" if value is not None else first.status
-    return f"{first.config}: {metric} {shown}"
+def records(doc: TuneReport) -> d.Records:
+    """One record per config: still in the race (with its mean and ratio to the leader) or
+    dropped (with the round, the test and its p)."""
+    rows: list[tuple[Any, ...]] = []
+    for w in doc.winners:
+        ci, ratio_ci = w.ci95 or (None, None), w.ratio_ci or (None, None)
+        rows.append((w.config, w.spec, "in the race", None, None, None, None, None, w.n, w.mean,
+                     ci[0], ci[1], w.ratio, ratio_ci[0], ratio_ci[1], w.equivalent,
+                     doc.values.get(w.config)))  # fmt: skip
+    for x in doc.dropped:
+        rows.append((x.config, x.spec, "dropped", x.round, x.reason, x.test, x.p, x.level,
+                     None, None, None, None, None, None, None, None,
+                     doc.values.get(x.config)))  # fmt: skip
+    return d.Records(RACE_CSV, tuple(rows))
+
+
+def race_document(doc: TuneReport) -> RaceDocument:
+    return RaceDocument(
+        kind="race",
+        title=f"fsbench tune run {doc.run_id}",
+        blocks=tuple(blocks(doc)),
+        payload=doc.model_dump(mode="json"),
+        records=records(doc),
+        race=doc,
+    )
+
+
+def report(store: Store, run_id: int, wants: d.Wants) -> RaceDocument:
+    """The tune run kind's document (`fsbench report` of a race)."""
+    return race_document(document(store, run_id))

@@ -14,8 +14,8 @@ packages of their own, entry points of `fsbench.run_kinds.v1`) the kernel bisect
   settings and space, a bisection's tree, endpoints and build;
 - its **command**, which makes it, and whose `--resume` is its kind's spelling of
   `fsbench resume` (`resumed_by`: another command's, the calibration's `fsbench run`);
-- its **report**: the function that writes a stored run of this kind in a format of
-  `fsbench report` (None: the grid's tables, charts and pages);
+- its **report**: the function that builds a stored run's document (reports/document.py),
+  which every format of `fsbench report` writes ("": the grid's tables, charts and page);
 - what the commands that read many runs ask of it: whether `fsbench compare` takes its
   rows, whether its runs form series of `fsbench history`, whether they calibrate this
   machine's noise, whether its trials are in parts, one per host.
@@ -49,8 +49,8 @@ class RunKind:
     # "module:Class" of its driver (execute/session.py: Driver): "" for a kind whose runs
     # cannot be resumed
     driver: str = ""
-    # "module:function(store, run_id, fmt, charts) -> str | None": the run in a format of
-    # `fsbench report` (None: the grid's tables do for that format)
+    # "module:function(store, run_id, wants) -> Document": the run's document, which every
+    # format of `fsbench report` writes ("": a grid run's report, reports/run_report.py)
     report: str = ""
     comparable: bool = True  # `fsbench compare` takes its rows
     series: bool = False  # its runs are points of `fsbench history`'s series
@@ -109,7 +109,7 @@ TUNE = RunKind(
     "fsbench tune",
     "fsbench.execute.race.trials:TuneSpec",
     driver="fsbench.execute.race.driver:RaceDriver",
-    report="fsbench.reports.tune_formats:report",
+    report="fsbench.reports.tune:report",
     comparable=False,
     noun="race",
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsbench.system.units import human_bytes
+from fsbench.system import numbers
 
 
 def target_summary(desc: dict[str, Any]) -> str:
@@ -17,12 +17,12 @@ def target_summary(desc: dict[str, Any]) -> str:
     if desc.get("kind") == "loop":
         model = f", {desc['backing_model']}" if desc.get("backing_model") else ""
         return (
-            f"loop image {human_bytes(desc.get('size_bytes', 0))} on "
+            f"loop image {numbers.size(desc.get('size_bytes', 0))} on "
             f"{desc.get('backing_fs', '?')} ({desc.get('backing_device', '?')}{model}, "
             f"{rotational}), direct I/O {'on' if desc.get('direct_io') else 'off'}"
         )
     model = f" {desc['model']}" if desc.get("model") else ""
-    return f"{desc.get('path')} {human_bytes(desc.get('size_bytes', 0))}{model}, {rotational}"
+    return f"{desc.get('path')} {numbers.size(desc.get('size_bytes', 0))}{model}, {rotational}"
 
 
 def vm_notes(t: dict[str, Any]) -> list[str]:
@@ -44,7 +44,7 @@ def vm_summary(t: dict[str, Any]) -> str:
         else guest.get("kernel") or t.get("kernel_version", "?")
     )
     disk = (
-        f"virtio scratch disk {human_bytes(t['scratch_bytes'])}"
+        f"virtio scratch disk {numbers.size(t['scratch_bytes'])}"
         if t.get("scratch_bytes")
         else "booting from a root image per config"
     )

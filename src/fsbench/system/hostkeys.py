@@ -22,8 +22,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, TypeAdapter, ValidationError
 
+from fsbench.system import numbers
 from fsbench.system.errors import FsbenchError
-from fsbench.system.units import human_bytes
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Host(BaseModel):
     cpu: Annotated[str | None, Fact("the CPU's model name (/proc/cpuinfo)")] = None
     cpus: Annotated[int | None, Fact("CPUs online (os.cpu_count)", POSITIVE, unit="CPUs")] = None
     memory_bytes: Annotated[
-        int | None, Fact("memory (MemTotal of /proc/meminfo)", POSITIVE, human_bytes, "bytes")
+        int | None, Fact("memory (MemTotal of /proc/meminfo)", POSITIVE, numbers.size, "bytes")
     ] = None
     cpufreq_governor: Annotated[
         str | None, Fact("cpu0's cpufreq scaling governor (null: no cpufreq)")

@@ -1,4 +1,5 @@
-"""Byte sizes as people write them: 64M, 1GiB, 4 GiB, 512k."""
+"""Byte sizes as people write them: 64M, 1GiB, 4 GiB, 512k (read by `parse_size`, written
+back by `format_size`; a size shown in a report is `numbers.size`)."""
 
 from __future__ import annotations
 
@@ -48,10 +49,3 @@ Bytes = Annotated[
     BeforeValidator(parse_size),
     PlainSerializer(format_size, return_type=str, when_used="json"),
 ]
-
-
-def human_bytes(n: float) -> str:
-    for suffix, factor in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= factor:
-            return f"{n / factor:.1f} {suffix}"
-    return f"{n:.0f} B"

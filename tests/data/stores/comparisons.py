@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from fsbench.reports import formats, render, source
+from fsbench.reports import export, formats, run_report, source
 from fsbench.store.results import Store
 
 DATA = Path(__file__).resolve().parent
@@ -28,7 +28,7 @@ def main() -> None:
             out = {}
             for run_id in runs:
                 report = json.loads(
-                    render.renderer(formats.JSON)(source.load(store, run_id), False)
+                    export.write(run_report.of(source.load(store, run_id)), formats.JSON)
                 )
                 out[str(run_id)] = report["comparisons"]
             store.close()

@@ -19,10 +19,10 @@ from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
-from fsbench.system import knobs
+from fsbench.system import knobs, numbers
 from fsbench.system.errors import FsbenchError
 from fsbench.system.opened import Opened
-from fsbench.system.units import human_bytes, parse_size
+from fsbench.system.units import parse_size
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,8 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
     usable = target_size - max(FS_OVERHEAD_MIN, int(target_size * FS_OVERHEAD_FRACTION))
     if usable <= 0:
         raise FsbenchError(
-            f"a {human_bytes(target_size)} target is too small: the filesystems' own metadata "
-            f"takes ~{human_bytes(FS_OVERHEAD_MIN)}; give --image-size 1G or more"
+            f"a {numbers.size(target_size)} target is too small: the filesystems' own metadata "
+            f"takes ~{numbers.size(FS_OVERHEAD_MIN)}; give --image-size 1G or more"
         )
     for cell in cells:
         cap = cell.knobs.get(knobs.MEM, "none")
@@ -143,8 +143,8 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
         if need > usable:
             shown = " ".join(f"{k}={v}" for k, v in cell.params.items())
             raise FsbenchError(
-                f"{cell.workload} {shown} needs {human_bytes(need)} but a "
-                f"{human_bytes(target_size)} target leaves ~{human_bytes(usable)} after the "
+                f"{cell.workload} {shown} needs {numbers.size(need)} but a "
+                f"{numbers.size(target_size)} target leaves ~{numbers.size(usable)} after the "
                 "filesystem's own metadata: use a larger --image-size or a smaller --scale"
             )
 

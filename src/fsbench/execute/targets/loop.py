@@ -21,9 +21,8 @@ from typing import Any
 
 from fsbench.execute.targets import devinfo
 from fsbench.execute.targets.base import Target, discard
-from fsbench.system import proc
+from fsbench.system import numbers, proc
 from fsbench.system.errors import FsbenchError, TrialFailed
-from fsbench.system.units import human_bytes
 
 IMAGE_RE = re.compile(r"^fsbench-(\d+)(?:-\d+)?\.img$")
 MOUNT_DIR_RE = re.compile(r"^mnt-(\d+)(?!\d)")
@@ -151,8 +150,8 @@ class LoopImage(Target):
         have = st.f_bavail * st.f_frsize
         if have < self._size:
             raise FsbenchError(
-                f"not enough free space in {self.workdir}: need {human_bytes(self._size)} "
-                f"for the image, have {human_bytes(have)}; "
+                f"not enough free space in {self.workdir}: need {numbers.size(self._size)} "
+                f"for the image, have {numbers.size(have)}; "
                 "choose another --workdir or a smaller --image-size"
             )
 
@@ -170,7 +169,7 @@ class LoopImage(Target):
                 os.ftruncate(fd, self._size)  # sparse: no block is allocated
             except OSError as exc:
                 raise FsbenchError(
-                    f"cannot size image {path} to {human_bytes(self._size)}: {exc.strerror}; "
+                    f"cannot size image {path} to {numbers.size(self._size)}: {exc.strerror}; "
                     "choose another --workdir or a smaller --image-size"
                 ) from None
             finally:

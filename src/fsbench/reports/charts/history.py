@@ -13,6 +13,7 @@ from matplotlib import rc_context
 from fsbench.analysis.history import Series
 from fsbench.reports.charts.figure import Chart, new_figure, save, slug, titles
 from fsbench.reports.charts.style import MUTED, STYLE
+from fsbench.system import numbers
 
 WORSE, BETTER = "#D55E00", "#009E73"  # the palette's vermillion and green
 
@@ -32,13 +33,13 @@ def point_label(s: Series, i: int) -> str:
 
 def history_chart(
     s: Series,
-    numbers: Sequence[int],
+    marks: Sequence[int],
     out_dir: Path,
     by: str = "date",
     stem: str = "",
     formats: Sequence[str] = ("svg",),
 ) -> Chart:
-    """`numbers`: the listed number of each of the series' change points; `stem`: the
+    """`marks`: the listed number of each of the series' change points; `stem`: the
     file name (unique in out_dir)."""
     n = len(s.points)
     width = min(14.0, max(7.0, 0.35 * n + 3))
@@ -55,11 +56,12 @@ def history_chart(
         for lo, hi in zip(bounds, bounds[1:], strict=False):
             level = sum(means[lo:hi]) / (hi - lo)
             ax.hlines(level, lo - 0.4, hi - 0.6, color="#333333", linewidth=1.2)
-        for number, c in zip(numbers, s.changes, strict=True):
+        for number, c in zip(marks, s.changes, strict=True):
             color = WORSE if c.worse else BETTER if c.direction == "better" else MUTED
             ax.axvline(c.index - 0.5, color=color, linestyle="--", linewidth=1.5)
             ax.annotate(
-                f"#{number} {c.ratio:.2f}x p={c.p:.2g}" + (" harness?" if c.harness else ""),
+                f"#{number} {numbers.ratio(c.ratio)} {numbers.p(c.p)}"
+                + (" harness?" if c.harness else ""),
                 (c.index - 0.5, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -12),
                 textcoords="offset points", color=color, fontsize=8,
             )  # fmt: skip

@@ -1,7 +1,7 @@
 """`fsbench compare`: two sides cell by cell, each answered as a run's tables answer a
 pair. The computation (`cells`: rows in, comparison out; `runs`: two stored runs;
-`dimensions`: the levels of one run) apart from the renderers (`text`, `markdown`,
-`document` for JSON)."""
+`dimensions`: the levels of one run) apart from its document (`sections`: the blocks every
+exporter writes; `document`: with its JSON and CSV)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,8 @@ from fsbench.reports.compare.cells import (
     geomeans,
 )
 from fsbench.reports.compare.dimensions import Dimension, compare_within, dimension, knob
-from fsbench.reports.compare.document import comparison_document, render_compare_json
-from fsbench.reports.compare.markdown import render_compare_markdown
+from fsbench.reports.compare.document import ComparisonDocument, comparison_document, document
 from fsbench.reports.compare.runs import compare_runs, run_differences
-from fsbench.reports.compare.text import print_comparison, render_compare_text
 
 __all__ = [
     "ALPHA",
@@ -35,6 +33,7 @@ __all__ = [
     "CellComparison",
     "CellKey",
     "Comparison",
+    "ComparisonDocument",
     "Dimension",
     "GeoMean",
     "cell_key",
@@ -44,11 +43,8 @@ __all__ = [
     "compare_within",
     "comparison_document",
     "dimension",
+    "document",
     "geomeans",
     "knob",
-    "print_comparison",
-    "render_compare_json",
-    "render_compare_markdown",
-    "render_compare_text",
     "run_differences",
 ]

@@ -26,6 +26,7 @@ from fsbench.analysis.rows import Row
 from fsbench.analysis.stats import ratio_ci
 from fsbench.analysis.verdicts import side_of
 from fsbench.reports.headline import headline_metrics
+from fsbench.system import numbers
 
 ALPHA = 0.05
 BETTER, WORSE, NOT_COMPARED = "better", "worse", "not compared"
@@ -115,9 +116,7 @@ class GeoMean:
 
     @property
     def text(self) -> str:
-        if self.ratio is None:
-            return "n/a"
-        return f"{self.ratio:.3f}"
+        return numbers.ratio(self.ratio, missing="n/a")
 
 
 @dataclass
@@ -151,8 +150,7 @@ def change_text(ratio: float, better: str | None, unit: str | None, metric: str)
         word = "faster" if improved else "slower"
     else:
         word = "better" if improved else "worse"
-    pct = abs(change) * 100
-    amount = f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
+    amount = numbers.percent(abs(change), 1 if abs(change) < 0.1 else 0)
     return f"{word} by {amount}"
 
 

@@ -1,14 +1,34 @@
-"""`fsbench compare --format json`: the comparison as a stable JSON document."""
+"""The document of `fsbench compare`: its blocks (sections.py), its stable JSON (every cell
+with both sides, the ratio, its interval and p, the verdict; the hosts compared when they
+were) and one CSV record per cell."""
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fsbench.analysis.rows import Row
+from fsbench.reports import document as d
+from fsbench.reports import hosts
 from fsbench.reports.compare.cells import Comparison
+from fsbench.reports.compare.sections import blocks
 from fsbench.store.records import RunRecord
+
+CSV_COLUMNS = (
+    "host", "config", "chain", "workload", "params", "knobs", "metric", "unit", "better",
+    "a_status", "a_n", "a_mean", "a_ci95_low", "a_ci95_high", "b_status", "b_n", "b_mean",
+    "b_ci95_low", "b_ci95_high", "ratio", "ratio_ci_low", "ratio_ci_high", "ratio_ci_level",
+    "p", "p_adjusted", "verdict", "text",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComparisonDocument(d.Document):
+    a: RunRecord
+    b: RunRecord
+    comparison: Comparison
 
 
 def _num(x: float | None) -> float | None:
@@ -91,5 +111,51 @@ def comparison_document(a: RunRecord, b: RunRecord, cmp: Comparison) -> dict[str
     }
 
 
-def render_compare_json(a: RunRecord, b: RunRecord, cmp: Comparison) -> str:
-    return json.dumps(comparison_document(a, b, cmp), indent=2) + "\n"
+def _side_record(row: Row) -> tuple[Any, ...]:
+    ci = row.ci95 or (None, None)
+    return (row.status, row.n, _num(row.mean), _num(ci[0]), _num(ci[1]))
+
+
+def records(cmp: Comparison) -> d.Records:
+    out = []
+    for c in cmp.cells:
+        key = c.key.as_dict()
+        ci = c.ratio_ci or (None, None)
+        out.append(
+            (
+                *(key[name] for name in CSV_COLUMNS[:7]),
+                c.unit,
+                c.better,
+                *_side_record(c.a),
+                *_side_record(c.b),
+                _num(c.ratio),
+                _num(ci[0]),
+                _num(ci[1]),
+                _num(c.ratio_ci_level),
+                _num(c.p),
+                _num(c.p_adjusted),
+                c.verdict,
+                c.text,
+            )  # fmt: skip
+        )
+    return d.Records(CSV_COLUMNS, tuple(out))
+
+
+def document(
+    a: RunRecord, b: RunRecord, cmp: Comparison, machines: Sequence[hosts.HostFacts] = ()
+) -> ComparisonDocument:
+    """B against A, for every format; with the hosts compared (--by host or --by group)
+    and what differs between them when given."""
+    payload = comparison_document(a, b, cmp)
+    if machines:
+        payload.update(hosts.document(list(machines)))
+    return ComparisonDocument(
+        kind="comparison",
+        title=f"fsbench compare: run {a.id} (A) vs run {b.id} (B)",
+        blocks=tuple(blocks(a, b, cmp, machines)),
+        payload=payload,
+        records=records(cmp),
+        a=a,
+        b=b,
+        comparison=cmp,
+    )

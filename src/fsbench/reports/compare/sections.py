@@ -1,30 +1,42 @@
-"""The comparison laid out for people, once for the terminal and markdown: a header, one
-section per workload (a row per cell), the geometric means, the unmatched cells."""
+"""The comparison laid out for people, once for every format: its header facts, a table
+per workload (a row per cell, the verdict marked), the geometric means, the unmatched
+cells, and for hosts compared what differs between them (blocks of reports/document.py)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from fsbench.analysis.pvalues import p_value
+from fsbench.analysis.decisions import EQUIVALENT
 from fsbench.analysis.rows import Row
-from fsbench.reports.compare.cells import BETTER, WORSE, CellComparison, CellKey, Comparison
+from fsbench.reports import document as d
+from fsbench.reports import hosts
+from fsbench.reports.compare.cells import (
+    BETTER,
+    NOT_COMPARED,
+    WORSE,
+    CellComparison,
+    CellKey,
+    Comparison,
+)
 from fsbench.reports.tables import fmt_value, run_hosts
 from fsbench.store.records import RunRecord
+from fsbench.system import numbers
 
-NUMERIC = {"A", "B", "B/A", "p"}  # right-aligned columns
-GEOMEAN_HEADER = ["workload", "metric", "cells", "geomean B/A", "verdicts"]
-GEOMEAN_NUMERIC = {"cells", "geomean B/A"}
-
-
-@dataclass
-class Section:
-    title: str
-    caption: str
-    header: list[str]
-    rows: list[list[str]]
-    verdicts: list[str]  # per row: better | worse | ...
+NUMERIC = ("A", "B", "B/A", "p")  # right-aligned columns
+GEOMEAN_TITLE = "geometric mean of B/A per workload and metric"
+GEOMEAN_HEADER = ("workload", "metric", "cells", "geomean B/A", "verdicts")
+GEOMEAN_NUMERIC = ("cells", "geomean B/A")
+DIFFERENCES_TITLE = "what differs between these hosts"
+SAME_HOSTS = "(nothing: same kernel, CPU, memory, device and tools)"
+# How a cell's verdict stands out.
+TONES: dict[str, d.Tone] = {
+    BETTER: "best",
+    WORSE: "worst",
+    NOT_COMPARED: "warn",
+    EQUIVALENT: "same",
+}
 
 
 def _dims_text(dims: dict[str, Any], names: list[str]) -> str:
@@ -32,26 +44,22 @@ def _dims_text(dims: dict[str, Any], names: list[str]) -> str:
 
 
 def ratio_text(c: CellComparison) -> str:
-    if c.ratio is None:
-        return "-"
-    text = f"{c.ratio:.3f}"
-    if c.ratio_ci is not None and c.ratio_ci_level is not None:
-        text += f" [{100 * c.ratio_ci_level:.3g}%: {c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]"
-    return text
+    level = c.ratio_ci_level
+    return numbers.ratio(c.ratio, c.ratio_ci if level is not None else None, level)
 
 
 def p_text(c: CellComparison) -> str:
     """The p of an order; none beside an answer it does not support."""
     if c.verdict not in (BETTER, WORSE) or c.p_adjusted is None:
         return "-"
-    return p_value(c.p_adjusted)
+    return numbers.p_value(c.p_adjusted)
 
 
 def _side_text(row: Row) -> str:
     return fmt_value(row) if row.values else row.status
 
 
-def sections(cmp: Comparison) -> list[Section]:
+def sections(cmp: Comparison) -> list[d.Table]:
     out = []
     for chain, workload in dict.fromkeys((c.key.chain, c.key.workload) for c in cmp.cells):
         group = [c for c in cmp.cells if c.key.workload == workload and c.key.chain == chain]
@@ -74,17 +82,10 @@ def sections(cmp: Comparison) -> list[Section]:
             row = [c.key.label]
             if varying:
                 row.append(_dims_text(c.key.dims(), varying))
-            row += [metric, _side_text(c.a), _side_text(c.b), ratio_text(c), p_text(c), c.text]
-            rows.append(row)
-        out.append(
-            Section(
-                f"{workload}{f' ({chain})' if chain else ''}",
-                caption,
-                header,
-                rows,
-                [c.verdict for c in group],
-            )
-        )
+            row += [metric, _side_text(c.a), _side_text(c.b), ratio_text(c), p_text(c)]
+            rows.append((*d.cells(row), d.Cell(c.text, TONES.get(c.verdict, ""))))
+        title = f"{workload}{f' ({chain})' if chain else ''}"
+        out.append(d.Table(title, d.columns(header, NUMERIC), tuple(rows), caption=caption))
     return out
 
 
@@ -94,32 +95,35 @@ def header_lines(a: RunRecord, b: RunRecord, cmp: Comparison) -> list[str]:
         f"{_where(r)}, fsbench {r.fsbench_version}"
         for side, r in (("A", a), ("B", b))
     ]
-    for d in cmp.differences:
-        lines.append(f"differs: {d['what']}: {d['a']} → {d['b']}")
+    for diff in cmp.differences:
+        lines.append(f"differs: {diff['what']}: {diff['a']} → {diff['b']}")
     lines.append(
         f"verdict: B better or worse than A by Welch's t-test on the log scale "
         f"(Benjamini-Bogomolov over the {cmp.compared} cells compared, {cmp.alpha:g}) or by "
         "counts that do not vary; "
-        f"equivalent when the ratio's 90% CI is within ±{cmp.margin:.0%}; otherwise undecided"
+        f"equivalent when the ratio's 90% CI is within ±{numbers.percent(cmp.margin)}; "
+        "otherwise undecided"
         + ("" if cmp.all_metrics else " (headline metrics; --all-metrics for every one)")
     )
     return lines
 
 
-def geomean_rows(cmp: Comparison) -> list[list[str]]:
+def geomeans(cmp: Comparison) -> d.Table:
     rows = []
     for g in cmp.geomeans:
         counts = ", ".join(f"{n} {v}" for v, n in g.counts.items())
         rows.append(
-            [
-                f"{g.workload}{f' ({g.chain})' if g.chain else ''}",
-                f"{g.metric} ({g.unit}, {g.better})" if g.unit else g.metric,
-                str(g.cells),
-                g.text,
-                counts,
-            ]
+            d.cells(
+                [
+                    f"{g.workload}{f' ({g.chain})' if g.chain else ''}",
+                    f"{g.metric} ({g.unit}, {g.better})" if g.unit else g.metric,
+                    str(g.cells),
+                    g.text,
+                    counts,
+                ]
+            )
         )
-    return rows
+    return d.Table(GEOMEAN_TITLE, d.columns(GEOMEAN_HEADER, GEOMEAN_NUMERIC), tuple(rows))
 
 
 def unmatched_lines(keys: list[CellKey]) -> list[str]:
@@ -137,13 +141,40 @@ def unmatched_lines(keys: list[CellKey]) -> list[str]:
     return lines
 
 
-def unmatched(cmp: Comparison) -> list[tuple[str, list[str]]]:
-    """('A', lines), ('B', lines) for each side that has cells the other lacks."""
+def unmatched(cmp: Comparison) -> list[d.Facts]:
+    """The cells of each side that the other lacks."""
     return [
-        (side, unmatched_lines(keys))
+        d.facts(unmatched_lines(keys), f"only in {side} (not compared)")
         for side, keys in (("A", cmp.only_a), ("B", cmp.only_b))
         if keys
     ]
+
+
+def differences(machines: Sequence[hosts.HostFacts]) -> d.Table:
+    """What differs between the hosts compared (--by host or --by group)."""
+    names = [f"{h.name} ({', '.join(h.groups)})" if h.groups else h.name for h in machines]
+    found = hosts.differences(list(machines))
+    rows = [d.cells([fact, *(values[h.name] for h in machines)]) for fact, values in found]
+    if not found:
+        rows = [d.cells([SAME_HOSTS, *("" for _ in machines)])]
+    return d.Table(DIFFERENCES_TITLE, d.columns(["fact", *names]), tuple(rows))
+
+
+def blocks(
+    a: RunRecord, b: RunRecord, cmp: Comparison, machines: Sequence[hosts.HostFacts] = ()
+) -> list[d.Block]:
+    """The comparison for people, in order."""
+    out: list[d.Block] = [
+        d.Title(f"fsbench compare: run {a.id} (A) vs run {b.id} (B)"),
+        d.facts(header_lines(a, b, cmp)),
+        *sections(cmp),
+    ]
+    if cmp.geomeans:
+        out.append(geomeans(cmp))
+    out += unmatched(cmp)
+    if machines:
+        out.append(differences(machines))
+    return out
 
 
 def _where(run: RunRecord) -> str:

@@ -9,28 +9,33 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fsbench import __version__
-from fsbench.analysis.history import Series
+from fsbench.analysis.history import ChangePoint, Series
 from fsbench.reports import history as show
 from fsbench.reports.charts.history import history_chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import e, head, table, tag
 from fsbench.reports.html.page import css
-from fsbench.reports.tables import fmt_number
+from fsbench.system import numbers
+
+
+def history_page(document: show.HistoryDocument, chart_dir: Path | None = None) -> str:
+    """A history's document as its page (the HTML exporter's way to write one)."""
+    return page(document.series, document.by, document.notes, chart_dir)
 
 
 def page(
     series: Sequence[Series], by: str, notes: Sequence[str] = (), chart_dir: Path | None = None
 ) -> str:
     """The page; the charts also kept as SVG and PNG in chart_dir when given."""
-    numbers = {id(c): n for n, _, c in show.numbered(series)}
+    numbering = {id(c): n for n, _, c in show.numbered(series)}
     with tempfile.TemporaryDirectory(prefix="fsbench-history-") as tmp:
         out = chart_dir or Path(tmp)
         formats = ("svg", "png") if chart_dir else ("svg",)
         sections = []
         for i, s in enumerate(series, start=1):
-            chart = history_chart(s, [numbers[id(c)] for c in s.changes], out, by,
+            chart = history_chart(s, [numbering[id(c)] for c in s.changes], out, by,
                                   f"history-{i:03d}", formats)  # fmt: skip
-            sections.append(_section(s, numbers, img(chart)))
+            sections.append(_section(s, numbering, img(chart)))
     changes = sum(len(s.changes) for s in series)
     body = "".join(
         [
@@ -57,8 +62,12 @@ def page(
     )
 
 
-def _section(s: Series, numbers: dict[int, int], chart: str) -> str:
+def _section(s: Series, numbering: dict[int, int], chart: str) -> str:
     starts = {c.index: c for c in s.changes}
+
+    def mark(c: ChangePoint | None) -> str:
+        return show.change_mark(numbering[id(c)], c) if c is not None else ""
+
     points = table(
         head(
             "run",
@@ -84,9 +93,9 @@ def _section(s: Series, numbers: dict[int, int], chart: str) -> str:
                         p.commit[:12],
                         p.fsbench_version,
                         p.n,
-                        fmt_number(p.mean),
-                        show.fmt_ci(p.ci95),
-                        f"#{numbers[id(starts[i])]} {starts[i].direction}" if i in starts else "",
+                        numbers.number(p.mean),
+                        numbers.interval(p.ci95),
+                        mark(starts.get(i)),
                     )
                 ),  # fmt: skip
             )
@@ -94,7 +103,9 @@ def _section(s: Series, numbers: dict[int, int], chart: str) -> str:
         ),
     )
     changes = "".join(
-        tag("li", "<br>".join(e(line.strip()) for line in show.change_lines(numbers[id(c)], s, c)))
+        tag(
+            "li", "<br>".join(e(line.strip()) for line in show.change_lines(numbering[id(c)], s, c))
+        )
         for c in s.changes
     )
     return "".join(

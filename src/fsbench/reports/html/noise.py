@@ -13,6 +13,7 @@ from fsbench.analysis.rows import Row
 from fsbench.reports import noise_notes as calibrated
 from fsbench.reports.aa_screen import resolves
 from fsbench.reports.html.markup import badge, e, head, table, tag
+from fsbench.system import numbers
 
 
 def _workload(item: Noise, swept: bool) -> str:
@@ -38,7 +39,7 @@ def calibration_html(noise: Sequence[Noise]) -> str:
     body = []
     for item in noise:
         resolvable = item.resolvable()
-        gap = e(f"{item.mean_gap:.1%}")
+        gap = e(numbers.percent(item.mean_gap, 1))
         if item.false_winner:
             gap += " " + badge("winner!", "st-failed", item.false_winner)
         order = badge("effect", "st-warn", item.order_effect) if item.order_effect else "none"
@@ -48,19 +49,23 @@ def calibration_html(noise: Sequence[Noise]) -> str:
                 "td",
                 e(item.metric) + (tag("span", e(item.unit), class_="unit") if item.unit else ""),
             ),
-            tag("td", e(f"{item.cv:.1%}"), class_="num"),
+            tag("td", e(numbers.percent(item.cv, 1)), class_="num"),
             tag("td", gap, class_="num"),
             tag("td", order),
             tag(
                 "td",
-                e("-" if resolvable is None else f"±{resolvable:.0%} (n={item.n})"),
+                e("-" if resolvable is None else f"±{numbers.percent(resolvable)} (n={item.n})"),
                 class_="num",
             ),
         ]
         for d in DIFFERENCES:
             answer = resolves(item, d, item.n)
             needed = item.reps_for(d)
-            title = f"n={needed} reps per config detect {d:.0%}" if needed else "beyond reach"
+            title = (
+                f"n={needed} reps per config detect {numbers.percent(d)}"
+                if needed
+                else "beyond reach"
+            )
             cells.append(
                 tag("td", e(answer), class_="num yes" if answer == "yes" else "num", title=title)
             )
@@ -72,8 +77,8 @@ def calibration_html(noise: Sequence[Noise]) -> str:
         "A vs B",
         "order",
         "resolves at n",
-        *(f"{d:.0%}?" for d in DIFFERENCES),
-        numeric=("CV", "A vs B", "resolves at n", *(f"{d:.0%}?" for d in DIFFERENCES)),
+        *(f"{numbers.percent(d)}?" for d in DIFFERENCES),
+        numeric=("CV", "A vs B", "resolves at n", *(f"{numbers.percent(d)}?" for d in DIFFERENCES)),
     )
     legend = tag(
         "p",

@@ -1,7 +1,8 @@
 """The page: one self-contained HTML file per run, assembled from its sections.
 
 No network: the CSS (page.css, a package resource) is inline and the charts are embedded
-as base64 SVG images. Everything on it is read from the store (source.load)."""
+as base64 SVG images. Everything on it is read from the store (source.load): a run's report document
+(run_report.py) holds it."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path
 
 from fsbench import __version__
 from fsbench.analysis import aa_check as calibration
-from fsbench.reports import source
-from fsbench.reports.charts import Chart, all_charts, first_rep_timelines, trial_series
+from fsbench.reports import run_report
+from fsbench.reports.charts import Chart, all_charts, trial_series
+from fsbench.reports.document import Wants
+from fsbench.reports.formats import IMAGES
 from fsbench.reports.html.features import SECTION_ID as FEATURES_ID
 from fsbench.reports.html.features import features_section
 from fsbench.reports.html.flags import flags_html
@@ -28,6 +31,7 @@ from fsbench.reports.html.safety import SECTION_ID as SAFETY_ID
 from fsbench.reports.html.safety import TITLE as SAFETY_TITLE
 from fsbench.reports.html.safety import safety_section
 from fsbench.reports.html.summary import summary_html
+from fsbench.reports.run_report import RunReportDocument
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import build_tables
 from fsbench.store.results import Store
@@ -171,41 +175,41 @@ def _header(report: RunReport) -> str:
     )
 
 
-def html_report(store: Store, run_id: int, chart_dir: Path | None = None) -> str:
-    """The page for `fsbench report --format html`; charts go to chart_dir (PNG and SVG)
-    when given, else to a temporary directory (SVG only) that is removed."""
-    report = source.load(store, run_id)
-    timelines = first_rep_timelines(report.trials, store.get_samples)
-    series = trial_series(report.trials)
+def page_charts(
+    document: RunReportDocument, out_dir: Path, formats: Sequence[str] = IMAGES
+) -> list[Chart]:
+    """Every chart of the run's page, written in out_dir."""
+    report = document.report
+    return all_charts(
+        report.rows,
+        document.timelines,
+        out_dir,
+        formats=formats,
+        series=trial_series(report.trials),
+        decisions=report.decisions,
+    )
+
+
+def run_page(document: RunReportDocument, chart_dir: Path | None = None) -> str:
+    """A run's report document as its page (the HTML exporter's way to write one); the
+    charts also kept in chart_dir (PNG and SVG) when given, else drawn in a temporary
+    directory (SVG only) that is removed."""
     if chart_dir is not None:
-        charts = all_charts(
-            report.rows, timelines, chart_dir, series=series, decisions=report.decisions
-        )
-        return render_html(report, charts)
+        return render_html(document.report, page_charts(document, chart_dir))
     with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
-        charts = all_charts(
-            report.rows,
-            timelines,
-            Path(tmp),
-            formats=("svg",),
-            series=series,
-            decisions=report.decisions,
-        )
-        return render_html(report, charts)
+        return render_html(document.report, page_charts(document, Path(tmp), ("svg",)))
+
+
+def html_report(store: Store, run_id: int, chart_dir: Path | None = None) -> str:
+    """The page of `fsbench report --format html` of a stored run."""
+    return run_page(run_report.build(store, run_id, Wants(charts=True)), chart_dir)
 
 
 def write_run_report(store: Store, run_id: int, out_dir: Path) -> list[Path]:
     """report.html plus every chart as PNG and SVG in out_dir; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    report = source.load(store, run_id)
-    timelines = first_rep_timelines(report.trials, store.get_samples)
-    charts = all_charts(
-        report.rows,
-        timelines,
-        out_dir,
-        series=trial_series(report.trials),
-        decisions=report.decisions,
-    )
+    document = run_report.build(store, run_id, Wants(charts=True))
+    charts = page_charts(document, out_dir)
     page = out_dir / REPORT_NAME
-    page.write_text(render_html(report, charts), encoding="utf-8")
+    page.write_text(render_html(document.report, charts), encoding="utf-8")
     return [page, *(p for c in charts for p in c.paths)]

@@ -12,7 +12,7 @@ from fsbench.reports.html.markup import details, e, facts, head, plain, pre, tab
 from fsbench.reports.tables import run_header, run_hosts
 from fsbench.store import trialfacts
 from fsbench.store.records import RunRecord, TrialRecord
-from fsbench.system.units import human_bytes
+from fsbench.system import numbers
 
 # Target facts that name this run's temporary things, not the target.
 _TARGET_HIDDEN = {"summary", "notes", "owner_pid", "loop_device", "diskstats_name", "workdir"}
@@ -23,7 +23,7 @@ def _value(name: str, value: Any) -> Any:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if name.endswith("_bytes") and isinstance(value, int | float):
-        return human_bytes(value)
+        return numbers.size(value)
     return plain(value)
 
 
@@ -83,7 +83,7 @@ def _plan_lines(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     if plan.get("reps") == "auto" and plan.get("max_reps") and plan.get("ci_target"):
         lines.append(
             f"--reps auto: up to {plan['max_reps']} repetitions, until the 95% CI is within "
-            f"±{plan['ci_target']:.0%} of the mean"
+            f"±{numbers.percent(plan['ci_target'])} of the mean"
         )
     return lines
 

@@ -12,7 +12,8 @@ from fsbench.reports.charts.race import race_chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import e, head, pre, table, tag
 from fsbench.reports.html.page import css
-from fsbench.reports.tune import TuneReport, interval, number
+from fsbench.reports.tune import RaceDocument, TuneReport
+from fsbench.system import numbers
 
 PAGE_NAME = "race.html"
 
@@ -33,9 +34,9 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
                 "tr",
                 tag("td", e(w.config))
                 + tag("td", e(w.n))
-                + tag("td", e(number(w.mean, "")))
-                + tag("td", e(interval(w.ci95, "")))
-                + tag("td", e("" if w.ratio is None else f"{w.ratio:.3f}"))
+                + tag("td", e(numbers.number(w.mean, "")))
+                + tag("td", e(numbers.interval(w.ci95)))
+                + tag("td", e(numbers.ratio(w.ratio, missing="")))
                 + tag("td", e("yes" if w.equivalent else "")),
             )
             for w in doc.winners
@@ -50,7 +51,7 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
                 + tag("td", e(d.round))
                 + tag("td", e(d.reason))
                 + tag("td", e(d.test))
-                + tag("td", e("" if d.p is None else f"{d.p:.2g}"))
+                + tag("td", e("" if d.p is None else numbers.p_value(d.p)))
                 + tag("td", e(d.detail)),
             )
             for d in doc.dropped
@@ -107,6 +108,11 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
         f'<style>{css()}</style>\n</head>\n<body>\n<div class="wrap">{body}</div>\n'
         "</body>\n</html>\n"
     )
+
+
+def race_page(document: RaceDocument, chart_dir: Path | None = None) -> str:
+    """A race's document as its page (the HTML exporter's way to write one)."""
+    return race_report_html(document.race, chart_dir)
 
 
 def write_race_page(doc: TuneReport, out_dir: Path) -> Path:

@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from fsbench.reports.html.markup import details, e, status_badge, table, tag, trial_label
 from fsbench.reports.html.repetitions import WARMUP
 from fsbench.store.records import TrialRecord
+from fsbench.system import numbers
 
 
 def _fmt_raw(v: float) -> str:
     if v == int(v) and abs(v) < 1e15:
         return f"{int(v)}"
-    return f"{v:.6g}"
+    return numbers.significant(v, 6)
 
 
 def raw_html(trials: Sequence[TrialRecord]) -> str:

@@ -12,8 +12,8 @@ from fsbench.analysis import validity
 from fsbench.analysis.rows import TARGET_DIFFERENCE, Row
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.html.markup import badge, details, e, head, named, table, tag, varying
-from fsbench.reports.tables import dims_of, fmt_share, label_of
-from fsbench.system.units import human_bytes
+from fsbench.reports.tables import dims_of, label_of
+from fsbench.system import numbers
 
 OUTLIER = "outlier by modified z-score: shown and counted, never dropped"
 WARMUP = "warm-up, not counted"
@@ -23,13 +23,16 @@ DETECT = (
 )
 
 
+TARGET = numbers.percent(TARGET_DIFFERENCE)  # the difference the n column is for
+
+
 def value_text(value: float, unit: str | None) -> str:
     """A repetition's value: bytes in binary units, whole numbers whole, else 4 digits."""
     if unit == "B":
-        return human_bytes(value)
+        return numbers.size(value)
     if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:.4g}"
+        return numbers.count(int(value))
+    return numbers.significant(value, 4)
 
 
 def values_html(row: Row) -> str:
@@ -54,7 +57,7 @@ def detect_text(row: Row) -> str:
     """'±12%': the min_detectable of the row, or why there is none."""
     if row.min_detectable is None:
         return "n < 2" if row.n < 2 else "-"
-    return f"±{fmt_share(row.min_detectable)}"
+    return f"±{numbers.share(row.min_detectable)}"
 
 
 def reps_text(row: Row) -> str:
@@ -107,7 +110,7 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
         "warm-up (not counted)",
         "CV",
         "could detect",
-        f"n for ±{TARGET_DIFFERENCE:.0%}",
+        f"n for ±{TARGET}",
         "flags",
     ]
     header = head(*names, numeric=("n", "CV", "could detect"))
@@ -124,7 +127,7 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
                 tag("td", e(r.n), class_="num"),
                 tag("td", values_html(r), class_="values"),
                 tag("td", warmup_html(r), class_="values"),
-                tag("td", e("-" if r.cv is None else f"{abs(r.cv):.1%}"), class_="num"),
+                tag("td", e("-" if r.cv is None else numbers.percent(abs(r.cv), 1)), class_="num"),
                 tag("td", e(detect_text(r)), class_="num", title=DETECT),
                 tag("td", e(reps_text(r)), class_="nowrap"),
                 tag("td", flags_html(r), class_="flags"),
@@ -143,8 +146,8 @@ def repetitions_html(rows: Sequence[Row], table_id: str) -> str:
         e(
             f"Highlighted: {OUTLIER}.{not_checked} "
             f"Warm-up: run before the counted repetitions, {WARMUP}. "
-            f"could detect: {DETECT}. n for ±{TARGET_DIFFERENCE:.0%}: the repetitions per "
-            f"config a {TARGET_DIFFERENCE:.0%} difference would take at this CV (✓: this run "
+            f"could detect: {DETECT}. n for ±{TARGET}: the repetitions per "
+            f"config a {TARGET} difference would take at this CV (✓: this run "
             "had them)."
         ),
         class_="legend",

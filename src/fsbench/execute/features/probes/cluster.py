@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, first_line, known_for
-from fsbench.execute.features.values import human_size
 from fsbench.store.features import Feature, Result
+from fsbench.system import numbers
 from fsbench.system.errors import Unsupported
 
 UNIT = Feature(
@@ -68,11 +68,11 @@ class Climb:
     def describe(self, label: str) -> str:
         if self.mountable is None:
             return f"{label}: none ({self.mount_refused or self.mkfs_refused})"
-        parts = [f"{label} up to {human_size(self.mountable)}"]
+        parts = [f"{label} up to {numbers.exact_size(self.mountable)}"]
         if self.mount_refused:
             parts.append(self.mount_refused)
         if self.accepted is not None and self.accepted > self.mountable:
-            parts.append(f"mkfs accepts up to {human_size(self.accepted)}")
+            parts.append(f"mkfs accepts up to {numbers.exact_size(self.accepted)}")
         if self.mkfs_refused:
             parts.append(self.mkfs_refused)
         return "; ".join(parts)
@@ -87,10 +87,10 @@ def climb(s: Scratch, ladder: Ladder, ev: Evidence) -> Climb:
             s.mkfs(opts)
         except Unsupported as exc:
             said = first_line(exc.message.removeprefix("mkfs refused: "), exc.message)
-            ev.say(f"{ladder.label} {human_size(n)}: mkfs refused: {said}")
+            ev.say(f"{ladder.label} {numbers.exact_size(n)}: mkfs refused: {said}")
             refusals += 1
             if c.accepted is not None or refusals >= 3:
-                c.mkfs_refused = f"{human_size(n)}: mkfs refused: {said}"
+                c.mkfs_refused = f"{numbers.exact_size(n)}: mkfs refused: {said}"
                 return c
             continue
         refusals = 0
@@ -98,12 +98,12 @@ def climb(s: Scratch, ladder: Ladder, ev: Evidence) -> Climb:
         try:
             s.mount("")
         except Unsupported as exc:
-            ev.say(f"{ladder.label} {human_size(n)}: mkfs ok, {exc.message}")
+            ev.say(f"{ladder.label} {numbers.exact_size(n)}: mkfs ok, {exc.message}")
             if not c.mount_refused:
-                c.mount_refused = f"{human_size(n)}: {exc.message}"
+                c.mount_refused = f"{numbers.exact_size(n)}: {exc.message}"
             continue
         s.umount()
-        ev.say(f"{ladder.label} {human_size(n)}: mkfs ok, mounted")
+        ev.say(f"{ladder.label} {numbers.exact_size(n)}: mkfs ok, mounted")
         c.mountable = n
     return c
 

@@ -9,8 +9,8 @@ import os
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup, os_error
 from fsbench.execute.features.search import first_refused, largest_accepted
-from fsbench.execute.features.values import human_size
 from fsbench.store.features import Feature, Result
+from fsbench.system import numbers
 
 MAXFILE = Feature(
     "largest file",
@@ -40,7 +40,7 @@ def largest(fd: int, ev: Evidence) -> int:
     last, refused = first_refused(sizes, lambda n: _fits(fd, n))
     good = last or 1
     if refused is None:
-        ev.say(f"every size up to {human_size(good)} worked")
+        ev.say(f"every size up to {numbers.exact_size(good)} worked")
         return good
     bad, err = refused
     ev.say(f"pwrite(1 byte at {bad} − 1) = {os_error(err)}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from fsbench.execute.features.base import Evidence, Probe, Scratch, Setup
-from fsbench.execute.features.values import human_size
 from fsbench.store.features import Feature, Result
+from fsbench.system import numbers
 
 OVERHEAD = Feature(
     "space lost when empty",
@@ -29,8 +29,9 @@ def run(s: Scratch) -> dict[str, Result]:
         f"f_frsize={st.f_frsize}; device {device} bytes"
     )
     note = (
-        f"size − available {human_size(size - avail)}, size − free {human_size(size - free)}, "
-        f"device − size {human_size(device - size)} (df size {human_size(size)})"
+        f"size − available {numbers.exact_size(size - avail)}, "
+        f"size − free {numbers.exact_size(size - free)}, "
+        f"device − size {numbers.exact_size(device - size)} (df size {numbers.exact_size(size)})"
     )
     if not res.ok:
         note += "; df failed"

@@ -26,8 +26,8 @@ from fsbench.execute.features.base import (
     known_for,
     lacks_capability,
 )
-from fsbench.execute.features.values import human_size
 from fsbench.store.features import Feature, Result
+from fsbench.system import numbers
 from fsbench.system.errors import Unsupported
 
 ONLINE_GROW = Feature("online grow", "Can the mounted filesystem be grown into a bigger device?")
@@ -126,13 +126,13 @@ class _Run:
         after = self.mounted_size(ev)
         if after is None:
             return False, "the filesystem did not mount after the tool ran"
-        ev.say(f"df size {human_size(before)} → {human_size(after)}")
+        ev.say(f"df size {numbers.exact_size(before)} → {numbers.exact_size(after)}")
         moved: Callable[[int, int], bool] = (lambda a, b: a > b) if grow else (lambda a, b: a < b)
         if ok and moved(after, before):
             self.fs_size = target
             return True, ""
         if ok:
-            return False, f"the tool succeeded but df's size stayed {human_size(after)}"
+            return False, f"the tool succeeded but df's size stayed {numbers.exact_size(after)}"
         return False, said
 
 
@@ -157,7 +157,9 @@ def _grow(r: _Run, argvs: tuple[Argv, ...], online: bool) -> Result:
         return ev.result("error", note="losetup -c could not resize the loop device")
     ok, said = r.try_step(argvs, new, online, grow=True, ev=ev)
     if ok:
-        return ev.result("yes", note=f"{human_size(new - STEP)} → {human_size(new)}")
+        return ev.result(
+            "yes", note=f"{numbers.exact_size(new - STEP)} → {numbers.exact_size(new)}"
+        )
     return _refused(ev, said)
 
 
@@ -166,15 +168,20 @@ def _shrink(r: _Run, argvs: tuple[Argv, ...], online: bool) -> Result:
     target = r.fs_size - STEP
     ok, said = r.try_step(argvs, target, online, grow=False, ev=ev)
     if ok:
-        return ev.result("yes", note=f"{human_size(target + STEP)} → {human_size(target)}")
+        return ev.result(
+            "yes", note=f"{numbers.exact_size(target + STEP)} → {numbers.exact_size(target)}"
+        )
     small = r.fs_size - SMALL_STEP
-    ev.say(f"-- refused by {human_size(STEP)}; trying a shrink by {human_size(SMALL_STEP)}")
+    ev.say(
+        f"-- refused by {numbers.exact_size(STEP)}; "
+        f"trying a shrink by {numbers.exact_size(SMALL_STEP)}"
+    )
     ok_small, _ = r.try_step(argvs, small, online, grow=False, ev=ev)
     if ok_small:
         return ev.result(
             "no",
             "small shrinks only",
-            note=f"{said}; a shrink by {human_size(SMALL_STEP)} was accepted",
+            note=f"{said}; a shrink by {numbers.exact_size(SMALL_STEP)} was accepted",
         )
     return _refused(ev, said)
 
