@@ -22,8 +22,9 @@ from fsbench.vm.images import GuestImage
 from tests.helpers import VM_CACHE
 
 # A real PostgreSQL, started once per session; where the suite's time goes (printed at
-# the end, and kept by bench/suite_time.py).
-pytest_plugins = ["tests.pgcluster", "tests.suitetime"]
+# the end, and kept by bench/suite_time.py); the planted Linux history every test that
+# builds a kernel shares.
+pytest_plugins = ["tests.pgcluster", "tests.suitetime", "tests.plantedlinux"]
 
 TEST_ROOT = Path("/var/tmp/fsbench-tests")
 CORE_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")

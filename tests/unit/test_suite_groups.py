@@ -42,3 +42,16 @@ def test_the_record_counts_a_tests_wait_for_the_machine_once() -> None:
         assert entry["seconds"] == 4.5 and entry[suitetime.WAITED] == 2.5
     finally:
         suitetime._TESTS.pop(plain_nodeid(nodeid), None)  # not a test of this session's
+
+
+def test_each_workers_idle_tail_is_the_session_end_less_its_last_tests_end() -> None:
+    tests = {
+        "a": {"seconds": 100.0, "began_s": 10.0, "worker": "gw0"},
+        "b": {"seconds": 50.0, "began_s": 110.0, "worker": "gw0"},
+        "c": {"seconds": 30.0, "began_s": 10.0, "worker": "gw1"},
+        "d": {"seconds": 0.5},  # never set up (collected, deselected): no timeline
+    }
+    assert suitetime.workers(tests, wall_s=200.0) == {
+        "gw0": {"tests": 2, "busy_s": 150.0, "end_s": 160.0, "idle_end_s": 40.0},
+        "gw1": {"tests": 1, "busy_s": 30.0, "end_s": 40.0, "idle_end_s": 160.0},
+    }
