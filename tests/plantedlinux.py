@@ -1,7 +1,6 @@
 """The planted Linux history every test that builds a kernel shares (the bisection's, and
 any other that needs a kernel of its own), built with one config: the minimal one
-(fsbench.vm.kconfigs.MINIMAL, `fsbench bisect --config minimal`), which keeps what
-`fsbench explain` traces inside a guest.
+(fsbench.vm.kconfigs.MINIMAL, `fsbench bisect --config minimal`).
 
 Debian's Linux source is one commit (tag debian-base), unpacked from the linux-source
 package's tarball and committed once per tarball into the kbuild cache (~1.5 min cold);
@@ -9,9 +8,8 @@ on top, at fixed dates and names, so that their ids are the same at every run: t
 commits to the documentation, one that does not build, its fix, a 100 ms msleep planted
 in ext4's fsync (`ext4_sync_file`), and a last change to the documentation. The build
 directory, ccache and the bzImage of every commit built are kept by fsbench's own
-KernelBuilder under those ids, so a commit is built once per machine and config, whichever
-test builds it first: `planted_kernel(history, "regression")` is the bzImage the bisection
-measured.
+KernelBuilder under those ids (`builder()`), so a commit is built once per machine and
+config, whichever test builds it first.
 
 One checkout serves every test: a test that uses `planted_history` joins the "bisect"
 group (tests/conftest.py), whose worker holds the history (and a lock against another
@@ -31,8 +29,8 @@ import pytest
 
 from fsbench.system import sourcetree
 from fsbench.vm import kconfigs
-from fsbench.vm.kbuild import KBUILD_CACHE, Built, KernelBuilder
-from tests.suitetime import build, record
+from fsbench.vm.kbuild import KBUILD_CACHE, KernelBuilder
+from tests.suitetime import build
 
 REPO = KBUILD_CACHE / "test-linux"
 CONFIG = kconfigs.MINIMAL
@@ -63,7 +61,7 @@ def git(*args: str, date: str = "2024-01-01T00:00:00+00:00", check: bool = True)
 def base_repo(tarball: Path) -> None:
     """Debian's Linux source as one commit (tag debian-base), made once per tarball: kept
     while the tag's message names the tarball the machine has."""
-    subject = f"Debian {tarball.name} ({tarball.stat().st_size} bytes)"
+    subject = f"Debian {tarball.name.removesuffix('.tar.xz')}"
     with build("bisect: the Debian source as a git commit") as log:
         if REPO.is_dir() and git("log", "-1", "--format=%s", BASE_TAG, check=False).strip() == (
             subject
@@ -155,16 +153,3 @@ def builder() -> KernelBuilder:
     """fsbench's own builder of the planted history, with the minimal config: the one
     `fsbench bisect --linux REPO --config minimal` uses (same tree, config and cache)."""
     return KernelBuilder(REPO, KBUILD_CACHE, CONFIG)
-
-
-def planted_kernel(history: dict[str, str], name: str) -> Built:
-    """The kernel of the planted commit `name` (built unless kept: the bisection builds
-    base, doc3, fix and regression), the checkout as it was afterwards."""
-    head = git("rev-parse", "HEAD").strip()
-    git("checkout", "-q", "--detach", history[name])
-    try:
-        built = builder().build(history[name])
-    finally:
-        git("checkout", "-q", "--detach", head)
-    record(f"kernel {history[name][:12]} ({name})", built.seconds, built.cpu_seconds > 0)
-    return built

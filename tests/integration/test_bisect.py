@@ -4,12 +4,12 @@ boots and measures the commits git bisect picks and must name the planted commit
 the broken one, and leave the steps in `git bisect log`.
 
 The history is tests/plantedlinux.py's (shared with every test that builds a kernel), its
-kernels fsbench's `minimal` config: the guest's devices, ext4 and what fsbench explain
-traces, all built in. Each commit bisected is still built for real (make, from its own
-checkout), booted in a guest and measured there; a commit that changes only the
-documentation runs the kernel of the commit it differs from, as fsbench bisect does for
-any tree. The build directory, ccache and every commit's bzImage are kept by commit id:
-a warm run only measures; a cold one builds the base kernel and a few incremental steps.
+kernels fsbench's `minimal` config: the guest's devices and ext4, all built in. Each
+commit bisected is still built for real (make, from its own checkout), booted in a guest
+and measured there; a commit that changes only the documentation runs the kernel of the
+commit it differs from, as fsbench bisect does for any tree. The build directory, ccache
+and every commit's bzImage are kept by commit id: a warm run only measures; a cold one
+builds the base kernel and a few incremental steps.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_bisect_names_the_planted_commit(planted_history: dict[str, str], tmp_pa
         if step["role"] == "step" and step["verdict"] != "skip":
             assert step["n"] >= 3 and step["gate"]["verdict"] == step["verdict"]
     assert data["seconds"] > 0
-    # Every kernel measured is the minimal config's, with what fsbench explain traces.
+    # The kernels measured are the minimal config's: every option it asks for, as asked.
     config = read_config(builder().dir / "kernels" / history["regression"] / ".config")
     assert CONFIG.missing(config) == [], CONFIG.missing(config)
     print(f"bisection: {data['seconds']:.0f} s")

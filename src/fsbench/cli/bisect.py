@@ -69,9 +69,8 @@ def bisect(
         str | None,
         typer.Option(
             "--config",
-            help="A kernel config: `minimal` (the guest's needs, ext4, what fsbench explain "
-            "traces), `default` (also xfs, btrfs, dm-log-writes), or the path of your "
-            ".config \\[default: default].",
+            help="A kernel config: `minimal` (the guest's needs and ext4), `default` (also "
+            "xfs, btrfs, dm-log-writes), or the path of your .config \\[default: default].",
         ),
     ] = None,
     jobs: Annotated[

@@ -31,7 +31,7 @@ import re
 import resource
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +44,14 @@ from fsbench.vm.kconfigs import DEFAULT, KernelConfig
 from fsbench.vm.kernels import bzimage_version
 
 KBUILD_CACHE_ENV = "FSBENCH_KBUILD_CACHE"  # another place for it (the suite's cold runs)
-KBUILD_CACHE = Path(os.environ.get(KBUILD_CACHE_ENV) or "/var/cache/fsbench/kbuild")
+
+
+def kbuild_cache(environ: Mapping[str, str] = os.environ) -> Path:
+    """The builds' cache: FSBENCH_KBUILD_CACHE when set, else /var/cache/fsbench/kbuild."""
+    return Path(environ.get(KBUILD_CACHE_ENV) or "/var/cache/fsbench/kbuild")
+
+
+KBUILD_CACHE = kbuild_cache()
 BUILD_TIMEOUT = 3600.0
 NICE = 10
 ARCH = "x86_64"

@@ -8,9 +8,8 @@ guest image's root).
   what the VM target's guest needs, with ext4, xfs and btrfs and dm-log-writes (the crash
   workload's volatile cache) built in.
 - `minimal`: what a guest job on ext4 needs and nothing more (the serial console, virtio
-  blk and console, the job's 9p share, ACPI to power off, what Python, mkfs and fio use),
-  plus what `fsbench explain` reads inside a guest (EXPLAIN). The bisection's test and
-  every other test that builds a kernel use it.
+  blk and console, the job's 9p share, ACPI to power off, what Python, mkfs and fio use).
+  The bisection's test and every other test that builds a kernel use it.
 """
 
 from __future__ import annotations
@@ -92,21 +91,6 @@ FILESYSTEMS: dict[str, str] = {
     "CONFIG_QUOTA": "y",
 }
 
-# What `fsbench explain` reads inside a guest: tracefs and its events (block requests,
-# jbd2, writeback, sched_switch), kernel stacks with symbols (the ORC unwinder: reliable
-# stacks, as distribution kernels have them) and perf events for sampling. No function
-# tracer: it changes every function's entry, and the timings with it.
-EXPLAIN: dict[str, str] = {
-    "CONFIG_FTRACE": "y",
-    "CONFIG_ENABLE_DEFAULT_TRACERS": "y",
-    "CONFIG_FUNCTION_TRACER": "n",
-    "CONFIG_KALLSYMS": "y",
-    "CONFIG_STACKTRACE": "y",
-    "CONFIG_UNWINDER_ORC": "y",
-    "CONFIG_UNWINDER_GUESS": "n",
-    "CONFIG_PERF_EVENTS": "y",
-}
-
 # The minimal's leaving out what tinyconfig, ACPI and kvm_guest.config's choices turn on
 # by default and no guest job uses: IPv6, input devices and the virtual terminal, ACPI's
 # laptop drivers, CPU frequency scaling, the host CPUs' PMU and rng drivers, PCI serial
@@ -185,9 +169,9 @@ DEFAULT = KernelConfig(
 )
 MINIMAL = KernelConfig(
     "minimal",
-    "tinyconfig + the guest's needs, ext4, and what fsbench explain traces",
+    "tinyconfig + the guest's needs and ext4",
     (),
-    {**GUEST, **EXPLAIN, **LEFT_OUT},
+    {**GUEST, **LEFT_OUT},
 )
 NAMED: dict[str, KernelConfig] = {c.name: c for c in (DEFAULT, MINIMAL)}
 # What a bisection stored before configs had names, for the default.
