@@ -180,6 +180,7 @@ class BlockTrace(BpftraceTracer):
         out.metrics += _submitters(printed)
         out.metrics += _journal_metrics(self.journal, printed)
         out.metrics += _asked(printed)
+        out.metrics += _per_asked(out.metrics)
         kind = fstype(site.mountpoint)
         out.facts = {
             "devices": {role: site.device if role == DEV else site.backing for role in devs},
@@ -208,7 +209,7 @@ def _requests(role: str, number: str, printed: bpfout.Printed) -> list[Metric]:
         counts[kind] = counts.get(kind, 0.0) + n
         sizes[kind] = sizes.get(kind, 0.0) + nbytes
         for flag, name in (
-            (r.preflush, "flush"),
+            (r.preflush and r.op != "F", "flush"),  # "FF": one flush, not two
             (r.fua, "fua"),
             (r.sync and r.op == "W", "sync_write"),
             (r.meta, "meta"),
@@ -284,6 +285,20 @@ def _journal_metrics(counted: list[str], printed: bpfout.Printed) -> list[Metric
             out.append(Metric("journal_commit_s", seconds, "s", Better.LOWER))
         else:
             out.append(_count(name, printed.value(name)))
+    return out
+
+
+def _per_asked(metrics: Sequence[Metric]) -> list[Metric]:
+    """Counts that explain by themselves: the target's bytes written per byte the workload
+    asked to write, and its cache flushes (and FUA writes) per fsync the workload called."""
+    got = {m.name: m.value for m in metrics}
+    out = []
+    if got.get("asked_write_bytes", 0.0) > 0:
+        per = got.get("dev_write_bytes", 0.0) / got["asked_write_bytes"]
+        out.append(Metric("dev_bytes_per_asked_byte", per, "x", Better.LOWER))
+    if got.get("fsyncs", 0.0) > 0:
+        flushes = got.get("dev_flush_requests", 0.0) + got.get("dev_fua_requests", 0.0)
+        out.append(Metric("flushes_per_fsync", flushes / got["fsyncs"], "x", Better.LOWER))
     return out
 
 

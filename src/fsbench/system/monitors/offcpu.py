@@ -13,8 +13,10 @@
   it) and its pressure stall times (`io.pressure`, `cpu.pressure`, `memory.pressure`: the
   time some task of it was stalled on each).
 
-What the kernel classes (I/O, journal, locks...) are is the account's (analysis/explain),
-read from the stored stacks, not this tracer's.
+Each off-CPU stack is also classed by what it waited for (`wait_class`: the journal, a
+cache flush, a lock, device I/O, a CPU, or idle: a parent waiting for its child, a poll),
+and the time of each class is a metric (`offcpu_journal_s`...), which the account of the
+gap (analysis/explain.py) compares across configs. Idle time is no part of the account.
 """
 
 from __future__ import annotations
@@ -34,6 +36,75 @@ PREEMPTED = 0x100
 STATES = {1: "S", 2: "D"}
 LOCK_KINDS = ((1 << 5, "mutex"), (1 << 2, "write"), (1 << 1, "read"), (1 << 0, "spin"))
 PRESSURES = ("io", "cpu", "memory")
+# What an off-CPU stack waited for: the first class (in this order) one of whose functions
+# is a frame of it. A preempted thread ([R]) waited for a CPU whatever its stack.
+RUNQUEUE, IDLE, OTHER = "runqueue", "idle", "other"
+WAITS: tuple[tuple[str, frozenset[str]], ...] = (
+    (
+        "journal",
+        frozenset(
+            (
+                "jbd2_log_wait_commit",
+                "__jbd2_log_wait_for_space",
+                "jbd2_log_do_checkpoint",
+                "xlog_wait",
+                "xlog_wait_on_iclog",
+                "xlog_cil_force_seq",
+                "btrfs_commit_transaction",
+                "wait_current_trans",
+                "btrfs_wait_tree_log",
+            )
+        ),
+    ),
+    ("flush", frozenset(("blkdev_issue_flush",))),
+    (
+        "lock",
+        frozenset(
+            (
+                "__mutex_lock",
+                "mutex_lock",
+                "rwsem_down_read_slowpath",
+                "rwsem_down_write_slowpath",
+                "__down",
+                "osq_lock",
+            )
+        ),
+    ),
+    (
+        "device_io",
+        frozenset(
+            (
+                "io_schedule",
+                "io_schedule_timeout",
+                "folio_wait_bit",
+                "folio_wait_bit_common",
+                "bit_wait_io",
+                "blk_mq_get_tag",
+                "submit_bio_wait",
+                "__blkdev_direct_IO_simple",
+                "iomap_dio_rw",
+            )
+        ),
+    ),
+    (
+        IDLE,
+        frozenset(
+            (
+                "do_wait",
+                "do_sys_poll",
+                "do_select",
+                "ep_poll",
+                "futex_wait",
+                "futex_wait_queue",
+                "do_nanosleep",
+                "pipe_read",
+                "wait_woken",
+                "do_sigtimedwait",
+            )
+        ),
+    ),
+)
+CLASSES = (RUNQUEUE, *(name for name, _ in WAITS), OTHER)
 
 
 def state_of(prev_state: int) -> str:
@@ -41,6 +112,15 @@ def state_of(prev_state: int) -> str:
     if prev_state == 0 or prev_state & PREEMPTED:
         return "[R]"
     return f"[{STATES.get(prev_state & 0xFF, 'other')}]"
+
+
+def wait_class(folded: str) -> str:
+    """What a folded off-CPU stack (`state;thread;root;...;leaf`) waited for."""
+    parts = folded.split(";")
+    if parts[0] == "[R]":
+        return RUNQUEUE
+    frames = set(parts[2:])
+    return next((name for name, functions in WAITS if frames & functions), OTHER)
 
 
 def lock_kind(flags: int) -> str:
@@ -145,11 +225,15 @@ class OffCpu(BpftraceTracer):
             kind = lock_kind(int(flags))
             locks_s[kind] = locks_s.get(kind, 0.0) + ns / 1e9
             locks_n[kind] = locks_n.get(kind, 0.0) + printed.value("lock_n", flags)
+        by_class = dict.fromkeys(CLASSES, 0.0)
+        for stack, seconds in off.items():
+            by_class[wait_class(stack)] += seconds
         out = Output(
             metrics=[
+                *(Metric(f"offcpu_{c}_s", s, "s", Better.LOWER) for c, s in by_class.items()),
                 Metric("workload_cpu_user_s", grew.get("user", 0.0), "s", Better.LOWER),
                 Metric("workload_cpu_system_s", grew.get("system", 0.0), "s", Better.LOWER),
-                Metric("offcpu_s", sum(off.values()), "s", Better.LOWER),
+                Metric("offcpu_s", sum(off.values()) - by_class[IDLE], "s", Better.LOWER),
                 Metric("lock_wait_s", sum(locks_s.values()), "s", Better.LOWER),
                 Metric("lock_waits", sum(locks_n.values()), "count", Better.LOWER, 1),
                 *(
