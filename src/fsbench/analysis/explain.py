@@ -94,6 +94,13 @@ class Found:
         return self.kind == ORDER and not self.within_margin
 
     @property
+    def verdict(self) -> str:
+        """different, equivalent (within the margin, ordered or not), or undecided."""
+        if self.decided:
+            return "different"
+        return "equivalent" if self.within_margin else self.kind
+
+    @property
     def distance(self) -> float:
         """How far the ratio is from 1, either way (what ranks the mechanisms)."""
         if self.ratio is None or self.ratio <= 0:
@@ -107,7 +114,7 @@ class Found:
             "values": list(self.means),
             "ratio": self.ratio,
             "ci": list(self.ci) if self.ci else None,
-            "verdict": "different" if self.decided else self.kind,
+            "verdict": self.verdict,
             "time_part": self.time_part,
         }
 
@@ -213,10 +220,12 @@ def explain(
     headlines: Mapping[str, str],
     design: Design,
     pairs: Sequence[tuple[str, str]] | None = None,
+    order: Sequence[str] = (),
 ) -> list[Explanation]:
     """The explanations of an explain run's trials: every pair of configs of each
-    comparison (or only `pairs`, ordered as given), `headlines` naming each workload's
-    headline metric."""
+    comparison in `order` (the plan's; or only `pairs`, ordered as given), `headlines`
+    naming each workload's headline metric."""
+    rank = {c: i for i, c in enumerate(order)}
     groups: dict[GroupKey, dict[str, list[TrialRecord]]] = {}
     for t in trials:
         groups.setdefault(group_key(t), {}).setdefault(t.config, []).append(t)
@@ -225,7 +234,9 @@ def explain(
     for key, configs in groups.items():
         headline = headlines.get(key[1], "")
         by_config = {c: per_work(ts, headline) for c, ts in configs.items()}
-        labels = [c for c in configs if by_config[c][1]]
+        labels = sorted(
+            (c for c in configs if by_config[c][1]), key=lambda c: rank.get(c, len(rank))
+        )
         wanted = pairs or [(x, y) for i, x in enumerate(labels) for y in labels[i + 1 :]]
         for a, b in wanted:
             if a not in by_config or b not in by_config:

@@ -45,7 +45,7 @@ def _value(m: Found, side: int) -> str:
     return numbers.duration(value) if m.metric.endswith("_s") else numbers.number(value)
 
 
-TONES: dict[str, d.Tone] = {"order": "marked", "equivalent": "same", "undecided": "muted"}
+TONES: dict[str, d.Tone] = {"different": "marked", "equivalent": "same", "undecided": "muted"}
 
 
 def table(e: Explanation, source_line: str) -> d.Table:
@@ -55,7 +55,7 @@ def table(e: Explanation, source_line: str) -> d.Table:
             d.Cell(_value(m, 0), value=m.means[0]),
             d.Cell(_value(m, 1), value=m.means[1]),
             d.Cell(_ratio(m), value=m.ratio),
-            d.Cell(_verdict(m), TONES.get(m.kind, "")),
+            d.Cell(m.verdict, TONES.get(m.verdict, "")),
         )
         for m in e.mechanisms
     )
@@ -69,12 +69,6 @@ def table(e: Explanation, source_line: str) -> d.Table:
         legend=f"values per {e.per} of the headline {e.headline}, mean of {e.n[0]} and "
         f"{e.n[1]} instrumented trials; ratio with its interval",
     )
-
-
-def _verdict(m: Found) -> str:
-    if m.decided:
-        return "different"
-    return "within the margin" if m.within_margin else m.kind
 
 
 def account_line(e: Explanation) -> str:
@@ -164,7 +158,8 @@ def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
     trials = source.trials_of(store, run)
     rows = source.rows_of(run, trials)
     pair = [(facts.pair[0], facts.pair[1])] if len(facts.pair) == 2 else None
-    found = mechanisms.explain(trials, headlines(rows), design_of(run.plan), pair)
+    order = source.config_order(run)
+    found = mechanisms.explain(trials, headlines(rows), design_of(run.plan), pair, order)
     counted = source.load(store, facts.source)
     maps = store.get_folded([t.id for t in trials if t.id is not None])
     blocks: list[d.Block] = [
