@@ -34,9 +34,10 @@ from fsbench.system.proc import Tool
 BPFTRACE = Tool("bpftrace", "bpftrace")
 # Above PID_MAX_LIMIT (4M): no process has it, so kill(MARK, 0) fails and does nothing.
 MARK_BASE = 0x40000000
-# How long bpftrace may take to compile and attach (seconds), and to print its maps.
+# How long bpftrace may take to compile and attach (seconds), and to detach and print its
+# maps (symbolizing every kernel stack: minutes on a loaded machine of 2 CPUs).
 READY_TIMEOUT = 120.0
-EXIT_GRACE = 60.0
+EXIT_GRACE = 300.0
 # Maps every script keeps for itself.
 WINDOW = ("on", "t0")
 # What a script prints once every probe of it is attached (bpftrace runs BEGIN then).
@@ -162,7 +163,11 @@ class BpftraceTracer(Monitor):
         code = self.child.interrupt(grace=EXIT_GRACE)
         self.printed = bpfout.parse(self._lines())
         if code is None:
-            raise TrialFailed(f"tracer {self.name}: bpftrace did not print its maps")
+            said = " ".join(self.printed.messages[-3:])
+            raise TrialFailed(
+                f"tracer {self.name}: bpftrace did not print its maps in {EXIT_GRACE:.0f} s"
+                + (f": {said}" if said else "")
+            )
 
     def output(self, metrics: Sequence[Metric]) -> Output:
         assert self.site is not None
