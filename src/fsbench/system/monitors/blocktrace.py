@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fsbench.system.metric import Better, Folded, Metric
-from fsbench.system.monitors import bpfout, register, tracefs
+from fsbench.system.monitors import bpfout, tracefs
 from fsbench.system.monitors.base import Output, Site
 from fsbench.system.monitors.bpftrace import BpftraceTracer, fstype, workload_filter
 
@@ -73,7 +73,6 @@ def _ev(name: str) -> str:
     return f"tracepoint:{name}"
 
 
-@register
 class BlockTrace(BpftraceTracer):
     name = "block-trace"
     summary = (

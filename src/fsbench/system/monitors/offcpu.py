@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from fsbench.system.metric import Better, Folded, Metric
-from fsbench.system.monitors import bpfout, register, tracefs
+from fsbench.system.monitors import bpfout, tracefs
 from fsbench.system.monitors.base import Output, Site
 from fsbench.system.monitors.bpftrace import BpftraceTracer, workload_filter
 
@@ -151,7 +151,6 @@ def pressure(group: Path, resource: str) -> float:
     return 0.0
 
 
-@register
 class OffCpu(BpftraceTracer):
     name = "offcpu"
     summary = (

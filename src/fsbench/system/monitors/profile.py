@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fsbench.system.metric import Better, Folded, Metric
-from fsbench.system.monitors import bpfout, register
+from fsbench.system.monitors import bpfout
 from fsbench.system.monitors.base import Output, Site
 from fsbench.system.monitors.bpftrace import BpftraceTracer, workload_filter
 
 HZ = 99
 
 
-@register
 class Profile(BpftraceTracer):
     name = "profile"
     summary = f"the workload's threads sampled at {HZ} Hz by kernel stack (bpftrace)"
