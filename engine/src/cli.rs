@@ -162,7 +162,10 @@ fn options(
     let mut i = 0;
     while i < rest.len() {
         let a = &rest[i];
-        if let Some(name) = a.strip_prefix("--").or_else(|| a.strip_prefix('-').filter(|n| *n == "o")) {
+        if let Some(name) = a
+            .strip_prefix("--")
+            .or_else(|| a.strip_prefix('-').filter(|n| *n == "o"))
+        {
             if flags.contains(&name) {
                 opts.insert(name.to_string(), String::new());
             } else {
@@ -192,14 +195,19 @@ fn trace_command(rest: &[String]) -> Result<String> {
     };
     let out = || need("o").map(std::path::PathBuf::from);
     let num = |k: &str, default: u64| -> Result<u64> {
-        o.get(k).map_or(Ok(default), |v| parse_num(&format!("--{k}"), v))
+        o.get(k)
+            .map_or(Ok(default), |v| parse_num(&format!("--{k}"), v))
     };
     match sub.as_str() {
         "snapshot" => {
             let [root] = &pos[..] else {
                 return Err(Error::input("trace snapshot needs the directory"));
             };
-            let n = snapshot::take(std::path::Path::new(root), &out()?, o.contains_key("with-data"))?;
+            let n = snapshot::take(
+                std::path::Path::new(root),
+                &out()?,
+                o.contains_key("with-data"),
+            )?;
             to_json(&serde_json::json!({"entries": n}))
         }
         "import" => {
@@ -235,7 +243,9 @@ fn trace_command(rest: &[String]) -> Result<String> {
             std::path::Path::new(&need("dir")?),
             num("calls", 1_000_000)?,
         )?),
-        other => Err(Error::input(format!("unknown trace command {other:?}; see --help"))),
+        other => Err(Error::input(format!(
+            "unknown trace command {other:?}; see --help"
+        ))),
     }
 }
 
@@ -263,7 +273,11 @@ pub fn main(args: &[String]) -> Result<String> {
         "replay" => {
             let (sub, spec_path) = match rest {
                 [sub, p] => (sub.as_str(), p.as_str()),
-                _ => return Err(Error::input("replay needs prepare|run and a spec file (or -)")),
+                _ => {
+                    return Err(Error::input(
+                        "replay needs prepare|run and a spec file (or -)",
+                    ));
+                }
             };
             let spec = replay::parse_spec(&read_text(spec_path)?)?;
             match sub {

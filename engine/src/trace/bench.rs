@@ -33,18 +33,47 @@ fn call(kind: Kind, start_ns: i64, result: i64, ints: &[i64]) -> Record {
 pub fn fstat_trace(out: &Path, calls: u64) -> Result<u64> {
     let header = serde_json::json!({"tracer": "synthetic", "command": ["fstat-loop", calls]});
     let mut w = TraceWriter::create(out, &header)?;
-    w.write(&Record::Path { id: 0, parent: 0, path: b".".to_vec() })?;
-    w.write(&Record::Path { id: 1, parent: 0, path: FSTAT_FILE.as_bytes().to_vec() })?;
-    w.write(&Record::Thread { tid: 0, parent: None, at_ns: 0 })?;
-    w.write(&call(Kind::Open, 1000, 0, &[1, i64::from(libc::O_RDONLY), 0]))?;
+    w.write(&Record::Path {
+        id: 0,
+        parent: 0,
+        path: b".".to_vec(),
+    })?;
+    w.write(&Record::Path {
+        id: 1,
+        parent: 0,
+        path: FSTAT_FILE.as_bytes().to_vec(),
+    })?;
+    w.write(&Record::Thread {
+        tid: 0,
+        parent: None,
+        at_ns: 0,
+    })?;
+    w.write(&call(
+        Kind::Open,
+        1000,
+        0,
+        &[1, i64::from(libc::O_RDONLY), 0],
+    ))?;
     let mut t = 2000i64;
     for _ in 0..calls {
         w.write(&call(Kind::Fstat, t, 0, &[0]))?;
         t += 400;
     }
     w.write(&call(Kind::Close, t, 0, &[0]))?;
-    w.write(&Record::Tree { path: 0, kind: EntryType::Dir, size: 0, mode: 0o755, target: None })?;
-    w.write(&Record::Tree { path: 1, kind: EntryType::File, size: 4096, mode: 0o644, target: None })?;
+    w.write(&Record::Tree {
+        path: 0,
+        kind: EntryType::Dir,
+        size: 0,
+        mode: 0o755,
+        target: None,
+    })?;
+    w.write(&Record::Tree {
+        path: 1,
+        kind: EntryType::File,
+        size: 4096,
+        mode: 0o644,
+        target: None,
+    })?;
     Ok(w.finish()?.calls)
 }
 
@@ -82,6 +111,10 @@ pub fn fstat_loop(dir: &Path, calls: u64) -> Result<LoopResult> {
     Ok(LoopResult {
         calls,
         seconds,
-        calls_per_s: if seconds > 0.0 { (calls as f64 / seconds).round() } else { 0.0 },
+        calls_per_s: if seconds > 0.0 {
+            (calls as f64 / seconds).round()
+        } else {
+            0.0
+        },
     })
 }

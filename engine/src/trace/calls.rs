@@ -27,7 +27,11 @@ pub struct Buffers {
 impl Buffers {
     /// The absolute path of `rel` under the replay's directory, for the calls that have
     /// no `*at` form (truncate, the xattr calls).
-    fn absolute(&mut self, root: &[u8], rel: Option<&std::sync::Arc<CString>>) -> *const libc::c_char {
+    fn absolute(
+        &mut self,
+        root: &[u8],
+        rel: Option<&std::sync::Arc<CString>>,
+    ) -> *const libc::c_char {
         self.path.clear();
         self.path.extend_from_slice(root);
         if let Some(r) = rel {
@@ -64,7 +68,11 @@ impl Buffers {
 #[inline]
 fn ret(r: i64) -> i64 {
     if r < 0 {
-        -i64::from(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+        -i64::from(
+            io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        )
     } else {
         r
     }

@@ -383,48 +383,52 @@ impl Importer {
         });
         let idx = self.next_task;
         self.next_task += 1;
-        let (task, parent_idx) = match parent.and_then(|(ppid, f)| Some((self.tasks.get(&ppid)?, f)))
-        {
-            Some((p, flags)) => {
-                let table = if flags & CLONE_FILES != 0 {
-                    p.table.clone()
-                } else {
-                    let copy = p.table.borrow().clone();
-                    for e in copy.values() {
-                        self.fds.hold(e.id);
-                    }
-                    Rc::new(RefCell::new(copy))
-                };
-                let cwd = if flags & CLONE_FS != 0 {
-                    p.cwd.clone()
-                } else {
-                    Rc::new(RefCell::new(p.cwd.borrow().clone()))
-                };
-                let tgid = if flags & CLONE_THREAD != 0 { p.tgid } else { pid };
-                (
+        let (task, parent_idx) =
+            match parent.and_then(|(ppid, f)| Some((self.tasks.get(&ppid)?, f))) {
+                Some((p, flags)) => {
+                    let table = if flags & CLONE_FILES != 0 {
+                        p.table.clone()
+                    } else {
+                        let copy = p.table.borrow().clone();
+                        for e in copy.values() {
+                            self.fds.hold(e.id);
+                        }
+                        Rc::new(RefCell::new(copy))
+                    };
+                    let cwd = if flags & CLONE_FS != 0 {
+                        p.cwd.clone()
+                    } else {
+                        Rc::new(RefCell::new(p.cwd.borrow().clone()))
+                    };
+                    let tgid = if flags & CLONE_THREAD != 0 {
+                        p.tgid
+                    } else {
+                        pid
+                    };
+                    (
+                        Task {
+                            idx,
+                            tgid,
+                            table,
+                            cwd,
+                            skipped: 0,
+                            pending: None,
+                        },
+                        Some(p.idx),
+                    )
+                }
+                None => (
                     Task {
                         idx,
-                        tgid,
-                        table,
-                        cwd,
+                        tgid: pid,
+                        table: Rc::new(RefCell::new(HashMap::new())),
+                        cwd: Rc::new(RefCell::new(self.root.clone())),
                         skipped: 0,
                         pending: None,
                     },
-                    Some(p.idx),
-                )
-            }
-            None => (
-                Task {
-                    idx,
-                    tgid: pid,
-                    table: Rc::new(RefCell::new(HashMap::new())),
-                    cwd: Rc::new(RefCell::new(self.root.clone())),
-                    skipped: 0,
-                    pending: None,
-                },
-                None,
-            ),
-        };
+                    None,
+                ),
+            };
         self.tasks.insert(pid, task);
         self.w.write(&Record::Thread {
             tid: idx,
@@ -606,7 +610,14 @@ impl Importer {
         )
     }
 
-    fn dup(&mut self, pid: i64, ts: i64, p: &Parsed<'_>, newfd: Option<i64>, cloexec: bool) -> Result<()> {
+    fn dup(
+        &mut self,
+        pid: i64,
+        ts: i64,
+        p: &Parsed<'_>,
+        newfd: Option<i64>,
+        cloexec: bool,
+    ) -> Result<()> {
         let Some((old, _)) = number_and_decoration(arg(p, 0)) else {
             self.skip(pid, "unparsed:dup".into());
             return Ok(());
@@ -681,39 +692,54 @@ impl Importer {
                     }
                 }
             }
-            "read" => self.on_fd(pid, ts, &p, Kind::Read, 0, &[int(&p, 2)], None).map(drop),
+            "read" => self
+                .on_fd(pid, ts, &p, Kind::Read, 0, &[int(&p, 2)], None)
+                .map(drop),
             "readv" => {
                 let n = iov_total(arg(&p, 1));
-                self.on_fd(pid, ts, &p, Kind::Readv, 0, &[n], None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Readv, 0, &[n], None)
+                    .map(drop)
             }
             "pread64" => {
                 let more = [int(&p, 2), int(&p, 3)];
-                self.on_fd(pid, ts, &p, Kind::Pread, 0, &more, None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Pread, 0, &more, None)
+                    .map(drop)
             }
             "preadv" | "preadv2" => {
                 let more = [iov_total(arg(&p, 1)), int(&p, 3)];
-                self.on_fd(pid, ts, &p, Kind::Preadv, 0, &more, None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Preadv, 0, &more, None)
+                    .map(drop)
             }
-            "write" => self.on_fd(pid, ts, &p, Kind::Write, 0, &[int(&p, 2)], None).map(drop),
+            "write" => self
+                .on_fd(pid, ts, &p, Kind::Write, 0, &[int(&p, 2)], None)
+                .map(drop),
             "writev" => {
                 let n = iov_total(arg(&p, 1));
-                self.on_fd(pid, ts, &p, Kind::Writev, 0, &[n], None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Writev, 0, &[n], None)
+                    .map(drop)
             }
             "pwrite64" => {
                 let more = [int(&p, 2), int(&p, 3)];
-                self.on_fd(pid, ts, &p, Kind::Pwrite, 0, &more, None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Pwrite, 0, &more, None)
+                    .map(drop)
             }
             "pwritev" | "pwritev2" => {
                 let more = [iov_total(arg(&p, 1)), int(&p, 3)];
-                self.on_fd(pid, ts, &p, Kind::Pwritev, 0, &more, None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Pwritev, 0, &more, None)
+                    .map(drop)
             }
             "lseek" => {
                 let more = [int(&p, 1), int(&p, 2)];
-                self.on_fd(pid, ts, &p, Kind::Lseek, 0, &more, None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Lseek, 0, &more, None)
+                    .map(drop)
             }
             "fsync" => self.on_fd(pid, ts, &p, Kind::Fsync, 0, &[], None).map(drop),
-            "fdatasync" => self.on_fd(pid, ts, &p, Kind::Fdatasync, 0, &[], None).map(drop),
-            "syncfs" => self.on_fd(pid, ts, &p, Kind::Syncfs, 0, &[], None).map(drop),
+            "fdatasync" => self
+                .on_fd(pid, ts, &p, Kind::Fdatasync, 0, &[], None)
+                .map(drop),
+            "syncfs" => self
+                .on_fd(pid, ts, &p, Kind::Syncfs, 0, &[], None)
+                .map(drop),
             "sync_file_range" => {
                 let more = [int(&p, 1), int(&p, 2), int(&p, 3)];
                 self.on_fd(pid, ts, &p, Kind::SyncFileRange, 0, &more, None)
@@ -726,10 +752,13 @@ impl Importer {
                     Ok(())
                 }
             },
-            "ftruncate" => self.on_fd(pid, ts, &p, Kind::Ftruncate, 0, &[int(&p, 1)], None).map(drop),
+            "ftruncate" => self
+                .on_fd(pid, ts, &p, Kind::Ftruncate, 0, &[int(&p, 1)], None)
+                .map(drop),
             "fallocate" => {
                 let more = [int(&p, 1), int(&p, 2), int(&p, 3)];
-                self.on_fd(pid, ts, &p, Kind::Fallocate, 0, &more, None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Fallocate, 0, &more, None)
+                    .map(drop)
             }
             "fstat" => self.on_fd(pid, ts, &p, Kind::Fstat, 0, &[], None).map(drop),
             "getdents64" | "getdents" => {
@@ -738,19 +767,27 @@ impl Importer {
                 }
                 Ok(())
             }
-            "fgetxattr" => {
-                self.on_fd(pid, ts, &p, Kind::Fgetxattr, 0, &[int(&p, 3)], s(1)).map(drop)
-            }
+            "fgetxattr" => self
+                .on_fd(pid, ts, &p, Kind::Fgetxattr, 0, &[int(&p, 3)], s(1))
+                .map(drop),
             "fsetxattr" => {
                 let more = [int(&p, 3), int(&p, 4)];
-                self.on_fd(pid, ts, &p, Kind::Fsetxattr, 0, &more, s(1)).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Fsetxattr, 0, &more, s(1))
+                    .map(drop)
             }
-            "flistxattr" => self.on_fd(pid, ts, &p, Kind::Flistxattr, 0, &[int(&p, 2)], None).map(drop),
-            "fremovexattr" => self.on_fd(pid, ts, &p, Kind::Fremovexattr, 0, &[], s(1)).map(drop),
-            "fchmod" => self.on_fd(pid, ts, &p, Kind::Fchmod, 0, &[int(&p, 1)], None).map(drop),
+            "flistxattr" => self
+                .on_fd(pid, ts, &p, Kind::Flistxattr, 0, &[int(&p, 2)], None)
+                .map(drop),
+            "fremovexattr" => self
+                .on_fd(pid, ts, &p, Kind::Fremovexattr, 0, &[], s(1))
+                .map(drop),
+            "fchmod" => self
+                .on_fd(pid, ts, &p, Kind::Fchmod, 0, &[int(&p, 1)], None)
+                .map(drop),
             "fchown" => {
                 let more = [int(&p, 1), int(&p, 2)];
-                self.on_fd(pid, ts, &p, Kind::Fchown, 0, &more, None).map(drop)
+                self.on_fd(pid, ts, &p, Kind::Fchown, 0, &more, None)
+                    .map(drop)
             }
             "mmap" => self.mmap(pid, ts, &p),
             "munmap" => {
@@ -810,7 +847,15 @@ impl Importer {
                     e.cloexec = int(&p, 2) & 1 != 0;
                 }
                 let inside = self.fd(pid, fd).is_some();
-                self.skip(pid, if inside { "not-replayed:fcntl" } else { "outside:fcntl" }.into());
+                self.skip(
+                    pid,
+                    if inside {
+                        "not-replayed:fcntl"
+                    } else {
+                        "outside:fcntl"
+                    }
+                    .into(),
+                );
                 Ok(())
             }
             "mkdir" => self.on_path(pid, ts, &p, Kind::Mkdir, None, 0, &[int(&p, 1)], None),
@@ -826,10 +871,26 @@ impl Importer {
                 self.on_path(pid, ts, &p, kind, Some(0), 1, &[], None)
             }
             "rename" => self.two_paths(pid, ts, &p, Kind::Rename, (None, 0), (None, 1), Some(0)),
-            "renameat" => self.two_paths(pid, ts, &p, Kind::Rename, (Some(0), 1), (Some(2), 3), Some(0)),
+            "renameat" => self.two_paths(
+                pid,
+                ts,
+                &p,
+                Kind::Rename,
+                (Some(0), 1),
+                (Some(2), 3),
+                Some(0),
+            ),
             "renameat2" => {
                 let flags = int(&p, 4);
-                self.two_paths(pid, ts, &p, Kind::Rename, (Some(0), 1), (Some(2), 3), Some(flags))
+                self.two_paths(
+                    pid,
+                    ts,
+                    &p,
+                    Kind::Rename,
+                    (Some(0), 1),
+                    (Some(2), 3),
+                    Some(flags),
+                )
             }
             "link" => self.two_paths(pid, ts, &p, Kind::Link, (None, 0), (None, 1), None),
             "linkat" => self.two_paths(pid, ts, &p, Kind::Link, (Some(0), 1), (Some(2), 3), None),
@@ -876,7 +937,9 @@ impl Importer {
                 let flags = int(&p, 4);
                 if flags & AT_EMPTY_PATH != 0 && s(1).is_some_and(|n| n.is_empty()) {
                     let more = [int(&p, 2), int(&p, 3)];
-                    return self.on_fd(pid, ts, &p, Kind::Fchown, 0, &more, None).map(drop);
+                    return self
+                        .on_fd(pid, ts, &p, Kind::Fchown, 0, &more, None)
+                        .map(drop);
                 }
                 let follow = i64::from(flags & AT_SYMLINK_NOFOLLOW == 0);
                 let more = [int(&p, 2), int(&p, 3), follow];
@@ -884,7 +947,9 @@ impl Importer {
             }
             "utimensat" => {
                 if arg(&p, 1) == b"NULL" {
-                    return self.on_fd(pid, ts, &p, Kind::Futimes, 0, &[], None).map(drop);
+                    return self
+                        .on_fd(pid, ts, &p, Kind::Futimes, 0, &[], None)
+                        .map(drop);
                 }
                 let follow = i64::from(int(&p, 3) & AT_SYMLINK_NOFOLLOW == 0);
                 self.on_path(pid, ts, &p, Kind::Utimes, Some(0), 1, &[follow], None)
@@ -1022,7 +1087,14 @@ impl Importer {
         }
     }
 
-    fn symlink(&mut self, pid: i64, ts: i64, p: &Parsed<'_>, dirfd: Option<usize>, path: usize) -> Result<()> {
+    fn symlink(
+        &mut self,
+        pid: i64,
+        ts: i64,
+        p: &Parsed<'_>,
+        dirfd: Option<usize>,
+        path: usize,
+    ) -> Result<()> {
         let (Some(target), Some(link)) = (parse_string(arg(p, 0)), parse_string(arg(p, path)))
         else {
             self.skip(pid, "unparsed:symlink".into());
@@ -1084,7 +1156,11 @@ impl Importer {
 
     /// The starting tree: what the command touched of the snapshot (every path the trace
     /// names, their directories, and every entry of a directory it listed).
-    fn tree(&mut self, snap: &HashMap<Vec<u8>, Entry>, data: Option<&mut File>) -> Result<TreeCounts> {
+    fn tree(
+        &mut self,
+        snap: &HashMap<Vec<u8>, Entry>,
+        data: Option<&mut File>,
+    ) -> Result<TreeCounts> {
         let read_dirs: HashSet<Vec<u8>> = self
             .read_dirs
             .iter()
@@ -1106,7 +1182,10 @@ impl Importer {
             .collect();
         entries.sort_by_key(|(i, _)| {
             let p = &self.path_list[*i as usize];
-            (p.iter().filter(|b| **b == b'/').count() + usize::from(p != b"."), *i)
+            (
+                p.iter().filter(|b| **b == b'/').count() + usize::from(p != b"."),
+                *i,
+            )
         });
         let mut counts = TreeCounts::default();
         let mut data = data;
@@ -1132,7 +1211,9 @@ impl Importer {
                 mode: e.mode,
                 target,
             })?;
-            if let (Some(d), Some(off), EntryType::File) = (data.as_deref_mut(), e.data_offset, e.kind) {
+            if let (Some(d), Some(off), EntryType::File) =
+                (data.as_deref_mut(), e.data_offset, e.kind)
+            {
                 let mut at = 0u64;
                 while at < e.size {
                     let n = (e.size - at).min(DATA_CHUNK as u64) as usize;
@@ -1193,7 +1274,10 @@ pub fn run(opts: &Options) -> Result<Report> {
         _ => None,
     };
     let mut header = opts.header.clone();
-    header.insert("root".into(), String::from_utf8_lossy(&root).into_owned().into());
+    header.insert(
+        "root".into(),
+        String::from_utf8_lossy(&root).into_owned().into(),
+    );
     header.insert("with_data".into(), data.is_some().into());
     if data.is_none() {
         header.insert("fill".into(), FILL.into());

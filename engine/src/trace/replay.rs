@@ -742,7 +742,12 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                 Record::Release { tid, fd } => {
                     let t = tid as usize;
                     dep_buf.clear();
-                    res.access(FD_KEY | u64::from(fd), true, (tid, lanes[t].count), &mut dep_buf);
+                    res.access(
+                        FD_KEY | u64::from(fd),
+                        true,
+                        (tid, lanes[t].count),
+                        &mut dep_buf,
+                    );
                     let deps = resolve_deps(&mut dep_buf, &mut lanes, &states, tid);
                     push(&mut lanes[t], Work::Release { fd, deps });
                 }
@@ -904,7 +909,8 @@ mod tests {
 
     impl Scratch {
         fn new(name: &str) -> Self {
-            let d = std::env::temp_dir().join(format!("fsbench-replay-{name}-{}", std::process::id()));
+            let d =
+                std::env::temp_dir().join(format!("fsbench-replay-{name}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&d);
             std::fs::create_dir_all(&d).expect("scratch dir");
             Scratch(d)
@@ -952,30 +958,60 @@ mod tests {
     fn two_threads_on_one_file_keep_the_recorded_order() {
         let s = Scratch::new("order");
         let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
-        w.write(&Record::Path { id: 0, parent: 0, path: b".".to_vec() }).expect("p");
-        w.write(&Record::Thread { tid: 0, parent: None, at_ns: 0 }).expect("n");
-        w.write(&Record::Thread { tid: 1, parent: None, at_ns: 0 }).expect("n");
+        w.write(&Record::Path {
+            id: 0,
+            parent: 0,
+            path: b".".to_vec(),
+        })
+        .expect("p");
+        w.write(&Record::Thread {
+            tid: 0,
+            parent: None,
+            at_ns: 0,
+        })
+        .expect("n");
+        w.write(&Record::Thread {
+            tid: 1,
+            parent: None,
+            at_ns: 0,
+        })
+        .expect("n");
         let mut t = 0;
         let files = 300;
         for i in 0..files {
             let id = i64::from(i) + 1;
-            w.write(&Record::Path { id: i + 1, parent: 0, path: format!("f{i}").into_bytes() })
-                .expect("p");
+            w.write(&Record::Path {
+                id: i + 1,
+                parent: 0,
+                path: format!("f{i}").into_bytes(),
+            })
+            .expect("p");
             t += 10_000;
             if i == 7 {
                 // thread 1 looks before the file is made
-                w.write(&call(1, t, Kind::Stat, -i64::from(libc::ENOENT), &[id, 1])).expect("c");
+                w.write(&call(1, t, Kind::Stat, -i64::from(libc::ENOENT), &[id, 1]))
+                    .expect("c");
             }
             // thread 0 makes it with 3 fsyncs: slow, so an unordered read would come first
-            w.write(&call(0, t + 1, Kind::Open, 0, &[id, CREATE, 0o644])).expect("c");
-            w.write(&call(0, t + 2, Kind::Write, 100, &[0, 100])).expect("c");
+            w.write(&call(0, t + 1, Kind::Open, 0, &[id, CREATE, 0o644]))
+                .expect("c");
+            w.write(&call(0, t + 2, Kind::Write, 100, &[0, 100]))
+                .expect("c");
             w.write(&call(0, t + 3, Kind::Close, 0, &[0])).expect("c");
-            w.write(&call(1, t + 4, Kind::Open, 1, &[id, 0, 0])).expect("c");
-            w.write(&call(1, t + 5, Kind::Read, 100, &[1, 4096])).expect("c");
+            w.write(&call(1, t + 4, Kind::Open, 1, &[id, 0, 0]))
+                .expect("c");
+            w.write(&call(1, t + 5, Kind::Read, 100, &[1, 4096]))
+                .expect("c");
             w.write(&call(1, t + 6, Kind::Close, 0, &[1])).expect("c");
         }
-        w.write(&Record::Tree { path: 0, kind: EntryType::Dir, size: 0, mode: 0o755, target: None })
-            .expect("t");
+        w.write(&Record::Tree {
+            path: 0,
+            kind: EntryType::Dir,
+            size: 0,
+            mode: 0o755,
+            target: None,
+        })
+        .expect("t");
         w.finish().expect("finish");
         let spec = spec(&s, Timing::Fast);
         prepare(&spec).expect("prepare");
@@ -994,21 +1030,57 @@ mod tests {
     fn independent_files_run_concurrently() {
         let s = Scratch::new("concurrent");
         let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
-        w.write(&Record::Path { id: 0, parent: 0, path: b".".to_vec() }).expect("p");
-        w.write(&Record::Path { id: 1, parent: 0, path: b"a".to_vec() }).expect("p");
-        w.write(&Record::Path { id: 2, parent: 0, path: b"b".to_vec() }).expect("p");
-        w.write(&Record::Thread { tid: 0, parent: None, at_ns: 0 }).expect("n");
-        w.write(&Record::Thread { tid: 1, parent: None, at_ns: 0 }).expect("n");
+        w.write(&Record::Path {
+            id: 0,
+            parent: 0,
+            path: b".".to_vec(),
+        })
+        .expect("p");
+        w.write(&Record::Path {
+            id: 1,
+            parent: 0,
+            path: b"a".to_vec(),
+        })
+        .expect("p");
+        w.write(&Record::Path {
+            id: 2,
+            parent: 0,
+            path: b"b".to_vec(),
+        })
+        .expect("p");
+        w.write(&Record::Thread {
+            tid: 0,
+            parent: None,
+            at_ns: 0,
+        })
+        .expect("n");
+        w.write(&Record::Thread {
+            tid: 1,
+            parent: None,
+            at_ns: 0,
+        })
+        .expect("n");
         let gap = 40_000_000;
         for k in 1..=5 {
             for tid in 0..2u32 {
-                w.write(&call(tid, k * gap, Kind::Stat, 0, &[i64::from(tid) + 1, 1])).expect("c");
+                w.write(&call(tid, k * gap, Kind::Stat, 0, &[i64::from(tid) + 1, 1]))
+                    .expect("c");
             }
         }
         for id in 0..3 {
-            let kind = if id == 0 { EntryType::Dir } else { EntryType::File };
-            w.write(&Record::Tree { path: id, kind, size: 10, mode: 0o644, target: None })
-                .expect("t");
+            let kind = if id == 0 {
+                EntryType::Dir
+            } else {
+                EntryType::File
+            };
+            w.write(&Record::Tree {
+                path: id,
+                kind,
+                size: 10,
+                mode: 0o644,
+                target: None,
+            })
+            .expect("t");
         }
         w.finish().expect("finish");
         let spec = spec(&s, Timing::Recorded);
@@ -1017,7 +1089,10 @@ mod tests {
         assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
         assert_eq!(r.measured.threads, 2);
         let e = r.measured.elapsed_s;
-        assert!((0.19..0.3).contains(&e), "elapsed {e} s: the threads did not overlap");
+        assert!(
+            (0.19..0.3).contains(&e),
+            "elapsed {e} s: the threads did not overlap"
+        );
     }
 
     /// A call whose replayed result differs from the recording is counted, not skipped.
@@ -1025,15 +1100,36 @@ mod tests {
     fn mismatching_results_are_counted() {
         let s = Scratch::new("mismatch");
         let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
-        w.write(&Record::Path { id: 0, parent: 0, path: b".".to_vec() }).expect("p");
-        w.write(&Record::Path { id: 1, parent: 0, path: b"gone".to_vec() }).expect("p");
-        w.write(&Record::Thread { tid: 0, parent: None, at_ns: 0 }).expect("n");
+        w.write(&Record::Path {
+            id: 0,
+            parent: 0,
+            path: b".".to_vec(),
+        })
+        .expect("p");
+        w.write(&Record::Path {
+            id: 1,
+            parent: 0,
+            path: b"gone".to_vec(),
+        })
+        .expect("p");
+        w.write(&Record::Thread {
+            tid: 0,
+            parent: None,
+            at_ns: 0,
+        })
+        .expect("n");
         // recorded: the file was there (open ok, 10 bytes read); the tree lacks it
         w.write(&call(0, 1, Kind::Stat, 0, &[1, 1])).expect("c");
         w.write(&call(0, 2, Kind::Open, 0, &[1, 0, 0])).expect("c");
         w.write(&call(0, 3, Kind::Read, 10, &[0, 10])).expect("c");
-        w.write(&Record::Tree { path: 0, kind: EntryType::Dir, size: 0, mode: 0o755, target: None })
-            .expect("t");
+        w.write(&Record::Tree {
+            path: 0,
+            kind: EntryType::Dir,
+            size: 0,
+            mode: 0o755,
+            target: None,
+        })
+        .expect("t");
         w.finish().expect("finish");
         let spec = spec(&s, Timing::Fast);
         prepare(&spec).expect("prepare");
@@ -1041,8 +1137,14 @@ mod tests {
         assert_eq!(r.measured.calls, 3);
         assert_eq!(r.mismatches.total, 3);
         let e = &r.mismatches.examples[0];
-        assert_eq!((e.kind, e.recorded, e.replayed), ("stat", 0, -i64::from(libc::ENOENT)));
+        assert_eq!(
+            (e.kind, e.recorded, e.replayed),
+            ("stat", 0, -i64::from(libc::ENOENT))
+        );
         let read = r.kinds.iter().find(|k| k.kind == "read").expect("read");
-        assert_eq!((read.bytes, read.recorded_bytes, read.mismatches), (0, 10, 1));
+        assert_eq!(
+            (read.bytes, read.recorded_bytes, read.mismatches),
+            (0, 10, 1)
+        );
     }
 }

@@ -90,7 +90,11 @@ pub fn take(root: &Path, out: &Path, with_data: bool) -> Result<u64> {
         }
         line.clear();
         escape(&rel, &mut line);
-        let size = if kind == EntryType::Dir { 0 } else { meta.len() };
+        let size = if kind == EntryType::Dir {
+            0
+        } else {
+            meta.len()
+        };
         let _ = write!(
             line,
             "\t{}\t{size}\t{:o}\t",
@@ -138,7 +142,8 @@ pub fn take(root: &Path, out: &Path, with_data: bool) -> Result<u64> {
 
 /// Read a snapshot back: relative path -> entry.
 pub fn load(path: &Path) -> Result<HashMap<Vec<u8>, Entry>> {
-    let file = File::open(path).map_err(|e| Error::input(format!("read snapshot {}: {e}", path.display())))?;
+    let file = File::open(path)
+        .map_err(|e| Error::input(format!("read snapshot {}: {e}", path.display())))?;
     let mut input = BufReader::new(MultiGzDecoder::new(file));
     let mut map = HashMap::new();
     let mut line = Vec::new();

@@ -66,7 +66,10 @@ pub fn parse_line(line: &[u8]) -> Option<Line<'_>> {
         Body::Resumed(&r[at + b" resumed>".len()..])
     } else if let Some(first) = rest.strip_suffix(b" <unfinished ...>") {
         Body::Unfinished(first)
-    } else if rest.first().is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_') {
+    } else if rest
+        .first()
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+    {
         Body::Call(rest)
     } else {
         Body::Other
@@ -145,7 +148,10 @@ pub fn parse_call(text: &[u8]) -> Option<Parsed<'_>> {
     let rest = trim(&text[close + 1..]);
     let rest = trim(rest.strip_prefix(b"=")?);
     // the value runs to a space, or past its decoration (which may hold spaces)
-    let mut end = rest.iter().position(|b| *b == b' ' || *b == b'<').unwrap_or(rest.len());
+    let mut end = rest
+        .iter()
+        .position(|b| *b == b' ' || *b == b'<')
+        .unwrap_or(rest.len());
     if rest.get(end) == Some(&b'<') && end > 0 {
         end = skip_decoration(rest, end)?;
     }
@@ -379,13 +385,19 @@ mod tests {
         let c = parse_call(b"getdents64(3</d>, 0x55 /* 5 entries, ) */, 32768) = 144 <0.000010>")
             .expect("getdents");
         assert_eq!(c.args.len(), 3);
-        let c = parse_call(b"clone(child_stack=NULL, flags=0x1200011, child_tidptr=0x7f) = 9 <0.0001>")
-            .expect("clone");
-        assert_eq!(field(c.args[1], b"flags").and_then(parse_int), Some(0x1200011));
+        let c =
+            parse_call(b"clone(child_stack=NULL, flags=0x1200011, child_tidptr=0x7f) = 9 <0.0001>")
+                .expect("clone");
+        assert_eq!(
+            field(c.args[1], b"flags").and_then(parse_int),
+            Some(0x1200011)
+        );
         let c = parse_call(b"exit_group(0) = ?").expect("exit");
         assert_eq!(c.result, None);
-        let c = parse_call(b"openat(-100</r>, \"/dev/null\", 0x241, 0666) = 3</dev/null<char 1:3>> <0.1>")
-            .expect("dev");
+        let c = parse_call(
+            b"openat(-100</r>, \"/dev/null\", 0x241, 0666) = 3</dev/null<char 1:3>> <0.1>",
+        )
+        .expect("dev");
         assert_eq!(c.result_decoration.as_deref(), Some(&b"/dev/null"[..]));
         let c = parse_call(b"mmap(NULL, 8192, 0x3, 0x22, -1, 0) = 0x7f00aa000 <0.000002>")
             .expect("mmap");
