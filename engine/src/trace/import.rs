@@ -662,6 +662,14 @@ impl Importer {
         };
         let name = std::str::from_utf8(p.name).unwrap_or("?").to_string();
         let s = |i: usize| parse_string(arg(&p, i));
+        // The xattr's name is a string, which `-s 0` cuts: without it there is no call to make.
+        if name.contains("xattr")
+            && !name.contains("list")
+            && trim_end(arg(&p, 1)).ends_with(b"...")
+        {
+            self.skip(pid, format!("name-cut:{name}"));
+            return Ok(());
+        }
         match name.as_str() {
             "open" => self.open(pid, ts, &p, None, 0, int(&p, 1), int(&p, 2)),
             "openat" => self.open(pid, ts, &p, Some(0), 1, int(&p, 2), int(&p, 3)),
@@ -1257,6 +1265,13 @@ fn relative_from(from: &[u8], to: &[u8]) -> Vec<u8> {
         return b".".to_vec();
     }
     out.join(&b'/')
+}
+
+fn trim_end(mut s: &[u8]) -> &[u8] {
+    while let [rest @ .., b' '] = s {
+        s = rest;
+    }
+    s
 }
 
 /// Convert strace's output to a trace.

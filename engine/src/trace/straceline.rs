@@ -52,11 +52,19 @@ pub fn parse_seconds(s: &[u8]) -> Option<i64> {
     Some(secs * 1_000_000_000 + ns)
 }
 
+/// The next space-separated word of `s` (strace pads the pid with spaces) and the rest.
+fn word(s: &[u8]) -> Option<(&[u8], &[u8])> {
+    let start = s.iter().position(|b| *b != b' ')?;
+    let s = &s[start..];
+    let end = s.iter().position(|b| *b == b' ')?;
+    Some((&s[..end], &s[end + 1..]))
+}
+
 pub fn parse_line(line: &[u8]) -> Option<Line<'_>> {
-    let mut parts = line.splitn(3, |b| *b == b' ');
-    let pid: i64 = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
-    let ts_ns = parse_seconds(parts.next()?)?;
-    let rest = parts.next()?;
+    let (pid, rest) = word(line)?;
+    let pid: i64 = std::str::from_utf8(pid).ok()?.parse().ok()?;
+    let (ts, rest) = word(rest)?;
+    let ts_ns = parse_seconds(ts)?;
     let body = if rest.starts_with(b"+++ ") {
         Body::Exited
     } else if rest.starts_with(b"--- ") {
@@ -379,6 +387,11 @@ mod tests {
             parse_line(b"1 2.5 +++ exited with 0 +++").map(|l| l.body),
             Some(Body::Exited)
         ));
+        // strace -f -o pads the pid: "9941  1796565403.068 ..."
+        assert_eq!(
+            parse_line(b"9941  2.5 +++ exited with 0 +++").map(|l| (l.pid, l.ts_ns)),
+            Some((9941, 2_500_000_000))
+        );
         let c = parse_call(b"writev(3</f>, [{iov_base=\"\"..., iov_len=10}, {iov_base=\"\"..., iov_len=0x20}], 2) = 42 <0.000001>").expect("writev");
         assert_eq!(c.args.len(), 3);
         assert_eq!(iov_total(c.args[1]), 42);
