@@ -25,6 +25,7 @@ usage: fsbench-engine run SPEC.json|-        prepare, run, print results JSON
        fsbench-engine trace import --strace FILE --root DIR -o TRACE [--snapshot SNAPSHOT]
                       [--header JSON] [--overhead-ns N] [--gap-overhead-ns N]
                                              strace's output -> a trace
+       fsbench-engine trace strace-args      strace's options for a recording, as JSON
        fsbench-engine trace check TRACE      refuse a bad trace, or print what it holds
        fsbench-engine trace fstat-trace --calls N -o TRACE
                                              a trace of N fstats of one cached file
@@ -229,6 +230,7 @@ fn trace_command(rest: &[String]) -> Result<String> {
             };
             to_json(&import::run(&opts)?)
         }
+        "strace-args" => to_json(&serde_json::json!({"argv": import::strace_args()})),
         "check" => {
             let [t] = &pos[..] else {
                 return Err(Error::input("trace check needs the trace"));

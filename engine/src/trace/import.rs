@@ -43,6 +43,134 @@ const F_SETFD: i64 = 2;
 const F_DUPFD_CLOEXEC: i64 = 1030;
 const DATA_CHUNK: usize = 64 << 10;
 
+/// The system calls strace is asked for (`-e trace=`): those [`Importer::call`] turns into
+/// a trace's calls or follows (threads, processes, the working directory).
+pub const SYSCALLS: &[&str] = &[
+    "open",
+    "openat",
+    "openat2",
+    "creat",
+    "close",
+    "read",
+    "readv",
+    "pread64",
+    "preadv",
+    "preadv2",
+    "write",
+    "writev",
+    "pwrite64",
+    "pwritev",
+    "pwritev2",
+    "lseek",
+    "fsync",
+    "fdatasync",
+    "syncfs",
+    "sync_file_range",
+    "sync",
+    "ftruncate",
+    "fallocate",
+    "fstat",
+    "getdents64",
+    "getdents",
+    "fgetxattr",
+    "fsetxattr",
+    "flistxattr",
+    "fremovexattr",
+    "fchmod",
+    "fchown",
+    "mmap",
+    "munmap",
+    "msync",
+    "dup",
+    "dup2",
+    "dup3",
+    "fcntl",
+    "mkdir",
+    "mkdirat",
+    "rmdir",
+    "unlink",
+    "unlinkat",
+    "rename",
+    "renameat",
+    "renameat2",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "truncate",
+    "stat",
+    "lstat",
+    "newfstatat",
+    "statx",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "readlink",
+    "readlinkat",
+    "getxattr",
+    "lgetxattr",
+    "setxattr",
+    "lsetxattr",
+    "listxattr",
+    "llistxattr",
+    "removexattr",
+    "lremovexattr",
+    "chmod",
+    "fchmodat",
+    "chown",
+    "lchown",
+    "fchownat",
+    "utimensat",
+    "utimes",
+    "utime",
+    "futimesat",
+    "chdir",
+    "fchdir",
+    "clone",
+    "clone3",
+    "fork",
+    "vfork",
+    "execve",
+    "execveat",
+];
+/// Traced too, only to be counted in the trace as not replayed (`not-replayed:NAME`): calls
+/// that move a file's data or drop descriptors in ways the replay does not make.
+pub const SEEN_NOT_REPLAYED: &[&str] = &[
+    "copy_file_range",
+    "sendfile",
+    "splice",
+    "close_range",
+    "mremap",
+    "io_submit",
+    "io_uring_enter",
+];
+
+/// strace's options for a recording, before `-o FILE -- COMMAND`: the format
+/// [`crate::trace::straceline`] reads, and the calls above (`?`: a name this
+/// architecture lacks, such as `open` on arm64, is no error).
+pub fn strace_args() -> Vec<String> {
+    let calls: Vec<String> = SYSCALLS
+        .iter()
+        .chain(SEEN_NOT_REPLAYED)
+        .map(|n| format!("?{n}"))
+        .collect();
+    [
+        "-f",
+        "-y",
+        "--timestamps=unix,ns",
+        "--syscall-times=ns",
+        "-X",
+        "raw",
+        "-s",
+        "0",
+        "-e",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(std::iter::once(format!("trace={}", calls.join(","))))
+    .collect()
+}
+
 pub struct Options {
     pub strace: PathBuf,
     /// The recorded tree, absolute, as the kernel names it (symlinks resolved).
@@ -1400,6 +1528,21 @@ mod tests {
         assert_eq!(relative_from(b"a/b", b"a/c/f"), b"../c/f");
         assert_eq!(relative_from(b".", b"x"), b"x");
         assert_eq!(errno_of(b"ENOENT"), 2);
+    }
+
+    #[test]
+    fn strace_is_asked_for_each_call_once() {
+        let args = strace_args();
+        let list = args
+            .last()
+            .expect("trace=")
+            .strip_prefix("trace=")
+            .expect("trace=");
+        let names: Vec<&str> = list.split(',').collect();
+        let unique: HashSet<&str> = names.iter().copied().collect();
+        assert_eq!(names.len(), unique.len());
+        assert!(unique.contains("?openat") && unique.contains("?clone3"));
+        assert_eq!(args[0], "-f");
     }
 
     #[test]

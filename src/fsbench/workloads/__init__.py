@@ -35,6 +35,7 @@ BUILTIN: tuple[str, ...] = (
     "fsbench.workloads.personalities:Webserver",
     "fsbench.workloads.pgbench:Pgbench",
     "fsbench.workloads.postmark:Postmark",
+    "fsbench.workloads.replay:Replay",
     "fsbench.workloads.sqlite:Sqlite",
     "fsbench.workloads.sysbench_fileio:SysbenchFileio",
     "fsbench.workloads.sysbench_oltp:SysbenchOltp",
