@@ -214,6 +214,8 @@ SLOW = (
     "tests/integration/test_memcap.py",
     "tests/integration/test_sysbench_oltp.py",
     "tests/integration/test_reps_auto_all.py",
+    # record a program, replay it on two loop devices: 30 s under load
+    "tests/integration/test_replay.py::test_a_recorded_program_replays_its_calls_on_ext4_and_xfs",
     "tests/integration/test_calibrate.py",
     "tests/integration/test_campaign.py",
     "tests/integration/test_decide_run.py",

@@ -69,7 +69,7 @@ class Replay(Workload[ReplayParams]):
         "a program's filesystem calls recorded by `fsbench record` (trace=FILE), replayed "
         "by fsbench-engine on each config: calls/s, latency per call kind, mismatches"
     )
-    scale_defaults: Mapping[Scale, Mapping[str, Any]] = {}
+    scale_defaults = {scale: {} for scale in Scale}
     cache = CacheState.COLD
     # What the replay wrote counts once it is on disk, as for the personalities.
     flush = Flush.SYNC
@@ -129,9 +129,7 @@ class Replay(Workload[ReplayParams]):
         metrics = [
             Metric("replay_seconds", measured["elapsed_s"], "s", Better.LOWER),
             Metric("bytes_unlike_recording", unlike, "B", Better.LOWER, resolution=1),
-            Metric(
-                "calls_not_replayed", recorded - measured["calls"], "count", Better.LOWER, 1
-            ),
+            Metric("calls_not_replayed", recorded - measured["calls"], "count", Better.LOWER, 1),
             Metric("calls", measured["calls"], "count", Better.HIGHER, resolution=1),
             Metric("calls_per_s", measured["calls_per_s"], "calls/s", Better.HIGHER),
             Metric(

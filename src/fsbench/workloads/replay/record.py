@@ -42,9 +42,7 @@ def _run_traced(argv: list[str], cwd: Path) -> int:
         raise
 
 
-def record(
-    command: list[str], out: Path, *, directory: Path | None, with_data: bool
-) -> Recording:
+def record(command: list[str], out: Path, *, directory: Path | None, with_data: bool) -> Recording:
     """Run `command` in `directory` (None: an empty scratch directory, removed after)
     under strace and write its trace to `out`."""
     if not command:
