@@ -1337,7 +1337,12 @@ impl Importer {
             }
             let rel = &self.path_list[id as usize];
             let target = match &e.target {
-                Some(t) if !target_inside(rel, t) => continue, // it leads out of the tree
+                // It leads out of the tree: made a dangling link of the same length (lstat
+                // and readlink answer as recorded; what it led to is not replayed).
+                Some(t) if !target_inside(rel, t) => {
+                    *self.unrecorded.entry("dangling:symlink".into()).or_default() += 1;
+                    Some(vec![b'_'; t.len().max(1)])
+                }
                 t => t.clone(),
             };
             self.w.write(&Record::Tree {

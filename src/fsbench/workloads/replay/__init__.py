@@ -35,7 +35,7 @@ _MARGIN = 64 << 20  # journal and metadata overhead that matters on small filesy
 
 class ReplayParams(Params):
     trace: str | None = Field(
-        default=None, description="the trace replayed: a file `fsbench record` wrote"
+        default=None, description="the trace replayed: a file `fsbench record -o FILE -- CMD` wrote"
     )
     timing: Literal["fast", "recorded"] = Field(
         default="fast",
@@ -66,7 +66,7 @@ class Replay(Workload[ReplayParams]):
 
     name = "replay"
     summary = (
-        "a program's filesystem calls recorded by `fsbench record` (trace=FILE), replayed "
+        "a program's filesystem calls recorded by `fsbench record -- CMD` (trace=FILE), replayed "
         "by fsbench-engine on each config: calls/s, latency per call kind, mismatches"
     )
     scale_defaults = {scale: {} for scale in Scale}
