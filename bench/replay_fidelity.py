@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import subprocess
 import sys
 import tempfile
@@ -135,17 +135,25 @@ def fidelity(fss: str, names: list[str], reps: int, work: Path) -> dict[str, Any
     return out
 
 
-def engine_json(*argv: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    res = subprocess.run(
+def engine_json(*argv: str, spec: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+    """The engine's JSON answer, and its own peak resident memory (KiB, from wait4)."""
+    child = subprocess.Popen(
         [str(ENGINE), *argv],
-        input=json.dumps(spec) if spec else None,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
-    if res.returncode != 0:
-        sys.exit(f"fsbench-engine {' '.join(argv)}: {res.stderr.strip()}")
-    data: dict[str, Any] = json.loads(res.stdout)
-    return data
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    child.stdin.write(json.dumps(spec) if spec else "")
+    child.stdin.close()
+    out, err = child.stdout.read(), child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"fsbench-engine {' '.join(argv)}: {err.strip()}")
+    data: dict[str, Any] = json.loads(out)
+    return data, usage.ru_maxrss
 
 
 def cost(calls: int, work: Path) -> dict[str, Any]:
@@ -154,11 +162,9 @@ def cost(calls: int, work: Path) -> dict[str, Any]:
     spec = {"schema": 1, "trace": str(trace), "dir": str(work / "fstat-replay")}
     engine_json("replay", "prepare", "-", spec=spec)
     with results_file.trial_conditions() as replay_conditions:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        replayed = engine_json("replay", "run", "-", spec=spec)
-        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        replayed, peak_kib = engine_json("replay", "run", "-", spec=spec)
     with results_file.trial_conditions() as loop_conditions:
-        loop = engine_json("trace", "fstat-loop", "--calls", str(calls), "--dir", str(work))
+        loop, _ = engine_json("trace", "fstat-loop", "--calls", str(calls), "--dir", str(work))
     rate = float(replayed["measured"]["calls_per_s"])
     loop_rate = float(loop.get("calls_per_s") or 0)
     return {
@@ -166,9 +172,7 @@ def cost(calls: int, work: Path) -> dict[str, Any]:
         "replay_calls_per_s": rate,
         "loop_calls_per_s": loop_rate,
         "share_of_loop": round(rate / loop_rate, 3) if loop_rate else None,
-        # ru_maxrss of children is the largest of any child so far: the replay's only when
-        # it is the largest (the fstat-trace writer is small).
-        "replay_peak_rss_mib": round(max(peak_kib, before) / 1024, 1),
+        "replay_peak_rss_mib": round(peak_kib / 1024, 1),
         "replay_conditions": replay_conditions,
         "loop_conditions": loop_conditions,
     }
