@@ -523,7 +523,7 @@ impl TraceReader {
                 let path = f.id("path id")?;
                 let offset = u64::try_from(f.int("offset")?).map_err(|_| bad(n, "bad offset"))?;
                 let hex = f.raw().unwrap_or_default();
-                if hex.len() % 2 != 0 {
+                if !hex.len().is_multiple_of(2) {
                     return Err(bad(n, "odd hex data"));
                 }
                 let bytes = hex

@@ -610,6 +610,7 @@ impl Importer {
     }
 
     /// A call on a path (resolved against `dirfd`): recorded when inside the tree.
+    #[allow(clippy::too_many_arguments)]
     fn on_path(
         &mut self,
         pid: i64,
@@ -648,6 +649,7 @@ impl Importer {
     }
 
     /// A call on a descriptor: recorded when it is one of the tree's.
+    #[allow(clippy::too_many_arguments)]
     fn on_fd(
         &mut self,
         pid: i64,
@@ -681,6 +683,7 @@ impl Importer {
         Ok(Some(e))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn open(
         &mut self,
         pid: i64,
@@ -1278,7 +1281,7 @@ impl Importer {
             return Ok(());
         };
         let len = int(p, 1);
-        let result = if res >= 0 || res < -4095 {
+        let result = if !(-4095..0).contains(&res) {
             let id = self.maps.take();
             let tgid = self.tasks.get(&pid).map_or(pid, |t| t.tgid);
             self.mapped.insert((tgid, res as u64), (id, len as u64));
@@ -1340,7 +1343,10 @@ impl Importer {
                 // It leads out of the tree: made a dangling link of the same length (lstat
                 // and readlink answer as recorded; what it led to is not replayed).
                 Some(t) if !target_inside(rel, t) => {
-                    *self.unrecorded.entry("dangling:symlink".into()).or_default() += 1;
+                    *self
+                        .unrecorded
+                        .entry("dangling:symlink".into())
+                        .or_default() += 1;
                     Some(vec![b'_'; t.len().max(1)])
                 }
                 t => t.clone(),

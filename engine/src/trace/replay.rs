@@ -339,7 +339,7 @@ fn kind_index(k: Kind) -> usize {
 fn matches(kind: Kind, recorded: i64, got: i64) -> bool {
     if recorded < 0 || got < 0 {
         if kind == Kind::Mmap {
-            return (recorded < -4095 || recorded >= 0) == (got >= 0);
+            return (-4095..0).contains(&recorded) != (got >= 0);
         }
         return recorded == got;
     }
@@ -648,7 +648,8 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                             }
                         }
                         Mkdir | Rmdir | Unlink | Symlink | Truncate => {
-                            let at = if k == Symlink { 0 } else { 0 };
+                            // the path is the first id operand (a symlink's target is text)
+                            let at = 0;
                             p1 = Some(path(at));
                             let pid = c.ints[at] as u64;
                             res.access(pid, true, me, &mut dep_buf);
@@ -863,7 +864,7 @@ fn push(lane: &mut Lane, w: Work) {
 /// The (thread, index) pairs a call waits for as waits on thread states: the latest of
 /// each thread, whose batch is sent first so that it can run.
 fn resolve_deps(
-    raw: &mut Vec<(u32, u64)>,
+    raw: &mut [(u32, u64)],
     lanes: &mut [Lane],
     states: &[Arc<ThreadState>],
     me: u32,
