@@ -90,7 +90,6 @@ def spawn(
     stdout: Any = subprocess.DEVNULL,
     stderr: Any = subprocess.DEVNULL,
     preexec_fn: Callable[[], None] | None = None,
-    cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """A long-lived child (a server, QEMU, a load) in a session of its own, so that it and
     everything it forks are stopped as a group (kill_group); no standard input."""
@@ -101,7 +100,6 @@ def spawn(
         stderr=stderr,
         start_new_session=True,
         preexec_fn=preexec_fn,
-        cwd=cwd,
     )
 
 

@@ -10,6 +10,7 @@ reads streaming and deletes with the snapshot once the trace is written.
 from __future__ import annotations
 
 import datetime
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ class Recording:
 
 def _run_traced(argv: list[str], cwd: Path) -> int:
     """The command under strace, its output on ours; Ctrl-C stops its whole group."""
-    child = proc.spawn(argv, stdout=None, stderr=None, cwd=cwd)
+    child = proc.spawn(argv, stdout=None, stderr=None, preexec_fn=lambda: os.chdir(cwd))
     try:
         return child.wait()
     except BaseException:
