@@ -28,6 +28,7 @@ from fsbench.analysis.stats import ratio_ci, summarize, t_quantile
 from fsbench.store import trialfacts
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.values import counted_values
+from fsbench.system import numbers
 
 KERNEL_KNOB = "kernel"  # system/knobs.KERNEL: the VM target's kernel, a dimension
 BY = ("date", "kernel", "commit", "host")
@@ -107,7 +108,7 @@ class Series:
 
     @property
     def title(self) -> str:
-        dims = [f"{k}={v}" for k, v in {**self.params, **self.knobs}.items()]
+        dims = [f"{k}={numbers.setting(v)}" for k, v in {**self.params, **self.knobs}.items()]
         where = f" @ {self.host}" if self.host else ""
         return f"{self.config} · {self.workload} {' '.join(dims)} · {self.metric}{where}".replace(
             "  ", " "
