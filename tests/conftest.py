@@ -229,6 +229,7 @@ SLOW = (
     "tests/integration/test_engine_workloads.py::test_fileserver_thread_sweep_gives_ops_and_percentiles",
     "tests/integration/test_series.py::test_scale_to_mem_sweeps_the_working_set_across_the_cap",
     "tests/integration/test_trees.py::test_kernel_build_of_a_small_target",
+    "tests/integration/test_command.py::test_a_real_program_compared_on_ext4_and_xfs_with_its_metric",
 )
 
 

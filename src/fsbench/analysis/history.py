@@ -108,7 +108,11 @@ class Series:
 
     @property
     def title(self) -> str:
-        dims = [f"{k}={numbers.setting(v)}" for k, v in {**self.params, **self.knobs}.items()]
+        dims = [
+            f"{k}={numbers.setting(v)}"
+            for k, v in {**self.params, **self.knobs}.items()
+            if v not in ({}, [])  # an empty table or list (a command's env) says nothing
+        ]
         where = f" @ {self.host}" if self.host else ""
         return f"{self.config} · {self.workload} {' '.join(dims)} · {self.metric}{where}".replace(
             "  ", " "

@@ -143,6 +143,9 @@ class Workload(ABC, Generic[P]):
     params_model: ClassVar[type[Params]]
     # Parameter values per scale; a list value is a sweep (one cell per element).
     scale_defaults: ClassVar[Mapping[Scale, Mapping[str, Any]]]
+    # Parameters no default fits, that every plan gives (the command's own `run`), each
+    # with an example value: with them, every scale's defaults validate.
+    required_example: ClassVar[Mapping[str, Any]] = {}
     tools: ClassVar[tuple[Tool, ...]] = ()
     cache: ClassVar[CacheState] = CacheState.COLD
     flush: ClassVar[Flush] = Flush.SYNC_UMOUNT

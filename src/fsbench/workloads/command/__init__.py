@@ -63,6 +63,7 @@ class Command(Workload[CommandParams]):
     summary = "your own command (argv, or a shell line), timed in the filesystem under test"
     # Nothing to size by scale: the command is the user's. `run` or `shell` is required.
     scale_defaults = {Scale.TINY: {}, Scale.QUICK: {}, Scale.FULL: {}}
+    required_example = {"run": ["make", "-j2"]}
     headline = ("seconds",)
 
     def __init__(self) -> None:
