@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fsbench.execute.targets import stale
 from fsbench.store.results import Store
+from fsbench.system import contained
 from tests.helpers import fsbench
 from tests.runcell import Bench, loop_bench, metrics
 
@@ -263,3 +266,32 @@ def test_a_real_program_compared_on_ext4_and_xfs_with_its_metric(workdir: Path) 
     }
     assert series[("ext4", "tar_bytes")] == [doc["run"], second]
     assert series[("xfs", "tar_bytes")] == [doc["run"]]
+
+
+def test_the_command_group_of_a_killed_run_is_released_with_what_it_held(
+    workdir: Path,
+) -> None:
+    """fsbench killed (-9) while its command ran leaves the command's group and what is in
+    it: the next run (or doctor) kills them and removes the group."""
+    root = contained.v2_group_root()
+    if root is None:
+        pytest.skip("no cgroup v2 hierarchy to write")
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid no process has now: the dead run's
+    group = root / f"{contained.GROUP_PREFIX}{gone.pid}-0123abcd"
+    group.mkdir()
+    marker = "600.2213"
+    left = subprocess.Popen(
+        ["sleep", marker],
+        preexec_fn=lambda: (group / "cgroup.procs").write_text("0\n"),
+        start_new_session=True,
+    )
+    try:
+        lines = stale.release_stale(workdir)
+        assert f"removed command cgroup {group} (pid {gone.pid} gone)" in lines
+        assert left.wait(timeout=10) == -9 and not group.exists()
+    finally:
+        left.kill()
+        left.wait()
+        if group.exists():
+            group.rmdir()

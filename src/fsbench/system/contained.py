@@ -11,6 +11,7 @@ daemons included where the cgroup holds them.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -23,6 +24,7 @@ from typing import IO, Any
 from fsbench.system.proc import die_with_parent
 
 GROUP_PREFIX = "fsbench-command-"  # + fsbench's pid + "-" + a tag: stale.py knows them
+GROUP_RE = re.compile(rf"^{GROUP_PREFIX}(\d+)-[0-9a-f]+$")
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,9 @@ class Ended:
         return f"killed by signal {-self.status} ({signal.Signals(-self.status).name})"
 
 
-def v2_group_root() -> Path | None:
-    """The cgroup v2 group fsbench is in (on a hybrid machine, in the unified hierarchy),
-    where a command's group goes; None when there is none."""
-    mount = next(
+def v2_mount() -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (on a hybrid machine, the unified one)."""
+    return next(
         (
             Path(fields[4])
             for line in Path("/proc/self/mountinfo").read_text().splitlines()
@@ -55,6 +56,12 @@ def v2_group_root() -> Path | None:
         ),
         None,
     )
+
+
+def v2_group_root() -> Path | None:
+    """The cgroup v2 group fsbench is in, where a command's group goes; None when there
+    is none."""
+    mount = v2_mount()
     if mount is None:
         return None
     for line in Path("/proc/self/cgroup").read_text().splitlines():
@@ -223,3 +230,32 @@ def session_members(sid: int) -> list[int]:
         if len(fields) > 3 and int(fields[3]) == sid and fields[0] not in ("Z", "X"):
             found.append(int(entry.name))
     return found
+
+
+def stale_groups() -> list[tuple[Path, int]]:
+    """Command groups whose fsbench is gone (killed before it could remove them): (path,
+    fsbench's pid), found anywhere in the cgroup v2 hierarchy."""
+    mount = v2_mount()
+    if mount is None:
+        return []
+    found = []
+    for where, dirs, _ in os.walk(mount):
+        for name in dirs:
+            m = GROUP_RE.match(name)
+            if m and not Path(f"/proc/{m.group(1)}").exists():
+                found.append((Path(where) / name, int(m.group(1))))
+    return found
+
+
+def release(group: Path) -> None:
+    """Kill what is left in a stale command group and remove it (OSError if it stays)."""
+    kill = group / "cgroup.kill"
+    if kill.exists():
+        kill.write_text("1\n")
+    for _ in range(100):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.02)
+    group.rmdir()

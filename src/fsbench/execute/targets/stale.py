@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fsbench.execute.targets import devinfo
 from fsbench.execute.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
-from fsbench.system import contention, knobs, memcap, proc, servers
+from fsbench.system import contained, contention, knobs, memcap, proc, servers
 
 # The files, named by their owner's pid, in which a run writes down what to undo, and how
 # to undo it; in this order, before any mount is released (a server holds its mount).
@@ -198,6 +198,12 @@ def release_stale(workdir: str | Path) -> list[str]:
             lines.append(f"removed memory cgroup {group} (pid {pid} gone)")
         except OSError as exc:
             lines.append(f"could not remove memory cgroup {group}: {exc.strerror}")
+    for group, pid in contained.stale_groups():  # a command's: what it left, killed
+        try:
+            contained.release(group)
+            lines.append(f"removed command cgroup {group} (pid {pid} gone)")
+        except OSError as exc:
+            lines.append(f"could not remove command cgroup {group}: {exc.strerror}")
     for res in (r for r in stale if r.kind == "loop"):
         device = res.loop_device
         if device is None:

@@ -137,7 +137,7 @@ def unmatched_lines(keys: list[CellKey]) -> list[str]:
     lines = []
     for (label, chain, workload, params, knobs), metrics in cells.items():
         dims = {**json.loads(params), **json.loads(knobs)}
-        what = " ".join(f"{n}={numbers.setting(v)}" for n, v in dims.items())
+        what = " ".join(f"{n}={numbers.setting(v)}" for n, v in dims.items() if v not in ({}, []))
         wl = f"{workload} ({chain})" if chain else workload
         shown = ", ".join(m for m in metrics if m) or "no metrics"
         lines.append(f"{label} · {wl} · {what} · {shown}")
