@@ -45,7 +45,7 @@ class Scenario:
     at: int = 0  # the first run (0-based) of the change, for `near`
     direction: str = "at most"  # at most | at least | report
     bound: float = 0.02  # changepoints.ALPHA + TAIL_ALPHA: the stated false-alarm rate
-    draws: int = 1000
+    draws: int = 600
 
     def hit(self, series: history.Series) -> bool:
         if self.measure == "any":
@@ -90,7 +90,7 @@ LONG = (
     *(Scenario(f"spike{round(-s * 100)}-night-after-20runs", spike(20, s, 1), bound=0.05,
                draws=200)
       for s in (-0.1, -0.2, -0.5)),
-    *(Scenario(f"aa-{noise}-40runs", flat(40), noise=noise, cv=0.2, draws=200)
+    *(Scenario(f"aa-{noise}-40runs", flat(40), noise=noise, cv=0.2, draws=150)
       for noise in ("t3", "lognormal")),
 )  # fmt: skip
 
@@ -141,7 +141,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--draws", type=int, help="series per scenario (default: each its own)")
-    parser.add_argument("--gate-nights", type=int, default=400)
+    parser.add_argument("--gate-nights", type=int, default=200)
     parser.add_argument("--only", nargs="*", help="scenario names (and 'gate')")
     args = parser.parse_args()
     started = datetime.now(UTC)
