@@ -14,6 +14,7 @@ tests/unit/test_history_short.py runs the short scenarios again with fewer draws
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 from collections.abc import Callable
@@ -155,7 +156,7 @@ def main() -> None:
     if not args.only or "gate" in args.only:
         for corrected in (True, False):
             name = "corrected" if corrected else "uncorrected"
-            found = rate(args.gate_nights, 0, lambda seed: gate_night(seed, corrected=corrected))
+            found = rate(args.gate_nights, 0, functools.partial(gate_night, corrected=corrected))
             results["gate"][name] = found | {"series": GATE_SERIES, "runs": GATE_RUNS}
             print(f"gate {name}: {found['rate']:.3f} ± {found['se']:.3f}", flush=True)
     results["method"] = {

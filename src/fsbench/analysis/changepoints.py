@@ -138,11 +138,12 @@ def e_divisive(values: Sequence[float], seed: int | None = None) -> list[Change]
 
 
 def _placed(x: np.ndarray, tau: int) -> int:
-    """Where a change found at `tau` of segment `x` lies. The test says there is one; but a split is searched only MIN_SIZE runs in from either end, so a
-    change 1 or 2 runs from an end is found at the limit (20 runs, then 2 slower ones: at
-    19, a run early). At a limit, the change is placed where the two sides' means fit best
-    (least squares: the level shift's maximum likelihood) among the limit and the splits
-    beyond it; elsewhere E-divisive's own split stands."""
+    """Where a change found at `tau` of segment `x` lies. The test says there is one; but
+    a split is searched only MIN_SIZE runs in from either end, so a change 1 or 2 runs
+    from an end is found at the limit (20 runs, then 2 slower ones: at 19, a run early).
+    At a limit, the change is placed where the two sides' means fit best (least squares:
+    the level shift's maximum likelihood) among the limit and the splits beyond it;
+    elsewhere the test's own split stands."""
     n = len(x)
     candidates = {tau}
     if tau == n - MIN_SIZE:
