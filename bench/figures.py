@@ -46,7 +46,7 @@ import math
 import re
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -63,8 +63,9 @@ def documents() -> list[Path]:
 
 # -- Reading a document: passages and the numbers they print ---------------------------
 
-_OPEN = re.compile(r"^\s*<!--\s*bench:\s*(.*)$")
-_CLOSE = re.compile(r"^\s*<!--\s*/bench\s*-->\s*$")
+_OPEN = re.compile(r"^\s*<!--\s*(bench|code|example):\s*(.*)$")
+_CLOSE = re.compile(r"^\s*<!--\s*/(bench|code|example)\s*-->\s*$")
+KINDS = ("bench", "code", "example")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # What is no figure, masked before numbers are read: code spans, HTML comments, links'
 # targets, file names and paths, dates, times of day, URLs.
@@ -155,12 +156,15 @@ class Passage:
     """A marked passage: its files, its keys in order, its row template, its lines."""
 
     doc: str
-    line: int  # the line of `<!-- bench:`
-    files: dict[str, str]  # alias ("" for the default) -> file name in bench/results/
+    line: int  # the line of `<!-- bench:` (`<!-- code:`, `<!-- example:`)
+    # bench: alias ("" for the default) -> file name in bench/results/;
+    # code: alias -> module; example: the tests that compare it -> themselves
+    files: dict[str, str]
     keys: list[str]
     template: list[list[str]] | None  # keys per column, or None
     body: list[tuple[int, str]] = field(default_factory=list)  # (line number, text)
     problems: list[str] = field(default_factory=list)
+    kind: str = "bench"
 
     @property
     def text(self) -> str:
@@ -195,8 +199,39 @@ def _cells(line: str) -> list[tuple[int, int]]:
     return [(a + 1, b) for a, b in zip(bars, bars[1:], strict=False)]
 
 
-def passages(text: str, doc: str = "") -> list[Passage]:
-    """The marked passages of a document."""
+def passages(text: str, doc: str = "", kinds: tuple[str, ...] = ("bench",)) -> list[Passage]:
+    """The marked passages of a document, of the kinds asked for (bench passages by
+    default: what cites a result file)."""
+    return [p for p in all_passages(text, doc) if p.kind in kinds]
+
+
+def _header_files(kind: str, words: list[str], doc: str, start: int) -> tuple[dict[str, str], list[str]]:
+    files: dict[str, str] = {}
+    problems = []
+    for word in words:
+        alias, _, name = word.rpartition("=")
+        if kind == "bench" and not name.endswith(".json"):
+            problems.append(
+                f"{doc} line {start}: {word!r}: a passage names result files "
+                "(NAME.json or ALIAS=NAME.json), not a bench"
+            )
+        elif kind == "code" and not re.fullmatch(r"fsbench(\.\w+)*|engine/[\w./-]+\.rs", name):
+            problems.append(
+                f"{doc} line {start}: {word!r}: a code passage names modules "
+                "(ALIAS=fsbench.x.y) or engine sources (ALIAS=engine/src/x.rs)"
+            )
+        elif kind == "example" and not (ROOT / word).is_file():
+            problems.append(f"{doc} line {start}: {word!r}: an example names the test comparing it")
+        files[alias if kind != "example" else word] = name if kind != "example" else word
+    if kind == "bench" and "" not in files:
+        problems.append(f"{doc} line {start}: no default result file")
+    if kind != "bench" and not files:
+        problems.append(f"{doc} line {start}: a {kind} passage names what checks it")
+    return files, problems
+
+
+def all_passages(text: str, doc: str = "") -> list[Passage]:
+    """The marked passages of a document, every kind."""
     lines = text.splitlines()
     out: list[Passage] = []
     i = 0
@@ -209,25 +244,15 @@ def passages(text: str, doc: str = "") -> list[Passage]:
             i += 1
             continue
         start = i + 1
-        header = [opened.group(1)]
+        kind = opened.group(1)
+        header = [opened.group(2)]
         while "-->" not in header[-1]:
             i += 1
             if i >= len(lines):
-                raise ValueError(f"{doc} line {start}: <!-- bench: never ends with -->")
+                raise ValueError(f"{doc} line {start}: <!-- {kind}: never ends with -->")
             header.append(lines[i])
         header[-1] = header[-1].split("-->", 1)[0]
-        files: dict[str, str] = {}
-        problems = []
-        for word in header[0].split():
-            alias, _, name = word.rpartition("=")
-            if not name.endswith(".json"):
-                problems.append(
-                    f"{doc} line {start}: {word!r}: a passage names result files "
-                    "(NAME.json or ALIAS=NAME.json), not a bench"
-                )
-            files[alias] = name
-        if "" not in files:
-            problems.append(f"{doc} line {start}: no default result file")
+        files, problems = _header_files(kind, header[0].split(), doc, start)
         keys: list[str] = []
         template = None
         for h in header[1:]:
@@ -235,15 +260,21 @@ def passages(text: str, doc: str = "") -> list[Passage]:
                 template = [_tokens(h[a:b]) for a, b in _cells(h.strip())]
             else:
                 keys += _tokens(h)
-        p = Passage(doc, start, files, keys, template, problems=problems)
+        p = Passage(doc, start, files, keys, template, problems=problems, kind=kind)
         i += 1
-        while i < len(lines) and not _CLOSE.match(lines[i]):
-            if _OPEN.match(lines[i]):
+        fenced = False
+        while i < len(lines) and not (_CLOSE.match(lines[i]) and not fenced):
+            if _FENCE.match(lines[i]):
+                fenced = not fenced
+            if _OPEN.match(lines[i]) and not fenced:
                 raise ValueError(f"{doc} line {i + 1}: a passage in a passage")
             p.body.append((i + 1, lines[i]))
             i += 1
         if i >= len(lines):
-            raise ValueError(f"{doc} line {start}: <!-- bench: --> never closed")
+            raise ValueError(f"{doc} line {start}: <!-- {kind}: --> never closed")
+        closed = _CLOSE.match(lines[i])
+        if closed is not None and closed.group(1) != kind:
+            raise ValueError(f"{doc} line {i + 1}: <!-- {kind}: --> closed by /{closed.group(1)}")
         out.append(p)
         i += 1
     return out
@@ -512,6 +543,57 @@ def load(name: str) -> Any:
     return json.loads((RESULTS / name).read_text())
 
 
+# -- Keys of a code passage: the code's own constants ----------------------------------------
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+
+@dataclass(frozen=True)
+class RustSource:
+    """An engine source file: `ALIAS.NAME` is its `const NAME: T = value;`."""
+
+    path: Path
+
+    def __getattr__(self, name: str) -> float:
+        text = self.path.read_text()
+        m = re.search(rf"\bconst\s+{name}\s*:\s*\w+\s*=\s*([\d_.]+)", text)
+        if m is None:
+            raise AttributeError(f"{self.path.name} has no const {name}")
+        number = m.group(1).replace("_", "").rstrip(".")
+        return float(number) if "." in number else int(number)
+
+
+def load_code(name: str) -> Any:
+    """What a code passage names: an fsbench module, imported, or an engine source."""
+    if name.startswith("engine/"):
+        if not (ROOT / name).is_file():
+            raise OSError(f"no {name}")
+        return RustSource(ROOT / name)
+    import importlib
+
+    return importlib.import_module(name)
+
+
+def resolve_code(key: str, modules: dict[str, Any]) -> Resolved:
+    """The value of a code passage's key: a Python expression over the modules it names
+    (`targets.DEFAULT_IMAGE_SIZE / GiB`, `bounds.look_level(3, 3, 10, 0.05)`)."""
+    import ast
+
+    try:
+        tree = ast.parse(key, mode="eval")
+    except SyntaxError as exc:
+        raise KeyError_(f"not an expression: {exc.msg}") from exc
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    if not names & set(modules):
+        raise KeyError_("a constant: a key reads its value from the code it names")
+    scope = {**FUNCTIONS, "KiB": KiB, "MiB": MiB, "GiB": GiB, **modules}
+    try:
+        value = eval(compile(tree, key, "eval"), {"__builtins__": {}}, scope)  # noqa: S307
+    except Exception as exc:  # the key names what the code does not hold
+        raise KeyError_(f"{type(exc).__name__}: {exc}") from exc
+    return Resolved(value, None)
+
+
 # -- Binding the figures of a passage to their keys ----------------------------------------
 
 
@@ -533,13 +615,13 @@ def figures(p: Passage) -> list[Figure]:
     """Every number of the passage with its key and the value the key names."""
     files: dict[str, Any] = {}
     out: list[Figure] = []
+    if p.kind == "example":
+        return out  # compared whole by the tests it names
     for alias, name in p.files.items():
-        if not name.endswith(".json"):
-            continue  # refused by passages()
         try:
-            files[alias] = load(name)
-        except (OSError, ValueError) as exc:
-            p.problems.append(f"{p.doc} line {p.line}: bench/results/{name}: {exc}")
+            files[alias] = load_code(name) if p.kind == "code" else load(name)
+        except (OSError, ValueError, ImportError) as exc:
+            p.problems.append(f"{p.doc} line {p.line}: {name}: {exc}")
     if len(files) != len(p.files):
         return out
     keys = iter(p.keys)
@@ -601,7 +683,7 @@ def _bind(
         problem = "a measured-looking number cannot be `_`" if looks_measured(n) else None
         return Figure(p.doc, n, key, problem=problem), base
     try:
-        res = resolve(key, files, base)
+        res = resolve_code(key, files) if p.kind == "code" else resolve(key, files, base)
     except (KeyError_, ZeroDivisionError) as exc:
         return Figure(p.doc, n, key, problem=f"{key}: {exc}"), base
     alias = key.partition(":")[0] if re.match(r"^[A-Za-z_]\w*:", key) else ""
@@ -619,7 +701,7 @@ def check(text: str, doc: str = "README.md") -> list[str]:
     """What a document prints in its marked passages that its keys do not hold."""
     problems: list[str] = []
     try:
-        found = passages(text, doc)
+        found = all_passages(text, doc)
     except ValueError as exc:
         return [str(exc)]
     for p in found:
@@ -630,6 +712,11 @@ def check(text: str, doc: str = "README.md") -> list[str]:
 def check_passage(p: Passage) -> list[str]:
     figs = figures(p)
     problems = list(p.problems)
+    if p.kind == "example":
+        doc = Path(p.doc).name
+        for test in p.files:
+            if (ROOT / test).is_file() and doc not in (ROOT / test).read_text():
+                problems.append(f"{p.doc} line {p.line}: {test} does not read {doc}")
     for f in figs:
         if f.problem:
             problems.append(f"{f.doc} line {f.printed.line}: {f.printed.text}: {f.problem}")
@@ -649,69 +736,64 @@ def _is_merged(name: str) -> bool:
         return False
 
 
-# -- Figures outside passages: a heuristic scan ---------------------------------------------
+# -- Figures outside passages: a parser ---------------------------------------------------
 
-# Shapes no text prints but a measurement: a ratio with its interval, an interval of
-# decimals, a rate, a p-value, a CV, a load average, a count of pairs.
-_STRONG = re.compile(
-    r"\d(?:\.\d+)?\s*[x×]\s*\(\s*\d"
-    r"|\(\s*\d+\.\d+\s*[-–]\s*\d+\.\d+\s*[),;]"
-    r"|\bCI\s+\d+\.\d+\s*[-–]\s*\d+\.\d+"
-    r"|\d+\.\d{2,}\s*[x×](?!\w)"
-    r"|\d[\d,]*(?:\.\d+)?\s*(?:ops/s|MiB/s|MB/s|GiB/s|files/s|trials/s)"
-    r"|\bp\s*(?:=|of)?\s*0\.\d"
-    r"|\bload(?: average)?\s+(?:of\s+)?\d"
-    r"|\d+\s+pairs\b"
+# Outside a passage (and outside code spans and blocks, dates, times of day, file names
+# and URLs, masked as above) a number that looks like a figure fails: one with a decimal
+# point, a thousands separator, a percent sign, a ratio's x or a unit after it, or a
+# count of what a bench counts. Bare counts and ordinals ("3 configs", "n = 10") are not
+# figures.
+_UNIT = (
+    r"%|[x×](?![\w-])|\s*[-–]\s*\d[\d,.]*\s*%"
+    r"|\s?(?:ns|us|µs|ms|s|sec|min|h|hours?|minutes?|seconds?|days?|CPU-seconds"
+    r"|[kKMGTP]i?B|B|bytes|[kKMG](?=[\s),;.]|$)|IOPS|ops/s|files/s|[KMG]i?B/s|MB/s|trials/s"
+    r")(?![\w/])"
+    r"|\s(?:pairs?|rounds?|cells?|trials?|reps|repetitions|runs?|hosts?|connections|polls?)\b"
 )
-# Words that say a number was measured; with a decimal, a percentage or a duration beside
-# them in one paragraph, the paragraph quotes a measurement.
-_MEASURED = re.compile(
-    r"\b(?:measured|faster|slower|took|came out|overhead|pooled|busy|idle)\b",
-    re.IGNORECASE,
-)
-_QUANTITY = re.compile(
-    r"(?<![\w.])\d+\.\d+(?![\w.])|(?<![\w.])\d+(?:\.\d+)?\s*(?:%|s\b|ms\b|us\b|µs\b)"
+_SUSPECT = re.compile(
+    r"(?<![\w.])(?<![A-Za-z]-)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=" + _UNIT + r"))"
+    r"(?!\.\d)"
 )
 
 
-def blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    """Paragraphs, list items and table rows, with their first line number."""
-    block: list[str] = []
-    start = 0
-    for n, line in [*lines, (0, "")]:
-        item = re.match(r"\s*([-*]|\d+\.)\s|\s*\|", line)
-        if not line.strip() or item or (block and n != start + len(block)):
-            if block:
-                yield start, " ".join(block)
-            block = []
-        if line.strip():
-            if not block:
-                start = n
-            block.append(line.strip())
-            if line.lstrip().startswith("|"):
-                yield start, " ".join(block)
-                block = []
+@dataclass(frozen=True)
+class Allowed:
+    """Numbers that are no figure at all, neither measured nor a constant of fsbench."""
+
+    pattern: str  # matched in a line, with the masking above applied
+    reason: str
+
+
+# Each entry says why its numbers are neither a measurement nor a constant of the code.
+ALLOWED = (
+    Allowed(r"\bLinux \d+\.\d+(?:\.\d+)?(?: and \d+\.\d+)?", "a kernel version"),
+    Allowed(r"\b6\.1 < 6\.12\b", "kernel versions, an example of ordering by version"),
+    Allowed(r"\bpytest 9\.2\b|pytest below 9\.2\b", "a pytest version (pyproject.toml pins it)"),
+    Allowed(r"\bRust >= 1\.88\b", "the Rust version engine/Cargo.toml's rust-version says"),
+    Allowed(r"\(1\.5-alpha3,", "filebench's release name"),
+    Allowed(r"\bgamma\(1\.5\)", "filebench's gamma shape (dirgamma), a name of its law"),
+)
+
+
+def suspects(line: str) -> list[str]:
+    """The numbers of a line (outside passages) that look like a figure."""
+    masked = mask(line)
+    for allowed in ALLOWED:
+        masked = re.sub(allowed.pattern, lambda m: " " * len(m.group(0)), masked)
+    return [m.group(0) for m in _SUSPECT.finditer(masked)]
 
 
 def unmarked(text: str, doc: str = "README.md") -> list[str]:
-    """Blocks outside marked passages that print what looks like a measured figure."""
+    """Lines outside passages that print a number looking like a figure: every such number
+    is a measurement (a bench passage), an example's (an example passage), a constant of
+    the code (a code passage), or allowed in ALLOWED with its reason."""
     problems = []
-    for line, block in blocks(outside_passages(text)):
-        plain = mask(block)
-        strong = _STRONG.search(plain)
-        weak = next(
-            (
-                q
-                for w in _MEASURED.finditer(plain)
-                for q in _QUANTITY.finditer(plain, max(0, w.start() - 30), w.end() + 30)
-            ),
-            None,
-        )
-        if strong or weak:
-            what = (strong or weak).group(0)  # type: ignore[union-attr]
+    for line, content in outside_passages(text):
+        found = suspects(content)
+        if found:
             problems.append(
-                f"{doc} line {line}: {what.strip()!r} looks like a measured figure outside "
-                f"a <!-- bench: --> passage: {block[:100]}"
+                f"{doc} line {line}: {', '.join(found)} outside a <!-- bench: -->, "
+                f"<!-- code: --> or <!-- example: --> passage: {content.strip()[:100]}"
             )
     return problems
 
