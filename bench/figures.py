@@ -222,6 +222,8 @@ def _header_files(kind: str, words: list[str], doc: str, start: int) -> tuple[di
             )
         elif kind == "example" and not (ROOT / word).is_file():
             problems.append(f"{doc} line {start}: {word!r}: an example names the test comparing it")
+        if kind == "code" and not alias:
+            alias = Path(name).stem if name.startswith("engine/") else name.rpartition(".")[2]
         files[alias if kind != "example" else word] = name if kind != "example" else word
     if kind == "bench" and "" not in files:
         problems.append(f"{doc} line {start}: no default result file")
@@ -563,6 +565,13 @@ class RustSource:
         return float(number) if "." in number else int(number)
 
 
+def default(function: Callable[..., Any], parameter: str) -> Any:
+    """The default value of a function's parameter (a level, a limit it applies)."""
+    import inspect
+
+    return inspect.signature(function).parameters[parameter].default
+
+
 def load_code(name: str) -> Any:
     """What a code passage names: an fsbench module, imported, or an engine source."""
     if name.startswith("engine/"):
@@ -586,7 +595,7 @@ def resolve_code(key: str, modules: dict[str, Any]) -> Resolved:
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     if not names & set(modules):
         raise KeyError_("a constant: a key reads its value from the code it names")
-    scope = {**FUNCTIONS, "KiB": KiB, "MiB": MiB, "GiB": GiB, **modules}
+    scope = {**FUNCTIONS, "KiB": KiB, "MiB": MiB, "GiB": GiB, "default": default, **modules}
     try:
         value = eval(compile(tree, key, "eval"), {"__builtins__": {}}, scope)  # noqa: S307
     except Exception as exc:  # the key names what the code does not hold
