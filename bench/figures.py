@@ -820,8 +820,8 @@ def main(argv: list[str]) -> int:
     paths = [Path(a) for a in argv] or documents()
     for path in paths:
         name = str(path.resolve().relative_to(ROOT))
-        for p in passages(path.read_text(), name):
-            print(f"{name} line {p.line}: {' '.join(p.files.values())}")
+        for p in all_passages(path.read_text(), name):
+            print(f"{name} line {p.line}: {p.kind}: {' '.join(p.files.values())}")
             for f in figures(p):
                 mark = f"  <- {f.problem}" if f.problem else ""
                 print(f"  {f.printed.line}: {f.printed.text:>10}  {f.key} = {f.value!r}{mark}")
