@@ -629,6 +629,8 @@ def figures(p: Passage) -> list[Figure]:
     if p.kind == "example":
         return out  # compared whole by the tests it names
     for alias, name in p.files.items():
+        if p.kind == "bench" and not name.endswith(".json"):
+            continue  # refused by passages()
         try:
             files[alias] = load_code(name) if p.kind == "code" else load(name)
         except (OSError, ValueError, ImportError) as exc:
@@ -752,14 +754,15 @@ def _is_merged(name: str) -> bool:
 # Outside a passage (and outside code spans and blocks, dates, times of day, file names
 # and URLs, masked as above) a number that looks like a figure fails: one with a decimal
 # point, a thousands separator, a percent sign, a ratio's x or a unit after it, or a
-# count of what a bench counts. Bare counts and ordinals ("3 configs", "n = 10") are not
-# figures.
+# count of pairs (what only a comparison counts). Bare counts ("3 configs", "n = 10",
+# "2 repetitions") are not figures: a count a reader could trust by mistake is in a
+# passage because it is said beside them.
 _UNIT = (
     r"%|[x×](?![\w-])|\s*[-–]\s*\d[\d,.]*\s*%"
     r"|\s?(?:ns|us|µs|ms|s|sec|min|h|hours?|minutes?|seconds?|days?|CPU-seconds"
     r"|[kKMGTP]i?B|B|bytes|[kKMG](?=[\s),;.]|$)|IOPS|ops/s|files/s|[KMG]i?B/s|MB/s|trials/s"
     r")(?![\w/])"
-    r"|\s(?:pairs?|rounds?|cells?|trials?|reps|repetitions|runs?|hosts?|connections|polls?)\b"
+    r"|\s(?:pairs)\b"
 )
 _SUSPECT = re.compile(
     r"(?<![\w.])(?<![A-Za-z]-)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=" + _UNIT + r"))"
