@@ -99,6 +99,8 @@ class Printed:
     ratio: bool  # followed by x or ×
     counted: bool  # followed by a count or a unit: "162 pairs", "10 s"
     in_interval: bool  # one end of "(a-b)" or "a-b" of decimals
+    unit: bool = False  # a unit after it the parser counts: "8 GiB", "64M", "10 s"
+    size: bool = False  # the unit is a size: "8 GiB", "64M" (a bench's parameter may be `_`)
 
     @property
     def decimals(self) -> int:
@@ -122,7 +124,9 @@ def numbers(line: str, lineno: int = 0) -> list[Printed]:
     for m in _NUMBER.finditer(masked):
         after = masked[m.end() :]
         ratio = bool(re.match(r"[x×](?!\w)", after))
-        if not ratio and (re.match(r"\w", after) or re.match(r"\.\d", after)):
+        sized = bool(re.match(r"[kKMGTP](?:i?B)?(?![\w-])", after))  # 64M, 4k, 1GiB
+        sized = sized and not re.search(r"[A-Za-z]-$", masked[: m.start()])  # write-4k
+        if not (ratio or sized) and (re.match(r"\w", after) or re.match(r"\.\d", after)):
             continue  # part of a word or a version: 005a0d3, 6.18.44, 3rd
         text = m.group(0)
         pct = after.startswith("%") or bool(_PERCENT_AFTER_RANGE.match(after))
@@ -141,6 +145,8 @@ def numbers(line: str, lineno: int = 0) -> list[Printed]:
                 ratio=ratio,
                 counted=bool(_COUNTED.match(after[1:] if ratio else after)),
                 in_interval=interval,
+                unit=sized or bool(re.match(_UNIT, after)),
+                size=sized or bool(re.match(r"\s?[kKMGTP]i?B\b|\s?B\b|\s?bytes\b", after)),
             )
         )
     return out
@@ -148,7 +154,9 @@ def numbers(line: str, lineno: int = 0) -> list[Printed]:
 
 def looks_measured(p: Printed) -> bool:
     """A number that `_` may not pass off as no figure."""
-    return p.percent or p.ratio or p.counted or p.in_interval or "," in p.text
+    return (
+        p.percent or p.ratio or p.counted or p.in_interval or (p.unit and not p.size) or "," in p.text
+    )
 
 
 @dataclass
