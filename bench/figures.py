@@ -155,7 +155,12 @@ def numbers(line: str, lineno: int = 0) -> list[Printed]:
 def looks_measured(p: Printed) -> bool:
     """A number that `_` may not pass off as no figure."""
     return (
-        p.percent or p.ratio or p.counted or p.in_interval or (p.unit and not p.size) or "," in p.text
+        p.percent
+        or p.ratio
+        or p.counted
+        or p.in_interval
+        or (p.unit and not p.size)
+        or "," in p.text
     )
 
 
@@ -213,7 +218,9 @@ def passages(text: str, doc: str = "", kinds: tuple[str, ...] = ("bench",)) -> l
     return [p for p in all_passages(text, doc) if p.kind in kinds]
 
 
-def _header_files(kind: str, words: list[str], doc: str, start: int) -> tuple[dict[str, str], list[str]]:
+def _header_files(
+    kind: str, words: list[str], doc: str, start: int
+) -> tuple[dict[str, str], list[str]]:
     files: dict[str, str] = {}
     problems = []
     for word in words:
@@ -223,10 +230,13 @@ def _header_files(kind: str, words: list[str], doc: str, start: int) -> tuple[di
                 f"{doc} line {start}: {word!r}: a passage names result files "
                 "(NAME.json or ALIAS=NAME.json), not a bench"
             )
-        elif kind == "code" and not re.fullmatch(r"(fsbench|tests)(\.\w+)*|engine/[\w./-]+\.rs", name):
+        elif kind == "code" and not re.fullmatch(
+            r"(fsbench|tests)(\.\w+)*|engine/[\w./-]+\.rs", name
+        ):
             problems.append(
                 f"{doc} line {start}: {word!r}: a code passage names modules "
-                "(ALIAS=fsbench.x.y, a test's tests.unit.x) or engine sources (ALIAS=engine/src/x.rs)"
+                "(ALIAS=fsbench.x.y, a test's tests.unit.x) or engine sources "
+                "(ALIAS=engine/src/x.rs)"
             )
         elif kind == "example" and not (ROOT / word).is_file():
             problems.append(f"{doc} line {start}: {word!r}: an example names the test comparing it")
@@ -811,8 +821,12 @@ class Phrase:
 
 PHRASES = (
     Phrase(r"\bgamma\((\d+(?:\.\d+)?)\)", "engine/src/fileset.rs", "DIR_GAMMA_SHAPE"),
-    Phrase(r"\bgamma distribution of shape (\d+(?:\.\d+)?)", "engine/src/fileset.rs", "DIR_GAMMA_SHAPE"),
-    Phrase(r"\b1 \+ 1/(\d+(?:\.\d+)?) times the mean width", "engine/src/fileset.rs", "DIR_GAMMA_SHAPE"),
+    Phrase(
+        r"\bgamma distribution of shape (\d+(?:\.\d+)?)", "engine/src/fileset.rs", "DIR_GAMMA_SHAPE"
+    ),
+    Phrase(
+        r"\b1 \+ 1/(\d+(?:\.\d+)?) times the mean width", "engine/src/fileset.rs", "DIR_GAMMA_SHAPE"
+    ),
 )
 
 
@@ -851,7 +865,7 @@ def unmarked(text: str, doc: str = "README.md") -> list[str]:
     return problems
 
 
-# -- The heuristic scan the parser replaces, for the documents not yet converted ---------------------------------------------
+# -- The heuristic scan the parser replaces, for the documents not yet converted ----
 
 # Shapes no text prints but a measurement: a ratio with its interval, an interval of
 # decimals, a rate, a p-value, a CV, a load average, a count of pairs.
@@ -916,7 +930,6 @@ def heuristic_unmarked(text: str, doc: str = "README.md") -> list[str]:
                 f"a <!-- bench: --> passage: {block[:100]}"
             )
     return problems
-
 
 
 # Documents whose figures outside passages are not yet all marked: the heuristic above

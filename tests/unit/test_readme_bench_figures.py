@@ -78,7 +78,8 @@ def _mutated(text: str, printed: figures.Printed) -> str:
     [
         p
         for p in figures.documents()
-        if figures.all_passages(p.read_text()) != figures.passages(p.read_text(), kinds=("example",))
+        if figures.all_passages(p.read_text())
+        != figures.passages(p.read_text(), kinds=("example",))
     ],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
@@ -162,12 +163,18 @@ def test_a_code_passage_is_the_constant_it_names() -> None:
     assert figures.check(ok.replace("design.DEFAULT_MARGIN", "design.NO_SUCH"))
     assert figures.check(ok.replace("fsbench.analysis.design", "os.path"))
     # an engine constant is read from its Rust source
+    rust = "<!-- code: engine/src/fileset.rs\nfileset.DIR_GAMMA_SHAPE\n-->\nshape 1.5\n"
+    rust += "<!-- /code -->\n"
+    assert figures.check(rust) == [] and figures.check(rust.replace("1.5", "1.6"))
     # a passage is closed by its own kind
     assert figures.check(ok.replace("<!-- /code -->", "<!-- /bench -->"))
 
 
 def test_an_example_passage_names_the_test_that_compares_it() -> None:
-    ok = "<!-- example: tests/unit/test_readme_example.py -->\nrun 1: 7 repetitions\n<!-- /example -->\n"
+    ok = (
+        "<!-- example: tests/unit/test_readme_example.py -->\n"
+        "run 1: 7 repetitions\n<!-- /example -->\n"
+    )
     assert figures.check(ok) == [] and figures.unmarked(ok) == []
     assert figures.check(ok.replace("test_readme_example", "test_no_such"))
     assert figures.check(ok, "docs/aging.md")  # that test does not read aging.md

@@ -89,7 +89,8 @@ def test_the_readme_says_what_the_report_prints(printed: list[str]) -> None:
 
 
 def test_the_readme_counts_what_its_example_shows() -> None:
-    """"trimmed to four lines of its header ... and two of its notes": the example's."""
+    """The prose's "trimmed to four lines of its header ... and two of its notes" counts
+    the example's."""
     prose = " ".join(_prose().split())
     header = re.search(r"trimmed to (\w+) lines of its header", prose)
     notes = re.search(r"and (\w+) of its notes", prose)
