@@ -584,6 +584,14 @@ class RustSource:
         number = m.group(1).replace("_", "").rstrip(".")
         return float(number) if "." in number else int(number)
 
+    def find(self, pattern: str, group: int = 1) -> float:
+        """A number the source writes where no `const` names it (a match arm's value)."""
+        found = re.findall(pattern, self.path.read_text())
+        if len(found) != 1:
+            raise AttributeError(f"{self.path.name}: {pattern!r} matches {len(found)} times")
+        text = found[0] if isinstance(found[0], str) else found[0][group - 1]
+        return float(text) if "." in text else int(text)
+
 
 def default(function: Callable[..., Any], parameter: str) -> Any:
     """The default value of a function's parameter (a level, a limit it applies)."""
@@ -617,7 +625,7 @@ def resolve_code(key: str, modules: dict[str, Any]) -> Resolved:
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     if not names & set(modules):
         raise KeyError_("a constant: a key reads its value from the code it names")
-    scope = {**FUNCTIONS, "KiB": KiB, "MiB": MiB, "GiB": GiB, "default": default, **modules}
+    scope = {**FUNCTIONS, "math": math, "KiB": KiB, "MiB": MiB, "GiB": GiB, "default": default, **modules}
     try:
         value = eval(compile(tree, key, "eval"), {"__builtins__": {}}, scope)  # noqa: S307
     except Exception as exc:  # the key names what the code does not hold
