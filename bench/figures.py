@@ -625,7 +625,15 @@ def resolve_code(key: str, modules: dict[str, Any]) -> Resolved:
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     if not names & set(modules):
         raise KeyError_("a constant: a key reads its value from the code it names")
-    scope = {**FUNCTIONS, "math": math, "KiB": KiB, "MiB": MiB, "GiB": GiB, "default": default, **modules}
+    scope = {
+        **FUNCTIONS,
+        "math": math,
+        "KiB": KiB,
+        "MiB": MiB,
+        "GiB": GiB,
+        "default": default,
+        **modules,
+    }
     try:
         value = eval(compile(tree, key, "eval"), {"__builtins__": {}}, scope)  # noqa: S307
     except Exception as exc:  # the key names what the code does not hold
