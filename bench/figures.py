@@ -953,7 +953,7 @@ def heuristic_unmarked(text: str, doc: str = "README.md") -> list[str]:
 
 # Documents whose figures outside passages are not yet all marked: the heuristic above
 # still scans them, the parser every other one. Issue 51 empties this list.
-NOT_YET_PARSED: tuple[str, ...] = ("engine/README.md",)
+NOT_YET_PARSED: tuple[str, ...] = ("docs/history.md", "engine/README.md")
 
 
 def check_all() -> list[str]:
