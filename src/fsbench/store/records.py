@@ -63,6 +63,13 @@ class TrialRecord:
         """The warm-up repetition (rep 0): run and stored, never counted."""
         return self.rep == 0
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
+        """A record as `dataclasses.asdict` wrote it (a guest's, a spooled one)."""
+        fields = dict(data)
+        fields["metrics"] = [MetricRecord(**m) for m in fields.get("metrics") or []]
+        return cls(**fields)
+
 
 @dataclass
 class RunRecord:
