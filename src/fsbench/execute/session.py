@@ -186,17 +186,18 @@ def run(
 def _interrupted(life: Life) -> str:
     """The one line an interrupted run ends with: by what (a signal, or the store's
     words), what it keeps, what waits in its spool file, and how to go on."""
-    why = life.stopped_by or "interrupted"
+    why = (
+        f"{life.stopped_by}; run {life.run_id} is interrupted and"
+        if life.stopped_by
+        else (f"interrupted; run {life.run_id}")
+    )
     waiter = life.store.waiter
     kept = "what it did"
     if waiter.cells and waiter.spool is not None and not waiter.spool.error:
         kept += f" and {len(waiter.cells)} cells waiting in {waiter.spool.path}"
     elif waiter.cells:
         kept += f", but not the {len(waiter.cells)} cells the store could not take"
-    return (
-        f"fsbench: {why}; run {life.run_id} is interrupted and keeps {kept} "
-        f"(`fsbench resume {life.run_id}` goes on with it)"
-    )
+    return f"fsbench: {why} keeps {kept} (`fsbench resume {life.run_id}` goes on with it)"
 
 
 def _say(text: str, style: str | None) -> None:

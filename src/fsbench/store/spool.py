@@ -86,4 +86,5 @@ class Spool:
                 continue
             records = [TrialRecord.from_dict(r) for r in data["records"]]
             cells.append(Cell(int(data["run_id"]), records, tried=True))
+        self.written = len(cells)
         return cells

@@ -107,15 +107,17 @@ class Waiter:
             self.say(f"store reachable again after {self.clock() - self.since:.0f} s")
         self.since, self.next_try = None, 0.0
 
-    def queue(self, cell: Cell) -> None:
-        """A cell that waits, kept (in the spool file too) until `written`."""
-        self.cells.append(cell)
-        self._keep()
-
     def drop_first(self) -> None:
         """The first waiting cell is in the store (or can never be: the error says why)."""
         self.cells.pop(0)
-        self._keep()
+        if self.spool is not None and self.spool.written:
+            self._keep()
+
+    def spooled(self) -> None:
+        """What still waits, in the spool file too (a cell the store took at once never
+        touches the disk)."""
+        if self.spool is not None and (self.cells or self.spool.written):
+            self._keep()
 
     def _keep(self) -> None:
         if self.spool is None:
@@ -279,13 +281,15 @@ class Waits:
         for trial in records:
             trialfacts.check(trial.provenance, f"{trial.config} · {trial.workload}")
             trial.uid = trial.uid or schema.new_uid()  # its identity across tries
-        self.waiter.queue(Cell(run_id, records))
+        self.waiter.cells.append(Cell(run_id, records))
         try:
             self._write_waiting(block=not self.waiter.waits)
         except BaseException:
             if not self.waiter.in_run:  # the caller has the error, as ever
                 self.waiter.cells.clear()
             raise
+        finally:
+            self.waiter.spooled()
 
     @property
     def waiting(self) -> int:
