@@ -156,7 +156,7 @@ def _store_disk(workdir: Path) -> Iterator[Path]:
 
 def _one(fault: str, workdir: Path, rng: random.Random, pg: Cluster | None, n: int) -> Tally:
     tally = Tally(attempts=1)
-    moment = rng.uniform(1.0, 25.0)  # into the run: set-up, a trial, a store write
+    moment = rng.uniform(0.0, 20.0)  # into the run: set-up, a trial, a store write
     with ExitStack() as stack:
         if fault == "pg-restart":
             assert pg is not None
@@ -169,6 +169,11 @@ def _one(fault: str, workdir: Path, rng: random.Random, pg: Cluster | None, n: i
             attempt = Attempt(workdir, str(workdir / "results.db"), args)
         proc = _start(attempt)
         try:
+            deadline = time.monotonic() + 120  # fsbench started (its imports take a while)
+            while proc.poll() is None and time.monotonic() < deadline:
+                if _stored(attempt.db):
+                    break
+                time.sleep(0.2)
             time.sleep(moment)
             _inject(fault, proc, attempt, rng, pg)
             _settle(attempt, proc, tally)
