@@ -19,7 +19,7 @@ from __future__ import annotations
 import fcntl
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
@@ -44,9 +44,9 @@ from sqlalchemy.exc import (
     SQLAlchemyError,
 )
 
-from fsbench.store import schema
+from fsbench.store import folded, schema
 from fsbench.store.dburl import redact_argv, to_url, without_password
-from fsbench.store.records import MetricRecord, RunRecord, TrialRecord, now
+from fsbench.store.records import FoldedRecord, MetricRecord, RunRecord, TrialRecord, now
 from fsbench.store.schema import (
     SAMPLE_FIELDS,
     SCHEMA_VERSION,
@@ -324,6 +324,7 @@ class Store(Waits):
                 insert(samples),
                 [{"trial_id": trial_id, **{k: s[k] for k in SAMPLE_FIELDS}} for s in trial.samples],
             )
+        folded.insert_rows(conn, trial_id, trial.folded)
         trial.id = trial_id
         return trial_id
 
@@ -422,6 +423,12 @@ class Store(Waits):
                 .all()
             )
         return [{k: float(r[k]) for k in SAMPLE_FIELDS} for r in rows]
+
+    @waited
+    def get_folded(self, trial_ids: Sequence[int]) -> dict[int, list[FoldedRecord]]:
+        """The tracers' maps of these trials (folded stacks, histograms), by trial id."""
+        with self.engine.connect() as conn:
+            return folded.read(conn, trial_ids)
 
     @waited
     def integrity(self) -> str:

@@ -124,6 +124,7 @@ class LocalExecutor(Executor):
             self.plan.timeout,
             self.plan.steady,
             self.plan.monitors,
+            self.plan.instrumented,
         )
         self._slots = SlotRunner(runner)
 
