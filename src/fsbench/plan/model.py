@@ -110,6 +110,8 @@ def parse_duration(text: str) -> float:
 
 
 DEFAULT_TRIAL_TIMEOUT = {Scale.TINY: 600.0, Scale.QUICK: 3600.0, Scale.FULL: 12 * 3600.0}
+# Seconds a run waits out an unreachable result store (a server restarting) by default.
+DEFAULT_STORE_WAIT = 300.0
 
 
 class Plan(BaseModel):
@@ -160,6 +162,16 @@ class Plan(BaseModel):
         "(default by scale: "
         + ", ".join(f"{k} {v:.0f}" for k, v in DEFAULT_TRIAL_TIMEOUT.items())
         + ").",
+    )
+    # Left out of the stored plan at its default: plans stored before it stay as they were.
+    store_wait: float = Field(
+        default=DEFAULT_STORE_WAIT,
+        ge=0,
+        exclude_if=lambda seconds: seconds == DEFAULT_STORE_WAIT,
+        description="Seconds a run waits out an unreachable result store (a server "
+        "restarting; --store-wait 10m) before it stops, interrupted and resumable; its "
+        "trials measure on meanwhile and are written when the store is back (0: stop at "
+        "once).",
     )
     max_reps: int = Field(
         default=10,
@@ -244,9 +256,9 @@ class Plan(BaseModel):
             raise ValueError("reps must be between 1 and 1000, decide or auto")
         return value
 
-    @field_validator("budget", mode="before")
+    @field_validator("budget", "store_wait", mode="before")
     @classmethod
-    def _budget_duration(cls, value: Any) -> Any:
+    def _duration(cls, value: Any) -> Any:
         return parse_duration(value) if isinstance(value, str) else value
 
     @field_validator("max_reps")
