@@ -48,6 +48,8 @@ def _call(
     )
     if not res.ok:
         line = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else res.output
+        if res.signal:  # killed mid-trial (the OOM killer, a crash): by what, what it said last
+            line = f"killed by {res.signal}" + (f" (it said last: {line})" if line else "")
         raise TrialFailed(f"{ENGINE} {argv[0]}: {line}", res.stderr[-4000:])
     try:
         data: dict[str, Any] = json.loads(res.stdout)

@@ -23,6 +23,7 @@ BUILTIN: tuple[str, ...] = (
     "fsbench.workloads.aging.workload:Aging",
     "fsbench.workloads.alloc:Alloc",
     "fsbench.workloads.boot:BootWorkload",
+    "fsbench.workloads.command:Command",
     "fsbench.workloads.crash:Crash",
     "fsbench.workloads.dbench:Dbench",
     "fsbench.workloads.fio:Fio",
