@@ -46,7 +46,7 @@ import math
 import re
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -884,85 +884,12 @@ def unmarked(text: str, doc: str = "README.md") -> list[str]:
     return problems
 
 
-# -- The heuristic scan the parser replaces, for the documents not yet converted ----
-
-# Shapes no text prints but a measurement: a ratio with its interval, an interval of
-# decimals, a rate, a p-value, a CV, a load average, a count of pairs.
-_STRONG = re.compile(
-    r"\d(?:\.\d+)?\s*[x×]\s*\(\s*\d"
-    r"|\(\s*\d+\.\d+\s*[-–]\s*\d+\.\d+\s*[),;]"
-    r"|\bCI\s+\d+\.\d+\s*[-–]\s*\d+\.\d+"
-    r"|\d+\.\d{2,}\s*[x×](?!\w)"
-    r"|\d[\d,]*(?:\.\d+)?\s*(?:ops/s|MiB/s|MB/s|GiB/s|files/s|trials/s)"
-    r"|\bp\s*(?:=|of)?\s*0\.\d"
-    r"|\bload(?: average)?\s+(?:of\s+)?\d"
-    r"|\d+\s+pairs\b"
-)
-# Words that say a number was measured; with a decimal, a percentage or a duration beside
-# them in one paragraph, the paragraph quotes a measurement.
-_MEASURED = re.compile(
-    r"\b(?:measured|faster|slower|took|came out|overhead|pooled|busy|idle)\b",
-    re.IGNORECASE,
-)
-_QUANTITY = re.compile(
-    r"(?<![\w.])\d+\.\d+(?![\w.])|(?<![\w.])\d+(?:\.\d+)?\s*(?:%|s\b|ms\b|us\b|µs\b)"
-)
-
-
-def blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    """Paragraphs, list items and table rows, with their first line number."""
-    block: list[str] = []
-    start = 0
-    for n, line in [*lines, (0, "")]:
-        item = re.match(r"\s*([-*]|\d+\.)\s|\s*\|", line)
-        if not line.strip() or item or (block and n != start + len(block)):
-            if block:
-                yield start, " ".join(block)
-            block = []
-        if line.strip():
-            if not block:
-                start = n
-            block.append(line.strip())
-            if line.lstrip().startswith("|"):
-                yield start, " ".join(block)
-                block = []
-
-
-def heuristic_unmarked(text: str, doc: str = "README.md") -> list[str]:
-    """Blocks outside marked passages that print what looks like a measured figure."""
-    problems = []
-    for line, block in blocks(outside_passages(text)):
-        plain = mask(block)
-        strong = _STRONG.search(plain)
-        weak = next(
-            (
-                q
-                for w in _MEASURED.finditer(plain)
-                for q in _QUANTITY.finditer(plain, max(0, w.start() - 30), w.end() + 30)
-            ),
-            None,
-        )
-        if strong or weak:
-            what = (strong or weak).group(0)  # type: ignore[union-attr]
-            problems.append(
-                f"{doc} line {line}: {what.strip()!r} looks like a measured figure outside "
-                f"a <!-- bench: --> passage: {block[:100]}"
-            )
-    return problems
-
-
-# Documents whose figures outside passages are not yet all marked: the heuristic above
-# still scans them, the parser every other one. Issue 51 empties this list.
-NOT_YET_PARSED: tuple[str, ...] = ("docs/history.md", "engine/README.md")
-
-
 def check_all() -> list[str]:
     problems = []
     for path in documents():
         text = path.read_text()
         name = str(path.relative_to(ROOT))
-        scan = heuristic_unmarked if name in NOT_YET_PARSED else unmarked
-        problems += check(text, name) + scan(text, name)
+        problems += check(text, name) + unmarked(text, name)
     return problems
 
 
