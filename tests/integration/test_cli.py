@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.store.results import Store
-from tests.helpers import assert_every_slot_once, default_sigint, fsbench, ours
+from tests.helpers import assert_every_slot_once, default_interrupts, fsbench, ours
 from tests.safety import root_disk
 
 pytestmark = pytest.mark.integration
@@ -256,7 +256,7 @@ def test_interrupt_releases_everything_and_keeps_finished_trials(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=default_sigint,
+        preexec_fn=default_interrupts,
     )
     try:
         deadline = time.monotonic() + 60

@@ -23,7 +23,7 @@ import pytest
 
 from fsbench.store.results import Store
 from tests.fakeansible import spy
-from tests.helpers import TEST_DATA_HOME, default_sigint, fsbench, not_ok_trials
+from tests.helpers import TEST_DATA_HOME, default_interrupts, fsbench, not_ok_trials
 from tests.pgcluster import cluster
 from tests.sshd import SshServer, sshd, write_inventory
 
@@ -279,7 +279,7 @@ def _controller(workdir: Path, inventory: Path, db: str, *args: str) -> subproce
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=default_sigint,  # a test may Ctrl-C it
+        preexec_fn=default_interrupts,  # a test may Ctrl-C it
     )
 
 
