@@ -18,9 +18,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
+from fsbench.system.memcap import remove
+from fsbench.system.opened import Opened
 from fsbench.system.proc import die_with_parent
 
 GROUP_PREFIX = "fsbench-command-"  # + fsbench's pid + "-" + a tag: stale.py knows them
@@ -70,7 +71,7 @@ def v2_group_root() -> Path | None:
     return None
 
 
-class Contained:
+class Contained(Opened):
     """`argv` started in a group of its own, standard input empty; use as a context
     manager: leaving it kills what is left and removes the group, on every path."""
 
@@ -89,7 +90,7 @@ class Contained:
         self.child: subprocess.Popen[bytes] | None = None
         self._reaped: tuple[int, Any] | None = None
 
-    def __enter__(self) -> Contained:
+    def open(self) -> None:
         self.group = _make_group()
         try:
             self.child = self._start()
@@ -99,7 +100,6 @@ class Contained:
         except BaseException:
             self._remove_group()
             raise
-        return self
 
     def _start(self) -> subprocess.Popen[bytes]:
         procs = self.group / "cgroup.procs" if self.group else None
@@ -139,12 +139,8 @@ class Contained:
             self.child.returncode, user, system, left, "cgroup" if self.group else "session"
         )
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Kill what the command left running and remove its group. Idempotent."""
         try:
             if self.child is not None and self._reaped is None:
                 self._kill_rest()
@@ -191,16 +187,8 @@ class Contained:
     def _remove_group(self) -> None:
         """rmdir the group once its last process is gone (a killed one takes a moment)."""
         group, self.group = self.group, None
-        for _ in range(100):
-            if group is None:
-                return
-            try:
-                group.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.02)
+        if group is not None:
+            remove(group)
 
 
 def _make_group() -> Path | None:
