@@ -66,6 +66,15 @@ impl Buffers {
 }
 
 #[inline]
+/// The one buffer of a vectored call (readv, preadv, writev, pwritev): the trace records
+/// its total size, replayed as a single iovec.
+fn one_iovec(base: *mut u8, len: usize) -> libc::iovec {
+    libc::iovec {
+        iov_base: base.cast::<c_void>(),
+        iov_len: len,
+    }
+}
+
 fn ret(r: i64) -> i64 {
     if r < 0 {
         -i64::from(
@@ -137,10 +146,7 @@ pub fn execute(op: &Op, t: &Tables, b: &mut Buffers) -> i64 {
             }
             Kind::Readv => {
                 let buf = b.read(size(1));
-                let iov = libc::iovec {
-                    iov_base: buf.as_mut_ptr().cast::<c_void>(),
-                    iov_len: buf.len(),
-                };
+                let iov = one_iovec(buf.as_mut_ptr(), buf.len());
                 ret(libc::readv(fd(), &iov, 1) as i64)
             }
             Kind::Pread => {
@@ -149,10 +155,7 @@ pub fn execute(op: &Op, t: &Tables, b: &mut Buffers) -> i64 {
             }
             Kind::Preadv => {
                 let buf = b.read(size(1));
-                let iov = libc::iovec {
-                    iov_base: buf.as_mut_ptr().cast::<c_void>(),
-                    iov_len: buf.len(),
-                };
+                let iov = one_iovec(buf.as_mut_ptr(), buf.len());
                 ret(libc::preadv(fd(), &iov, 1, n[2]) as i64)
             }
             Kind::Write => {
@@ -161,10 +164,7 @@ pub fn execute(op: &Op, t: &Tables, b: &mut Buffers) -> i64 {
             }
             Kind::Writev => {
                 let buf = b.write(size(1));
-                let iov = libc::iovec {
-                    iov_base: buf.as_ptr() as *mut c_void,
-                    iov_len: buf.len(),
-                };
+                let iov = one_iovec(buf.as_ptr().cast_mut(), buf.len());
                 ret(libc::writev(fd(), &iov, 1) as i64)
             }
             Kind::Pwrite => {
@@ -173,10 +173,7 @@ pub fn execute(op: &Op, t: &Tables, b: &mut Buffers) -> i64 {
             }
             Kind::Pwritev => {
                 let buf = b.write(size(1));
-                let iov = libc::iovec {
-                    iov_base: buf.as_ptr() as *mut c_void,
-                    iov_len: buf.len(),
-                };
+                let iov = one_iovec(buf.as_ptr().cast_mut(), buf.len());
                 ret(libc::pwritev(fd(), &iov, 1, n[2]) as i64)
             }
             Kind::Lseek => ret(libc::lseek(fd(), n[1], n[2] as c_int)),
