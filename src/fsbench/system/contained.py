@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from fsbench.system import stepgroup
 from fsbench.system.memcap import remove
 from fsbench.system.opened import Opened
 from fsbench.system.proc import die_with_parent
@@ -47,28 +48,11 @@ class Ended:
         return f"killed by signal {-self.status} ({signal.Signals(-self.status).name})"
 
 
-def v2_mount() -> Path | None:
-    """Where the cgroup v2 hierarchy is mounted (on a hybrid machine, the unified one)."""
-    return next(
-        (
-            Path(fields[4])
-            for line in Path("/proc/self/mountinfo").read_text().splitlines()
-            if (fields := line.split()) and fields[fields.index("-") + 1] == "cgroup2"
-        ),
-        None,
-    )
-
-
 def v2_group_root() -> Path | None:
     """The cgroup v2 group fsbench is in, where a command's group goes; None when there
     is none."""
-    mount = v2_mount()
-    if mount is None:
-        return None
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        if line.startswith("0::"):
-            return mount / line[3:].lstrip("/")
-    return None
+    mount = stepgroup.v2_root()
+    return None if mount is None else stepgroup.own_group(mount)
 
 
 class Contained(Opened):
@@ -223,7 +207,7 @@ def session_members(sid: int) -> list[int]:
 def stale_groups() -> list[tuple[Path, int]]:
     """Command groups whose fsbench is gone (killed before it could remove them): (path,
     fsbench's pid), found anywhere in the cgroup v2 hierarchy."""
-    mount = v2_mount()
+    mount = stepgroup.v2_root()
     if mount is None:
         return []
     found = []
