@@ -211,6 +211,7 @@ SLOW = (
     *GROUPS["fleet"],
     "tests/integration/test_store_backends.py",  # PostgreSQL
     "tests/integration/test_pgbench.py",  # PostgreSQL
+    "tests/integration/test_store_outage.py",  # PostgreSQL stopped mid-run, a store disk filled
     "tests/unit/test_decide_simulated.py",  # the decide loop's simulations, 90 s
     "tests/unit/test_tune_race.py",  # the race's simulations, 50 s
     "tests/integration/test_knobs_restore.py",
@@ -221,6 +222,8 @@ SLOW = (
     "tests/integration/test_memcap.py",
     "tests/integration/test_sysbench_oltp.py",
     "tests/integration/test_reps_auto_all.py",
+    # record a program, replay it on two loop devices: 30 s under load
+    "tests/integration/test_replay.py::test_a_recorded_program_replays_its_calls_on_ext4_and_xfs",
     "tests/integration/test_calibrate.py",
     "tests/integration/test_campaign.py",
     "tests/integration/test_decide_run.py",
@@ -235,8 +238,10 @@ SLOW = (
     "tests/integration/test_tune.py::test_a_race_prints_its_space_drops_the_slow_config_and_names_the_winner",
     "tests/integration/test_cli.py::test_write_amplification_for_every_write_workload",
     "tests/integration/test_engine_workloads.py::test_fileserver_thread_sweep_gives_ops_and_percentiles",
+    "tests/integration/test_engine_workloads.py::test_an_engine_killed_mid_trial_is_a_failed_trial_and_the_run_goes_on",
     "tests/integration/test_series.py::test_scale_to_mem_sweeps_the_working_set_across_the_cap",
     "tests/integration/test_trees.py::test_kernel_build_of_a_small_target",
+    "tests/integration/test_command.py::test_a_real_program_compared_on_ext4_and_xfs_with_its_metric",
 )
 
 

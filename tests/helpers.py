@@ -77,11 +77,13 @@ def cli_env() -> dict[str, str]:
     return {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
 
 
-def default_sigint() -> None:
-    """preexec_fn for a child that a test will Ctrl-C: SIGINT back to its default. A shell
-    that starts the suite in the background (`nohup make test &`) hands SIGINT down
-    ignored, and Python then never raises KeyboardInterrupt in the child."""
+def default_interrupts() -> None:
+    """preexec_fn for a child that a test will interrupt: SIGINT and SIGHUP back to their
+    defaults. A shell that starts the suite in the background (`nohup make test &`) hands
+    both down ignored, and fsbench rightly leaves an ignored signal ignored (nohup), so the
+    child would never see the test's Ctrl-C or hang-up."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def ours(workdir: Path) -> tuple[list[str], list[str]]:

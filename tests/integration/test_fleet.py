@@ -23,7 +23,8 @@ import pytest
 
 from fsbench.store.results import Store
 from tests.fakeansible import spy
-from tests.helpers import TEST_DATA_HOME, default_sigint, fsbench, not_ok_trials
+from tests.helpers import TEST_DATA_HOME, default_interrupts, fsbench, not_ok_trials
+from tests.pgcluster import cluster
 from tests.sshd import SshServer, sshd, write_inventory
 
 pytestmark = pytest.mark.integration
@@ -278,7 +279,7 @@ def _controller(workdir: Path, inventory: Path, db: str, *args: str) -> subproce
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=default_sigint,  # a test may Ctrl-C it
+        preexec_fn=default_interrupts,  # a test may Ctrl-C it
     )
 
 
@@ -411,6 +412,44 @@ def test_a_killed_host_is_resumed_alone(workdir: Path, ssh: SshServer) -> None:
     rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
     assert {r["host"] for r in rows} == {"h2", "h3"}
     assert all(r["n"] == 4 for r in rows), [(r["host"], r["config"], r["n"]) for r in rows]
+
+
+def test_a_postgresql_restart_is_waited_out_by_the_host_writing_it_and_fails_no_host(
+    workdir: Path, ssh: SshServer
+) -> None:
+    """h2 writes into the fleet's PostgreSQL, h3 into its own SQLite store (fetched): the
+    server stopped while h2 runs and started again 8 s later, h2 waits it out, h3 never
+    notices, and every trial of both is in the store once."""
+    with cluster() as own:
+        url = own.url()
+        inventory = _inventory(
+            workdir, ssh, {"h3": {"ansible_host": "127.0.0.3", "fsbench_store": "fetch"}}
+        )
+        controller = _controller(workdir, inventory, url, *ALLOC[:-1], "3")
+        try:
+            _progress(workdir / "hosts" / "h2", done=2)
+            own.stop("fast")
+            time.sleep(8)
+            own.start()
+            out, err = controller.communicate(timeout=900)
+        finally:
+            if controller.poll() is None:
+                controller.kill()
+                controller.wait()
+        assert controller.returncode == 0, out + err
+        assert list(_failed_lines(err)) == [], err
+        store = Store(url)
+        try:
+            run = store.get_run(store.latest_run_id() or 0)
+            members = {m.part_host: m for m in store.parts(run.uid)}
+            assert set(members) == {"h2", "h3"}
+            for member in members.values():
+                trials = store.get_trials(member.id)
+                assert member.status == "finished", member.part_host
+                assert sorted(t.seq for t in trials) == list(range(len(member.schedule)))
+        finally:
+            store.close()
+        assert own.password not in out + err
 
 
 def test_ctrl_c_on_the_controller_ends_every_hosts_run_and_keeps_their_trials(

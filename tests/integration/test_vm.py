@@ -17,7 +17,7 @@ from fsbench.store.results import Store
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, import_records, run_in_vm
 from fsbench.vm.doctor import host_lacks
 from fsbench.vm.images import GuestImage
-from tests.helpers import GUEST, VM_CACHE, VM_MARKS, default_sigint, fsbench
+from tests.helpers import GUEST, VM_CACHE, VM_MARKS, default_interrupts, fsbench
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
@@ -115,7 +115,7 @@ run_in_vm(
 
 def test_ctrl_c_kills_qemu_and_cleans_up(tmp_path: Path, guest_image: GuestImage) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(CACHE), str(tmp_path)], preexec_fn=default_sigint
+        [sys.executable, "-c", CHILD, str(CACHE), str(tmp_path)], preexec_fn=default_interrupts
     )
     try:
         deadline = time.monotonic() + 60

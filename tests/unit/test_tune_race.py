@@ -243,6 +243,10 @@ def test_bad_input_is_refused() -> None:
 RACES = 1000
 CONFIGS = 12
 MAX_ROUNDS = 20
+GAP = (0.05, 0.10)  # how far the best is ahead of the next, drawn per race
+LOWEST = 0.6  # the slowest config's mean, the best's being 1
+CV = (0.05, 0.10)  # each config's noise, drawn per race (A/A: one CV for all)
+KEPT = 0.95  # the share of races that must keep the best or one within the margin
 
 
 def test_the_race_keeps_the_true_best_and_spends_less_than_a_grid() -> None:
@@ -256,9 +260,9 @@ def test_the_race_keeps_the_true_best_and_spends_less_than_a_grid() -> None:
     kept = 0
     trials = grid = 0
     for _ in range(RACES):
-        gap = rng.uniform(0.05, 0.10)
-        means = np.concatenate([[1.0], np.linspace(1 / (1 + gap), 0.6, CONFIGS - 1)])
-        cv = rng.uniform(0.05, 0.10, CONFIGS)
+        gap = rng.uniform(*GAP)
+        means = np.concatenate([[1.0], np.linspace(1 / (1 + gap), LOWEST, CONFIGS - 1)])
+        cv = rng.uniform(*CV, CONFIGS)
         sigma = np.sqrt(np.log(1 + cv**2))
         noise = rng.standard_normal((MAX_ROUNDS, CONFIGS)) * sigma - sigma**2 / 2
         drift = rng.standard_normal((MAX_ROUNDS, 1)) * 0.05
@@ -271,7 +275,7 @@ def test_the_race_keeps_the_true_best_and_spends_less_than_a_grid() -> None:
         assert result.trials <= result.grid_trials()
         trials += result.trials
         grid += result.grid_trials()
-    assert kept / RACES >= 0.95
+    assert kept / RACES >= KEPT
     assert trials < grid
     assert trials / grid < 0.75  # about 0.4-0.5 in practice
 
@@ -282,7 +286,7 @@ def aa_false_drops(configs: int, races: int, seed: int) -> float:
     settings = RaceSettings(max_rounds=MAX_ROUNDS)
     dropped = 0
     for _ in range(races):
-        values = noisy(rng, [1.0] * configs, rng.uniform(0.05, 0.10), MAX_ROUNDS)
+        values = noisy(rng, [1.0] * configs, rng.uniform(*CV), MAX_ROUNDS)
         result = run(names, values, settings)
         dropped += bool(result.dropped)
     return dropped / races
@@ -293,7 +297,7 @@ def test_equal_configs_are_dropped_no_more_often_than_alpha(configs: int, races:
     """A/A: with every config alike, a race drops any config at all in at most alpha
     (5%) of races: the looks share alpha, the Friedman gate (the paired test with two)
     keeps the post-hoc comparisons from firing on noise."""
-    assert aa_false_drops(configs, races, seed=configs) <= 0.05
+    assert aa_false_drops(configs, races, seed=configs) <= RaceSettings().alpha
 
 
 def test_a_metric_that_can_be_zero_is_compared_on_its_own_scale() -> None:

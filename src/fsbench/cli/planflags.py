@@ -95,6 +95,9 @@ ScaleOpt = Annotated[Scale | None, typer.Option("--scale", help=field_help(Plan,
 TrialTimeoutOpt = Annotated[
     float | None, typer.Option("--trial-timeout", help=field_help(Plan, "trial_timeout"))
 ]
+StoreWaitOpt = Annotated[
+    str | None, typer.Option("--store-wait", help=field_help(Plan, "store_wait"))
+]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help=field_help(Plan, "seed"))]
 WarmupOpt = Annotated[int | None, typer.Option("--warmup", help=field_help(Plan, "warmup"))]
 TargetOpt = targetflags.TargetOpt
@@ -117,6 +120,7 @@ PLAN_PARAMS: tuple[tuple[str, Any, Any], ...] = (
     ("steady", SteadyOpt, None),
     ("scale", ScaleOpt, None),
     ("trial_timeout", TrialTimeoutOpt, None),
+    ("store_wait", StoreWaitOpt, None),
     ("seed", SeedOpt, None),
     ("warmup", WarmupOpt, None),
     ("target_kind", TargetOpt, None),
@@ -144,7 +148,8 @@ def with_plan_flags(skip: Collection[str] = ()) -> Callable[[F], F]:
 
 # The flags that set a plan field of the same name as given.
 PLAN_FIELDS = (
-    "scale", "max_reps", "ci_target", "margin", "steady", "trial_timeout", "seed", "warmup",
+    "scale", "max_reps", "ci_target", "margin", "steady", "trial_timeout", "store_wait", "seed",
+    "warmup",
 )  # fmt: skip
 
 
@@ -167,6 +172,7 @@ class PlanFlags:
     steady: str | None = None
     scale: Scale | None = None
     trial_timeout: float | None = None
+    store_wait: str | None = None
     seed: int | None = None
     warmup: int | None = None
     target_kind: str | None = None

@@ -75,6 +75,14 @@ class TrialRecord:
         """The warm-up repetition (rep 0): run and stored, never counted."""
         return self.rep == 0
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
+        """A record as `dataclasses.asdict` wrote it (a guest's, a spooled one)."""
+        fields = dict(data)
+        fields["metrics"] = [MetricRecord(**m) for m in fields.get("metrics") or []]
+        fields["folded"] = [FoldedRecord(**m) for m in fields.get("folded") or []]
+        return cls(**fields)
+
 
 @dataclass
 class RunRecord:

@@ -153,7 +153,7 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
                 model = instance.for_memory(model, mem)
             need = max(need, instance.required_bytes(model))
         if need > usable:
-            shown = " ".join(f"{k}={v}" for k, v in cell.params.items())
+            shown = " ".join(f"{k}={numbers.setting(v)}" for k, v in cell.params.items())
             raise FsbenchError(
                 f"{cell.workload} {shown} needs {numbers.size(need)} but a "
                 f"{numbers.size(target_size)} target leaves ~{numbers.size(usable)} after the "
