@@ -11,9 +11,9 @@ directory, ccache and the bzImage of every commit built are kept by fsbench's ow
 KernelBuilder under those ids (`builder()`), so a commit is built once per machine and
 config, whichever test builds it first.
 
-One checkout serves every test: a test that uses `planted_history` joins the "bisect"
-group (tests/conftest.py), whose worker holds the history (and a lock against another
-session on this machine) until the session ends."""
+One checkout serves every test: a test that uses `planted_history` belongs in the
+"bisect" group (GROUPS in tests/conftest.py), so that one worker holds the history (and a
+lock against another session on this machine) until the session ends."""
 
 from __future__ import annotations
 
