@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fsbench.analysis.bisect_gate import refusal
 from fsbench.analysis.decisions import Decision, Pair
 from fsbench.analysis.explain import Explanation
 from fsbench.reports.explain import account_line
@@ -50,6 +51,14 @@ def _account() -> list[str]:
     return [account_line(e)]
 
 
+def _refusal() -> list[str]:
+    """Endpoints three repetitions each that no budget of three tells apart."""
+    found = refusal([790.2, 835.0, 812.0], [780.5, 832.1, 805.7], better="higher", n_max=3,
+                    unit="files/s")  # fmt: skip
+    assert found is not None
+    return [found.line]
+
+
 # (document, the n-th example passage of it naming this test) -> what its quotes are
 EXAMPLES: dict[tuple[str, int], Callable[[], list[str]]] = {
     ("docs/results.md", 0): lambda: [
@@ -61,6 +70,7 @@ EXAMPLES: dict[tuple[str, int], Callable[[], list[str]]] = {
     ("docs/statistics.md", 0): _equivalent,
     ("docs/statistics.md", 1): _fixture_interval,
     ("docs/explain.md", 0): _account,
+    ("docs/bisect.md", 0): _refusal,
 }
 
 
@@ -70,13 +80,20 @@ def _mine(doc: str) -> list[figures.Passage]:
 
 
 def quoted(p: figures.Passage) -> list[str]:
-    """The passage's code spans that show output, in order."""
-    return [
-        m.group(1)
-        for _, line in p.body
-        for m in figures._SPAN.finditer(line)
-        if figures.span_kind(m.group(1)) == figures.OUTPUT
-    ]
+    """The passage's code spans that show output and its blocks of output (each whole,
+    its lines unindented), in order."""
+    out: list[str] = []
+    blocks = {b.lines[0][0]: b for b in figures.blocks(p.text) if b.lines}
+    inside: set[int] = set()
+    for k, (_, line) in enumerate(p.body, 1):
+        if k in blocks and blocks[k].kind == figures.OUTPUT:
+            out.append("\n".join(t.strip() for _, t in blocks[k].lines))
+        if k in blocks:
+            inside |= {n for n, _ in blocks[k].lines}
+        if k not in inside and not figures._FENCE.match(line):
+            spans = figures._SPAN.finditer(line)
+            out += [m.group(1) for m in spans if figures.span_kind(m.group(1)) == figures.OUTPUT]
+    return out
 
 
 @pytest.mark.parametrize("where", list(EXAMPLES), ids=lambda w: f"{w[0]}#{w[1]}")
@@ -84,7 +101,11 @@ def test_a_quoted_output_is_what_the_code_prints(where: tuple[str, int]) -> None
     doc, index = where
     passage = _mine(doc)[index]
     assert quoted(passage) == EXAMPLES[where]()
-    prose = [figures._SPAN.sub(lambda m: " " * len(m.group(0)), line) for _, line in passage.body]
+    prose = [
+        figures._SPAN.sub(lambda m: " " * len(m.group(0)), line)
+        for _, line, kind in figures.read_lines(passage.body)
+        if kind == "prose"
+    ]
     assert [n.text for line in prose for n in figures.numbers(line)] == []
 
 
