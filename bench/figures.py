@@ -14,8 +14,9 @@ bench/results/ and, per figure, the key of the value it prints:
 
 - The first line names the files: `FILE.json`, the default, then any `ALIAS=FILE.json`
   (a key `ALIAS:path` reads that one).
-- Every number of the passage outside code spans, dates (2026-11-27), times (18:30) and
-  file names is a **figure**, and takes the next key, in order. A key is a path into the
+- Every number of the passage outside what a user types (code spans and blocks of input:
+  see span_kind, block_kind), dates (2026-11-27), times (18:30) and file names is a
+  **figure**, and takes the next key, in order: a block of output's numbers too. A key is a path into the
   file (`pooled.all.ratio`, `cells[fs=btrfs,threads=64].ci90[0]`: `[k=v,...]` the one
   element of a list with those fields, `[?k=v]` all of them, `[*]` every element, `[1:]`
   a slice, `["by hand"]` a key with a space), a path relative to the object the last
@@ -117,7 +118,9 @@ def mask(line: str) -> str:
     file names, dates and times of day. A code span that shows what fsbench prints
     (`1.023 [95%: 0.980, 1.070]`) is read as prose is."""
     line = _SPAN.sub(
-        lambda m: " " * len(m.group(0)) if span_kind(m.group(1)) == INPUT else " " + m.group(1) + " ",
+        lambda m: (
+            " " * len(m.group(0)) if span_kind(m.group(1)) == INPUT else " " + m.group(1) + " "
+        ),
         line,
     )
     return _MASK.sub(lambda m: " " * len(m.group(0)), line)
@@ -693,6 +696,11 @@ def load(name: str) -> Any:
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 
+@cache
+def _source(path: Path) -> str:
+    return path.read_text()
+
+
 @dataclass(frozen=True)
 class RustSource:
     """An engine source file: `ALIAS.NAME` is its `const NAME: T = value;`."""
@@ -700,7 +708,7 @@ class RustSource:
     path: Path
 
     def __getattr__(self, name: str) -> float:
-        text = self.path.read_text()
+        text = _source(self.path)
         m = re.search(rf"\bconst\s+{name}\s*:\s*\w+\s*=\s*([\d_.]+)", text)
         if m is None:
             raise AttributeError(f"{self.path.name} has no const {name}")
@@ -709,7 +717,7 @@ class RustSource:
 
     def find(self, pattern: str, group: int = 1) -> float:
         """A number the source writes where no `const` names it (a match arm's value)."""
-        found = re.findall(pattern, self.path.read_text())
+        found = re.findall(pattern, _source(self.path))
         if len(found) != 1:
             raise AttributeError(f"{self.path.name}: {pattern!r} matches {len(found)} times")
         text = found[0] if isinstance(found[0], str) else found[0][group - 1]

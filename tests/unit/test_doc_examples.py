@@ -74,8 +74,8 @@ EXAMPLES: dict[tuple[str, int], Callable[[], list[str]]] = {
 }
 
 
-def _mine(doc: str) -> list[figures.Passage]:
-    text = (ROOT / doc).read_text()
+def _mine(doc: str, text: str | None = None) -> list[figures.Passage]:
+    text = (ROOT / doc).read_text() if text is None else text
     return [p for p in figures.passages(text, doc, ("example",)) if THIS in p.files]
 
 
@@ -96,17 +96,38 @@ def quoted(p: figures.Passage) -> list[str]:
     return out
 
 
+def differences(doc: str, text: str | None = None) -> list[str]:
+    """What the example passages of `doc` (of `text`, a copy of it, when given) quote
+    that the code does not print, or print beside the quotes."""
+    out = []
+    for index, passage in enumerate(_mine(doc, text)):
+        where = (doc, index)
+        if where not in EXAMPLES:
+            out.append(f"{doc} line {passage.line}: no example here compares it")
+            continue
+        if quoted(passage) != EXAMPLES[where]():
+            out.append(f"{doc} line {passage.line}: {quoted(passage)} != {EXAMPLES[where]()}")
+        out += [f"{doc} line {passage.line}: {n} beside the quotes" for n in _prose(passage)]
+    return out
+
+
 @pytest.mark.parametrize("where", list(EXAMPLES), ids=lambda w: f"{w[0]}#{w[1]}")
 def test_a_quoted_output_is_what_the_code_prints(where: tuple[str, int]) -> None:
     doc, index = where
     passage = _mine(doc)[index]
     assert quoted(passage) == EXAMPLES[where]()
+    assert _prose(passage) == []
+    assert differences(doc) == []
+
+
+def _prose(passage: figures.Passage) -> list[str]:
+    """The numbers of the passage outside its quotes."""
     prose = [
         figures._SPAN.sub(lambda m: " " * len(m.group(0)), line)
         for _, line, kind in figures.read_lines(passage.body)
         if kind == "prose"
     ]
-    assert [n.text for line in prose for n in figures.numbers(line)] == []
+    return [n.text for line in prose for n in figures.numbers(line)]
 
 
 def test_every_passage_naming_this_test_is_compared() -> None:
