@@ -16,14 +16,14 @@ bench/results/ and, per figure, the key of the value it prints:
   (a key `ALIAS:path` reads that one).
 - Every number of the passage outside what a user types (code spans and blocks of input:
   see span_kind, block_kind), dates (2026-11-27), times (18:30) and file names is a
-  **figure**, and takes the next key, in order: a block of output's numbers too. A key is a path into the
-  file (`pooled.all.ratio`, `cells[fs=btrfs,threads=64].ci90[0]`: `[k=v,...]` the one
-  element of a list with those fields, `[?k=v]` all of them, `[*]` every element, `[1:]`
-  a slice, `["by hand"]` a key with a space), a path relative to the object the last
-  full path ended in (`.pairs` after `pooled.all.ratio`), or a computation named in full
-  (`len(cells)`, `min(cells[fs=btrfs].round_ratios)`, `100*x`, `a-b`: functions
-  `len min max median mean sum abs round`). A key reads the file: a constant alone is
-  none. Prefer a key the bench stored (its `summary`) to a computation.
+  **figure**, and takes the next key, in order: a block of output's numbers too. A key
+  is a path into the file (`pooled.all.ratio`, `cells[fs=btrfs,threads=64].ci90[0]`:
+  `[k=v,...]` the one element of a list with those fields, `[?k=v]` all of them, `[*]`
+  every element, `[1:]` a slice, `["by hand"]` a key with a space), a path relative to
+  the object the last full path ended in (`.pairs` after `pooled.all.ratio`), or a
+  computation named in full (`len(cells)`, `min(cells[fs=btrfs].round_ratios)`, `100*x`,
+  `a-b`: functions `len min max median mean sum abs round`). A key reads the file: a
+  constant alone is none. Prefer a key the bench stored (its `summary`) to a computation.
 - `_` is a number of the text that is no figure (the 64 of "at 64 threads", an issue
   number). It is refused where the number looks measured: a percentage, a ratio `1.1x`,
   a thousands separator, an interval `(a-b)`, or a count or unit after it (`pairs`,
