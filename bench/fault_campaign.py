@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import results_file  # noqa: E402
 
 from fsbench.store.results import Store  # noqa: E402
-from tests.helpers import TEST_DATA_HOME, fsbench, ours  # noqa: E402
+from tests.helpers import TEST_DATA_HOME, default_interrupts, fsbench, ours  # noqa: E402
 from tests.pgcluster import Cluster, cluster  # noqa: E402
 
 ALLOC = [
@@ -96,6 +96,9 @@ def _start(attempt: Attempt) -> subprocess.Popen[bytes]:
             stdout=subprocess.DEVNULL,
             stderr=err,
             env={**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)},
+            # SIGHUP as a session hands it down (the campaign may run under nohup, and
+            # fsbench leaves an ignored signal ignored): the fault must reach the run.
+            preexec_fn=default_interrupts,
         )
 
 
