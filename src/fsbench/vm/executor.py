@@ -154,8 +154,11 @@ class VmExecutor(Executor):
                 if boots:
                     for slot in todo:
                         self._on_host(slot, kernel, refused, on_start, on_records)
-                elif todo:
-                    self._guest(todo, kernel, refused, on_start, on_records)
+                else:
+                    # A guest cut short in a trial (frozen, killed at its time limit, QEMU
+                    # dead): that trial failed, the slots after it go on in a fresh guest.
+                    while todo:
+                        todo = self._guest(todo, kernel, refused, on_start, on_records)
 
     def _on_host(
         self,
@@ -180,21 +183,6 @@ class VmExecutor(Executor):
             self.guests[kernel or "default"] = booted
 
     def _guest(
-        self,
-        batch: list[Slot],
-        kernel: str | None,
-        refused: set[str],
-        on_start: OnStart,
-        on_records: OnRecords,
-    ) -> None:
-        """The batch in one guest, and when a guest is cut short in a trial (frozen, killed
-        by its time limit, QEMU dead) that trial is failed and the slots after it go on in
-        a fresh guest."""
-        todo = batch
-        while todo:
-            todo = self._one_guest(todo, kernel, refused, on_start, on_records)
-
-    def _one_guest(
         self,
         batch: list[Slot],
         kernel: str | None,
