@@ -251,8 +251,7 @@ def _inject(
         deadline = time.monotonic() + 120
         while proc.poll() is None and time.monotonic() < deadline:
             pids = _children(proc.pid, b"fsbench-engine")
-            if pids:
-                os.kill(pids[0], signal.SIGKILL)
+            if pids and _signal(pids[0], signal.SIGKILL):
                 return True
             time.sleep(0.05)
         return False
@@ -263,12 +262,22 @@ def _inject(
             pids = _qemus(work)
             if pids and _counted_trial_started(work):
                 time.sleep(rng.uniform(0.0, 5.0))  # a moment of the trial (seconds under TCG)
-                os.kill(pids[0], signal.SIGSTOP)
-                return True
+                if _signal(pids[0], signal.SIGSTOP):
+                    return True
             time.sleep(0.05)
         return False
     else:
         proc.send_signal(signal.SIGTERM if fault == "sigterm" else signal.SIGHUP)
+    return True
+
+
+def _signal(pid: int, sig: signal.Signals) -> bool:
+    """Send `sig` to `pid`; False when it has just exited (an engine between trials, a
+    guest powering off): the caller looks for the next one."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
     return True
 
 
