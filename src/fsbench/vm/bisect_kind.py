@@ -4,7 +4,7 @@ the plan, and what it found), its steps and its outcome, and how it ends."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -123,16 +123,10 @@ class Step:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "commit": self.commit,
-            "role": self.role,
-            "values": self.values,
-            "verdict": self.verdict,
+            **asdict(self),
             "gate": self.gate.as_dict() if self.gate else None,
             "build_seconds": round(self.build_seconds, 1),
             "measure_seconds": round(self.measure_seconds, 1),
-            "error": self.error,
-            "seqs": self.seqs,
-            "kernel_of": self.kernel_of,
         }
 
 
