@@ -14,15 +14,16 @@ bench/results/ and, per figure, the key of the value it prints:
 
 - The first line names the files: `FILE.json`, the default, then any `ALIAS=FILE.json`
   (a key `ALIAS:path` reads that one).
-- Every number of the passage outside code spans, dates (2026-11-27), times (18:30) and
-  file names is a **figure**, and takes the next key, in order. A key is a path into the
-  file (`pooled.all.ratio`, `cells[fs=btrfs,threads=64].ci90[0]`: `[k=v,...]` the one
-  element of a list with those fields, `[?k=v]` all of them, `[*]` every element, `[1:]`
-  a slice, `["by hand"]` a key with a space), a path relative to the object the last
-  full path ended in (`.pairs` after `pooled.all.ratio`), or a computation named in full
-  (`len(cells)`, `min(cells[fs=btrfs].round_ratios)`, `100*x`, `a-b`: functions
-  `len min max median mean sum abs round`). A key reads the file: a constant alone is
-  none. Prefer a key the bench stored (its `summary`) to a computation.
+- Every number of the passage outside what a user types (code spans and blocks of input:
+  see span_kind, block_kind), dates (2026-11-27), times (18:30) and file names is a
+  **figure**, and takes the next key, in order: a block of output's numbers too. A key
+  is a path into the file (`pooled.all.ratio`, `cells[fs=btrfs,threads=64].ci90[0]`:
+  `[k=v,...]` the one element of a list with those fields, `[?k=v]` all of them, `[*]`
+  every element, `[1:]` a slice, `["by hand"]` a key with a space), a path relative to
+  the object the last full path ended in (`.pairs` after `pooled.all.ratio`), or a
+  computation named in full (`len(cells)`, `min(cells[fs=btrfs].round_ratios)`, `100*x`,
+  `a-b`: functions `len min max median mean sum abs round`). A key reads the file: a
+  constant alone is none. Prefer a key the bench stored (its `summary`) to a computation.
 - `_` is a number of the text that is no figure (the 64 of "at 64 threads", an issue
   number). It is refused where the number looks measured: a percentage, a ratio `1.1x`,
   a thousands separator, an interval `(a-b)`, or a count or unit after it (`pairs`,
@@ -70,8 +71,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 # What is no figure, masked before numbers are read: code spans, HTML comments, links'
 # targets, file names and paths, dates, times of day, URLs.
 _MASK = re.compile(
-    r"`[^`]*`"
-    r"|<!--.*?-->"
+    r"<!--.*?-->"
     r"|\]\([^)]*\)"
     r"|https?://\S+"
     r"|[\w./-]*\w\.(?:json|py|md|f|patch|toml|txt|db)\b"
@@ -113,8 +113,141 @@ class Printed:
 
 
 def mask(line: str) -> str:
-    """The line with what holds no figure blanked out (same length)."""
+    """The line with what holds no figure blanked out (same length): what a user types in
+    code spans (`--reps 5`, `size=16M`: see span_kind), comments, links' targets, URLs,
+    file names, dates and times of day. A code span that shows what fsbench prints
+    (`1.023 [95%: 0.980, 1.070]`) is read as prose is."""
+    line = _SPAN.sub(
+        lambda m: (
+            " " * len(m.group(0)) if span_kind(m.group(1)) == INPUT else " " + m.group(1) + " "
+        ),
+        line,
+    )
     return _MASK.sub(lambda m: " " * len(m.group(0)), line)
+
+
+# -- Code: what a reader types, and what fsbench shows -----------------------------------
+#
+# A code span or a fenced block is either INPUT, what a user types: a command line, an
+# option, a plan's or an inventory's setting, a spec, a passage's marker; its numbers are
+# the user's parameters, no figure; or OUTPUT, what fsbench (or a tool) shows: its numbers
+# are figures like the prose's. In a block of input, a comment (`# ...`, `// ...`) is
+# prose. Outside an `<!-- example: -->` passage (which a test compares whole) and outside
+# a bench or code passage (which binds each number to its key), a block of output may
+# show no number at all.
+
+INPUT, OUTPUT = "input", "output"
+COMMANDS = (
+    "fsbench", "fsbench-engine", "make", "cargo", "python3", "mkdir", "cp", "git", "sudo",
+    "fs_mark", "fio", "nice", "kill", "tar", "sh",
+)  # fmt: skip
+_SPAN = re.compile(r"`([^`]*)`")
+_COMMAND = re.compile(rf"(?:{'|'.join(map(re.escape, COMMANDS))})(?=\s|$)")
+# An option, a TOML table, a command, a setting (`size=16M`, `"schema": 1`, `kernel =
+# ["6.1"]`, `numpy<2.0.0`), a call or a man page (`msleep(100)`, `kill(2)`), a passage's
+# key (`bounds.look_level({1}, 3, 10, 0.05)`), a git setting (`gc.auto 0`). What fsbench
+# prints has spaces where a setting has none: `p = 0.012`, `n < 3`, `explained: 80%`.
+_INPUT_SPAN = re.compile(
+    rf"\s*(?:-|\[|{_COMMAND.pattern}|[A-Za-z_][\w.]*(?:=|<\d|\()|\"\w+\":\s"
+    rf"|\w+ = [\[\"{{]|gc\.\w+ )"
+)
+# The language of a block of settings: a plan, an inventory, a unit file.
+SETTINGS_LANGUAGES = ("toml", "ini")
+# A block's info string may name what it holds after its language (```json input): a
+# spec the engine reads is input, as the user writes it.
+_CRON = re.compile(r"(?:[\d*/,-]+\s+){5}")
+
+
+def span_kind(text: str) -> str:
+    """What a code span holds: INPUT (a user's parameter) or OUTPUT (what is shown)."""
+    return INPUT if _INPUT_SPAN.match(text) else OUTPUT
+
+
+def _is_command(lines: list[str]) -> bool:
+    continued = False
+    for line in lines:
+        text = _CRON.sub("", line.strip(), count=1)
+        if text and not (continued or text.startswith(("#", "--")) or _COMMAND.match(text)):
+            return False
+        continued = text.endswith("\\")
+    return True
+
+
+def block_kind(info: str, lines: list[str]) -> str:
+    """What a fenced block holds, from its info string and its lines: INPUT (commands, a
+    plan's or inventory's settings, a spec: ```json input, a passage's marker) or OUTPUT
+    (everything else: a report, a message, a document fsbench writes)."""
+    words = info.split()
+    lang = words[0] if words else ""
+    if lang in SETTINGS_LANGUAGES or INPUT in words[1:]:
+        return INPUT
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if first.startswith("<!--"):
+        return INPUT  # a passage's marker, shown as an author types it
+    if lang in ("", "sh", "bash", "console") and _is_command(lines):
+        return INPUT
+    return OUTPUT
+
+
+_COMMENT = re.compile(r"(?:^|\s)(?:#|//)\s.*$|^\s*#.*$")
+
+
+_ECHOED = re.compile(r"\b[\w.]+=[^\s,;)]+")
+
+
+def prose_of(line: str, kind: str) -> str:
+    """The part of a block's line read as prose (same length): a line of output but the
+    settings it echoes (`barrier=0`, `crashes=1`: the user's), the comment of a line of
+    input."""
+    if kind == OUTPUT:
+        return _ECHOED.sub(lambda m: " " * len(m.group(0)), line)
+    m = _COMMENT.search(line)
+    return " " * len(line) if m is None else " " * m.start() + line[m.start() :]
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced block: its opening line, info string, kind and (line number, text) lines."""
+
+    line: int
+    info: str
+    kind: str
+    lines: list[tuple[int, str]]
+
+
+def blocks(text: str) -> list[Block]:
+    """Every fenced block of a document."""
+    out: list[Block] = []
+    opened: tuple[int, str] | None = None
+    body: list[tuple[int, str]] = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if _FENCE.match(line):
+            if opened is None:
+                opened, body = (i, line.strip()[3:].strip()), []
+            else:
+                kind = block_kind(opened[1], [t for _, t in body])
+                out.append(Block(opened[0], opened[1], kind, body))
+                opened = None
+        elif opened is not None:
+            body.append((i, line))
+    return out
+
+
+def read_lines(lines: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
+    """(line number, the part read as prose, its kind: "prose", INPUT or OUTPUT) of each
+    line but fences: a block's lines as prose_of reads them."""
+    kinds: dict[int, str] = {}
+    fences: set[int] = set()
+    for b in blocks("\n".join(t for _, t in lines)):
+        fences |= {b.line, (b.lines[-1][0] if b.lines else b.line) + 1}
+        kinds.update({n: b.kind for n, _ in b.lines})
+    out = []
+    for k, (lineno, text) in enumerate(lines, 1):
+        if k in fences:
+            continue
+        kind = kinds.get(k, "prose")
+        out.append((lineno, text if kind == "prose" else prose_of(text, kind), kind))
+    return out
 
 
 def numbers(line: str, lineno: int = 0) -> list[Printed]:
@@ -300,23 +433,16 @@ def all_passages(text: str, doc: str = "") -> list[Passage]:
     return out
 
 
-def outside_passages(text: str) -> list[tuple[int, str]]:
-    """(line number, text) of every line outside passages, headers and code blocks."""
+def outside_passages(text: str) -> list[tuple[int, str, str]]:
+    """(line number, the part read as prose, its kind) of every line outside passages and
+    their headers (read_lines)."""
     out, inside, fenced = [], False, False
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if _FENCE.match(line):
-            fenced = not fenced
-        elif _OPEN.match(line):
-            inside = True
-        elif _CLOSE.match(line):
-            inside = False
-        elif not inside and not fenced:
-            out.append((i + 1, line))
-        i += 1
-    return out
+    for i, line in enumerate(text.splitlines(), 1):
+        fenced ^= bool(_FENCE.match(line))
+        closes = not fenced and bool(_CLOSE.match(line))
+        inside = (inside or (not fenced and bool(_OPEN.match(line)))) and not closes
+        out.append((i, "" if inside or closes else line))
+    return [r for r in read_lines(out) if r[1].strip()]
 
 
 # -- Keys: paths into a result file ------------------------------------------------------
@@ -570,6 +696,11 @@ def load(name: str) -> Any:
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 
+@cache
+def _source(path: Path) -> str:
+    return path.read_text()
+
+
 @dataclass(frozen=True)
 class RustSource:
     """An engine source file: `ALIAS.NAME` is its `const NAME: T = value;`."""
@@ -577,7 +708,7 @@ class RustSource:
     path: Path
 
     def __getattr__(self, name: str) -> float:
-        text = self.path.read_text()
+        text = _source(self.path)
         m = re.search(rf"\bconst\s+{name}\s*:\s*\w+\s*=\s*([\d_.]+)", text)
         if m is None:
             raise AttributeError(f"{self.path.name} has no const {name}")
@@ -586,7 +717,7 @@ class RustSource:
 
     def find(self, pattern: str, group: int = 1) -> float:
         """A number the source writes where no `const` names it (a match arm's value)."""
-        found = re.findall(pattern, self.path.read_text())
+        found = re.findall(pattern, _source(self.path))
         if len(found) != 1:
             raise AttributeError(f"{self.path.name}: {pattern!r} matches {len(found)} times")
         text = found[0] if isinstance(found[0], str) else found[0][group - 1]
@@ -675,21 +806,15 @@ def figures(p: Passage) -> list[Figure]:
         return out
     keys = iter(p.keys)
     base: tuple[str, Any] | None = None
-    fenced = False
-    lines = list(p.body)
-    for k, (lineno, line) in enumerate(lines):
-        if _FENCE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
-        row = line.strip().startswith("|")
+    lines = read_lines(p.body)  # a block's output whole, the comments of its input
+    for k, (lineno, line, kind) in enumerate(lines):
+        row = kind == "prose" and line.strip().startswith("|")
         if row and re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", line.strip()):
             continue  # |---|
         nxt = lines[k + 1][1].strip() if k + 1 < len(lines) else ""
         if row and re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", nxt):
             continue  # a table's header row
-        found = numbers(line, lineno)
+        found = numbers(unallowed(line), lineno)
         if row and p.template is not None:
             cells = _cells(line)
             texts = _row_cells(line)
@@ -822,6 +947,15 @@ ALLOWED = (
     Allowed(r"\bRust >= 1\.88\b", "the Rust version engine/Cargo.toml's rust-version says"),
     Allowed(r"\(1\.5-alpha3,", "filebench's release name"),
     Allowed(r"order 9: 2 MiB blocks", "Linux's page_reporting order: 2^9 pages of 4 KiB"),
+    Allowed(
+        r"ext4: wait 100 ms in fsync",
+        "the subject of the commit tests/integration/test_bisect.py plants: a name",
+    ),
+    Allowed(
+        r"1\.1x\W+1,234\b|\b1\.133\W+is the value to 3 decimals\W+25\W+the count\W+3\.6%"
+        r"|MiB\W+64M\W+ops/s",
+        "docs/development.md's examples of how a figure is printed: a format, not a value",
+    ),
 )
 
 
@@ -860,12 +994,22 @@ def phrases(line: str) -> tuple[str, list[str]]:
     return line, wrong
 
 
+def unallowed(line: str) -> str:
+    """The line with what ALLOWED says is no figure blanked (same length)."""
+    for allowed in ALLOWED:
+        line = re.sub(allowed.pattern, lambda m: " " * len(m.group(0)), line)
+    return line
+
+
 def suspects(line: str) -> list[str]:
     """The numbers of a line (outside passages) that look like a figure."""
-    masked, _ = phrases(mask(line))
-    for allowed in ALLOWED:
-        masked = re.sub(allowed.pattern, lambda m: " " * len(m.group(0)), masked)
+    masked = unallowed(phrases(mask(line))[0])
     return [m.group(0) for m in _SUSPECT.finditer(masked)]
+
+
+def shown_numbers(line: str) -> list[str]:
+    """Every number of a line of output (no figure is an ALLOWED one or a set phrase)."""
+    return [n.text for n in numbers(unallowed(phrases(line)[0]))]
 
 
 def unmarked(text: str, doc: str = "README.md") -> list[str]:
@@ -873,8 +1017,16 @@ def unmarked(text: str, doc: str = "README.md") -> list[str]:
     is a measurement (a bench passage), an example's (an example passage), a constant of
     the code (a code passage), or allowed in ALLOWED with its reason."""
     problems = []
-    for line, content in outside_passages(text):
+    for line, content, kind in outside_passages(text):
         problems += [f"{doc} line {line}: {w}" for w in phrases(mask(content))[1]]
+        if kind == OUTPUT:
+            shown = shown_numbers(content)
+            if shown:
+                problems.append(
+                    f"{doc} line {line}: {', '.join(shown)} in a block of output outside an "
+                    f"<!-- example: --> passage (or a bench or code one): {content.strip()[:100]}"
+                )
+            continue
         found = suspects(content)
         if found:
             problems.append(
@@ -884,12 +1036,16 @@ def unmarked(text: str, doc: str = "README.md") -> list[str]:
     return problems
 
 
+def check_document(text: str, doc: str) -> list[str]:
+    """Every problem of one document: its passages' figures, and what looks like a figure
+    outside them."""
+    return check(text, doc) + unmarked(text, doc)
+
+
 def check_all() -> list[str]:
     problems = []
     for path in documents():
-        text = path.read_text()
-        name = str(path.relative_to(ROOT))
-        problems += check(text, name) + unmarked(text, name)
+        problems += check_document(path.read_text(), str(path.relative_to(ROOT)))
     return problems
 
 

@@ -124,12 +124,20 @@ def test_the_parser_catches_a_figure_outside_a_passage() -> None:
         # a design constant too is checked against its code, in a code passage
         "Two configs are equivalent when the 90% CI of their ratio is within 1 ± 5%.",
         "pgbench with the database at 0.5x and 2x the memory it may use.",
-    ):
-        assert figures.unmarked(text), text
-    # code, dates, file names, bare counts and allowed numbers are no figure
-    for text in (
+        # what fsbench prints, quoted in a code span or shown in a block, is read as prose
         "`--margin 0.05` (default) and `1.13x (0.99-1.04)` in a code span.",
         "```\nfsbench run --reps 5   # 1.13x (1.01-1.20)\n```",
+        "```text\next4 1.13 ± 0.02 (5)\n```",
+        "```\nfsbench: 3 runs\n```",
+    ):
+        assert figures.unmarked(text), text
+    # what a user types (a command, an option, a setting, a plan), dates, file names, bare
+    # counts and allowed numbers are no figure
+    for text in (
+        "`--margin 0.05` (default), `size=16M`, `-I 256`, `fsbench run --reps 5`.",
+        "```\nfsbench run --reps 5 --set size=16M \\\n    --margin 0.05   # until decided\n```",
+        '```toml\n[[workload]]\nsize = "16M"\nfullness = 0.7\n```',
+        '```json input\n{"schema": 1, "fullness": 0.8}\n```',
         "On 2026-11-27 18:30 UTC, engine_vs_filebench-24-rounds.json, 3 configs, n = 10.",
         "write-4k and fallocate(2) under Linux 6.18.44, pytest below 9.2.",
     ):

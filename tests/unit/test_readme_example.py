@@ -22,8 +22,13 @@ import figures  # noqa: E402
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
-def _example() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+def _readme(text: str | None) -> str:
+    return (ROOT / "README.md").read_text() if text is None else text
+
+
+def _example(text: str | None = None) -> list[str]:
+    """The README's example (`text`, a copy of it, when given)."""
+    text = _readme(text)
     section = text[text.index("## What a result looks like") :]
     block = re.search(r"```text\n(.*?)```", section, re.DOTALL)
     assert block is not None
@@ -32,8 +37,12 @@ def _example() -> list[str]:
 
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    return report_lines(tmp_path_factory.mktemp("readme"))
+
+
+def report_lines(tmp: Path) -> list[str]:
     """What `fsbench report 1` prints of a copy of the store the README names."""
-    store = tmp_path_factory.mktemp("readme") / "COPY.db"
+    store = tmp / "COPY.db"
     shutil.copyfile(ROOT / "tests" / "data" / "stores" / "v8.db", store)
     res = subprocess.run(
         [sys.executable, "-m", "fsbench.cli", "report", "1", "--db", str(store)],
@@ -46,16 +55,24 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return [line.rstrip() for line in res.stdout.splitlines()]
 
 
-def test_the_readme_shows_what_the_report_prints(printed: list[str]) -> None:
-    at = 0
-    for line in _example():
-        assert line in printed[at:], line
+def shown_but_not_printed(printed: list[str], text: str | None = None) -> list[str]:
+    """The example's lines that the report does not print there, in order."""
+    at, wrong = 0, []
+    for line in _example(text):
+        if line not in printed[at:]:
+            wrong.append(line)
+            continue
         at = printed.index(line, at) + 1
+    return wrong
 
 
-def _prose() -> str:
+def test_the_readme_shows_what_the_report_prints(printed: list[str]) -> None:
+    assert shown_but_not_printed(printed) == []
+
+
+def _prose(text: str | None = None) -> str:
     """The example passage's text outside its code block."""
-    text = (ROOT / "README.md").read_text()
+    text = _readme(text)
     (passage,) = [p for p in figures.all_passages(text, "README.md") if p.kind == "example"]
     return re.sub(r"```.*?```", "", passage.text, flags=re.DOTALL)
 
@@ -81,11 +98,15 @@ def _said(printed: list[str]) -> list[int]:
     ]
 
 
+def said(text: str | None = None) -> list[int]:
+    """The numbers the example's prose says, in order."""
+    return [int(n.text) for line in _prose(text).splitlines() for n in figures.numbers(line)]
+
+
 def test_the_readme_says_what_the_report_prints(printed: list[str]) -> None:
     """The run, its file size, its budget, the interval's level, write-4k's repetitions and
     the n below which nothing is tested: the prose's numbers, in order, are the report's."""
-    said = [int(n.text) for line in _prose().splitlines() for n in figures.numbers(line)]
-    assert said == _said(printed)
+    assert said() == _said(printed)
 
 
 def test_the_readme_counts_what_its_example_shows() -> None:
