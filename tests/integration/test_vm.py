@@ -6,6 +6,7 @@ reuse it and take well under a minute."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -17,7 +18,16 @@ from fsbench.store.results import Store
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, import_records, run_in_vm
 from fsbench.vm.doctor import host_lacks
 from fsbench.vm.images import GuestImage
-from tests.helpers import GUEST, VM_CACHE, VM_MARKS, default_interrupts, fsbench
+from tests.helpers import (
+    GUEST,
+    VM_CACHE,
+    VM_MARKS,
+    cli_args,
+    cli_env,
+    default_interrupts,
+    fsbench,
+    ours,
+)
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
@@ -184,3 +194,56 @@ def test_vm_run_skips_a_refused_cell_and_says_where_each_trial_ran(
     summary = store.get_run(run_id).target["summary"]
     assert summary.startswith("QEMU guest, kernel ") and "virtio scratch disk 1.0 GiB" in summary
     assert not list((workdir / "work").glob("vm-*"))
+
+
+def _trial_started(work: Path, rep: int) -> bool:
+    """Whether a guest's console under `work` says a trial of `rep` started."""
+    return any(
+        f" rep {rep}: " in c.read_text(errors="replace") for c in work.glob("vm-*/console.log")
+    )
+
+
+def test_a_frozen_guest_fails_its_trial_at_the_time_limit_and_the_run_goes_on(
+    workdir: Path, guest_image: GuestImage
+) -> None:
+    """The guest's QEMU SIGSTOPped in a counted trial (a hung guest): that trial fails at
+    its time limit (--trial-timeout plus the host's margin) with the console's last
+    lines, QEMU is killed, and the slots after it run in a fresh guest and are counted;
+    nothing is left behind."""
+    db, work = workdir / "r.db", workdir / "work"
+    args = ["run", "--target", "vm", "--fs", "ext4,xfs", "--workload", "alloc", *GUEST]
+    args += ["--set", "method=write-4k", "--set", "size=8M", "--scale", "tiny", "--reps", "2"]
+    args += ["--image-size", "1G", "--trial-timeout", "30", "--workdir", str(work)]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "fsbench.cli", *cli_args(*args, "--db", str(db))],
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        frozen = None
+        deadline = time.monotonic() + 600
+        while frozen is None and time.monotonic() < deadline and run.poll() is None:
+            pids = _qemu_pids(work)
+            if pids and _trial_started(work, 1):  # past the warm-up round
+                frozen = pids.pop()
+                os.kill(frozen, signal.SIGSTOP)
+            time.sleep(0.05)
+        _, err = run.communicate(timeout=900)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert frozen is not None, err
+    assert run.returncode == 4, err[-3000:]  # a trial failed, the run finished
+    trials = sorted(Store(db).get_trials(1), key=lambda t: t.seq)
+    assert [t.seq for t in trials] == list(range(6))  # every slot, once
+    failed = [t for t in trials if t.status == "failed"]
+    assert len(failed) == 1 and failed[0].rep > 0, [(t.seq, t.status, t.message) for t in trials]
+    assert "no trial finished for 150 s (its time limit + 120 s): QEMU killed" in failed[0].message
+    assert "serial console (last lines)" in failed[0].detail and " rep 1: " in failed[0].detail
+    after = [t for t in trials if t.seq > failed[0].seq]
+    assert after and all(t.status == "ok" and t.rep > 0 for t in after), after
+    assert after[0].previous_cell == ""  # a fresh guest ran it
+    assert not Path(f"/proc/{frozen}").exists() and not _qemu_pids(work)
+    assert ours(workdir) == ([], []) and not list(work.glob("vm-*"))

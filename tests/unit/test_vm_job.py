@@ -157,7 +157,7 @@ def test_watch_streams_records_and_stops(tmp_path: Path) -> None:
     assert [r.seq for r in got] == [0]
     assert got[0].provenance["vm"]["guest"]["kernel"] == "6.1.0-56-amd64"
     assert w(71.0)  # no cell for more than 50 s
-    assert "no cell finished" in w.reason
+    assert "no trial finished for 50 s" in w.reason
     (tmp_path / DONE).write_text("{}")
     w2 = JobWatch(tmp_path, {}, 100.0, 50.0, 1000.0, None)
     assert not w2(1.0)

@@ -154,8 +154,11 @@ class VmExecutor(Executor):
                 if boots:
                     for slot in todo:
                         self._on_host(slot, kernel, refused, on_start, on_records)
-                elif todo:
-                    self._guest(todo, kernel, refused, on_start, on_records)
+                else:
+                    # A guest cut short in a trial (frozen, killed at its time limit, QEMU
+                    # dead): that trial failed, the slots after it go on in a fresh guest.
+                    while todo:
+                        todo = self._guest(todo, kernel, refused, on_start, on_records)
 
     def _on_host(
         self,
@@ -186,9 +189,10 @@ class VmExecutor(Executor):
         refused: set[str],
         on_start: OnStart,
         on_records: OnRecords,
-    ) -> None:
+    ) -> list[Slot]:
         """The batch in one guest; the guest's SlotRunner skips refused cells and stamps
-        each record with its position and the cell before it, as on the host."""
+        each record with its position and the cell before it, as on the host. Returns the
+        slots a guest cut short never tried."""
         from fsbench import vm
 
         by_seq = {s.seq: s for s in batch}
@@ -220,15 +224,24 @@ class VmExecutor(Executor):
         )
         result = vm.run_in_vm(job, self._spec(kernel), on_cell=streamed)
         self.guests[kernel or "default"] = result.provenance
-        missing = vm.import_records(result, only_missing=True, skip=refused)
+        # Cut short: the trial it was in failed (the reason and the console's tail), the
+        # slots after it untried.
+        untried = waiting[1:] if result.cut_short else []
+        later = {s.seq for s in untried}
+        missing = [
+            r
+            for r in vm.import_records(result, only_missing=True, skip=refused)
+            if r.seq not in later
+        ]
         for seq in dict.fromkeys(r.seq for r in missing):
             on_records(by_seq[seq], [r for r in missing if r.seq == seq])
-        if not result.ok and not result.records:
+        if not result.ok and not result.records and not result.cut_short:
             raise FsbenchError(
                 f"the VM did not run: {result.error.splitlines()[0]}"
                 if result.error
                 else "the VM did not run"
             )
+        return untried
 
     @staticmethod
     def _vm_cell(slot: Slot) -> VmCell:

@@ -72,6 +72,9 @@ class VmResult:
     error: str = ""  # one paragraph, with the console's tail, when not ok
     console_log: str = ""  # path of the kept serial console log
     seconds: float = 0.0
+    # The guest started the job and was killed in a cell (a frozen guest, a hung kernel) or
+    # QEMU died there: the cells after that one were never tried (another guest may).
+    cut_short: bool = False
 
 
 ProgressFn = Callable[[list[TrialRecord]], None]
@@ -176,6 +179,7 @@ def run_in_vm(
         prov["boot_seconds"] = watch.started_after
         prov["job_seconds"] = round(outcome.seconds, 2)
         done = (rd.share / DONE).is_file()
+        ended = done or (rd.share / FAILED).is_file()
         return VmResult(
             ok=done,
             job=job,
@@ -184,6 +188,7 @@ def run_in_vm(
             error="" if done else _failure(rd, outcome, watch),
             console_log=rd.keep_log(),
             seconds=round(time.monotonic() - t0, 2),
+            cut_short=not ended and watch.started_after is not None,
         )
 
 
@@ -238,7 +243,10 @@ class JobWatch:
             self.reason = f"the guest did not start the job within {self.boot_limit:.0f} s"
             return True
         if self.started_after is not None and elapsed - self.last_progress > self.cell_limit:
-            self.reason = f"no cell finished for {self.cell_limit:.0f} s"
+            self.reason = (
+                f"no trial finished for {self.cell_limit:.0f} s (its time limit + "
+                f"{CELL_MARGIN:.0f} s): QEMU killed"
+            )
             return True
         return False
 
