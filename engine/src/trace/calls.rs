@@ -95,6 +95,26 @@ fn fd_of(t: &Tables, id: i64) -> RawFd {
         .map_or(-1, |a| a.load(Ordering::Acquire))
 }
 
+/// A descriptor the replay opened (`r`, or -errno) kept under the id the recording gave
+/// its result, closing one an earlier call left there; closed at once when the recorded
+/// call failed (nothing of the trace refers to it). Gives back `r`.
+fn bind(t: &Tables, recorded: i64, r: i64) -> i64 {
+    if r >= 0 {
+        // SAFETY: the descriptors closed are the replay's own, each held in one place.
+        unsafe {
+            if recorded >= 0 {
+                let old = t.fds[recorded as usize].swap(r as c_int, Ordering::AcqRel);
+                if old >= 0 {
+                    libc::close(old);
+                }
+            } else {
+                libc::close(r as c_int);
+            }
+        }
+    }
+    r
+}
+
 fn follow(flag: i64) -> c_int {
     if flag != 0 {
         0
@@ -118,23 +138,13 @@ pub fn execute(op: &Op, t: &Tables, b: &mut Buffers) -> i64 {
     unsafe {
         match op.kind {
             Kind::Open => {
-                let r = ret(i64::from(libc::openat(
+                let r = libc::openat(
                     root,
                     p,
                     n[1] as c_int | libc::O_CLOEXEC,
                     n[2] as libc::c_uint,
-                )));
-                if r >= 0 {
-                    if op.result >= 0 {
-                        let old = t.fds[op.result as usize].swap(r as c_int, Ordering::AcqRel);
-                        if old >= 0 {
-                            libc::close(old);
-                        }
-                    } else {
-                        libc::close(r as c_int);
-                    }
-                }
-                r
+                );
+                bind(t, op.result, ret(i64::from(r)))
             }
             Kind::Close => {
                 let real = t.fds[n[0] as usize].swap(-1, Ordering::AcqRel);
@@ -328,18 +338,8 @@ pub fn execute(op: &Op, t: &Tables, b: &mut Buffers) -> i64 {
                 )))
             }
             Kind::Dup => {
-                let r = ret(i64::from(libc::fcntl(fd(), libc::F_DUPFD_CLOEXEC, 0)));
-                if r >= 0 {
-                    if op.result >= 0 {
-                        let old = t.fds[op.result as usize].swap(r as c_int, Ordering::AcqRel);
-                        if old >= 0 {
-                            libc::close(old);
-                        }
-                    } else {
-                        libc::close(r as c_int);
-                    }
-                }
-                r
+                let r = libc::fcntl(fd(), libc::F_DUPFD_CLOEXEC, 0);
+                bind(t, op.result, ret(i64::from(r)))
             }
             Kind::Chmod => ret(i64::from(libc::fchmodat(root, p, n[1] as libc::mode_t, 0))),
             Kind::Fchmod => ret(i64::from(libc::fchmod(fd(), n[1] as libc::mode_t))),

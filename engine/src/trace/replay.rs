@@ -939,6 +939,24 @@ mod tests {
         })
     }
 
+    /// A path of the recorded tree, directly under its root (id 0, ".").
+    fn path(id: u32, name: &[u8]) -> Record {
+        Record::Path {
+            id,
+            parent: 0,
+            path: name.to_vec(),
+        }
+    }
+
+    /// A thread there from the start.
+    fn thread(tid: u32) -> Record {
+        Record::Thread {
+            tid,
+            parent: None,
+            at_ns: 0,
+        }
+    }
+
     fn spec(s: &Scratch, timing: Timing) -> ReplaySpec {
         ReplaySpec {
             schema: SCHEMA,
@@ -959,34 +977,15 @@ mod tests {
     fn two_threads_on_one_file_keep_the_recorded_order() {
         let s = Scratch::new("order");
         let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
-        w.write(&Record::Path {
-            id: 0,
-            parent: 0,
-            path: b".".to_vec(),
-        })
-        .expect("p");
-        w.write(&Record::Thread {
-            tid: 0,
-            parent: None,
-            at_ns: 0,
-        })
-        .expect("n");
-        w.write(&Record::Thread {
-            tid: 1,
-            parent: None,
-            at_ns: 0,
-        })
-        .expect("n");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w.write(&thread(1)).expect("n");
         let mut t = 0;
         let files = 300;
         for i in 0..files {
             let id = i64::from(i) + 1;
-            w.write(&Record::Path {
-                id: i + 1,
-                parent: 0,
-                path: format!("f{i}").into_bytes(),
-            })
-            .expect("p");
+            w.write(&path(i + 1, format!("f{i}").as_bytes()))
+                .expect("p");
             t += 10_000;
             if i == 7 {
                 // thread 1 looks before the file is made
@@ -1031,36 +1030,11 @@ mod tests {
     fn independent_files_run_concurrently() {
         let s = Scratch::new("concurrent");
         let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
-        w.write(&Record::Path {
-            id: 0,
-            parent: 0,
-            path: b".".to_vec(),
-        })
-        .expect("p");
-        w.write(&Record::Path {
-            id: 1,
-            parent: 0,
-            path: b"a".to_vec(),
-        })
-        .expect("p");
-        w.write(&Record::Path {
-            id: 2,
-            parent: 0,
-            path: b"b".to_vec(),
-        })
-        .expect("p");
-        w.write(&Record::Thread {
-            tid: 0,
-            parent: None,
-            at_ns: 0,
-        })
-        .expect("n");
-        w.write(&Record::Thread {
-            tid: 1,
-            parent: None,
-            at_ns: 0,
-        })
-        .expect("n");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"a")).expect("p");
+        w.write(&path(2, b"b")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w.write(&thread(1)).expect("n");
         let gap = 40_000_000;
         for k in 1..=5 {
             for tid in 0..2u32 {
@@ -1103,24 +1077,9 @@ mod tests {
     fn mismatching_results_are_counted() {
         let s = Scratch::new("mismatch");
         let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
-        w.write(&Record::Path {
-            id: 0,
-            parent: 0,
-            path: b".".to_vec(),
-        })
-        .expect("p");
-        w.write(&Record::Path {
-            id: 1,
-            parent: 0,
-            path: b"gone".to_vec(),
-        })
-        .expect("p");
-        w.write(&Record::Thread {
-            tid: 0,
-            parent: None,
-            at_ns: 0,
-        })
-        .expect("n");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"gone")).expect("p");
+        w.write(&thread(0)).expect("n");
         // recorded: the file was there (open ok, 10 bytes read); the tree lacks it
         w.write(&call(0, 1, Kind::Stat, 0, &[1, 1])).expect("c");
         w.write(&call(0, 2, Kind::Open, 0, &[1, 0, 0])).expect("c");
