@@ -84,9 +84,10 @@ def shipped(text: str) -> list[FsType]:
 # shipped ones are filesystems.toml's, first; a package adds one as an entry point of
 # `fsbench.filesystems.v1`, naming its FsType.
 CONTRACT = 1
-REGISTRY: Registry[FsType] = Registry("filesystems", "filesystem", CONTRACT)
-for _record in shipped(resources.files(__package__).joinpath("filesystems.toml").read_text()):
-    REGISTRY.register(_record)
+SHIPPED = tuple(shipped(resources.files(__package__).joinpath("filesystems.toml").read_text()))
+REGISTRY: Registry[FsType] = Registry(
+    "filesystems", "filesystem", CONTRACT, ("fsbench.system.filesystems:SHIPPED",)
+)
 
 
 def catalogue() -> dict[str, FsType]:
