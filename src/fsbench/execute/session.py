@@ -340,9 +340,9 @@ class _Interrupts:
     """SIGINT, SIGTERM and SIGHUP end a run like Ctrl-C: the first raises
     KeyboardInterrupt, and the run cleans up on its way out (unmounts, detaches its loop
     devices, stops its guests, ends its run in the store); one that comes while it does
-    is held, not raised into that cleanup (where it would leave a mount behind), until
-    the session is done. A signal this process was started ignoring (nohup) stays ignored,
-    but SIGTERM."""
+    is held, not raised into that cleanup (where it would leave a mount behind), and one
+    after it, while the command says how to go on, is ignored. A signal this process was
+    started ignoring (nohup) stays ignored, but SIGTERM."""
 
     def __init__(self) -> None:
         self.first: int | None = None
@@ -358,7 +358,9 @@ class _Interrupts:
 
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
+            # Interrupted: the process is on its way out (130), and one more signal while
+            # it says how to go on must not kill it with its default action.
+            signal.signal(sig, handler if self.first is None else signal.SIG_IGN)
 
     def _caught(self, signum: int, frame: FrameType | None) -> None:
         if self.first is None:
