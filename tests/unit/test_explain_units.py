@@ -7,7 +7,11 @@ account splits the gap into its parts."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
+import subprocess
+import time
 
 from fsbench.analysis.design import Design
 from fsbench.analysis.explain import explain, top_symbols
@@ -15,6 +19,7 @@ from fsbench.store import folded
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.system.monitors import bpfout
 from fsbench.system.monitors.blocktrace import Request
+from fsbench.system.monitors.bpftrace import waiting
 from fsbench.system.monitors.offcpu import IDLE, RUNQUEUE, state_of, wait_class
 
 
@@ -136,3 +141,17 @@ def test_identical_configs_name_nothing() -> None:
 def test_top_symbols_are_leaf_frames_shared() -> None:
     maps = [{"fs_mark;a;b": 3.0, "fs_mark;c;b": 1.0, "fs_mark;d": 4.0}]
     assert top_symbols(maps) == [("b", 0.5), ("d", 0.5)]
+
+
+def test_a_tracer_that_never_exits_is_said_with_its_state() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while waiting(child.pid) != "state T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert waiting(child.pid) == "state T"  # stopped, as a frozen tracer would be
+    finally:
+        child.kill()
+        child.wait()
+    assert waiting(child.pid) == "gone"

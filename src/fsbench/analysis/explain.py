@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.analysis import verdicts
 from fsbench.analysis.decisions import Decision, evidence
 from fsbench.analysis.design import Design
+from fsbench.analysis.family import control_families
 from fsbench.analysis.pairs import ORDER, Side
 from fsbench.store.records import TrialRecord
 
@@ -215,22 +215,21 @@ def _sides(
     return out
 
 
-def explain(
+def drafted(
     trials: Sequence[TrialRecord],
     headlines: Mapping[str, str],
     design: Design,
     pairs: Sequence[tuple[str, str]] | None = None,
     order: Sequence[str] = (),
-) -> list[Explanation]:
-    """The explanations of an explain run's trials: every pair of configs of each
-    comparison in `order` (the plan's; or only `pairs`, ordered as given), `headlines`
-    naming each workload's headline metric."""
+) -> list[tuple[Explanation, list[Decision]]]:
+    """Every pair of configs of each comparison in `order` (the plan's; or only `pairs`,
+    ordered as given), `headlines` naming each workload's headline metric: the pair's
+    explanation, its mechanisms not yet compared, and their evidence not yet judged."""
     rank = {c: i for i, c in enumerate(order)}
     groups: dict[GroupKey, dict[str, list[TrialRecord]]] = {}
     for t in trials:
         groups.setdefault(group_key(t), {}).setdefault(t.config, []).append(t)
-    drafts: list[Decision] = []
-    out: list[Explanation] = []
+    out: list[tuple[Explanation, list[Decision]]] = []
     for key, configs in groups.items():
         headline = headlines.get(key[1], "")
         by_config = {c: per_work(ts, headline) for c, ts in configs.items()}
@@ -244,22 +243,36 @@ def explain(
             found = Explanation(
                 key, a, b, by_config[a][2], headline, (len(by_config[a][1]), len(by_config[b][1]))
             )
-            for name, sides in _sides(a, b, by_config).items():
-                drafted = evidence(
-                    sides, better="lower", metric=name, design=design, key=(*key, a, b, name)
-                )
-                if drafted is not None:
-                    drafts.append(drafted)
-            out.append(found)
-    judged = verdicts.controlled(drafts, design.alpha)
-    for found in out:
-        for name in BY_METRIC:
-            decision = judged.get((*found.key, found.a, found.b, name))  # type: ignore[arg-type]
-            if decision is not None:
-                found.mechanisms.append(_found(name, decision))
-        found.mechanisms.sort(key=lambda m: (not m.decided, -m.distance))
-        _account(found)
+            mechanisms = [
+                evidence(sides, better="lower", metric=name, design=design, key=(*key, a, b, name))
+                for name, sides in _sides(a, b, by_config).items()
+            ]
+            out.append((found, [d for d in mechanisms if d is not None]))
     return out
+
+
+def explain(
+    trials: Sequence[TrialRecord],
+    headlines: Mapping[str, str],
+    design: Design,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    order: Sequence[str] = (),
+) -> list[Explanation]:
+    """The explanations of an explain run's trials (see drafted), each pair's mechanisms
+    judged as one family: a pair that differs much never lowers the bar for another's
+    (family.control_families)."""
+    drafts = drafted(trials, headlines, design, pairs, order)
+    judged = control_families([members for _, members in drafts], design.alpha)
+    for (found, _), decisions in zip(drafts, judged, strict=True):
+        found.mechanisms = ranked(decisions)
+        _account(found)
+    return [found for found, _ in drafts]
+
+
+def ranked(decisions: Sequence[Decision]) -> list[Found]:
+    """A pair's judged mechanisms, those named first, the farthest from a ratio of 1 first."""
+    found = [_found(d.metric or "", d) for d in decisions]
+    return sorted(found, key=lambda m: (not m.decided, -m.distance))
 
 
 def _found(name: str, decision: Decision) -> Found:

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from fsbench.analysis.decisions import Decision, at_level
 from fsbench.analysis.design import ALPHA
+from fsbench.analysis.stats import step_down
 
 
 def control_run(
@@ -68,4 +69,47 @@ def control_run(
                 at_level(out[i], level, missed) if one in chosen else at_level(out[i], 0.0, missed)
             )
             out[i] = replace(judged, family_q=q[one])
+    return out
+
+
+def control_families(
+    families: Sequence[Sequence[Decision]], alpha: float = ALPHA
+) -> list[list[Decision]]:
+    """Two-config decisions grouped into families of one question each (explain: a pair
+    of configs, its mechanisms the members), judged by the same selective inference one
+    level up: Holm's step-down within a family gives each member its adjusted p and the
+    family its smallest; Benjamini-Hochberg over the families' p selects those with any
+    difference; a selected family's members are ordered at alpha x selected / families.
+    A family with many real differences then never lowers the bar for another (an A/A
+    pair beside two that differ), which one Benjamini-Hochberg over every member would.
+    Members answered by exact counts alone keep their answers, as in control_run."""
+    out = [[d if d.family_p is not None else at_level(d, alpha) for d in f] for f in families]
+    family_ps: dict[int, float] = {}
+    for f, members in enumerate(out):
+        tested = [i for i, d in enumerate(members) if d.family_p is not None]
+        if not tested:
+            continue
+        steps = step_down([members[i].family_p or 0.0 for i in tested])
+        for i, s in zip(tested, steps, strict=True):
+            (pair,) = members[i].pairs  # a two-config decision: its one pair
+            held = replace(pair, p=s.adjusted, divisor=s.divisor, rank=0)
+            members[i] = replace(members[i], pairs=(held,), family_p=s.adjusted)
+        family_ps[f] = min(s.adjusted for s in steps)
+    m = len(family_ps)
+    ps = sorted((p, f) for f, p in family_ps.items())
+    selected = max((rank for rank, (p, _) in enumerate(ps, 1) if p <= alpha * rank / m), default=0)
+    chosen = {f for _, f in ps[:selected]}
+    level, missed = alpha * selected / max(m, 1), min(alpha, alpha * (selected + 1) / max(m, 1))
+    q, running = {}, 1.0
+    for rank in range(len(ps), 0, -1):
+        p, f = ps[rank - 1]
+        running = min(running, p * m / rank)
+        q[f] = running
+    for f in family_ps:
+        out[f] = [
+            d
+            if d.family_p is None
+            else replace(at_level(d, level if f in chosen else 0.0, missed), family_q=q[f])
+            for d in out[f]
+        ]
     return out

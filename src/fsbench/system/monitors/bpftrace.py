@@ -166,7 +166,7 @@ class BpftraceTracer(Monitor):
             said = " ".join(self.printed.messages[-3:])
             raise TrialFailed(
                 f"tracer {self.name}: bpftrace did not print its maps in {EXIT_GRACE:.0f} s"
-                + (f": {said}" if said else "")
+                f" ({waiting(self.child.pid)})" + (f": {said}" if said else "")
             )
 
     def output(self, metrics: Sequence[Metric]) -> Output:
@@ -194,6 +194,19 @@ class BpftraceTracer(Monitor):
             if self.held:
                 self.held = False
                 tracefs.release()
+
+
+def waiting(pid: int) -> str:
+    """A process's state as the kernel says (D: asleep in the kernel, uninterruptible),
+    and where it sleeps when the kernel tells (wchan; 0 here): what a bpftrace that never
+    exits was doing, for the trial's failure."""
+    proc_dir = Path(f"/proc/{pid}")
+    try:
+        state = (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        wchan = (proc_dir / "wchan").read_text().strip()
+    except (OSError, IndexError):
+        return "gone"
+    return f"state {state}" + (f", in {wchan}" if wchan not in ("", "0") else "")
 
 
 def _mark(pid: int) -> None:
