@@ -83,3 +83,17 @@ def test_explain_names_flushes_for_sync_and_nothing_for_an_aa_pair(tmp_path: Pat
     assert len(store.run_trials(source)) == 3  # the instrumented trials are not the run's
     page = fsbench("report", "2", "--db", db, "--format", "md")
     assert page.returncode == 0 and "cache flushes and FUA writes per fsync" in page.stdout
+
+    # The source run's report says why under its verdicts, from this explain run.
+    counted = json.loads(fsbench("report", "1", "--db", db, "--format", "json").stdout)
+    why = {w["mechanisms"].split(":")[0]: w for w in counted["why"]}
+    assert set(why) == {"b against a", "sync against a", "sync against b"}, why
+    assert why["b against a"]["mechanisms"].endswith("no mechanism decided different")
+    assert "cache flushes" in why["sync against a"]["mechanisms"]
+    assert why["sync against a"]["verdict"].startswith("counted run: files_per_s ")
+    text = fsbench("report", "1", "--db", db, "--format", "md").stdout
+    assert "### Why" in text and "fsbench explain 2: instrumented trials" in text
+    page = tmp_path / "run1.html"
+    assert fsbench("report", "1", "--db", db, "--format", "html", "-o", str(page)).returncode == 0
+    html = page.read_text()
+    assert '<h2 id="why">Why</h2>' in html and "sync against a: " in html

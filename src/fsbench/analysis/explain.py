@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,21 +215,29 @@ def _sides(
     return out
 
 
-def drafted(
+# How a run's pairs' mechanisms are judged together: the families' control, or another
+# for a simulation to compare it with (tests/unit/test_explain_control.py).
+Control = Callable[[Sequence[Sequence[Decision]], float], list[list[Decision]]]
+
+
+def explain(
     trials: Sequence[TrialRecord],
     headlines: Mapping[str, str],
     design: Design,
     pairs: Sequence[tuple[str, str]] | None = None,
     order: Sequence[str] = (),
-) -> list[tuple[Explanation, list[Decision]]]:
-    """Every pair of configs of each comparison in `order` (the plan's; or only `pairs`,
-    ordered as given), `headlines` naming each workload's headline metric: the pair's
-    explanation, its mechanisms not yet compared, and their evidence not yet judged."""
+    control: Control = control_families,
+) -> list[Explanation]:
+    """The explanations of an explain run's trials: every pair of configs of each
+    comparison in `order` (the plan's; or only `pairs`, ordered as given), `headlines`
+    naming each workload's headline metric. A pair's mechanisms are one family: a pair
+    that differs much never lowers the bar for another's (family.control_families)."""
     rank = {c: i for i, c in enumerate(order)}
     groups: dict[GroupKey, dict[str, list[TrialRecord]]] = {}
     for t in trials:
         groups.setdefault(group_key(t), {}).setdefault(t.config, []).append(t)
-    out: list[tuple[Explanation, list[Decision]]] = []
+    out: list[Explanation] = []
+    drafts: list[list[Decision]] = []  # per explanation: its mechanisms' evidence
     for key, configs in groups.items():
         headline = headlines.get(key[1], "")
         by_config = {c: per_work(ts, headline) for c, ts in configs.items()}
@@ -240,33 +248,25 @@ def drafted(
         for a, b in wanted:
             if a not in by_config or b not in by_config:
                 continue
-            found = Explanation(
-                key, a, b, by_config[a][2], headline, (len(by_config[a][1]), len(by_config[b][1]))
+            out.append(
+                Explanation(
+                    key,
+                    a,
+                    b,
+                    by_config[a][2],
+                    headline,
+                    (len(by_config[a][1]), len(by_config[b][1])),
+                )  # fmt: skip
             )
             mechanisms = [
                 evidence(sides, better="lower", metric=name, design=design, key=(*key, a, b, name))
                 for name, sides in _sides(a, b, by_config).items()
             ]
-            out.append((found, [d for d in mechanisms if d is not None]))
-    return out
-
-
-def explain(
-    trials: Sequence[TrialRecord],
-    headlines: Mapping[str, str],
-    design: Design,
-    pairs: Sequence[tuple[str, str]] | None = None,
-    order: Sequence[str] = (),
-) -> list[Explanation]:
-    """The explanations of an explain run's trials (see drafted), each pair's mechanisms
-    judged as one family: a pair that differs much never lowers the bar for another's
-    (family.control_families)."""
-    drafts = drafted(trials, headlines, design, pairs, order)
-    judged = control_families([members for _, members in drafts], design.alpha)
-    for (found, _), decisions in zip(drafts, judged, strict=True):
+            drafts.append([d for d in mechanisms if d is not None])
+    for found, decisions in zip(out, control(drafts, design.alpha), strict=True):
         found.mechanisms = ranked(decisions)
         _account(found)
-    return [found for found, _ in drafts]
+    return out
 
 
 def ranked(decisions: Sequence[Decision]) -> list[Found]:

@@ -7,6 +7,7 @@ fell far outside the counted ones (a tracer that changed what it measured)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fsbench.analysis import explain as mechanisms
@@ -17,7 +18,9 @@ from fsbench.analysis.rows import Row
 from fsbench.execute.explain import ExplainFacts
 from fsbench.reports import document as d
 from fsbench.reports import source
-from fsbench.store.records import TrialRecord
+from fsbench.reports.source import RunReport
+from fsbench.store import runkinds
+from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.system import numbers
 from fsbench.system.monitors.offcpu import IDLE, wait_class
@@ -151,15 +154,63 @@ def _idle(stack: str) -> bool:
     return wait_class(stack) == IDLE
 
 
-def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
-    """An explain run's document, which every format of `fsbench report` writes."""
-    run = store.get_run(run_id)
+@dataclass(frozen=True)
+class Explained:
+    """An explain run read back: its facts, trials and rows, and its explanations."""
+
+    run: RunRecord
+    facts: ExplainFacts
+    trials: list[TrialRecord]
+    rows: list[Row]
+    found: list[Explanation]
+
+
+def explained(store: Store, run: RunRecord) -> Explained:
     facts = ExplainFacts.model_validate(run.facts or {})
     trials = source.trials_of(store, run)
     rows = source.rows_of(run, trials)
     pair = [(facts.pair[0], facts.pair[1])] if len(facts.pair) == 2 else None
     order = source.config_order(run)
     found = mechanisms.explain(trials, headlines(rows), design_of(run.plan), pair, order)
+    return Explained(run, facts, trials, rows, found)
+
+
+def latest_of(store: Store, source_id: int) -> RunRecord | None:
+    """The last explain run of a run that measured anything (finished or interrupted)."""
+    runs = [
+        r
+        for r in store.list_runs()
+        if r.kind == runkinds.EXPLAIN.name
+        and (r.facts or {}).get("source") == source_id
+        and r.status != "running"
+    ]
+    return runs[-1] if runs else None
+
+
+def why(store: Store, report: RunReport) -> d.Verdicts | None:
+    """Under a run's verdicts, why: per pair its last explain run explained, the counted
+    verdict on the headline metric and the mechanisms named (none when it has not been
+    explained: `fsbench explain RUN` measures them)."""
+    run = latest_of(store, int(report.run.id or 0))
+    if run is None:
+        return None
+    found = explained(store, run).found
+    items = tuple(
+        d.Verdict(source_verdict(report.decisions, e) or summary(e), (summary(e),), tone(e))
+        for e in found
+    )
+    caption = f"fsbench explain {run.id}: instrumented trials, never counted"
+    return d.Verdicts(items, "Why", caption) if items else None
+
+
+def tone(e: Explanation) -> d.Tone:
+    return "good" if e.named else "muted"
+
+
+def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
+    """An explain run's document, which every format of `fsbench report` writes."""
+    read = explained(store, store.get_run(run_id))
+    run, facts, trials, rows, found = read.run, read.facts, read.trials, read.rows, read.found
     counted = source.load(store, facts.source)
     maps = store.get_folded([t.id for t in trials if t.id is not None])
     blocks: list[d.Block] = [
@@ -187,7 +238,7 @@ def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
             for what, top in found_tops.items()
             if top
         ]
-        verdict_items.append(d.Verdict(summary(e), tuple(details), "good" if e.named else "muted"))
+        verdict_items.append(d.Verdict(summary(e), tuple(details), tone(e)))
         payload.append({**e.as_dict(), "source_verdict": line, "top": _top_payload(tops)})
     if verdict_items:
         blocks.append(d.Verdicts(tuple(verdict_items), "mechanisms"))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from fsbench.analysis import verdicts
 from fsbench.analysis.rows import Row, report_document
 from fsbench.reports import document as d
+from fsbench.reports import explain as explaining
 from fsbench.reports import noise_notes as calibrated
 from fsbench.reports import source
 from fsbench.reports.safety import baseline, safety_lines
@@ -37,6 +38,7 @@ class RunReportDocument(d.Document):
     # The first repetition's timelines of each config (read from the store's samples),
     # when the document is built for a page that draws them.
     timelines: tuple[Timeline, ...] = field(default=())
+    why: d.Verdicts | None = None  # its last explain run's, under its verdicts
 
 
 def header(report: RunReport) -> list[str]:
@@ -85,7 +87,9 @@ def safety_caption(rows: list[Row]) -> str:
     )
 
 
-def blocks(report: RunReport, all_metrics: bool = False) -> list[d.Block]:
+def blocks(
+    report: RunReport, all_metrics: bool = False, why: d.Verdicts | None = None
+) -> list[d.Block]:
     run, rows = report.run, report.rows
     lines = header(report)
     out: list[d.Block] = [
@@ -93,6 +97,8 @@ def blocks(report: RunReport, all_metrics: bool = False) -> list[d.Block]:
         d.facts(lines[1:]),
     ]
     out += [table_block(t) for t in build_tables(rows, all_metrics, report.decisions)]
+    if why is not None:
+        out.append(why)
     safety = safety_lines(rows, report.decisions)
     if safety:
         items = tuple(
@@ -148,18 +154,25 @@ def records(report: RunReport) -> d.Records:
 
 
 def of(
-    report: RunReport, all_metrics: bool = False, timelines: tuple[Timeline, ...] = ()
+    report: RunReport,
+    all_metrics: bool = False,
+    timelines: tuple[Timeline, ...] = (),
+    why: d.Verdicts | None = None,
 ) -> RunReportDocument:
-    """The document of a run as the store gave it."""
+    """The document of a run as the store gave it (`why`: its last explain run's)."""
     run = report.run
+    said = payload(report)
+    if why is not None:
+        said["why"] = [{"verdict": v.text, "mechanisms": v.details[0]} for v in why.items]
     return RunReportDocument(
         kind="report",
         title=f"fsbench run {run.id}: {run.name}",
-        blocks=tuple(blocks(report, all_metrics)),
-        payload=payload(report),
+        blocks=tuple(blocks(report, all_metrics, why)),
+        payload=said,
         records=records(report),
         report=report,
         timelines=timelines,
+        why=why,
     )
 
 
@@ -167,10 +180,11 @@ def build(store: Store, run_id: int, wants: d.Wants) -> RunReportDocument:
     """A run's report document, read from the store (with its charts' timelines when a
     page draws them)."""
     report = source.load(store, run_id)
+    why = explaining.why(store, report)
     if not wants.charts:
-        return of(report, wants.all_metrics)
+        return of(report, wants.all_metrics, why=why)
     # Imported here: matplotlib costs most of a second at every start of fsbench.
     from fsbench.reports.charts import first_rep_timelines
 
     timelines = tuple(first_rep_timelines(report.trials, store.get_samples))
-    return of(report, wants.all_metrics, timelines)
+    return of(report, wants.all_metrics, timelines, why)

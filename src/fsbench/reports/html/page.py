@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fsbench import __version__
 from fsbench.analysis import aa_check as calibration
+from fsbench.reports import document as d
 from fsbench.reports import run_report
 from fsbench.reports.charts import Chart, all_charts, trial_series
 from fsbench.reports.document import Wants
@@ -50,13 +51,24 @@ def _section(sid: str, title: str, inner: str, about: str = "") -> str:
     return tag("section", tag("h2", e(title), id=sid) + about_html + inner)
 
 
-def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
-    """The whole page as a string (charts are read from their files and embedded)."""
+def _why(why: d.Verdicts) -> str:
+    """Per explained pair: the counted verdict, then the mechanisms named."""
+    return "".join(
+        tag("p", tag("strong", e(v.text)) + e(": " + "; ".join(v.details))) for v in why.items
+    )
+
+
+def render_html(report: RunReport, charts: Sequence[Chart], why: d.Verdicts | None = None) -> str:
+    """The whole page as a string (charts are read from their files and embedded); `why`:
+    the run's last explain run's mechanisms, under the summary's verdicts."""
     run, trials, rows = report.run, report.trials, report.rows
     decisions = report.decisions
     tables = build_tables(rows, decisions=decisions)
     toc = [("summary", "Summary")]
     sections = [_section("summary", "Summary", summary_html(tables, rows, trials, decisions))]
+    if why is not None:
+        toc.append(("why", why.title))
+        sections.append(_section("why", why.title, _why(why), why.caption))
     if kind_of(run).calibration:
         noise = calibration.analyze(run, trials)
         toc.append(("calibration", "What this machine resolves"))
@@ -195,9 +207,10 @@ def run_page(document: RunReportDocument, chart_dir: Path | None = None) -> str:
     charts also kept in chart_dir (PNG and SVG) when given, else drawn in a temporary
     directory (SVG only) that is removed."""
     if chart_dir is not None:
-        return render_html(document.report, page_charts(document, chart_dir))
+        return render_html(document.report, page_charts(document, chart_dir), document.why)
     with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
-        return render_html(document.report, page_charts(document, Path(tmp), ("svg",)))
+        charts = page_charts(document, Path(tmp), ("svg",))
+        return render_html(document.report, charts, document.why)
 
 
 def html_report(store: Store, run_id: int, chart_dir: Path | None = None) -> str:
@@ -211,5 +224,5 @@ def write_run_report(store: Store, run_id: int, out_dir: Path) -> list[Path]:
     document = run_report.build(store, run_id, Wants(charts=True))
     charts = page_charts(document, out_dir)
     page = out_dir / REPORT_NAME
-    page.write_text(render_html(document.report, charts), encoding="utf-8")
+    page.write_text(render_html(document.report, charts, document.why), encoding="utf-8")
     return [page, *(p for c in charts for p in c.paths)]
