@@ -13,13 +13,18 @@ from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.report import emit
-from fsbench.execute import session
+from fsbench.execute import explain, session
 from fsbench.execute.loop import GridDriver
 from fsbench.store import runkinds
 from fsbench.store.dburl import default_db_path
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 
+EXPLAIN_HELP = (
+    "Then the instrumented pass (`fsbench explain RUN`): a few traced trials of every cell, "
+    "never counted; the report says why under each verdict. Outside --budget, which bounds "
+    "the counted run."
+)
 RESUME_HELP = (
     "Finish an interrupted run: the last unfinished one in --db, or the run id given in place "
     "of PLAN. Finished trials are kept, the rest run (the grid's spelling of `fsbench resume`)."
@@ -39,6 +44,7 @@ def run(
             "--tag NAME` follows it.",
         ),
     ] = "",
+    explain_after: Annotated[bool, typer.Option("--explain", help=EXPLAIN_HELP)] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
     **given: Any,
@@ -57,7 +63,24 @@ def run(
             store, built.plan, built.cells, overrides=built.overrides, tag=check_tag(tag)
         )
     life = session.run(driver)
+    if explain_after:
+        instrumented(store, life.run_id)
     finish(store, life.run_id, json_out, report=not no_report)
+
+
+def instrumented(store: Store, run_id: int) -> None:
+    """The instrumented pass of a finished run (`fsbench explain RUN`), and what it spent
+    beside the counted run, one line; its why goes under the run's verdicts."""
+    source = store.get_run(run_id)
+    life = session.run(explain.driver(store, source))
+    spent = [store.get_run(r).seconds for r in (run_id, life.run_id)]
+    trials = len(store.run_trials(store.get_run(life.run_id)))
+    Console(stderr=True).print(
+        f"explain: run {life.run_id}, {trials} instrumented trials in {spent[1]:.0f} s, "
+        f"beside the counted run's {spent[0]:.0f} s (`fsbench report {life.run_id}`)",
+        highlight=False,
+        markup=False,
+    )
 
 
 def _arg(path: Path | None) -> str | None:

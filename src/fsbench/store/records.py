@@ -112,6 +112,16 @@ class RunRecord:
     part_groups: list[str] = field(default_factory=list)
     tag: str = ""  # the series it belongs to (fsbench run --tag)
 
+    @property
+    def seconds(self) -> float:
+        """Its wall time, from its creation to its end (0 while running or unknown)."""
+        try:
+            began = datetime.fromisoformat(self.created_at)
+            ended = datetime.fromisoformat(self.finished_at or "")
+        except ValueError:
+            return 0.0
+        return max(0.0, (ended - began).total_seconds())
+
 
 def slot_seconds(trials: list[TrialRecord]) -> dict[int, float]:
     """What each slot (a cell's steps together) cost its run, by its seq: from the end of
