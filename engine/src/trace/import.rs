@@ -221,6 +221,8 @@ struct Task {
     cwd: Rc<RefCell<Vec<u8>>>,
     skipped: u32,
     pending: Option<(i64, Vec<u8>)>,
+    /// A close(2) in flight: its descriptor, out of the table since the call began.
+    closing: Option<(i64, FdEntry)>,
 }
 
 /// Ids handed out smallest first, given back when their last holder lets go.
@@ -541,6 +543,7 @@ impl Importer {
                             cwd,
                             skipped: 0,
                             pending: None,
+                            closing: None,
                         },
                         Some(p.idx),
                     )
@@ -553,6 +556,7 @@ impl Importer {
                         cwd: Rc::new(RefCell::new(self.root.clone())),
                         skipped: 0,
                         pending: None,
+                        closing: None,
                     },
                     None,
                 ),
@@ -569,6 +573,15 @@ impl Importer {
         let Some(task) = self.tasks.remove(&pid) else {
             return Ok(());
         };
+        // A close still in flight when its thread ends lets go of its id too.
+        if let Some((_, e)) = task.closing
+            && self.fds.release(e.id)
+        {
+            self.w.write(&Record::Release {
+                tid: task.idx,
+                fd: e.id,
+            })?;
+        }
         if Rc::strong_count(&task.table) == 1 {
             let mut entries: Vec<FdEntry> = task.table.borrow().values().copied().collect();
             entries.sort_by_key(|e| e.id);
@@ -593,6 +606,21 @@ impl Importer {
     fn drop_fd(&mut self, pid: i64, fd: i64) -> Option<(u32, bool)> {
         let e = self.tasks.get(&pid)?.table.borrow_mut().remove(&fd)?;
         Some((e.id, self.fds.release(e.id)))
+    }
+
+    /// close(2) takes the descriptor out of the table as it begins (the kernel's
+    /// close_fd), then flushes: a close cut in two by strace lets go of the number at its
+    /// first half, since another thread's open may reuse it before the second. Its id
+    /// stays held until the close is recorded (the open gets a new one).
+    fn close_begins(&mut self, pid: i64, first: &[u8]) -> Option<(i64, FdEntry)> {
+        let rest = first.strip_prefix(b"close(")?;
+        let end = rest
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let fd = parse_int(&rest[..end])?;
+        let e = self.tasks.get(&pid)?.table.borrow_mut().remove(&fd)?;
+        Some((fd, e))
     }
 
     fn release_implicitly(&mut self, pid: i64, fd: i64) -> Result<()> {
@@ -816,7 +844,15 @@ impl Importer {
                     self.skip(pid, "unparsed:close".into());
                     return Ok(());
                 };
-                match self.drop_fd(pid, fd) {
+                let dropped = match self.tasks.get_mut(&pid).and_then(|t| t.closing.take()) {
+                    Some((early, e)) if early == fd => Some((e.id, self.fds.release(e.id))),
+                    Some((early, e)) => {
+                        self.put_fd(pid, early, e);
+                        self.drop_fd(pid, fd)
+                    }
+                    None => self.drop_fd(pid, fd),
+                };
+                match dropped {
                     Some((id, true)) => {
                         let res = Self::result(&p).unwrap_or(0);
                         self.emit(pid, ts, &p, Kind::Close, res, &[i64::from(id)], None)
@@ -1482,8 +1518,10 @@ pub fn run(opts: &Options) -> Result<Report> {
         match l.body {
             Body::Call(text) => im.call(l.pid, l.ts_ns, text)?,
             Body::Unfinished(first) => {
+                let closing = im.close_begins(l.pid, first);
                 if let Some(t) = im.tasks.get_mut(&l.pid) {
                     t.pending = Some((l.ts_ns, first.to_vec()));
+                    t.closing = closing;
                 }
             }
             Body::Resumed(rest) => {
@@ -1554,6 +1592,52 @@ mod tests {
         assert_eq!(names.len(), unique.len());
         assert!(unique.contains("?openat") && unique.contains("?clone3"));
         assert_eq!(args[0], "-f");
+    }
+
+    /// Thread 101 opens a file while thread 100's close of the same number is cut in two
+    /// by strace: the kernel freed the number at the close's start, so the open's
+    /// descriptor is the new file's, and the write on it is recorded (a recording under
+    /// load once lost one write and fsync this way).
+    #[test]
+    fn a_close_cut_in_two_frees_its_number_at_its_start() {
+        let dir = std::env::temp_dir().join(format!("fsbench-import-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let strace = dir.join("strace.txt");
+        std::fs::write(
+            &strace,
+            concat!(
+                "100 1.0 clone(child_stack=NULL, flags=0x10f00) = 101 <0.000001>\n",
+                "100 1.1 openat(-100</r>, \"/r/old\", 0x241, 0666) = 4</r/old> <0.000001>\n",
+                "100 1.2 close(4</r/old> <unfinished ...>\n",
+                "101 1.3 openat(-100</r>, \"/r/new\", 0x241, 0666) = 4</r/new> <0.000001>\n",
+                "100 1.4 <... close resumed>) = 0 <0.2>\n",
+                "101 1.5 write(4</r/new>, \"\"..., 10) = 10 <0.000001>\n",
+                "101 1.6 fsync(4</r/new>) = 0 <0.000001>\n",
+            ),
+        )
+        .expect("strace file");
+        let report = run(&Options {
+            strace,
+            root: PathBuf::from("/r"),
+            snapshot: None,
+            out: dir.join("t.fsbt.gz"),
+            header: serde_json::Map::new(),
+            tracer_overhead_ns: 0,
+            gap_overhead_ns: 0,
+        })
+        .expect("imports");
+        std::fs::remove_dir_all(&dir).expect("cleaned");
+        assert_eq!(report.calls_by_kind.get("write"), Some(&1));
+        assert_eq!(report.calls_by_kind.get("fsync"), Some(&1));
+        assert_eq!(report.calls_by_kind.get("close"), Some(&1));
+        assert!(
+            !report
+                .unrecorded
+                .keys()
+                .any(|k| k.starts_with("unknown-descriptor")),
+            "{:?}",
+            report.unrecorded
+        );
     }
 
     #[test]
