@@ -318,3 +318,30 @@ def top_symbols(maps: Sequence[Mapping[str, float]], count: int = 5) -> list[tup
     if not total:
         return []
     return [(s, n / total) for s, n in sorted(leaves.items(), key=lambda kv: -kv[1])[:count]]
+
+
+def inclusive(maps: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each kernel function's share of a config's profile samples whose stack holds it
+    (perf's "children": a function and everything it called), the command's name left
+    out."""
+    held: dict[str, float] = {}
+    total = 0.0
+    for values in maps:
+        for stack, n in values.items():
+            total += n
+            for frame in set(stack.split(";")[1:]):
+                held[frame] = held.get(frame, 0.0) + n
+    return {f: n / total for f, n in held.items()} if total else {}
+
+
+def profile_diff(
+    a: Sequence[Mapping[str, float]], b: Sequence[Mapping[str, float]], count: int = 5
+) -> list[tuple[str, float, float]]:
+    """The kernel functions whose share of the samples differs most between two configs'
+    profiles (inclusive shares, a then b): the code one config runs and the other does
+    not (btrfs_ against ext4_ and jbd2_), where the leaf symbols alone are the same
+    memcpy and spin locks on both."""
+    share_a, share_b = inclusive(a), inclusive(b)
+    frames = set(share_a) | set(share_b)
+    ranked = sorted(frames, key=lambda f: (-abs(share_b.get(f, 0.0) - share_a.get(f, 0.0)), f))
+    return [(f, share_a.get(f, 0.0), share_b.get(f, 0.0)) for f in ranked[:count]]

@@ -168,6 +168,13 @@ class Child:
                 return None
         return self.process.returncode
 
+    def wait(self, timeout: float) -> int | None:
+        """Its exit code, or None if it still runs after `timeout` seconds."""
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def close(self) -> None:
         """Killed with its whole group (what it forked may outlive it) and reaped: no
         process and no zombie left. Idempotent: once reaped, its pid may be another's."""
