@@ -73,11 +73,11 @@ def instrumented(store: Store, run_id: int) -> None:
     beside the counted run, one line; its why goes under the run's verdicts."""
     source = store.get_run(run_id)
     life = session.run(explain.driver(store, source))
-    spent = [store.get_run(r).seconds for r in (run_id, life.run_id)]
-    trials = len(store.run_trials(store.get_run(life.run_id)))
+    made = store.get_run(life.run_id)
+    trials = len(store.run_trials(made))
     Console(stderr=True).print(
-        f"explain: run {life.run_id}, {trials} instrumented trials in {spent[1]:.0f} s, "
-        f"beside the counted run's {spent[0]:.0f} s (`fsbench report {life.run_id}`)",
+        f"explain: run {made.id}, {trials} instrumented trials in {made.seconds:.0f} s, "
+        f"beside the counted run's {source.seconds:.0f} s (`fsbench report {made.id}`)",
         highlight=False,
         markup=False,
     )

@@ -162,10 +162,7 @@ class Child:
                 os.killpg(self.process.pid, sig)
             except ProcessLookupError:
                 pass
-            try:
-                return self.process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                return None
+            return self.wait(grace)
         return self.process.returncode
 
     def wait(self, timeout: float) -> int | None:
