@@ -1,15 +1,20 @@
 """Fidelity and cost of `fsbench record` + the `replay` workload (docs/replay.md).
 
     python3 bench/replay_fidelity.py [--fs ext4,xfs,btrfs] [--programs tar,git,sqlite]
-                                     [--reps 3] [--calls 10000000] [-o FILE]
+                                     [--reps 3] [--files 4000] [--calls 10000000]
+                                     [-o FILE]
 
 Fidelity: each program (real programs nobody wrote for this: tar extracting an archive
 then sync, git init/add/commit/status over a generated tree, SQLite in WAL mode under
-an insert load through Python's sqlite3) is recorded with `fsbench record`, then
-replayed on each filesystem by `fsbench run --workload replay`; per config the replay's
-calls and bytes per kind must equal the trace's (mismatches, bytes_unlike_recording and
-calls_not_replayed all 0) and its seconds are kept. The comparison of the replay's time
-with the program's own (the `command` workload) is not made here.
+an insert load through Python's sqlite3) is recorded with `fsbench record`, then run in
+one `fsbench run` per program on each filesystem three ways, in the same rounds: the
+program itself (the `command` workload, its starting tree copied in by the untimed
+setup) and its trace replayed (`replay`, timing fast and recorded). Per config the
+replay's calls and bytes per kind must equal the trace's (mismatches,
+bytes_unlike_recording and calls_not_replayed all 0); its seconds are kept beside the
+program's with their ratio (target within 20%), and each pair's verdict on seconds for
+the program beside the replays' (target: no pair ordered one way for the program and
+the other way for a replay).
 
 Cost: a trace of `--calls` fstats of one cached file, replayed by the engine, against
 the engine's native loop making the same calls (the replay's rate as a share of the
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,18 +60,20 @@ def _tree(root: Path, files: int) -> None:
     for i in range(files):
         d = root / f"d{i % 10}"
         d.mkdir(parents=True, exist_ok=True)
-        (d / f"f{i}.txt").write_bytes(bytes((i * 7 + j) % 251 for j in range(500 + i * 13)))
+        size = 500 + (i * 1301) % 20000  # 0.5-20 KB, about 10 KB on average
+        (d / f"f{i}.txt").write_bytes(bytes((i * 7 + j) % 251 for j in range(size)))
 
 
-def programs(work: Path) -> dict[str, tuple[Path, list[str]]]:
-    """Each program: the tree it runs in, made ready, and its argv."""
+def programs(work: Path, files: int) -> dict[str, tuple[Path, list[str]]]:
+    """Each program: the tree it runs in, made ready, and its argv; `files` sizes the
+    trees tar and git work on (the default: about a second of work or more each)."""
     tar_dir, git_dir, sql_dir = work / "tar", work / "git", work / "sqlite"
     src = work / "src"
-    _tree(src, 400)
+    _tree(src, files)
     tar_dir.mkdir()
     archive = tar_dir / "tree.tar"
     subprocess.run(["tar", "cf", str(archive), "-C", str(src), "."], check=True)
-    _tree(git_dir, 400)
+    _tree(git_dir, files)
     sql_dir.mkdir()
     git = "git init -q && git add -A && git -c user.name=b -c user.email=b@b commit -qm t"
     return {
@@ -87,52 +95,124 @@ def record(tree: Path, argv: list[str], out: Path) -> dict[str, Any]:
     return report
 
 
-def replay(trace: Path, fs: str, reps: int, work: Path) -> dict[str, dict[str, Any]]:
+def plan(name: str, fss: list[str], pristine: Path, argv: list[str], trace: Path) -> str:
+    """One run per program: the program itself (`command`, its starting tree copied in
+    by the untimed setup) and its trace replayed fast and with the recorded gaps, on the
+    same configs in the same rounds, so the three meet the same machine."""
+    fs = "".join(f'[[fs]]\ntype = "{f}"\n' for f in fss)
+    setup = json.dumps(["cp", "-a", f"{pristine}/.", "."])
+    return (
+        f'name = "replay-fidelity-{name}"\n{fs}\n'
+        f'[[workload]]\nname = "command"\n[workload.params]\nsetup = {setup}\n'
+        f"run = {json.dumps(argv)}\n\n"
+        f'[[workload]]\nname = "replay"\n[workload.params]\ntrace = "{trace}"\n'
+        'timing = ["fast", "recorded"]\n'
+    )
+
+
+def measure(plan_text: str, reps: int, work: Path) -> dict[str, Any]:
+    """The run's report (JSON) of a plan: rows and verdicts."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "plan.toml").write_text(plan_text)
+    db = work / "r.db"
     res = subprocess.run(
-        [*FSBENCH, "run", "--workdir", str(work / "run"), "--db", str(work / "r.db"),
-         "--image-size", "2G", "--scale", "tiny", "--reps", str(reps), "--json",
-         "--no-report", "--fs", fs, "--workload", "replay", "--set", f"trace={trace}"],
+        [*FSBENCH, "run", str(work / "plan.toml"), "--workdir", str(work / "run"),
+         "--db", str(db), "--image-size", "2G", "--scale", "tiny", "--reps", str(reps),
+         "--no-report"],
         capture_output=True,
         text=True,
     )  # fmt: skip
     if res.returncode != 0:
-        sys.exit(f"replay {trace}: {res.stderr.strip()}")
-    by_fs: dict[str, dict[str, Any]] = {}
-    for row in json.loads(res.stdout)["rows"]:
-        by_fs.setdefault(row["fs"], {})[row["metric"]] = row["values"]
-    return by_fs
+        sys.exit(f"run {work}: exit {res.returncode}: {res.stderr.strip()[-2000:]}")
+    doc = subprocess.run(
+        [*FSBENCH, "report", "--db", str(db), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    report: dict[str, Any] = json.loads(doc)
+    return report
 
 
-def fidelity(fss: str, names: list[str], reps: int, work: Path) -> dict[str, Any]:
+def variant(params: dict[str, Any]) -> str:
+    """command, replay-fast or replay-recorded: which of the three a row measured."""
+    return f"replay-{params['timing']}" if "timing" in params else "command"
+
+
+def orders(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Per variant, each pair's verdict on seconds: the better config, 'equivalent' or
+    'undecided'."""
+    out: dict[str, dict[str, str]] = {}
+    for c in report["comparisons"]:
+        verdict = c["verdict"]
+        if verdict["metric"] != "seconds":
+            continue
+        name = variant(c["dims"]) if c["workload"] == "replay" else "command"
+        for p in verdict["pairs"]:
+            key = " vs ".join(p["configs"])
+            out.setdefault(name, {})[key] = p["better"] or p["kind"]
+    return out
+
+
+def fidelity(fss: str, names: list[str], reps: int, files: int, work: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    made = programs(work)
+    made = programs(work, files)
     for name in names:
         tree, argv = made[name]
+        pristine = work / f"{name}-start"
+        shutil.copytree(tree, pristine, symlinks=True)  # before the recording changes it
         trace = work / f"{name}.fsbt.gz"
         rep = record(tree, argv, trace)
-        per_fs = replay(trace, fss, reps, work / name)
+        report = measure(plan(name, fss.split(","), pristine, argv, trace), reps, work / name)
+        values: dict[str, dict[str, dict[str, list[float]]]] = {}
+        for row in report["rows"]:
+            if row["values"]:
+                per = values.setdefault(row["config"], {}).setdefault(variant(row["params"]), {})
+                per[row["metric"]] = row["values"]
+        configs = {}
+        for config, per in values.items():
+            program = _mean(per["command"]["seconds"])
+            configs[config] = {
+                "program_seconds": per["command"]["seconds"],
+                **{
+                    v: {
+                        "seconds": per[v]["seconds"],
+                        "replay_seconds": per[v]["replay_seconds"],
+                        "calls": per[v]["calls"],
+                        "faithful": all(
+                            x == 0
+                            for k in ("mismatches", "bytes_unlike_recording", "calls_not_replayed")
+                            for x in per[v][k]
+                        ),
+                        "time_ratio_to_program": round(_mean(per[v]["seconds"]) / program, 3),
+                    }
+                    for v in ("replay-fast", "replay-recorded")
+                },
+            }
+        decided = orders(report)
         out[name] = {
             "argv": argv,
             "recorded_calls": rep["calls"],
             "recorded_by_kind": rep["calls_by_kind"],
-            "configs": {
-                fs: {
-                    "replay_seconds": m["replay_seconds"],
-                    "seconds": m["seconds"],
-                    "calls": m["calls"],
-                    "mismatches": m["mismatches"],
-                    "bytes_unlike_recording": m["bytes_unlike_recording"],
-                    "calls_not_replayed": m["calls_not_replayed"],
-                    "faithful": all(
-                        v == 0
-                        for k in ("mismatches", "bytes_unlike_recording", "calls_not_replayed")
-                        for v in m[k]
-                    ),
-                }
-                for fs, m in per_fs.items()
+            "configs": configs,
+            "orders": decided,
+            # A pair one way for the program and the other way for a replay.
+            "contradictions": {
+                v: [
+                    pair
+                    for pair, said in decided.get(v, {}).items()
+                    if said in values
+                    and decided["command"].get(pair) in values
+                    and said != decided["command"][pair]
+                ]
+                for v in ("replay-fast", "replay-recorded")
             },
         }
     return out
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
 
 
 def engine_json(*argv: str, spec: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
@@ -183,13 +263,14 @@ def main() -> int:
     ap.add_argument("--fs", default="ext4,xfs,btrfs")
     ap.add_argument("--programs", default="tar,git,sqlite")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--files", type=int, default=4000, help="the tar and git trees' files")
     ap.add_argument("--calls", type=int, default=10_000_000)
     ap.add_argument("-o", "--output", type=Path, default=None)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="replay-fidelity-", dir="/var/tmp") as tmp:
         work = Path(tmp)
         results = {
-            "fidelity": fidelity(args.fs, args.programs.split(","), args.reps, work),
+            "fidelity": fidelity(args.fs, args.programs.split(","), args.reps, args.files, work),
             "cost": cost(args.calls, work),
         }
     results_file.save(
