@@ -13,7 +13,14 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fsbench import workloads
-from fsbench.execute.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.execute.executors.base import (
+    Executor,
+    OnRecords,
+    OnStart,
+    check_fits,
+    check_params,
+    check_workloads,
+)
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store import trialfacts
@@ -101,6 +108,8 @@ class VmExecutor(Executor):
         if os.geteuid() != 0:
             raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
         check_workloads(self.plan, vm=True)
+        # The guest judges its own tools; the files the host carries to it are checked here.
+        check_params(self.cells, inputs_only=True)
         # The guest's kernel and tools decide; this host only needs QEMU.
         from fsbench.system.qemu import qemu_missing
 

@@ -245,6 +245,13 @@ class Workload(ABC, Generic[P]):
         them); None when the timed phase reads nothing it should find cold."""
         return None
 
+    def inputs(self, params: P) -> tuple[str, ...]:
+        """Files of the machine that starts the run which this step reads, as the plan
+        names them (the replay's trace): a place that runs trials elsewhere (a VM guest)
+        carries each there, where the step finds it under the same name. `refuses`
+        checks them, on the machine that has them."""
+        return ()
+
     def refuses(self, params: P) -> str | None:
         """Why these parameters cannot run on this machine although the model accepts
         them (a file they name is missing or unreadable): one line, or None. The executor's

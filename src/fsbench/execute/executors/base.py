@@ -161,9 +161,11 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
             )
 
 
-def check_params(cells: Sequence[Cell]) -> None:
+def check_params(cells: Sequence[Cell], *, inputs_only: bool = False) -> None:
     """Refuse, before anything runs, parameters a workload cannot run here although its
-    model accepts them (Workload.refuses: a fio job file that is not there)."""
+    model accepts them (Workload.refuses: a fio job file that is not there). `inputs_only`
+    where trials run on another machine (a VM guest), which judges the rest itself: only
+    the steps that read files of this one (Workload.inputs), checked where they are."""
     seen: set[str] = set()
     for cell in cells:
         for name, params in cell.steps:
@@ -173,6 +175,8 @@ def check_params(cells: Sequence[Cell]) -> None:
             if key in seen:
                 continue
             seen.add(key)
+            if inputs_only and not wl().inputs(model):
+                continue
             why = wl().refuses(model)
             if why:
                 raise FsbenchError(f"workload {name}: {why}")

@@ -81,6 +81,9 @@ class Replay(Workload[ReplayParams]):
             return f"{engine.ENGINE} not built: `make install` builds it (Rust >= 1.88, rustup)"
         return None
 
+    def inputs(self, params: ReplayParams) -> tuple[str, ...]:
+        return (params.trace,) if params.trace is not None else ()
+
     def refuses(self, params: ReplayParams) -> str | None:
         if params.trace is None:
             return "needs trace=FILE: a trace `fsbench record -o FILE -- COMMAND` wrote"
