@@ -29,6 +29,7 @@ from tests.helpers import (
     default_interrupts,
     fsbench,
     ours,
+    your_own_plan,
 )
 
 pytestmark = VM_MARKS
@@ -251,25 +252,6 @@ def test_a_frozen_guest_fails_its_trial_at_the_time_limit_and_the_run_goes_on(
     assert ours(workdir) == ([], []) and not list(work.glob("vm-*"))
 
 
-# The user's command in the guest: a shell line making files in the filesystem under
-# test, its count parsed as a metric; and a trace recorded on this host, replayed there.
-YOUR_OWN = """
-name = "your-own-in-vm"
-[[fs]]
-type = "ext4"
-
-[[workload]]
-name = "command"
-[workload.params]
-shell = "mkdir made && for i in $(seq 1 50); do echo $i > made/f$i; done && ls made | wc -l"
-metric = { name = "files_made", pattern = "^([0-9]+)$", unit = "files", better = "higher" }
-
-[[workload]]
-name = "replay"
-params = { trace = "TRACE" }
-"""
-
-
 def test_your_own_command_and_a_replay_run_in_the_guest(
     workdir: Path, guest_image: GuestImage
 ) -> None:
@@ -277,15 +259,8 @@ def test_your_own_command_and_a_replay_run_in_the_guest(
     filesystem with the guest's own tools; the trace, recorded on this host, is carried
     into the guest with the engine and replays every call it holds, none unlike the
     recording. A trace that is not there is refused before any guest boots."""
-    tree = workdir / "tree"
-    tree.mkdir()
-    trace = workdir / "made.fsbt.gz"
-    program = "mkdir a && echo hello > a/x && cat a/x > a/y && mv a/y a/z && rm a/x && sync"
-    res = fsbench("record", "-o", str(trace), "--dir", str(tree), "--", "sh", "-c", program)
-    assert res.returncode == 0, res.stderr
+    plan, trace = your_own_plan(workdir)
     recorded = _engine.trace_summary(trace)
-    plan = workdir / "plan.toml"
-    plan.write_text(YOUR_OWN.replace("TRACE", str(trace)))
     db, work = workdir / "r.db", workdir / "work"
     args = ["run", str(plan), "--target", "vm", *GUEST, "--scale", "tiny", "--reps", "2"]
     args += ["--warmup", "0", "--image-size", "1G", "--workdir", str(work), "--json"]

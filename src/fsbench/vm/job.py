@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench import __version__, workloads
+from fsbench.execute.executors.base import input_files
 from fsbench.plan.fsconfig import FsConfig
 from fsbench.plan.targets import DEFAULT_WORKDIR
 from fsbench.store.records import TrialRecord, now
@@ -212,14 +213,8 @@ def carried(job: VmJob, share: Path) -> VmJob:
     """The job with what its steps need from this host copied into the share: the input
     files its cells name (Workload.inputs), and fsbench-engine (the image has none; the
     host's build runs there: the same Debian 12 C library)."""
-    names = dict.fromkeys(
-        name
-        for vc in job.cells
-        for step, params in vc.cell().steps
-        for name in _inputs(step, params)
-    )
     inputs: dict[str, str] = {}
-    for i, name in enumerate(names):
+    for i, name in enumerate(input_files(vc.cell() for vc in job.cells)):
         copy = f"{INPUTS}/{i}-{Path(name).name}"
         (share / INPUTS).mkdir(exist_ok=True)
         shutil.copyfile(name, share / copy)
@@ -232,11 +227,6 @@ def carried(job: VmJob, share: Path) -> VmJob:
     return dataclasses.replace(
         job, inputs=inputs, cwd=os.getcwd(), engine=ENGINE if found is not None else ""
     )
-
-
-def _inputs(step: str, params: dict[str, Any]) -> tuple[str, ...]:
-    wl = workloads.get(step)
-    return wl().inputs(wl.params_model.model_validate(params))
 
 
 class JobWatch:

@@ -144,6 +144,10 @@ class Workload(ABC, Generic[P]):
     params_model: ClassVar[type[Params]]
     # Parameter values per scale; a list value is a sweep (one cell per element).
     scale_defaults: ClassVar[Mapping[Scale, Mapping[str, Any]]]
+    # Parameters that name files of the machine that starts the run (the replay's trace):
+    # a place that runs trials elsewhere (a VM guest, a fleet's hosts) carries each file
+    # there; `refuses` checks them on the machine that has them.
+    input_params: ClassVar[tuple[str, ...]] = ()
     # Parameters no default fits, that every plan gives (the command's own `run`), each
     # with an example value: with them, every scale's defaults validate.
     required_example: ClassVar[Mapping[str, Any]] = {}
@@ -246,11 +250,9 @@ class Workload(ABC, Generic[P]):
         return None
 
     def inputs(self, params: P) -> tuple[str, ...]:
-        """Files of the machine that starts the run which this step reads, as the plan
-        names them (the replay's trace): a place that runs trials elsewhere (a VM guest)
-        carries each there, where the step finds it under the same name. `refuses`
-        checks them, on the machine that has them."""
-        return ()
+        """The files `input_params` name, as the plan gives them."""
+        values = (getattr(params, name) for name in self.input_params)
+        return tuple(str(v) for v in values if v is not None)
 
     def refuses(self, params: P) -> str | None:
         """Why these parameters cannot run on this machine although the model accepts

@@ -9,7 +9,7 @@ benchexec swaps its executor the same way, and hyperfine has `trait Executor`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -159,6 +159,17 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
                 f"{numbers.size(target_size)} target leaves ~{numbers.size(usable)} after the "
                 "filesystem's own metadata: use a larger --image-size or a smaller --scale"
             )
+
+
+def input_files(cells: Iterable[Cell]) -> list[str]:
+    """The files of this machine that the cells' steps read (Workload.input_params), as
+    the plan names them, each once, in the cells' order."""
+    names: dict[str, None] = {}
+    for cell in cells:
+        for name, params in cell.steps:
+            wl = workloads.get(name)
+            names.update(dict.fromkeys(wl().inputs(wl.params_model.model_validate(params))))
+    return list(names)
 
 
 def check_params(cells: Sequence[Cell], *, inputs_only: bool = False) -> None:

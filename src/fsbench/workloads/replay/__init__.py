@@ -74,15 +74,13 @@ class Replay(Workload[ReplayParams]):
     # What the replay wrote counts once it is on disk, as for the personalities.
     flush = Flush.SYNC
     headline = ("seconds", "calls_per_s", "mismatches")
+    input_params = ("trace",)
 
     @classmethod
     def missing(cls) -> str | None:
         if engine.find_engine() is None:
             return f"{engine.ENGINE} not built: `make install` builds it (Rust >= 1.88, rustup)"
         return None
-
-    def inputs(self, params: ReplayParams) -> tuple[str, ...]:
-        return (params.trace,) if params.trace is not None else ()
 
     def refuses(self, params: ReplayParams) -> str | None:
         if params.trace is None:
