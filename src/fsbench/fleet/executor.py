@@ -28,16 +28,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from fsbench import workloads
-from fsbench.execute.executors.base import (
-    Binding,
-    Executor,
-    OnRecords,
-    OnStart,
-    check_fits,
-    check_params,
-    check_workloads,
-    input_files,
-)
+from fsbench.execute.executors import base as checks
+from fsbench.execute.executors.base import Binding, Executor, OnRecords, OnStart
 from fsbench.execute.schedule import Slot
 from fsbench.fleet import inventory as inv
 from fsbench.fleet.ansible import Ansible, Event, binary
@@ -200,10 +192,10 @@ class FleetExecutor(Executor):
                     f"host {h.host.name}: fsbench_store=direct writes into a PostgreSQL --db, "
                     f"not {self.store}"
                 )
-        check_workloads(self.plan, vm=False)
+        checks.check_workloads(self.plan, vm=False)
         # Each host judges its own tools; the files copied to it are checked here.
-        check_params(self.cells, inputs_only=True)
-        check_fits(self.cells, self.plan.target.image_size, None)
+        checks.check_params(self.cells, inputs_only=True)
+        checks.check_fits(self.cells, self.plan.target.image_size, None)
         return []
 
     def open(self) -> None:
@@ -394,7 +386,8 @@ def carried(plan: Plan, cells: Sequence[Cell]) -> tuple[Plan, list[dict[str, str
     `dest` relative to the host's fsbench_dir, where its fsbench runs): every input file
     of the cells (Workload.input_params) is named by its copy, the same on every host,
     so each host's cells are the same cells."""
-    copies = {name: f"{INPUTS}/{i}-{Path(name).name}" for i, name in enumerate(input_files(cells))}
+    names = checks.input_files(cells)
+    copies = {name: f"{INPUTS}/{i}-{Path(name).name}" for i, name in enumerate(names)}
     if not copies:
         return plan, []
 

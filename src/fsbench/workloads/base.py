@@ -145,7 +145,7 @@ class Workload(ABC, Generic[P]):
     # Parameter values per scale; a list value is a sweep (one cell per element).
     scale_defaults: ClassVar[Mapping[Scale, Mapping[str, Any]]]
     # Parameters that name files of the machine that starts the run (the replay's trace):
-    # a place that runs trials elsewhere (a VM guest, a fleet's hosts) carries each file
+    # a place that runs trials elsewhere (a VM guest, many hosts) carries each file
     # there; `refuses` checks them on the machine that has them.
     input_params: ClassVar[tuple[str, ...]] = ()
     # Parameters no default fits, that every plan gives (the command's own `run`), each
