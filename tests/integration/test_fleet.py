@@ -86,7 +86,12 @@ def _inventory(
 
 
 def _fleet(
-    workdir: Path, inventory: Path, db: str, *args: str, timeout: float = 600
+    workdir: Path,
+    inventory: Path,
+    db: str,
+    *args: str,
+    timeout: float = 600,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return fsbench(
         "fleet",
@@ -101,6 +106,7 @@ def _fleet(
         str(workdir / "controller"),
         *args,
         timeout=timeout,
+        cwd=cwd,
     )
 
 
@@ -780,9 +786,10 @@ def test_the_kill_in_start_catches_a_password_in_starts_vars_file(
 
 
 def test_your_own_command_and_a_replay_on_a_host(workdir: Path, ssh: SshServer) -> None:
-    """A command runs on the host as given; the trace, on the controller, is copied to the
-    host by Ansible (start.yml) and the host's plan names the copy, relative to its
-    fsbench_dir: the replay makes every recorded call there, none unlike the recording."""
+    """A command runs on the host as given; the trace, on the controller and named relative
+    to the controller's directory, is copied to the host by Ansible (start.yml) and the
+    host's plan names the copy, relative to its fsbench_dir: the replay makes every
+    recorded call there, none unlike the recording."""
     plan, trace = your_own_plan(workdir)
     recorded = _engine.trace_summary(trace)
     host = workdir / "hosts" / "h2"
@@ -790,7 +797,7 @@ def test_your_own_command_and_a_replay_on_a_host(workdir: Path, ssh: SshServer) 
     inventory = write_inventory(workdir / "hosts.ini", ssh, {"h2": given}, {"dev": ["h2"]})
     db = workdir / "fleet.db"
     args = [str(plan), "--scale", "tiny", "--reps", "2", "--warmup", "0", "--image-size", "1G"]
-    res = _fleet(workdir, inventory, str(db), *args, "--json")
+    res = _fleet(workdir, inventory, str(db), *args, "--json", cwd=workdir)
     assert res.returncode == 0, res.stderr + not_ok_trials(db, Store(db).latest_run_id() or 0)
     rows = {(r["workload"], r["metric"]): r for r in json.loads(res.stdout)["rows"]}
     assert rows[("command", "files_made")]["n"] == 2

@@ -256,15 +256,16 @@ def test_your_own_command_and_a_replay_run_in_the_guest(
     workdir: Path, guest_image: GuestImage
 ) -> None:
     """`command` and `replay` in one guest: the command runs in the guest's mounted
-    filesystem with the guest's own tools; the trace, recorded on this host, is carried
-    into the guest with the engine and replays every call it holds, none unlike the
-    recording. A trace that is not there is refused before any guest boots."""
+    filesystem with the guest's own tools; the trace, recorded on this host and named
+    relative to the directory fsbench runs in, is carried into the guest with the engine
+    and replays every call it holds, none unlike the recording. A trace that is not there
+    is refused before any guest boots."""
     plan, trace = your_own_plan(workdir)
     recorded = _engine.trace_summary(trace)
     db, work = workdir / "r.db", workdir / "work"
     args = ["run", str(plan), "--target", "vm", *GUEST, "--scale", "tiny", "--reps", "2"]
     args += ["--warmup", "0", "--image-size", "1G", "--workdir", str(work), "--json"]
-    res = fsbench(*args, "--db", str(db), timeout=1200)
+    res = fsbench(*args, "--db", str(db), timeout=1200, cwd=workdir)
     assert res.returncode == 0, res.stderr[-3000:]
     trials = Store(db).get_trials(Store(db).latest_run_id() or 0)
     assert {(t.workload, t.status) for t in trials} == {("command", "ok"), ("replay", "ok")}
@@ -279,7 +280,7 @@ def test_your_own_command_and_a_replay_run_in_the_guest(
     assert not list(work.glob("vm-*"))
     # Refused on this host, before a guest boots: the trace is not there to carry.
     trace.unlink()
-    res = fsbench(*args, "--db", str(db))
+    res = fsbench(*args, "--db", str(db), cwd=workdir)
     assert res.returncode == 2, res.stderr
-    assert f"workload replay: trace {trace}: no such file" in res.stderr
+    assert f"workload replay: trace {trace.name}: no such file" in res.stderr
     assert not list(work.glob("vm-*"))
