@@ -22,8 +22,15 @@ from typing import Any
 import pytest
 
 from fsbench.store.results import Store
+from fsbench.system import engine as _engine
 from tests.fakeansible import spy
-from tests.helpers import TEST_DATA_HOME, default_interrupts, fsbench, not_ok_trials
+from tests.helpers import (
+    TEST_DATA_HOME,
+    default_interrupts,
+    fsbench,
+    not_ok_trials,
+    your_own_plan,
+)
 from tests.pgcluster import cluster
 from tests.sshd import SshServer, sshd, write_inventory
 
@@ -79,7 +86,12 @@ def _inventory(
 
 
 def _fleet(
-    workdir: Path, inventory: Path, db: str, *args: str, timeout: float = 600
+    workdir: Path,
+    inventory: Path,
+    db: str,
+    *args: str,
+    timeout: float = 600,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return fsbench(
         "fleet",
@@ -94,6 +106,7 @@ def _fleet(
         str(workdir / "controller"),
         *args,
         timeout=timeout,
+        cwd=cwd,
     )
 
 
@@ -770,3 +783,28 @@ def test_the_kill_in_start_catches_a_password_in_starts_vars_file(
             while any(_alive(p) for p in pids) and time.monotonic() < deadline:
                 time.sleep(0.5)
     assert (workdir / "hosts").exists() == blind  # refused: no host was reached
+
+
+def test_your_own_command_and_a_replay_on_a_host(workdir: Path, ssh: SshServer) -> None:
+    """A command runs on the host as given; the trace, on the controller and named relative
+    to the controller's directory, is copied to the host by Ansible (start.yml) and the
+    host's plan names the copy, relative to its fsbench_dir: the replay makes every
+    recorded call there, none unlike the recording."""
+    plan, trace = your_own_plan(workdir)
+    recorded = _engine.trace_summary(trace)
+    host = workdir / "hosts" / "h2"
+    given = {"ansible_host": "127.0.0.2", "fsbench_path": str(REPO), "fsbench_workdir": str(host)}
+    inventory = write_inventory(workdir / "hosts.ini", ssh, {"h2": given}, {"dev": ["h2"]})
+    db = workdir / "fleet.db"
+    args = [str(plan), "--scale", "tiny", "--reps", "2", "--warmup", "0", "--image-size", "1G"]
+    res = _fleet(workdir, inventory, str(db), *args, "--json", cwd=workdir)
+    assert res.returncode == 0, res.stderr + not_ok_trials(db, Store(db).latest_run_id() or 0)
+    rows = {(r["workload"], r["metric"]): r for r in json.loads(res.stdout)["rows"]}
+    assert rows[("command", "files_made")]["n"] == 2
+    assert rows[("command", "files_made")]["mean"] == 50
+    assert rows[("replay", "calls")]["mean"] == recorded["calls"] > 0
+    assert rows[("replay", "mismatches")]["mean"] == 0
+    assert rows[("replay", "calls_not_replayed")]["mean"] == 0
+    copy = "inputs/0-made.fsbt.gz"
+    assert rows[("replay", "calls")]["params"]["trace"] == copy
+    assert (host / copy).read_bytes() == trace.read_bytes()

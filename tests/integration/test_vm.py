@@ -6,6 +6,7 @@ reuse it and take well under a minute."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from fsbench.plan.model import Cell, FsConfig
 from fsbench.store.results import Store
+from fsbench.system import engine as _engine
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, import_records, run_in_vm
 from fsbench.vm.doctor import host_lacks
 from fsbench.vm.images import GuestImage
@@ -27,6 +29,7 @@ from tests.helpers import (
     default_interrupts,
     fsbench,
     ours,
+    your_own_plan,
 )
 
 pytestmark = VM_MARKS
@@ -247,3 +250,37 @@ def test_a_frozen_guest_fails_its_trial_at_the_time_limit_and_the_run_goes_on(
     assert after[0].previous_cell == ""  # a fresh guest ran it
     assert not Path(f"/proc/{frozen}").exists() and not _qemu_pids(work)
     assert ours(workdir) == ([], []) and not list(work.glob("vm-*"))
+
+
+def test_your_own_command_and_a_replay_run_in_the_guest(
+    workdir: Path, guest_image: GuestImage
+) -> None:
+    """`command` and `replay` in one guest: the command runs in the guest's mounted
+    filesystem with the guest's own tools; the trace, recorded on this host and named
+    relative to the directory fsbench runs in, is carried into the guest with the engine
+    and replays every call it holds, none unlike the recording. A trace that is not there
+    is refused before any guest boots."""
+    plan, trace = your_own_plan(workdir)
+    recorded = _engine.trace_summary(trace)
+    db, work = workdir / "r.db", workdir / "work"
+    args = ["run", str(plan), "--target", "vm", *GUEST, "--scale", "tiny", "--reps", "2"]
+    args += ["--warmup", "0", "--image-size", "1G", "--workdir", str(work), "--json"]
+    res = fsbench(*args, "--db", str(db), timeout=1200, cwd=workdir)
+    assert res.returncode == 0, res.stderr[-3000:]
+    trials = Store(db).get_trials(Store(db).latest_run_id() or 0)
+    assert {(t.workload, t.status) for t in trials} == {("command", "ok"), ("replay", "ok")}
+    assert all(t.provenance["vm"]["guest"]["kernel"] for t in trials)  # ran in the guest
+    rows = {(r["workload"], r["metric"]): r for r in json.loads(res.stdout)["rows"]}
+    assert rows[("command", "files_made")]["n"] == 2
+    assert rows[("command", "files_made")]["mean"] == 50
+    assert rows[("replay", "calls")]["n"] == 2
+    assert rows[("replay", "calls")]["mean"] == recorded["calls"] > 0
+    assert rows[("replay", "mismatches")]["mean"] == 0
+    assert rows[("replay", "calls_not_replayed")]["mean"] == 0
+    assert not list(work.glob("vm-*"))
+    # Refused on this host, before a guest boots: the trace is not there to carry.
+    trace.unlink()
+    res = fsbench(*args, "--db", str(db), cwd=workdir)
+    assert res.returncode == 2, res.stderr
+    assert f"workload replay: trace {trace.name}: no such file" in res.stderr
+    assert not list(work.glob("vm-*"))

@@ -13,7 +13,8 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fsbench import workloads
-from fsbench.execute.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.execute.executors import base as checks
+from fsbench.execute.executors.base import Executor, OnRecords, OnStart
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store import trialfacts
@@ -100,7 +101,9 @@ class VmExecutor(Executor):
     def preflight(self) -> list[str]:
         if os.geteuid() != 0:
             raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
-        check_workloads(self.plan, vm=True)
+        checks.check_workloads(self.plan, vm=True)
+        # The guest judges its own tools; the files the host carries to it are checked here.
+        checks.check_params(self.cells, inputs_only=True)
         # The guest's kernel and tools decide; this host only needs QEMU.
         from fsbench.system.qemu import qemu_missing
 
@@ -109,7 +112,7 @@ class VmExecutor(Executor):
             raise FsbenchError(missing)
         for kernel in dict.fromkeys(self._kernel(c) for c in self.cells):
             check_kernel(kernel)
-        check_fits(self.cells, self.spec.image_size, self.spec.guest_ram_mb << 20)
+        checks.check_fits(self.cells, self.spec.image_size, self.spec.guest_ram_mb << 20)
         return []
 
     def release_stale(self) -> list[str]:

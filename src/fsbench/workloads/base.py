@@ -144,6 +144,10 @@ class Workload(ABC, Generic[P]):
     params_model: ClassVar[type[Params]]
     # Parameter values per scale; a list value is a sweep (one cell per element).
     scale_defaults: ClassVar[Mapping[Scale, Mapping[str, Any]]]
+    # Parameters that name files of the machine that starts the run (the replay's trace):
+    # a place that runs trials elsewhere (a VM guest, many hosts) carries each file
+    # there; `refuses` checks them on the machine that has them.
+    input_params: ClassVar[tuple[str, ...]] = ()
     # Parameters no default fits, that every plan gives (the command's own `run`), each
     # with an example value: with them, every scale's defaults validate.
     required_example: ClassVar[Mapping[str, Any]] = {}
@@ -244,6 +248,11 @@ class Workload(ABC, Generic[P]):
         flags `not-cold` when the device read less than validity.COLD_READ_FRACTION of
         them); None when the timed phase reads nothing it should find cold."""
         return None
+
+    def inputs(self, params: P) -> tuple[str, ...]:
+        """The files `input_params` name, as the plan gives them."""
+        values = (getattr(params, name) for name in self.input_params)
+        return tuple(str(v) for v in values if v is not None)
 
     def refuses(self, params: P) -> str | None:
         """Why these parameters cannot run on this machine although the model accepts

@@ -74,6 +74,7 @@ class Replay(Workload[ReplayParams]):
     # What the replay wrote counts once it is on disk, as for the personalities.
     flush = Flush.SYNC
     headline = ("seconds", "calls_per_s", "mismatches")
+    input_params = ("trace",)
 
     @classmethod
     def missing(cls) -> str | None:
