@@ -31,6 +31,9 @@ usage: fsbench-engine run SPEC.json|-        prepare, run, print results JSON
                                              a trace of N fstats of one cached file
        fsbench-engine trace fstat-loop --calls N --dir DIR
                                              the same calls in a plain loop (its rate)
+       fsbench-engine trace strace-gaps --strace FILE --calls N
+                                             strace's cost per call of that loop run under
+                                             it: in the gap before a call, in its duration
        fsbench-engine replay prepare SPEC.json|-
                                              check a trace, make its starting tree
        fsbench-engine replay run SPEC.json|- replay a prepared trace, print results JSON
@@ -244,6 +247,10 @@ fn trace_command(rest: &[String]) -> Result<String> {
         "fstat-loop" => to_json(&bench::fstat_loop(
             std::path::Path::new(&need("dir")?),
             num("calls", 1_000_000)?,
+        )?),
+        "strace-gaps" => to_json(&bench::strace_gaps(
+            std::path::Path::new(&need("strace")?),
+            num("calls", 20_000)?,
         )?),
         other => Err(Error::input(format!(
             "unknown trace command {other:?}; see --help"

@@ -141,3 +141,42 @@ def test_a_bad_trace_is_refused_in_one_line_with_nothing_stored(tmp_path: Path) 
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         stored = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] if "runs" in tables else 0
     assert stored == 0
+
+
+# A program of many cheap calls and nothing else between them: strace's cost per call is
+# most of its recorded time.
+DENSE = """
+import os
+open("f", "w").close()
+for i in range(3000):
+    os.stat("f")
+"""
+
+
+def test_recorded_timing_waits_the_program_s_gaps_not_strace_s(tmp_path: Path) -> None:
+    """The recording measures strace's cost per call beside the command and keeps it in
+    the trace; a replay with timing=recorded takes it off each recorded gap, so a program
+    of cheap calls does not replay at strace's pace (before: the replay waited nearly the
+    whole recorded span)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    trace = tmp_path / "dense.fsbt.gz"
+    res = fsbench(
+        "record", "-o", str(trace), "--dir", str(tree), "--json", "--", sys.executable, "-c",
+        DENSE,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    cost = json.loads(res.stdout[res.stdout.index("{") :])["tracer_cost_ns"]
+    assert 0 < cost["gap"] <= cost["per_call"]
+    held = _engine.trace_summary(trace)
+    assert held["header"]["tracer_overhead_ns"] == cost["per_call"]
+    assert held["header"]["gap_overhead_ns"] == cost["gap"]
+    span = float(held["span_s"])
+    spec = {"schema": _engine.SCHEMA, "trace": str(trace), "dir": str(tmp_path / "replay"),
+            "timing": "recorded", "speed": 1.0}  # fmt: skip
+    _engine.replay_prepare(spec, timeout=600)
+    replayed = _engine.replay_run(spec, timeout=600)
+    assert replayed["mismatches"]["total"] == 0
+    assert held["calls"] >= 3000 and replayed["measured"]["calls"] == held["calls"]
+    # The 3,000 stats' recorded gaps are mostly strace's: taken off, well under half the span.
+    assert replayed["measured"]["elapsed_s"] < span / 2, (replayed["measured"], span, cost)

@@ -118,3 +118,77 @@ pub fn fstat_loop(dir: &Path, calls: u64) -> Result<LoopResult> {
         },
     })
 }
+
+/// What strace recorded of a loop that makes nothing but fstats (`fstat-loop` run under
+/// the recording's options): between one call's recorded end and the next one's start
+/// the loop itself spends well under a microsecond, so the recorded gap is strace's cost
+/// that lands before a call; the recorded duration holds the rest. A recording subtracts
+/// the gap part from every recorded gap (`import --gap-overhead-ns`), or a replay with
+/// the recorded timing waits for strace as well as for the program.
+#[derive(Debug, Serialize)]
+pub struct StraceGaps {
+    /// The loop's calls found (the last `calls` fstats of the output).
+    pub calls: u64,
+    pub gap_ns: u64,
+    pub duration_ns: u64,
+}
+
+pub fn strace_gaps(strace_out: &Path, calls: u64) -> Result<StraceGaps> {
+    use crate::trace::straceline::{Body, parse_call, parse_line};
+    let text = std::fs::read(strace_out)
+        .map_err(|e| Error::runtime(format!("read {}: {e}", strace_out.display())))?;
+    let mut seen: Vec<(i64, i64)> = Vec::new();
+    for line in text.split(|b| *b == b'\n') {
+        let Some(l) = parse_line(line) else { continue };
+        let Body::Call(call) = l.body else { continue };
+        let Some(p) = parse_call(call) else { continue };
+        if p.name == b"newfstatat" || p.name == b"fstat" {
+            seen.push((l.ts_ns, i64::try_from(p.dur_ns).unwrap_or(i64::MAX)));
+        }
+    }
+    let take = usize::try_from(calls).unwrap_or(usize::MAX).min(seen.len());
+    let last = &seen[seen.len() - take..];
+    if last.len() < 2 {
+        return Err(Error::runtime(format!(
+            "{}: {} fstat calls, not the loop's {calls}",
+            strace_out.display(),
+            seen.len()
+        )));
+    }
+    let gaps: i64 = last
+        .windows(2)
+        .map(|w| (w[1].0 - (w[0].0 + w[0].1)).max(0))
+        .sum();
+    let durations: i64 = last.iter().map(|c| c.1).sum();
+    let n = last.len() as i64;
+    Ok(StraceGaps {
+        calls: n as u64,
+        gap_ns: (gaps / (n - 1)) as u64,
+        duration_ns: (durations / n) as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strace_gaps_are_the_loop_s_last_calls_between_end_and_next_start() {
+        let dir = std::env::temp_dir().join(format!("fsbench-gaps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("s.txt");
+        // The loader's own fstat (left out: not among the last 3), then three of the loop:
+        // starts 10 us apart, each 4 us long, so each gap is 6 us.
+        let text = "7 100.000000000 newfstatat(3</lib/x.so>, \"\", {...}, 0x1000) = 0 <0.000900000>\n\
+                    7 100.000100000 newfstatat(3</tmp/cached>, \"\", {...}, 0x1000) = 0 <0.000004000>\n\
+                    7 100.000110000 newfstatat(3</tmp/cached>, \"\", {...}, 0x1000) = 0 <0.000004000>\n\
+                    7 100.000120000 newfstatat(3</tmp/cached>, \"\", {...}, 0x1000) = 0 <0.000004000>\n\
+                    7 100.000200000 write(1</dev/null>, \"\"..., 10) = 10 <0.000002000>\n\
+                    7 100.000300000 +++ exited with 0 +++\n";
+        std::fs::write(&out, text).unwrap();
+        let got = strace_gaps(&out, 3).unwrap();
+        assert_eq!((got.calls, got.gap_ns, got.duration_ns), (3, 6_000, 4_000));
+        assert!(strace_gaps(&out, 1).is_err()); // one call has no gap
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

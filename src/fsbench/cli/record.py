@@ -55,6 +55,12 @@ def record(
             f"{numbers.count(rep['paths'])} paths; starting tree {tree['files']} files, "
             f"{tree['dirs']} directories, {numbers.size(tree['bytes'])}"
         )
+        cost = rep["tracer_cost_ns"]
+        typer.echo(
+            f"strace's cost per call: {numbers.duration(cost['per_call'] / 1e9)}, "
+            f"{numbers.duration(cost['gap'] / 1e9)} of it before the call (taken off the "
+            "recorded gaps a replay with timing=recorded waits)"
+        )
         kinds = ", ".join(f"{k} {numbers.count(n)}" for k, n in rep["calls_by_kind"].items())
         typer.echo(f"calls: {kinds or 'none'}")
         left = sum(rep["unrecorded"].values())

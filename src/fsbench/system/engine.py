@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -126,12 +127,46 @@ def trace_snapshot(tree: Path, out: Path, *, with_data: bool) -> dict[str, Any]:
 
 
 def trace_import(
-    strace_out: Path, root: Path, out: Path, snapshot: Path, header: dict[str, Any]
+    strace_out: Path,
+    root: Path,
+    out: Path,
+    snapshot: Path,
+    header: dict[str, Any],
+    tracer_cost: StraceCost | None = None,
 ) -> dict[str, Any]:
-    """strace's output of a command run in `root` -> a trace (with its starting tree)."""
+    """strace's output of a command run in `root` -> a trace (with its starting tree);
+    `tracer_cost`, measured beside the recording, is subtracted from its recorded gaps."""
     argv = ["trace", "import", "--strace", str(strace_out), "--root", str(root)]
     argv += ["-o", str(out), "--snapshot", str(snapshot), "--header", json.dumps(header)]
+    if tracer_cost is not None:
+        argv += ["--overhead-ns", str(tracer_cost.per_call_ns)]
+        argv += ["--gap-overhead-ns", str(tracer_cost.gap_ns)]
     return _call(argv, None, timeout=3600, versioned=False)
+
+
+@dataclass(frozen=True)
+class StraceCost:
+    """What strace adds to each call it records, on this machine at this moment: in all,
+    and the part of it in the gap before the call (the rest is in its duration)."""
+
+    per_call_ns: int
+    gap_ns: int
+
+
+def fstat_loop_argv(directory: Path, calls: int) -> list[str]:
+    """The engine's plain loop of `calls` fstats of one file in `directory` (its JSON
+    says the loop's own seconds)."""
+    return [str(engine()), "trace", "fstat-loop", "--calls", str(calls), "--dir", str(directory)]
+
+
+def fstat_loop(directory: Path, calls: int) -> dict[str, Any]:
+    return _call(fstat_loop_argv(directory, calls)[1:], None, 600, versioned=False)
+
+
+def strace_gaps(strace_out: Path, calls: int) -> dict[str, Any]:
+    """The mean recorded gap and duration of the loop's calls in strace's output."""
+    argv = ["trace", "strace-gaps", "--strace", str(strace_out), "--calls", str(calls)]
+    return _call(argv, None, 600, versioned=False)
 
 
 def replay_prepare(spec: dict[str, Any], timeout: float) -> dict[str, Any]:

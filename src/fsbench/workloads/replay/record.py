@@ -10,6 +10,7 @@ reads streaming and deletes with the snapshot once the trace is written.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import shutil
 import tempfile
@@ -21,6 +22,9 @@ from fsbench.system import engine, proc
 from fsbench.system.errors import FsbenchError
 
 TRACER = proc.Tool("strace", "strace")
+# Calls of the loop that measures strace's cost per call before each recording: about a
+# second under strace, a few milliseconds without.
+CALIBRATION_CALLS = 20_000
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,26 @@ def _run_traced(argv: list[str], cwd: Path) -> int:
         proc.kill_group(child)
         child.wait()
         raise
+
+
+def tracer_cost(work: Path, calls: int) -> engine.StraceCost:
+    """strace's cost per recorded call, measured right after the recording with the same
+    options: the engine's loop of fstats of one cached file, its own seconds without strace
+    and under it, and the gap strace recorded between its calls. A replay with the recorded
+    timing waits the recorded gaps less this (docs/replay.md): without it, a recording of
+    many cheap calls replayed with its gaps several times slower than the program ran."""
+    loop = work / "calibration"
+    loop.mkdir()
+    native = float(engine.fstat_loop(loop, calls)["seconds"])
+    strace_out = work / "calibration.strace"
+    argv = ["strace", *engine.strace_args(), "-o", str(strace_out), "--"]
+    res = proc.run([*argv, *engine.fstat_loop_argv(loop, calls)], timeout=600)
+    if not res.ok:
+        raise FsbenchError(f"record: strace's cost per call not measured: {res.output}")
+    traced = float(json.loads(res.stdout)["seconds"])
+    per_call = max(0, round((traced - native) / calls * 1e9))
+    gap = int(engine.strace_gaps(strace_out, calls)["gap_ns"])
+    return engine.StraceCost(per_call_ns=per_call, gap_ns=min(gap, per_call))
 
 
 def record(command: list[str], out: Path, *, directory: Path | None, with_data: bool) -> Recording:
@@ -70,6 +94,7 @@ def record(command: list[str], out: Path, *, directory: Path | None, with_data: 
             status = 128 + abs(status)  # killed by a signal, as a shell says it
         if not strace_out.is_file():
             raise FsbenchError(f"record: strace wrote nothing (exit status {status})")
+        cost = tracer_cost(Path(work), CALIBRATION_CALLS)
         header = {
             "command": command,
             "tracer": version,
@@ -77,6 +102,7 @@ def record(command: list[str], out: Path, *, directory: Path | None, with_data: 
             "exit_status": status,
             "tree": "scratch" if directory is None else str(root),
         }
-        report = engine.trace_import(strace_out, root, out, snapshot, header)
+        report = engine.trace_import(strace_out, root, out, snapshot, header, cost)
+        report["tracer_cost_ns"] = {"per_call": cost.per_call_ns, "gap": cost.gap_ns}
         shutil.rmtree(scratch, ignore_errors=True)
     return Recording(out, status, report)
