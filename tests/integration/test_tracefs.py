@@ -38,6 +38,8 @@ def where(tmp_path: Path) -> Iterator[Path]:
     finally:
         while tracefs.is_mounted(point):  # on every path, however the test ended
             subprocess.run(["umount", "-l", str(point)], check=False)
+        for left in tracefs.files_of(point):
+            left.unlink(missing_ok=True)
 
 
 def _other(where: Path) -> subprocess.Popen[str]:

@@ -37,7 +37,7 @@ def is_mounted(where: Path = TRACEFS) -> bool:
     )
 
 
-def _files(where: Path) -> tuple[Path, Path]:
+def files_of(where: Path) -> tuple[Path, Path]:
     """The mountpoint's lock file and its marker (present: fsbench mounted it)."""
     name = str(where.resolve()).strip("/").replace("/", "%") or "%"
     return LOCKS / f"{name}.lock", LOCKS / f"{name}.mounted"
@@ -46,7 +46,7 @@ def _files(where: Path) -> tuple[Path, Path]:
 def acquire(where: Path = TRACEFS) -> None:
     """tracefs mounted at `where` (mounted now if it was not); `release` lets it go."""
     if _users.get(where, 0) == 0:
-        lock, marker = _files(where)
+        lock, marker = files_of(where)
         LOCKS.mkdir(parents=True, exist_ok=True)
         held = lock.open("a")
         try:
@@ -77,7 +77,7 @@ def release(where: Path = TRACEFS) -> None:
     held = _held.pop(where, None) if users == 0 else None
     if held is None:
         return
-    lock, marker = _files(where)
+    lock, marker = files_of(where)
     try:
         # Exclusive at once only when no other process holds it: the last user.
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
