@@ -71,12 +71,13 @@ def _instrumented(config: str, rep: int, seq: int, rng: random.Random) -> TrialR
     return trial
 
 
-def explained_store(path: str) -> tuple[Store, int, int]:
-    """The store, its source run's id and its explain run's."""
+def explained_store(path: str, explained: bool = True) -> tuple[Store, int, int]:
+    """The store, its source run's id and its explain run's (0 when not `explained`)."""
     store = Store(path)
     rng = random.Random(7)
     ids = []
-    for kind, make, facts in (("run", _trial, None), ("explain", _instrumented, {})):
+    kinds = (("run", _trial, None), ("explain", _instrumented, {}))
+    for kind, make, facts in kinds[: 2 if explained else 1]:
         run = store.create_run(
             name=PLAN["name"], fsbench_version="0.1.0", argv=["fsbench", kind], plan=PLAN,
             overrides={}, schedule=[], host={"kernel": "6.18"}, target={"kind": "loop"},
@@ -90,4 +91,4 @@ def explained_store(path: str) -> tuple[Store, int, int]:
                 seq += 1
         store.finish_run(run, "finished")
         ids.append(run)
-    return store, ids[0], ids[1]
+    return store, ids[0], (ids[1] if explained else 0)
