@@ -20,10 +20,8 @@ from fsbench.system import numbers
 from fsbench.system.monitors.offcpu import IDLE, wait_class
 
 Maps = Mapping[int, Sequence[FoldedRecord]]
-# The stacks a flame graph is drawn from (the heaviest changes; the rest are too narrow
-# to see), and how each tracer's values are taken: off-CPU seconds as they are, profile
-# samples as shares of each trial's samples (trials sample for different times).
-STACKS = 400
+# How each tracer's values are taken: off-CPU seconds as they are, profile samples as
+# shares of each trial's samples (trials sample for different times).
 FOLDED = {"offcpu": ("seconds off-CPU per trial", False), "profile": ("share of samples", True)}
 # The block-trace histograms of the target device: (map, title, buckets' name, in bytes).
 HISTOGRAMS = (
@@ -73,10 +71,8 @@ def flame(
     a, b = (mean_map(f, shares) for f in found)
     if tracer == "offcpu":
         a, b = ({k: v for k, v in m.items() if _busy(k)} for m in (a, b))
-    stacks = sorted(
-        ((s, a.get(s, 0.0), b.get(s, 0.0)) for s in set(a) | set(b)),
-        key=lambda s: (-abs(s[2] - s[1]), s[0]),
-    )[:STACKS]
+    # Every stack: the graph's widths are the whole's (its tiny frames are left out there).
+    stacks = sorted((s, a.get(s, 0.0), b.get(s, 0.0)) for s in set(a) | set(b))
     chain, workload, dims = e.key
     return d.FlameDiff(
         f"flame-{tracer}-{chain}-{workload}-{e.a}-{e.b}",
