@@ -1,10 +1,11 @@
 """A document's differential flame graph (reports/document.py `FlameDiff`), after Brendan
 Gregg's difffolded.pl and flamegraph.pl: the second config's stacks as a flame graph
 (root at the bottom, a frame as wide as its value in `b`, children in name order) and each
-frame coloured by how its value changed from `a`: red where it grew, blue where it shrank,
-the deeper the colour the larger the change. Frames narrower than MIN_WIDTH of the whole
-are left out and only those wide enough carry their names, so the graph stays legible;
-frames `b` no longer has are as wide as nothing (its table lists them)."""
+frame coloured by how its value changed from `a`, as a share of the larger of the two:
+red where it grew, blue where it shrank, the deeper the colour the larger the change.
+Frames narrower than MIN_WIDTH of the whole are left out and only those wide enough carry
+their names, so the graph stays legible; frames `b` no longer has are as wide as nothing
+(its table lists them)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,14 @@ def placed(root: Frame) -> list[Placed]:
     return out
 
 
+def relative(frame: Frame) -> float:
+    """A frame's change as a share of the larger of its two values, -1 to 1: where a
+    stack grew stands out however narrow, and a trunk every stack passes through is as
+    red as the whole grew, not as the sum of its changes (which would pale the rest)."""
+    larger = max(frame.a, frame.b)
+    return (frame.b - frame.a) / larger if larger > 0 else 0.0
+
+
 def _label(name: str, width_in: float, fontsize: float) -> str:
     """The frame's name cut to its width (about 0.6 em a character)."""
     fits = int(width_in * 72 / (fontsize * 0.6))
@@ -90,18 +99,15 @@ def flame_chart(block: d.FlameDiff, out_dir: Path, formats: Sequence[str] = ("sv
     root = tree(block.stacks)
     frames = placed(root)
     depth = max((p.depth for p in frames), default=0) + 1
-    # The colour's scale: the largest change of a frame below the root (the root's is the
-    # whole change, which would pale every other frame).
-    largest = max((abs(p.frame.b - p.frame.a) for p in frames if p.depth), default=0.0) or 1.0
     with rc_context(STYLE):
         fig = new_figure(WIDTH, 1.2 + depth * LEVEL)
         ax = fig.subplots()
         total = root.b or 1.0
         boxes, colours = [], []
         for p in frames:
-            change = (p.frame.b - p.frame.a) / largest
+            change = relative(p.frame)
             boxes.append(Rectangle((p.x / total, p.depth), p.frame.b / total, 0.92))
-            colours.append(CMAP(0.5 + 0.35 * max(-1.0, min(1.0, change))))
+            colours.append(CMAP(0.5 + 0.4 * change))
         ax.add_collection(PatchCollection(boxes, facecolors=colours, edgecolors="white",
                                           linewidths=0.3))  # fmt: skip
         for p in frames:
@@ -116,9 +122,9 @@ def flame_chart(block: d.FlameDiff, out_dir: Path, formats: Sequence[str] = ("sv
         titles(
             fig,
             block.title,
-            f"width: {block.b}'s {block.unit}; colour: against {block.a}, red grew, blue "
-            f"shrank (deepest: {largest:.3g}); frames under {MIN_WIDTH:.1%} of the whole not "
-            "drawn",
+            f"width: {block.b}'s {block.unit}; colour: the change against {block.a} as a share "
+            f"of the larger, red grew, blue shrank; frames under {MIN_WIDTH:.1%} of the whole "
+            "not drawn",
         )
         paths = save(fig, out_dir, slug(block.name), formats)
         return Chart("flame", block.title, "", "", paths, None, size(fig))
