@@ -177,17 +177,27 @@ class FlameDiff:
 
     def as_table(self) -> Table:
         rows = tuple(
-            (Cell(stack), Cell(f"{va:.3g}", value=va), Cell(f"{vb:.3g}", value=vb),
+            (Cell(_tail(stack), value=stack), Cell(f"{va:.3g}", value=va),
+             Cell(f"{vb:.3g}", value=vb),
              Cell(f"{vb - va:+.3g}", "bad" if vb > va else "good", value=vb - va))
             for stack, va, vb in self.ranked()[: self.shown]
         )  # fmt: skip
         return Table(
             self.title,
-            columns(["stack (root first)", self.a, self.b, "change"], [self.a, self.b, "change"]),
+            columns(["stack (its leaf end)", self.a, self.b, "change"], [self.a, self.b, "change"]),
             rows,
             legend=f"{self.unit}; the {self.shown} stacks that changed most",
             level=4,
         )
+
+
+def _tail(stack: str, frames: int = 7) -> str:
+    """A folded stack's last frames, where stacks differ, without the scheduler's own that
+    every off-CPU stack ends in (the whole stack is the cell's value)."""
+    parts = stack.split(";")
+    while len(parts) > 1 and parts[-1] in ("schedule", "__schedule"):
+        parts.pop()
+    return ";".join(parts) if len(parts) <= frames else "…;" + ";".join(parts[-frames:])
 
 
 Block = Title | Facts | Table | Verdicts | Notes | Preformatted | Chart | Histogram | FlameDiff
