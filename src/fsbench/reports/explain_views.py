@@ -10,6 +10,7 @@ config's mean per instrumented trial of the pair's comparison."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,15 +74,23 @@ def flame(
         a, b = ({k: v for k, v in m.items() if _busy(k)} for m in (a, b))
     # Every stack: the graph's widths are the whole's (its tiny frames are left out there).
     stacks = sorted((s, a.get(s, 0.0), b.get(s, 0.0)) for s in set(a) | set(b))
-    chain, workload, dims = e.key
     return d.FlameDiff(
-        f"flame-{tracer}-{chain}-{workload}-{e.a}-{e.b}",
+        f"flame-{tracer}-{_stem(e)}",
         f"{tracer}: {e.b} against {e.a}",
         unit,
         e.a,
         e.b,
         tuple(stacks),
     )
+
+
+def _stem(e: Explanation) -> str:
+    """The pair's part of its charts' file names: a digest of its comparison first (two
+    parameter sets of one workload keep apart, and a name cut at 60 characters keeps it),
+    then its workload and configs."""
+    chain, workload, dims = e.key
+    digest = zlib.crc32(f"{chain}|{workload}|{dims}|{e.a}|{e.b}".encode())
+    return f"{digest:08x}-{workload}-{e.a}-{e.b}"
 
 
 def _bucket(key: str, in_bytes: bool) -> str:
@@ -97,9 +106,8 @@ def histogram(
     if not any(found):
         return None
     keys = sorted(set(found[0]) | set(found[1]), key=float)
-    chain, workload, _ = e.key
     return d.Histogram(
-        f"hist-{name}-{chain}-{workload}-{e.a}-{e.b}",
+        f"hist-{name}-{_stem(e)}",
         f"{title}: {e.b} against {e.a}",
         x_label,
         "requests per trial",
