@@ -6,9 +6,10 @@ and b: an A/A pair) and ext4 mounted `sync` (every write and create waits for th
 journal). Its explain run (instrumented trials, tracers attached) must name, for `sync`
 against `a`, more cache flushes per fsync and more device writes, with most of the gap
 in the threads' time blocked (journal, flushes, device I/O), not on the CPU; and for the
-A/A pair, no mechanism at all. The explain run is a run of its own, kind `explain`,
-whose trials never enter the source run; `fsbench run --explain` makes both at once, and
-the source run's report then says why under its verdicts."""
+A/A pair, no mechanism at all; its page draws the two configs' block requests and their
+stacks compared. The explain run is a run of its own, kind `explain`, whose trials never
+enter the source run; `fsbench run --explain` makes both at once, and the source run's
+report then says why under its verdicts."""
 
 from __future__ import annotations
 
@@ -87,16 +88,28 @@ def test_explain_names_flushes_for_sync_and_nothing_for_an_aa_pair(tmp_path: Pat
     page = fsbench("report", "2", "--db", db, "--format", "md")
     assert page.returncode == 0 and "cache flushes and FUA writes per fsync" in page.stdout
 
+    # The views of the explain run's page: the block requests of both configs side by
+    # side and their stacks compared, the journal's wait grown most under sync.
+    sizes = sync["histograms"]["dev.write_size"]
+    assert set(sizes["configs"]) == {"a", "sync"} and sum(sizes["configs"]["sync"]) > 0
+    assert sum(sync["histograms"]["dev.queue_depth"]["configs"]["a"]) > 0
+    grown = sync["stack_diff"]["offcpu"]["top"][0]
+    assert grown["values"][1] > grown["values"][0], grown
+
     # The source run's report says why under its verdicts, from this explain run.
     counted = json.loads(fsbench("report", "1", "--db", db, "--format", "json").stdout)
-    why = {w["mechanisms"].split(":")[0]: w for w in counted["why"]}
-    assert set(why) == {"b against a", "sync against a", "sync against b"}, why
-    assert why["b against a"]["mechanisms"].endswith("no mechanism decided different")
-    assert "cache flushes" in why["sync against a"]["mechanisms"]
-    assert why["sync against a"]["verdict"].startswith("counted run: files_per_s ")
+    why = {tuple(w["configs"]): w for w in counted["why"]}
+    assert set(why) == {("a", "b"), ("a", "sync"), ("b", "sync")}, why
+    assert why[("a", "b")]["line"].endswith("no mechanism decided different")
+    assert why[("a", "b")]["named"] == []
+    named = {m["mechanism"]: m["ratio"] for m in why[("a", "sync")]["named"]}
+    assert named.get("flushes_per_fsync", 0) > 1.5, named
     text = fsbench("report", "1", "--db", db, "--format", "md").stdout
-    assert "### Why" in text and "fsbench explain 2: instrumented trials" in text
+    assert "- why sync against a: " in text and "why: fsbench explain 2 " in text
     page = tmp_path / "run1.html"
     assert fsbench("report", "1", "--db", db, "--format", "html", "-o", str(page)).returncode == 0
     html = page.read_text()
-    assert '<h2 id="why">Why</h2>' in html and "sync against a: " in html
+    assert '<tr class="why"' in html and "why sync against a: " in html
+    explained = tmp_path / "explain2.html"
+    said = fsbench("report", "2", "--db", db, "--format", "html", "-o", str(explained))
+    assert said.returncode == 0 and 'alt="offcpu: sync against a"' in explained.read_text()

@@ -1,7 +1,9 @@
 """The document of an explain run (`fsbench explain RUN`, `fsbench report` of it): per pair
 of configs, the mechanisms the tracers measured, ranked (analysis/explain.py), the account
 of the gap in the threads' time, the source run's verdict it explains, the top off-CPU
-stacks and kernel symbols of each config; and whether the instrumented trials' own metric
+stacks and kernel symbols of each config, the two configs' stacks compared (a
+differential flame graph) and their block requests' sizes and queue depths side by side
+(explain_views.py); and whether the instrumented trials' own metric
 fell far outside the counted ones (a tracer that changed what it measured)."""
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from fsbench.analysis.explain import Explanation, Found
 from fsbench.analysis.rows import Row
 from fsbench.execute.explain import ExplainFacts
 from fsbench.reports import document as d
+from fsbench.reports import explain_views as views
 from fsbench.reports import source
-from fsbench.reports.source import RunReport
 from fsbench.store import runkinds
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
@@ -89,7 +91,7 @@ def summary(e: Explanation) -> str:
     named = e.named[:3]
     if not named:
         return f"{e.b} against {e.a}: no mechanism decided different"
-    said = ", ".join(f"{numbers.number(m.ratio or 0)}x the {m.label}" for m in named)
+    said = ", ".join(f"{m.label} {numbers.number(m.ratio or 0)}x as much" for m in named)
     return f"{e.b} against {e.a}: {said} ({account_line(e)})"
 
 
@@ -204,22 +206,6 @@ def latest_of(store: Store, source_id: int) -> RunRecord | None:
     return runs[-1] if runs else None
 
 
-def why(store: Store, report: RunReport) -> d.Verdicts | None:
-    """Under a run's verdicts, why: per pair its last explain run explained, the counted
-    verdict on the headline metric and the mechanisms named (none when it has not been
-    explained: `fsbench explain RUN` measures them)."""
-    run = latest_of(store, int(report.run.id or 0))
-    if run is None:
-        return None
-    found = explained(store, run).found
-    items = tuple(
-        d.Verdict(source_verdict(report.decisions, e) or summary(e), (summary(e),), tone(e))
-        for e in found
-    )
-    caption = f"fsbench explain {run.id}: instrumented trials, never counted"
-    return d.Verdicts(items, "Why", caption) if items else None
-
-
 def tone(e: Explanation) -> d.Tone:
     return "good" if e.named else "muted"
 
@@ -248,6 +234,8 @@ def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
     for e in found:
         line = source_verdict(counted.decisions, e)
         blocks.append(table(e, line))
+        drawn = views.views(e, trials, maps)
+        blocks += drawn.values()
         tops = {c: stacks(trials, maps, c) for c in (e.a, e.b)}
         profiles = [folded_of(trials, maps, c, "profile") for c in (e.a, e.b)]
         diff = mechanisms.profile_diff(profiles[0], profiles[1], TOP)
@@ -265,6 +253,7 @@ def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
                 "source_verdict": line,
                 "top": _top_payload(tops),
                 "profile_diff": [{"function": f, "shares": [sa, sb]} for f, sa, sb in diff],
+                **views.payload(drawn),
             }
         )
     if verdict_items:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from fsbench import __version__
 from fsbench.analysis import aa_check as calibration
-from fsbench.reports import document as d
 from fsbench.reports import run_report
 from fsbench.reports.charts import Chart, all_charts, trial_series
 from fsbench.reports.document import Wants
@@ -35,6 +34,7 @@ from fsbench.reports.html.summary import summary_html
 from fsbench.reports.run_report import RunReportDocument
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import build_tables
+from fsbench.reports.why import Why
 from fsbench.store.results import Store
 from fsbench.store.runkinds import kind_of
 
@@ -51,24 +51,14 @@ def _section(sid: str, title: str, inner: str, about: str = "") -> str:
     return tag("section", tag("h2", e(title), id=sid) + about_html + inner)
 
 
-def _why(why: d.Verdicts) -> str:
-    """Per explained pair: the counted verdict, then the mechanisms named."""
-    return "".join(
-        tag("p", tag("strong", e(v.text)) + e(": " + "; ".join(v.details))) for v in why.items
-    )
-
-
-def render_html(report: RunReport, charts: Sequence[Chart], why: d.Verdicts | None = None) -> str:
+def render_html(report: RunReport, charts: Sequence[Chart], why: Why | None = None) -> str:
     """The whole page as a string (charts are read from their files and embedded); `why`:
-    the run's last explain run's mechanisms, under the summary's verdicts."""
+    the run's last explain run's mechanisms, under the verdicts of its tables."""
     run, trials, rows = report.run, report.trials, report.rows
     decisions = report.decisions
     tables = build_tables(rows, decisions=decisions)
     toc = [("summary", "Summary")]
     sections = [_section("summary", "Summary", summary_html(tables, rows, trials, decisions))]
-    if why is not None:
-        toc.append(("why", why.title))
-        sections.append(_section("why", why.title, _why(why), why.caption))
     if kind_of(run).calibration:
         noise = calibration.analyze(run, trials)
         toc.append(("calibration", "What this machine resolves"))
@@ -101,6 +91,7 @@ def render_html(report: RunReport, charts: Sequence[Chart], why: d.Verdicts | No
                 [t for t in tables if t.workload == wl and t.chain == chain],
                 [r for r in rows if r.workload == wl and r.chain == chain],
                 [c for c in charts if c.workload == wl and c.chain == chain],
+                why,
             )
         )
     features = features_section(run, trials)
