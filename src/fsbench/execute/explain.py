@@ -102,8 +102,12 @@ def driver(
 ) -> GridDriver:
     """The driver of a new explain run of `source`."""
     kind = runkinds.kind_of(source)
-    if kind.name not in (runkinds.GRID.name, runkinds.CALIBRATION.name):
-        raise FsbenchError(f"run {source.id} is a {kind.title}: explain takes a grid run")
+    if not kind.explainable:
+        takes = [k.command for k in runkinds.KINDS.all().values() if k.explainable]
+        raise FsbenchError(
+            f"run {source.id} is a {kind.title}: explain takes a run whose cells it can "
+            f"repeat (of {', '.join(takes)})"
+        )
     plan = instrumented_plan(source, pair, reps)
     made = ExplainDriver(
         store, plan, planning.expand(plan, source.overrides), overrides=source.overrides

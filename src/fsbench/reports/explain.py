@@ -18,7 +18,6 @@ from fsbench.analysis.rows import Row
 from fsbench.execute.explain import ExplainFacts
 from fsbench.reports import document as d
 from fsbench.reports import source
-from fsbench.reports.source import RunReport
 from fsbench.store import runkinds
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
@@ -204,16 +203,19 @@ def latest_of(store: Store, source_id: int) -> RunRecord | None:
     return runs[-1] if runs else None
 
 
-def why(store: Store, report: RunReport) -> d.Verdicts | None:
+def why(
+    store: Store, run_id: int, decisions: Mapping[Any, Decision] | None = None
+) -> d.Verdicts | None:
     """Under a run's verdicts, why: per pair its last explain run explained, the counted
-    verdict on the headline metric and the mechanisms named (none when it has not been
-    explained: `fsbench explain RUN` measures them)."""
-    run = latest_of(store, int(report.run.id or 0))
+    verdict on the headline metric (from the run's `decisions`, a grid's) and the
+    mechanisms named (none when it has not been explained: `fsbench explain RUN` measures
+    them)."""
+    run = latest_of(store, run_id)
     if run is None:
         return None
     found = explained(store, run).found
     items = tuple(
-        d.Verdict(source_verdict(report.decisions, e) or summary(e), (summary(e),), tone(e))
+        d.Verdict(source_verdict(decisions or {}, e) or summary(e), (summary(e),), tone(e))
         for e in found
     )
     caption = f"fsbench explain {run.id}: instrumented trials, never counted"

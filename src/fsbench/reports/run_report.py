@@ -180,7 +180,7 @@ def build(store: Store, run_id: int, wants: d.Wants) -> RunReportDocument:
     """A run's report document, read from the store (with its charts' timelines when a
     page draws them)."""
     report = source.load(store, run_id)
-    why = explaining.why(store, report)
+    why = explaining.why(store, run_id, report.decisions)
     if not wants.charts:
         return of(report, wants.all_metrics, why=why)
     # Imported here: matplotlib costs most of a second at every start of fsbench.

@@ -51,7 +51,7 @@ def _section(sid: str, title: str, inner: str, about: str = "") -> str:
     return tag("section", tag("h2", e(title), id=sid) + about_html + inner)
 
 
-def _why(why: d.Verdicts) -> str:
+def why_html(why: d.Verdicts) -> str:
     """Per explained pair: the counted verdict, then the mechanisms named."""
     return "".join(
         tag("p", tag("strong", e(v.text)) + e(": " + "; ".join(v.details))) for v in why.items
@@ -68,7 +68,7 @@ def render_html(report: RunReport, charts: Sequence[Chart], why: d.Verdicts | No
     sections = [_section("summary", "Summary", summary_html(tables, rows, trials, decisions))]
     if why is not None:
         toc.append(("why", why.title))
-        sections.append(_section("why", why.title, _why(why), why.caption))
+        sections.append(_section("why", why.title, why_html(why), why.caption))
     if kind_of(run).calibration:
         noise = calibration.analyze(run, trials)
         toc.append(("calibration", "What this machine resolves"))
