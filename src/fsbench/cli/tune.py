@@ -207,9 +207,7 @@ def explain_race(store: Store, run_id: int, err: Console) -> None:
     what it spent, one line; its why goes under the race's winner."""
     race = tune_report.document(store, run_id)
     if race.status != "finished" or not race.winners or race.runner_up is None:
-        err.print(
-            f"explain: race {run_id} has no winner and runner-up to explain", highlight=False
-        )
+        err.print(f"explain: race {run_id} has no winner and runner-up to explain", highlight=False)
         return
     pair = [race.winners[0].config, race.runner_up]
     life = session.run(explain.driver(store, store.get_run(run_id), pair))
