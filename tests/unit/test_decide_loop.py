@@ -373,3 +373,30 @@ def test_an_instrumented_pass_after_the_run_is_kept_from_its_budget(tmp_path: Pa
     assert "150 s budget (72 s of it reserved for the instrumented pass)" in budget_line(kept)
     over = kept.model_copy(update={"spent_s": 100.0, "over_s": 22.0, "over_why": "slow"})
     assert ", 22 s (28%) over: slow" in budget_line(over)
+
+
+def test_an_instrumented_pass_is_not_what_a_counted_trial_is_projected_from(
+    store: Store,
+) -> None:
+    """The trials of an explain run (same host, same cells) cost the tracers' start too:
+    the next decided run projects from its own warm-ups, not from them."""
+    from fsbench.execute.executors.replay import CellModel, MetricModel, ReplayExecutor, StepModel
+
+    p = _plan(("a", "b", "c"), workload="fs_mark", budget=600.0, max_reps=8)
+    cells = planning.expand(p)
+    metric = MetricModel("files_per_s", "files/s", "higher", 1000.0, 0.05)
+    step = StepModel("fs_mark", (metric,), ("files_per_s",))
+
+    def ran(plan: Plan, seconds: float) -> GridDesign:
+        models = {c.key: CellModel(seconds, (step,)) for c in cells}
+        executor = ReplayExecutor(plan, cells, models, seed=3)
+        outcome = matrix.run(
+            plan, cells, store, argv=[], overrides={}, executor=executor, clock=executor.clock
+        )
+        return runkinds.design(store.get_run(outcome.run_id))
+
+    ran(p.model_copy(update={"instrumented": True, "reps": 3}), 30.0)  # the traced pass
+    counted = ran(p, 3.0)
+    # From its warm-up trial, which measures no noise (a projection from stored trials
+    # states theirs), and the warm-up trial was run: the store's trials were passed over.
+    assert counted.groups[0].noise is None and counted.warmup_s > 0

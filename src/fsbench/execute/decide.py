@@ -376,10 +376,15 @@ class Decide:
         keys = {s.cell.key for g in self.groups for s in g}
         hostname = self.loop.store.get_run(self.loop.run_id).host.hostname
         out: dict[str, tuple[list[float], list[float], list[TrialRecord]]] = {}
+        # An instrumented pass's trials (fsbench explain) cost the tracers' start too: not
+        # what a counted trial of the cell costs.
         runs = [
             r
             for r in self.loop.store.list_runs()
-            if r.id != self.loop.run_id and r.host.hostname == hostname and not r.part_of
+            if r.id != self.loop.run_id
+            and r.host.hostname == hostname
+            and not r.part_of
+            and not (r.plan or {}).get("instrumented")
         ]
         used = 0
         for run in reversed(runs):
