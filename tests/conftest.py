@@ -221,6 +221,7 @@ SLOW = (
     "tests/integration/test_cpu_bound_check.py",
     "tests/integration/test_runner_clock.py",
     "tests/integration/test_history_loop.py",
+    "tests/integration/test_history_explain.py",  # 8 runs, 2 passes with bpftrace: minutes
     "tests/integration/test_memcap.py",
     "tests/integration/test_sysbench_oltp.py",
     "tests/integration/test_reps_auto_all.py",
@@ -231,6 +232,9 @@ SLOW = (
     "tests/integration/test_decide_run.py",
     "tests/integration/test_html_report.py",
     "tests/integration/test_explain.py",  # 12 trials, 9 with bpftrace: minutes
+    "tests/integration/test_explain_budget.py",  # a decided run, 6 trials with bpftrace: 90 s
+    # a race, then 6 trials with bpftrace: a minute
+    "tests/integration/test_tune.py::test_tune_explain_runs_the_pass_for_the_winner_against_the_runner_up",
     "tests/integration/test_aging.py::test_aging_curves_aged_and_clean_at_every_stage",
     "tests/integration/test_aging.py::test_any_workload_on_an_aged_filesystem",
     "tests/integration/test_cli.py::test_hanging_tool_hits_the_trial_timeout_and_the_run_goes_on",

@@ -21,6 +21,7 @@ from fsbench.execute.race.rule import (
     UNSAFE,
     UNSUPPORTED,
     WORSE,
+    Drop,
     Race,
     RaceResult,
     RaceSettings,
@@ -363,3 +364,28 @@ def test_conover_against_the_best_is_bonferroni_over_the_others() -> None:
         assert best == top and p == pytest.approx(expected, rel=1e-9)
         many, tops = conover_vs_best_many(ranks_within(scores)[None])
         assert tops[0] == top and many[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_runner_up_is_the_second_left_or_the_best_of_the_last_dropped() -> None:
+    """What `fsbench tune --explain` explains the winner against."""
+    rng = np.random.default_rng(2)
+    pair = run(["a", "b"], noisy(rng, [100.0, 80.0], 0.05, 20), RaceSettings())
+    assert (pair.leader, pair.runner_up) == ("a", "b")  # dropped by the paired test
+    rng = np.random.default_rng(3)
+    names = ["a", "b", "c", "d"]
+    tied = run(names, noisy(rng, [1.0, 1.004, 0.6, 0.62], 0.005, 20), RaceSettings())
+    assert tied.runner_up == tied.winners[1].config  # equally good: the second left
+    # Dropped at one look together: the best of them by mean rank (higher is better).
+    late = RaceResult(
+        ("a", "b", "c", "d"),
+        tied.winners[:1],
+        (
+            Drop("d", 3, WORSE, FRIEDMAN_TEST, mean_ranks={"b": 2.0, "c": 2.5, "d": 1.0}),
+            Drop("b", 5, WORSE, FRIEDMAN_TEST, mean_ranks={"b": 1.5, "c": 2.0}),
+            Drop("c", 5, WORSE, FRIEDMAN_TEST, mean_ranks={"b": 1.5, "c": 2.0}),
+            Drop("x", 6, UNSUPPORTED, "refused"),
+        ),
+        ONE_LEFT, 6, 20, (4, 4, 4, 3, 3, 1), "",
+    )  # fmt: skip
+    assert late.runner_up == "c"
+    assert RaceResult(("a",), tied.winners[:1], (), ONE_LEFT, 3, 3, (1,), "").runner_up is None

@@ -84,6 +84,9 @@ class ChangePoint:
     direction: str  # worse | better | changed (the metric names no better direction)
     coincident: list[dict[str, str]]  # facts that changed between the two runs
     harness: bool  # fsbench, Python, QEMU or a tool changed there too
+    # The mechanisms that differ between the instrumented trials of the runs on either
+    # side (each run's last explain run), when both have them (reports/explain.py `across`).
+    why: str = ""
 
     @property
     def worse(self) -> bool:
@@ -124,6 +127,12 @@ class Series:
     points: list[Point] = field(default_factory=list)
     changes: list[ChangePoint] = field(default_factory=list)
     sight: Sight | None = None  # what the series can see (None before changes_of)
+
+    @property
+    def cell(self) -> tuple[str, str, str]:
+        """Its comparison as analysis/explain.py's `group_key` names a trial's."""
+        dims = {**self.params, **self.knobs}
+        return (self.chain, self.workload, json.dumps(dims, sort_keys=True, default=str))
 
     @property
     def title(self) -> str:

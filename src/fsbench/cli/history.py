@@ -17,6 +17,7 @@ from fsbench.cli.common import AllMetricsOption, DbOption, OutputOption, ReportF
 from fsbench.cli.report import PIPED_WIDTH, write
 from fsbench.execute.git import Git
 from fsbench.plan import model as planning
+from fsbench.reports import explain as explaining
 from fsbench.reports import export, formats
 from fsbench.reports import history as show
 from fsbench.store.records import RunRecord, TrialRecord
@@ -119,6 +120,7 @@ def history_command(
         assert linux is not None
         _bisect(store, series, bisect_n, linux, max_reps)
         return
+    explaining.changes_why(store, series)
     write(show.document(series, by, notes), exporter, output, file_width=PIPED_WIDTH)
     if fail_on is not None:
         newer = store.get_run(since).created_at if since is not None else None

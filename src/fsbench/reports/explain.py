@@ -9,13 +9,14 @@ fell far outside the counted ones (a tracer that changed what it measured)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fsbench.analysis import explain as mechanisms
 from fsbench.analysis.decisions import Decision
 from fsbench.analysis.design import design_of
 from fsbench.analysis.explain import Explanation, Found
+from fsbench.analysis.history import Series
 from fsbench.analysis.rows import Row
 from fsbench.execute.explain import ExplainFacts
 from fsbench.reports import document as d
@@ -204,6 +205,63 @@ def latest_of(store: Store, source_id: int) -> RunRecord | None:
         and r.status != "running"
     ]
     return runs[-1] if runs else None
+
+
+def across(
+    store: Store, before: int, after: int, config: str, cell: mechanisms.GroupKey
+) -> Explanation | None:
+    """A config's instrumented trials of one cell in the last explain runs of two runs (a
+    change point's two sides) compared as a pair's are: `run <after>` against `run
+    <before>`. None when either run has no explain run or no such trial."""
+    first, last = latest_of(store, before), latest_of(store, after)
+    if first is None or last is None:
+        return None
+    runs = (first, last)
+    labels = (f"run {before}", f"run {after}")
+    trials: list[TrialRecord] = []
+    heads: dict[str, str] = {}
+    for run, label in zip(runs, labels, strict=True):
+        mine = [
+            t
+            for t in source.trials_of(store, run)
+            if t.config == config and mechanisms.group_key(t) == cell
+        ]
+        trials += [replace(t, config=label) for t in mine]
+        heads.update(headlines(source.rows_of(run, mine)))
+    found = mechanisms.explain(trials, heads, design_of(runs[1].plan), [labels])
+    return found[0] if found else None
+
+
+def changes_why(store: Store, series: Sequence[Series]) -> None:
+    """Under every change point whose two runs were explained, the mechanisms that differ
+    between them (`across`; each pair of runs and cell read once)."""
+    said: dict[tuple[int, int, str, mechanisms.GroupKey], str] = {}
+    for s in series:
+        for c in s.changes:
+            key = (int(c.before_run["run"]), int(c.after_run["run"]), s.config, s.cell)
+            if key not in said:
+                found = across(store, *key)
+                said[key] = summary(found) if found is not None else ""
+            c.why = said[key]
+
+
+def why(
+    store: Store, run_id: int, decisions: Mapping[Any, Decision] | None = None
+) -> d.Verdicts | None:
+    """Under a run's verdicts, why: per pair its last explain run explained, the counted
+    verdict on the headline metric (from the run's `decisions`, a grid's) and the
+    mechanisms named (none when it has not been explained: `fsbench explain RUN` measures
+    them)."""
+    run = latest_of(store, run_id)
+    if run is None:
+        return None
+    found = explained(store, run).found
+    items = tuple(
+        d.Verdict(source_verdict(decisions or {}, e) or summary(e), (summary(e),), tone(e))
+        for e in found
+    )
+    caption = f"fsbench explain {run.id}: instrumented trials, never counted"
+    return d.Verdicts(items, "Why", caption) if items else None
 
 
 def tone(e: Explanation) -> d.Tone:

@@ -68,6 +68,7 @@ def change_lines(n: int, s: Series, c: ChangePoint) -> list[str]:
         f"   between {run_label(c.before_run)}",
         f"       and {run_label(c.after_run)}",
         f"   also changed: {coincident_text(c)}",
+        *([f"   why: {c.why}"] if c.why else []),
     ]
 
 

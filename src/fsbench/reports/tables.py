@@ -404,13 +404,15 @@ def budget_line(design: GridDesign) -> str:
     if budget is None:
         return f"time: {numbers.seconds(spent)} (no budget){planned}"
     over = design.over_s or 0.0
-    if over > TOLERANCE * budget:
+    of = f"{numbers.seconds(spent)} of a {numbers.seconds(budget)} budget"
+    if design.reserved_s:
+        of += f" ({numbers.seconds(design.reserved_s)} of it reserved for the instrumented pass)"
+    counted = design.counted_budget_s or budget
+    if over > TOLERANCE * counted:
         why = design.over_why or "rounds took longer than projected"
-        return (
-            f"time: {numbers.seconds(spent)} of a {numbers.seconds(budget)} budget, "
-            f"{numbers.seconds(over)} ({numbers.percent(over / budget)}) over: {why}{planned}"
-        )
-    return f"time: {numbers.seconds(spent)} of a {numbers.seconds(budget)} budget{planned}"
+        share = numbers.percent(over / counted)
+        return f"time: {of}, {numbers.seconds(over)} ({share}) over: {why}{planned}"
+    return f"time: {of}{planned}"
 
 
 def order_design_line(rows: list[Row]) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fsbench import __version__
 from fsbench.analysis import aa_check as calibration
+from fsbench.reports import document as d
 from fsbench.reports import run_report
 from fsbench.reports.charts import Chart, all_charts, trial_series
 from fsbench.reports.document import Wants
@@ -49,6 +50,13 @@ def css() -> str:
 def _section(sid: str, title: str, inner: str, about: str = "") -> str:
     about_html = tag("p", e(about), class_="about") if about else ""
     return tag("section", tag("h2", e(title), id=sid) + about_html + inner)
+
+
+def why_html(why: d.Verdicts) -> str:
+    """Per explained pair: the counted verdict, then the mechanisms named (a race's page)."""
+    return "".join(
+        tag("p", tag("strong", e(v.text)) + e(": " + "; ".join(v.details))) for v in why.items
+    )
 
 
 def render_html(report: RunReport, charts: Sequence[Chart], why: Why | None = None) -> str:
