@@ -89,12 +89,15 @@ def test_explain_names_flushes_for_sync_and_nothing_for_an_aa_pair(tmp_path: Pat
     assert page.returncode == 0 and "cache flushes and FUA writes per fsync" in page.stdout
 
     # The views of the explain run's page: the block requests of both configs side by
-    # side and their stacks compared, the journal's wait grown most under sync.
+    # side and their stacks compared. Under sync the journal is waited for in the write
+    # and create paths (fsync's own wait may shrink: the data is on disk already), so
+    # the most changed stack may be one that shrank; a journal wait is among those grown.
     sizes = sync["histograms"]["dev.write_size"]
     assert set(sizes["configs"]) == {"a", "sync"} and sum(sizes["configs"]["sync"]) > 0
     assert sum(sync["histograms"]["dev.queue_depth"]["configs"]["a"]) > 0
-    grown = sync["stack_diff"]["offcpu"]["top"][0]
-    assert grown["values"][1] > grown["values"][0], grown
+    top = sync["stack_diff"]["offcpu"]["top"]
+    grown = [s for s in top if s["values"][1] > s["values"][0]]
+    assert any("jbd2_" in s["stack"] for s in grown), top
 
     # The source run's report says why under its verdicts, from this explain run.
     counted = json.loads(fsbench("report", "1", "--db", db, "--format", "json").stdout)
