@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import sqlite3
+import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from fsbench import workloads
 from fsbench.system import engine as _engine
-from tests.helpers import fsbench, ours
+from tests.helpers import cli_env, fsbench, ours
 
 pytestmark = [
     pytest.mark.integration,
@@ -180,3 +181,18 @@ def test_recorded_timing_waits_the_program_s_gaps_not_strace_s(tmp_path: Path) -
     assert held["calls"] >= 3000 and replayed["measured"]["calls"] == held["calls"]
     # The 3,000 stats' recorded gaps are mostly strace's: taken off, well under half the span.
     assert replayed["measured"]["elapsed_s"] < span / 2, (replayed["measured"], span, cost)
+
+
+def test_an_engine_that_fails_is_one_line_for_record(tmp_path: Path) -> None:
+    """An engine that refuses (a stale build without the trace commands) makes `fsbench
+    record` fail in one line, not a traceback."""
+    env = {**cli_env(), "FSBENCH_ENGINE": "/bin/false"}
+    res = subprocess.run(
+        [sys.executable, "-m", "fsbench.cli", "record", "-o", str(tmp_path / "t.fsbt.gz"),
+         "--", "true"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("fsbench: error: record: fsbench-engine ")
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+    assert not (tmp_path / "t.fsbt.gz").exists()

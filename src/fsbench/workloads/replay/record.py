@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench.system import engine, proc
-from fsbench.system.errors import FsbenchError
+from fsbench.system.errors import FsbenchError, TrialFailed
 
 TRACER = proc.Tool("strace", "strace")
 # Calls of the loop that measures strace's cost per call before each recording: about a
@@ -70,6 +70,13 @@ def tracer_cost(work: Path, calls: int) -> engine.StraceCost:
 def record(command: list[str], out: Path, *, directory: Path | None, with_data: bool) -> Recording:
     """Run `command` in `directory` (None: an empty scratch directory, removed after)
     under strace and write its trace to `out`."""
+    try:
+        return _record(command, out, directory=directory, with_data=with_data)
+    except TrialFailed as exc:  # the engine's refusal: outside a trial, one line
+        raise FsbenchError(f"record: {exc}") from None
+
+
+def _record(command: list[str], out: Path, *, directory: Path | None, with_data: bool) -> Recording:
     if not command:
         raise FsbenchError("record needs a command after --: fsbench record -o FILE -- CMD ...")
     if (why := proc.missing_tools([TRACER])) is not None:
