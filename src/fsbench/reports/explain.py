@@ -245,23 +245,9 @@ def changes_why(store: Store, series: Sequence[Series]) -> None:
             c.why = said[key]
 
 
-def why(
-    store: Store, run_id: int, decisions: Mapping[Any, Decision] | None = None
-) -> d.Verdicts | None:
-    """Under a run's verdicts, why: per pair its last explain run explained, the counted
-    verdict on the headline metric (from the run's `decisions`, a grid's) and the
-    mechanisms named (none when it has not been explained: `fsbench explain RUN` measures
-    them)."""
-    run = latest_of(store, run_id)
-    if run is None:
-        return None
-    found = explained(store, run).found
-    items = tuple(
-        d.Verdict(source_verdict(decisions or {}, e) or summary(e), (summary(e),), tone(e))
-        for e in found
-    )
-    caption = f"fsbench explain {run.id}: instrumented trials, never counted"
-    return d.Verdicts(items, "Why", caption) if items else None
+def caption(explain_run: int) -> str:
+    """What says where an account under a verdict comes from."""
+    return f"fsbench explain {explain_run}: instrumented trials, never counted"
 
 
 def tone(e: Explanation) -> d.Tone:

@@ -194,16 +194,22 @@ def document(store: Store, run_id: int) -> TuneReport:
 
 def _why(store: Store, run_id: int, result: RaceResult) -> dict[str, Any]:
     """The account of the race's last explain run, each pair under the race's verdict on
-    it (the grid report's `why`, reports/explain.py)."""
-    found = explaining.why(store, run_id)
-    if found is None:
+    it (reports/explain.py)."""
+    run = explaining.latest_of(store, run_id)
+    found = explaining.explained(store, run).found if run is not None else []
+    if run is None or not found:
         return {}
     said = f"race: {result.leader} won" if result.leader else ""
     said += f", {result.runner_up} next" if said and result.runner_up else ""
     items = [
-        WhyDoc(verdict=said or v.text, mechanisms=v.details[0], tone=v.tone) for v in found.items
+        WhyDoc(
+            verdict=said or explaining.summary(e),
+            mechanisms=explaining.summary(e),
+            tone=explaining.tone(e),
+        )
+        for e in found
     ]
-    return {"why_caption": found.caption, "why": items}
+    return {"why_caption": explaining.caption(int(run.id or 0)), "why": items}
 
 
 def _values(

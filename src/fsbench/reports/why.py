@@ -33,7 +33,7 @@ class Why:
 
     @property
     def source(self) -> str:
-        return f"fsbench explain {self.explain_run}: instrumented trials, never counted"
+        return explaining.caption(self.explain_run)
 
     @property
     def fact(self) -> str:
