@@ -153,14 +153,14 @@ class StraceCost:
     gap_ns: int
 
 
-def fstat_loop_argv(directory: Path, calls: int) -> list[str]:
-    """The engine's plain loop of `calls` fstats of one file in `directory` (its JSON
-    says the loop's own seconds)."""
-    return [str(engine()), "trace", "fstat-loop", "--calls", str(calls), "--dir", str(directory)]
+def fstat_loop_args(directory: Path, calls: int) -> list[str]:
+    """The engine's plain loop of `calls` fstats of one file in `directory`, as arguments
+    after the engine's path (its JSON says the loop's own seconds)."""
+    return ["trace", "fstat-loop", "--calls", str(calls), "--dir", str(directory)]
 
 
 def fstat_loop(directory: Path, calls: int) -> dict[str, Any]:
-    return _call(fstat_loop_argv(directory, calls)[1:], None, 600, versioned=False)
+    return _call(fstat_loop_args(directory, calls), None, 600, versioned=False)
 
 
 def strace_gaps(strace_out: Path, calls: int) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def tracer_cost(work: Path, calls: int) -> engine.StraceCost:
     native = float(engine.fstat_loop(loop, calls)["seconds"])
     strace_out = work / "calibration.strace"
     argv = ["strace", *engine.strace_args(), "-o", str(strace_out), "--"]
-    res = proc.run([*argv, *engine.fstat_loop_argv(loop, calls)], timeout=600)
+    res = proc.run([*argv, str(engine.engine()), *engine.fstat_loop_args(loop, calls)], timeout=600)
     if not res.ok:
         raise FsbenchError(f"record: strace's cost per call not measured: {res.output}")
     traced = float(json.loads(res.stdout)["seconds"])
