@@ -11,6 +11,7 @@ import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,18 +53,23 @@ print(total)
 """
 
 
+def _recorded(tree: Path, trace: Path, program: str) -> dict[str, Any]:
+    """`fsbench record` of a Python program run in `tree`: its JSON report."""
+    res = fsbench(
+        "record", "-o", str(trace), "--dir", str(tree), "--json", "--", sys.executable, "-c",
+        program,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    report: dict[str, Any] = json.loads(res.stdout[res.stdout.index("{") :])
+    return report
+
+
 def _record(tmp: Path) -> tuple[Path, dict[str, object]]:
     tree = tmp / "tree"
     (tree / "data").mkdir(parents=True)
     (tree / "data" / "input.bin").write_bytes(b"x" * 50_000)
     trace = tmp / "program.fsbt.gz"
-    res = fsbench(
-        "record", "-o", str(trace), "--dir", str(tree), "--json", "--", sys.executable, "-c",
-        PROGRAM,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    report: dict[str, object] = json.loads(res.stdout[res.stdout.index("{") :])
-    return trace, report
+    return trace, _recorded(tree, trace, PROGRAM)
 
 
 def test_a_recorded_program_replays_its_calls_on_ext4_and_xfs(workdir: Path) -> None:
@@ -162,12 +168,7 @@ def test_recorded_timing_waits_the_program_s_gaps_not_strace_s(tmp_path: Path) -
     tree = tmp_path / "tree"
     tree.mkdir()
     trace = tmp_path / "dense.fsbt.gz"
-    res = fsbench(
-        "record", "-o", str(trace), "--dir", str(tree), "--json", "--", sys.executable, "-c",
-        DENSE,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    cost = json.loads(res.stdout[res.stdout.index("{") :])["tracer_cost_ns"]
+    cost = _recorded(tree, trace, DENSE)["tracer_cost_ns"]
     assert 0 < cost["gap"] <= cost["per_call"]
     held = _engine.trace_summary(trace)
     assert held["header"]["tracer_overhead_ns"] == cost["per_call"]
