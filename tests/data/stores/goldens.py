@@ -19,7 +19,7 @@ from fsbench.cli.app import app
 
 DATA = Path(__file__).resolve().parent
 GOLDENS = DATA / "goldens"
-RUNS = {"v5": [1, 2], "v6": [1, 2, 3], "v6-fleet": [1], "v7": [1, 2], "v8": [1]}
+RUNS = {"v5": [1, 2], "v6": [1, 2, 3], "v6-fleet": [1], "v7": [1, 2], "v8": [1], "v12": [1, 2]}
 # name: the report's arguments after RUN, and the golden's suffix
 REPORTS = {"table": ["-f", "table"], "md": ["-f", "md"], "csv": ["-f", "csv"]}
 # A file is written at its own width (160 columns), the piped terminal at 200.
