@@ -3,7 +3,8 @@ real store filled through its own API (tests/explained_runs.py: `sync` waits PLA
 seconds a trial more in the journal, flushes three times as often, writes 4 KiB requests
 at depth 1 where `a` writes 64 KiB ones at depth 4): the line under the verdict in every
 format, the differential flame graph's most changed stack, the histograms' values, and
-the page's images drawn by matplotlib."""
+the page's images drawn by matplotlib; and, from a real explain run's store, the queue
+depth over time."""
 
 from __future__ import annotations
 
@@ -11,21 +12,25 @@ import csv
 import io
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_rgb
 from PIL import Image
 
 from fsbench.reports import document as d
 from fsbench.reports import explain, export, run_report
 from fsbench.reports.charts.flame import relative, tree
+from fsbench.reports.charts.style import config_colors
 from fsbench.reports.html.page import html_report
 from fsbench.store.results import Store
 from tests.explained_runs import DEVICE, JOURNAL, PLANTED, explained_store
 
 Runs = tuple[Store, int, int]
+STORES = Path(__file__).resolve().parents[1] / "data" / "stores"
 
 
 @pytest.fixture
@@ -132,3 +137,34 @@ def test_the_page_embeds_the_drawn_images(runs: Runs, tmp_path: Path) -> None:
     r, g, b = pixels[..., 0], pixels[..., 1], pixels[..., 2]
     assert ((r > g + 60) & (r > b + 60)).mean() > 0.05
     assert len(list(charts.glob("hist-*.svg"))) == 2
+
+
+def test_the_queue_depth_over_time_is_drawn_from_a_real_explain_run(tmp_path: Path) -> None:
+    """tests/data/stores/v12.db's run 2, a real explain pass (bpftrace on a loop device):
+    each config's queue depth over its trials is a line on the page, its points in the
+    JSON, and the text formats say where it is drawn."""
+    copy = tmp_path / "v12.db"
+    shutil.copyfile(STORES / "v12.db", copy)
+    store = Store(copy)
+    document = explain.report(store, 2, d.Wants(charts=True))
+    store.close()
+    (lines,) = [b for b in document.blocks if isinstance(b, d.Lines)]
+    assert lines.title == "queue depth over time: ext4 sync against ext4"
+    assert [c for c, _, _ in lines.series] == ["ext4", "ext4 sync"]
+    for _, ts, depths in lines.series:
+        assert len(ts) == len(depths) > 10 and ts == tuple(sorted(ts)) and max(depths) >= 1
+    (said,) = document.payload["explanation"]
+    over = said["over_time"]["queue_depth_over_time"]
+    assert over["configs"]["ext4 sync"]["values"] == list(lines.series[1][2])
+    assert "the HTML report draws it" in export.write(document, "md")
+
+    charts = tmp_path / "charts"
+    page = export.write(document, "html", export.Options(charts=charts))
+    assert 'alt="queue depth over time: ext4 sync against ext4"' in page
+    # Named as the pair's other charts are: its digest, workload and configs.
+    (hist,) = charts.glob("hist-dev-queue-depth-*.png")
+    png = charts / hist.name.replace("hist-dev-queue-depth-", "depth-over-time-")
+    pixels = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    for color in config_colors(["ext4", "ext4 sync"]).values():  # both lines are drawn
+        rgb = np.array(to_rgb(color)) * 255
+        assert (np.abs(pixels - rgb).sum(axis=2) < 30).sum() > 200

@@ -13,7 +13,9 @@ A block says what a thing is, never how a format shows it:
 - `Preformatted`: text kept as it is (a log, a command);
 - `Chart`: means with their intervals on a categorical axis, and bands across it;
 - `Histogram` and `FlameDiff`: two configs' counts by bucket, and their folded stacks
-  compared: drawn where a page shows charts, a table elsewhere.
+  compared: drawn where a page shows charts, a table elsewhere;
+- `Lines`: values over time, a line per config: drawn where a page shows charts,
+  elsewhere a line saying where it is drawn.
 
 Values reach a block already written by system/numbers.py's rules, so that every format
 shows the same number the same way; a cell may also carry the value itself (`Cell.value`).
@@ -191,6 +193,20 @@ class FlameDiff:
         )
 
 
+@dataclass(frozen=True)
+class Lines:
+    """Values over time, one line per config (the queue depth its instrumented trials
+    sampled at 10 Hz); where no chart is drawn, `elsewhere` says where it is."""
+
+    name: str  # its file's stem, where charts are kept
+    title: str
+    x_label: str
+    y_label: str
+    series: tuple[tuple[str, tuple[float, ...], tuple[float, ...]], ...]  # (config, t, value)
+    about: str = ""  # what a line's values are
+    elsewhere: str = ""  # where it is drawn (a page), for a format that draws no chart
+
+
 def _tail(stack: str, frames: int = 7) -> str:
     """A folded stack's last frames, where stacks differ, without the scheduler's own that
     every off-CPU stack ends in (the whole stack is the cell's value)."""
@@ -200,7 +216,9 @@ def _tail(stack: str, frames: int = 7) -> str:
     return ";".join(parts) if len(parts) <= frames else "…;" + ";".join(parts[-frames:])
 
 
-Block = Title | Facts | Table | Verdicts | Notes | Preformatted | Chart | Histogram | FlameDiff
+Block = (
+    Title | Facts | Table | Verdicts | Notes | Preformatted | Chart | Histogram | FlameDiff | Lines
+)
 
 
 @dataclass(frozen=True)

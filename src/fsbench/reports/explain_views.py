@@ -1,9 +1,10 @@
 """What an explained pair's two configs did differently, as the tracers' maps show it: the
 differential of their folded stacks (off-CPU seconds, profile samples as shares: a
-differential flame graph's data) and their block requests' size and queue-depth
-histograms side by side. Each a document block (reports/document.py `FlameDiff`,
-`Histogram`) that a page draws and other formats write as a table, and a payload a reader
-can redraw them from.
+differential flame graph's data), their block requests' size and queue-depth
+histograms side by side, and the target's queue depth over time in each trial. Each a
+document block (reports/document.py `FlameDiff`, `Histogram`, `Lines`) that a page draws
+and other formats write as a table (or, for the lines, say where they are drawn), and a
+payload a reader can redraw them from.
 
 Pure: an explanation, its trials and their maps in; blocks and JSON out. Values are a
 config's mean per instrumented trial of the pair's comparison."""
@@ -30,6 +31,8 @@ HISTOGRAMS = (
     ("dev.read_size", "read request sizes", "request size", True),
     ("dev.queue_depth", "queue depth at each request's issue", "requests in flight", False),
 )
+# The block-trace's 10 Hz in-flight counts ("dev@0.1": the target's at 0.1 s).
+OVER_TIME, DEVICE = "queue_depth_over_time", "dev@"
 
 
 def maps_of(
@@ -118,23 +121,64 @@ def histogram(
     )
 
 
-View = d.FlameDiff | d.Histogram
+def over_time(e: Explanation, trials: Sequence[TrialRecord], maps: Maps) -> d.Lines | None:
+    """The target's queue depth over the pair's instrumented trials: per config, the mean
+    of its trials at each sample (trials aligned at their start; past a trial's end, the
+    trials still running)."""
+    series = []
+    for config in (e.a, e.b):
+        found = [
+            dict(_at(k, v) for k, v in m.items() if k.startswith(DEVICE))
+            for m in maps_of(e, trials, maps, config, OVER_TIME)
+        ]
+        found = [f for f in found if f]
+        times = sorted(set().union(*found)) if found else []
+        if times:
+            means = [sum(f[t] for f in found if t in f) / sum(t in f for f in found) for t in times]
+            series.append((config, tuple(times), tuple(means), len(found)))
+    if not series:
+        return None
+    return d.Lines(
+        f"depth-over-time-{_stem(e)}",
+        f"queue depth over time: {e.b} against {e.a}",
+        "seconds into the trial",
+        "requests in flight",
+        tuple((c, ts, vs) for c, ts, vs, _ in series),
+        about="mean of " + " and ".join(f"{n} {c}" for c, _, _, n in series) + " trials at each "
+        "sample, aligned at their start",
+        elsewhere=f"the HTML report draws it; the JSON has its lines ({OVER_TIME})",
+    )
+
+
+def _at(key: str, value: float) -> tuple[float, float]:
+    """(seconds, value) of an over-time key "dev@1.5"."""
+    return float(key.partition("@")[2]), value
+
+
+View = d.FlameDiff | d.Histogram | d.Lines
 
 
 def views(e: Explanation, trials: Sequence[TrialRecord], maps: Maps) -> dict[str, View]:
-    """The pair's differential views by the map they show: its stacks' flame graphs, then
-    its histograms."""
+    """The pair's differential views by the map they show: its stacks' flame graphs, its
+    histograms, then its queue depth over time."""
     found: dict[str, View | None] = {t: flame(e, trials, maps, t) for t in FOLDED}
     found |= {h[0]: histogram(e, trials, maps, h[0]) for h in HISTOGRAMS}
+    found[OVER_TIME] = over_time(e, trials, maps)
     return {name: v for name, v in found.items() if v is not None}
 
 
 def payload(found: Mapping[str, View], top: int = 20) -> dict[str, Any]:
-    """The views' data, for a reader to redraw: each histogram per config, and the stacks
-    that changed most (`top` of each tracer)."""
-    out: dict[str, Any] = {"histograms": {}, "stack_diff": {}}
+    """The views' data, for a reader to redraw: each histogram per config, the stacks
+    that changed most (`top` of each tracer), and each config's line over time."""
+    out: dict[str, Any] = {"histograms": {}, "stack_diff": {}, "over_time": {}}
     for name, v in found.items():
-        if isinstance(v, d.Histogram):
+        if isinstance(v, d.Lines):
+            out["over_time"][name] = {
+                "unit": v.y_label,
+                "about": v.about,
+                "configs": {c: {"t": list(ts), "values": list(vs)} for c, ts, vs in v.series},
+            }
+        elif isinstance(v, d.Histogram):
             out["histograms"][name] = {
                 "buckets": list(v.buckets),
                 "unit": v.y_label,

@@ -115,12 +115,15 @@ def _block(b: d.Block, chart_dir: Path, kept: tuple[str, ...]) -> str:
         return tag("h2", e(b.title)) + pre(b.text)
     from fsbench.reports.charts.flame import flame_chart
     from fsbench.reports.charts.histogram import histogram_chart
+    from fsbench.reports.charts.overtime import lines_chart
     from fsbench.reports.charts.points import points_chart
     from fsbench.reports.html.embed import img
     from fsbench.reports.html.markup import details
 
     if isinstance(b, d.Histogram):
         return img(histogram_chart(b, chart_dir, kept))
+    if isinstance(b, d.Lines):
+        return img(lines_chart(b, chart_dir, kept))
     if isinstance(b, d.FlameDiff):  # the image, and the stacks it draws ranked
         stacks = replace(b.as_table(), title="")
         ranked = details(e(f"{b.title}: the stacks that changed most"), _table(stacks))

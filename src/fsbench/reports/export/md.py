@@ -68,6 +68,8 @@ def block(b: d.Block) -> list[str]:
         return [f"### {escape(b.title)}", "", "```", b.text.rstrip("\n"), "```", ""]
     if isinstance(b, d.Histogram | d.FlameDiff):
         return table(b.as_table())
+    if isinstance(b, d.Lines):
+        return [f"_{escape(b.title)}: {escape(b.elsewhere)}_", ""]
     return []  # a chart is drawn only where a page shows it
 
 

@@ -113,6 +113,9 @@ class _Printer:
                 self.line(f"  {text}")
         elif isinstance(block, d.Histogram | d.FlameDiff):
             self.block(block.as_table())
+        elif isinstance(block, d.Lines):
+            self.gap()
+            self.line(f"{block.title}: {block.elsewhere}", "muted")
         # A chart is drawn only where a page shows it.
 
 
