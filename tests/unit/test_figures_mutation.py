@@ -52,6 +52,7 @@ def problems(doc: str, text: str, report: list[str]) -> list[str]:
         found += readme_example.shown_but_not_printed(report, text)
         if readme_example.said(text) != readme_example._said(report):
             found.append("README.md: the example's prose says other numbers")
+        found += readme_example.why_problems(text)
     if doc == str(describe.DOC) and describe.table_in(text) != describe.markdown():
         found.append(f"{doc}: the parameter table is not `fsbench list workloads --format md`")
     return found

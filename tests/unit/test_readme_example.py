@@ -1,8 +1,12 @@
 """The README's "What a result looks like" is what `fsbench report 1` prints of the store it
 names (tests/data/stores/v8.db), line for line and in order: a change to the tables or the
-verdicts shows up there, or this fails. Its prose (the README's `<!-- example: -->`
+verdicts shows up there, or this fails. Its prose (the README's first `<!-- example: -->`
 passage) is compared too: every number it says is one the report prints, and what it
-counts of the example (header lines, notes) is what the example holds."""
+counts of the example (header lines, notes) is what the example holds.
+
+The second example passage shows the why line under a verdict: its table is, whole and
+without a line left out, what `fsbench report 1` prints of tests/data/stores/v12.db (a real
+run with its explain pass), and the runs its prose names are that store's."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -20,6 +26,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import figures  # noqa: E402
 
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+STORES = ROOT / "tests" / "data" / "stores"
+EXAMPLE, WHY = "v8.db", "v12.db"  # the stores of the two example passages
 
 
 def _readme(text: str | None) -> str:
@@ -40,10 +48,10 @@ def printed(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return report_lines(tmp_path_factory.mktemp("readme"))
 
 
-def report_lines(tmp: Path) -> list[str]:
-    """What `fsbench report 1` prints of a copy of the store the README names."""
+def report_lines(tmp: Path, name: str = EXAMPLE) -> list[str]:
+    """What `fsbench report 1` prints of a copy of a store the README names."""
     store = tmp / "COPY.db"
-    shutil.copyfile(ROOT / "tests" / "data" / "stores" / "v8.db", store)
+    shutil.copyfile(STORES / name, store)
     res = subprocess.run(
         [sys.executable, "-m", "fsbench.cli", "report", "1", "--db", str(store)],
         capture_output=True,
@@ -70,11 +78,19 @@ def test_the_readme_shows_what_the_report_prints(printed: list[str]) -> None:
     assert shown_but_not_printed(printed) == []
 
 
-def _prose(text: str | None = None) -> str:
-    """The example passage's text outside its code block."""
-    text = _readme(text)
-    (passage,) = [p for p in figures.all_passages(text, "README.md") if p.kind == "example"]
-    return re.sub(r"```.*?```", "", passage.text, flags=re.DOTALL)
+def _passage(text: str | None, store: str) -> str:
+    """The text of the example passage that names `store`."""
+    (passage,) = [
+        p
+        for p in figures.all_passages(_readme(text), "README.md")
+        if p.kind == "example" and f"tests/data/stores/{store}" in p.text
+    ]
+    return passage.text
+
+
+def _prose(text: str | None = None, store: str = EXAMPLE) -> str:
+    """An example passage's text outside its code block."""
+    return re.sub(r"```.*?```", "", _passage(text, store), flags=re.DOTALL)
 
 
 def _said(printed: list[str]) -> list[int]:
@@ -98,9 +114,9 @@ def _said(printed: list[str]) -> list[int]:
     ]
 
 
-def said(text: str | None = None) -> list[int]:
-    """The numbers the example's prose says, in order."""
-    return [int(n.text) for line in _prose(text).splitlines() for n in figures.numbers(line)]
+def said(text: str | None = None, store: str = EXAMPLE) -> list[int]:
+    """The numbers an example's prose says, in order."""
+    return [int(n.text) for line in _prose(text, store).splitlines() for n in figures.numbers(line)]
 
 
 def test_the_readme_says_what_the_report_prints(printed: list[str]) -> None:
@@ -130,3 +146,58 @@ def test_the_readme_quotes_the_verdicts_it_explains(printed: list[str]) -> None:
     assert "write-4k is ordered" in prose and "<" in verdicts.split("n < 3")[1]
     assert "fallocate's seconds" in prose and "undecided: n < 3" in verdicts
     assert "an outlier" in prose and any("outliers:" in line for line in _example())
+
+
+@cache
+def why_printed() -> tuple[str, ...]:
+    """What `fsbench report 1` prints of a copy of the why passage's store (once)."""
+    with tempfile.TemporaryDirectory(prefix="readme-why-") as tmp:
+        return tuple(report_lines(Path(tmp), WHY))
+
+
+def _why_block(text: str | None = None) -> list[str]:
+    block = re.search(r"```text\n(.*?)```", _passage(text, WHY), re.DOTALL)
+    assert block is not None
+    return [line.rstrip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def why_problems(text: str | None = None) -> list[str]:
+    """What the why passage says that the report does not print: its table, compared whole
+    (the lines of the report from the table's title on, blank lines aside), and the runs
+    its prose names (the counted run and its explain pass)."""
+    printed = [line for line in why_printed() if line.strip()]
+    shown, problems = _why_block(text), []
+    at = printed.index(shown[0]) if shown and shown[0] in printed else -1
+    if at < 0 or printed[at : at + len(shown)] != shown:
+        problems.append("README.md: the why example is not what `fsbench report 1` prints")
+    out = "\n".join(printed)
+    run = re.search(r"^fsbench run (\d+) ", out, re.MULTILINE)
+    explain = re.search(r"^why: fsbench explain (\d+) ", out, re.MULTILINE)
+    assert run and explain
+    if said(text, WHY) != [int(run.group(1)), int(explain.group(1))]:
+        problems.append("README.md: the why example's prose names other runs")
+    return problems
+
+
+def test_the_readme_shows_the_why_line_the_report_prints() -> None:
+    """The second example is the why store's table whole, with the line under its verdict
+    that its explain run says (`why ext4 sync against ext4: ...`), and its prose names run
+    1 and its explain run 2."""
+    assert why_problems() == []
+    block = _why_block()
+    verdict = next(i for i, line in enumerate(block) if line.lstrip().startswith("verdict "))
+    why = next(i for i, line in enumerate(block) if line.lstrip().startswith("why "))
+    assert verdict < why and block[why].lstrip().startswith("why ext4 sync against ext4: ")
+    assert "(explained: " in " ".join(block[why:])
+
+
+def test_a_changed_rendering_fails_the_why_example() -> None:
+    """A line of the table dropped, a ratio of the why line changed, or another run named
+    in the prose: each is a problem."""
+    text = _readme(None)
+    why = next(line for line in _why_block(text) if line.lstrip().startswith("why "))
+    dropped = text.replace("  ext4 sync                             406", "", 1)
+    changed = text.replace(why, why.replace("130x", "131x"), 1)
+    renamed = text.replace("its explain pass is run 2", "its explain pass is run 3", 1)
+    for copy in (dropped, changed, renamed):
+        assert copy != text and why_problems(copy)
