@@ -197,3 +197,64 @@ def test_an_engine_that_fails_is_one_line_for_record(tmp_path: Path) -> None:
     assert res.stderr.startswith("fsbench: error: record: fsbench-engine ")
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
     assert not (tmp_path / "t.fsbt.gz").exists()
+
+
+# Copies the kernel makes (cp uses copy_file_range), with and without offsets, and the
+# two half-inside cases: data arriving from a file outside the tree, data leaving to one.
+COPIES = """
+import os, subprocess, sys
+outside = sys.argv[1]
+subprocess.run(["cp", "data/input.bin", "copy.bin"], check=True)
+src = os.open("data/input.bin", os.O_RDONLY)
+dst = os.open("parts.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+assert os.copy_file_range(src, dst, 10_000, 95_000, 5_000) == 7_400  # to the end
+assert os.copy_file_range(src, dst, 7_000) == 7_000
+assert os.sendfile(dst, src, None, 4_096) == 4_096
+assert os.sendfile(dst, src, 100_000, 3_000) == 2_400  # to the end
+far = os.open(f"{outside}/far.bin", os.O_RDONLY)
+assert os.copy_file_range(far, dst, 2_000) == 2_000  # arrives from outside: a write
+away = os.open(f"{outside}/away.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+assert os.sendfile(away, src, 0, 1_500) == 1_500  # leaves the tree: a read
+"""
+
+
+def test_copies_by_the_kernel_replay_as_copies(workdir: Path) -> None:
+    """copy_file_range and sendfile between the tree's files are replayed as the same
+    calls, at the recorded offsets (two copies stop at the end of the file: the counts
+    differ if an offset is lost); on xfs a copy may share blocks, which is the
+    filesystem's difference to keep; with one side outside the tree, as the write or
+    read of the bytes that crossed."""
+    tree, outside = workdir / "tree", workdir / "outside"
+    (tree / "data").mkdir(parents=True)
+    outside.mkdir()
+    (tree / "data" / "input.bin").write_bytes(bytes(range(256)) * 400)  # 102,400 bytes
+    (outside / "far.bin").write_bytes(b"f" * 2_000)
+    trace = workdir / "copies.fsbt.gz"
+    res = fsbench(
+        "record", "-o", str(trace), "--dir", str(tree), "--json", "--", sys.executable, "-c",
+        COPIES, str(outside),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    kinds = json.loads(res.stdout[res.stdout.index("{") :])["calls_by_kind"]
+    # cp's copy_file_range calls (the data, then 0 at the end), and the program's two.
+    assert kinds["copy_file_range"] >= 3 and kinds["sendfile"] == 2, kinds
+    summary = _engine.trace_summary(trace)["kinds"]
+    copied = summary["copy_file_range"]["bytes"]
+    assert copied == 102_400 + 7_400 + 7_000
+    assert summary["sendfile"]["bytes"] == 4_096 + 2_400
+    assert kinds["write"] >= 1 and kinds["pread"] >= 1  # the half-inside copies
+    res = fsbench(
+        "run", "--workdir", str(workdir / "work"), "--db", str(workdir / "r.db"),
+        "--image-size", "1G", "--scale", "tiny", "--reps", "1", "--json",
+        "--fs", "ext4,xfs", "--workload", "replay", "--set", f"trace={trace}",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["rows"]
+    for fs in ("ext4", "xfs"):
+        got = {r["metric"]: r["mean"] for r in rows if r["fs"] == fs}
+        assert got["mismatches"] == 0 and got["calls_not_replayed"] == 0, (fs, got)
+        assert got["bytes_unlike_recording"] == 0, fs
+        assert got["copy_file_range_calls"] == kinds["copy_file_range"], fs
+        assert got["copy_file_range_bytes"] == copied, fs
+        assert got["sendfile_bytes"] == 4_096 + 2_400, fs
+    assert ours(workdir) == ([], [])

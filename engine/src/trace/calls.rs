@@ -115,6 +115,30 @@ fn bind(t: &Tables, recorded: i64, r: i64) -> i64 {
     r
 }
 
+/// A copy in the kernel (copy_file_range, sendfile) until it has moved the bytes the
+/// recording's call moved: the kernel may copy less per call on another filesystem (xfs
+/// shares whole blocks first), where the program would have called again. `call` gets
+/// the bytes still to move; the offsets it passes by pointer move with each call.
+fn whole_copy(recorded: i64, asked: i64, mut call: impl FnMut(usize) -> i64) -> i64 {
+    if recorded <= 0 {
+        return ret(call(asked.max(0) as usize));
+    }
+    let mut moved = 0;
+    while moved < recorded {
+        let r = ret(call((recorded - moved) as usize));
+        if r <= 0 {
+            return if moved > 0 { moved } else { r };
+        }
+        moved += r;
+    }
+    moved
+}
+
+/// An offset passed by pointer: -1 (recorded as NULL) is the descriptor's own offset.
+fn offset_ptr(off: &mut i64) -> *mut i64 {
+    if *off >= 0 { off } else { std::ptr::null_mut() }
+}
+
 fn follow(flag: i64) -> c_int {
     if flag != 0 {
         0
@@ -185,6 +209,25 @@ pub fn execute(op: &Op, t: &Tables, b: &mut Buffers) -> i64 {
                 let buf = b.write(size(1));
                 let iov = one_iovec(buf.as_ptr().cast_mut(), buf.len());
                 ret(libc::pwritev(fd(), &iov, 1, n[2]) as i64)
+            }
+            Kind::CopyFileRange => {
+                let (mut from_off, mut to_off) = (n[1], n[3]);
+                whole_copy(op.result, n[4], |left| {
+                    libc::copy_file_range(
+                        fd(),
+                        offset_ptr(&mut from_off),
+                        fd_of(t, n[2]),
+                        offset_ptr(&mut to_off),
+                        left,
+                        0,
+                    ) as i64
+                })
+            }
+            Kind::Sendfile => {
+                let mut from_off = n[2];
+                whole_copy(op.result, n[3], |left| {
+                    libc::sendfile(fd(), fd_of(t, n[1]), offset_ptr(&mut from_off), left) as i64
+                })
             }
             Kind::Lseek => ret(libc::lseek(fd(), n[1], n[2] as c_int)),
             Kind::Fsync => ret(i64::from(libc::fsync(fd()))),

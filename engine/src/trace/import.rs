@@ -22,7 +22,7 @@ use crate::trace::kind::{Kind, MAX_INTS};
 use crate::trace::snapshot::{self, Entry};
 use crate::trace::straceline::{
     Body, Parsed, field, iov_total, number_and_decoration, parse_call, parse_int, parse_line,
-    parse_string,
+    parse_string, trim,
 };
 
 /// What the starting tree's files hold when their contents were not recorded.
@@ -61,6 +61,8 @@ pub const SYSCALLS: &[&str] = &[
     "pwrite64",
     "pwritev",
     "pwritev2",
+    "copy_file_range",
+    "sendfile",
     "lseek",
     "fsync",
     "fdatasync",
@@ -136,8 +138,6 @@ pub const SYSCALLS: &[&str] = &[
 /// Traced too, only to be counted in the trace as not replayed (`not-replayed:NAME`): calls
 /// that move a file's data or drop descriptors in ways the replay does not make.
 pub const SEEN_NOT_REPLAYED: &[&str] = &[
-    "copy_file_range",
-    "sendfile",
     "splice",
     "close_range",
     "mremap",
@@ -360,6 +360,27 @@ fn int(p: &Parsed<'_>, i: usize) -> i64 {
     parse_int(arg(p, i)).unwrap_or(0)
 }
 
+/// An offset given by pointer, as strace shows it: `NULL` (-1: the descriptor's own
+/// offset, moved by the call), `[10]`, or `[10] => [4106]` (the value before the call).
+fn offset(a: &[u8]) -> i64 {
+    let a = trim(a);
+    match a.strip_prefix(b"[") {
+        Some(rest) => {
+            let end = rest.iter().position(|b| *b == b']').unwrap_or(rest.len());
+            parse_int(&rest[..end]).unwrap_or(-1)
+        }
+        None => -1,
+    }
+}
+
+/// A descriptor operand: one of the tree's, one outside it, or one that names a file of
+/// the tree but was opened where the trace cannot follow.
+enum Descriptor {
+    Tree(FdEntry),
+    Outside,
+    Unknown,
+}
+
 impl Importer {
     fn skip(&mut self, pid: i64, what: String) {
         if let Some(t) = self.tasks.get_mut(&pid) {
@@ -446,6 +467,87 @@ impl Importer {
 
     fn fd(&self, pid: i64, fd: i64) -> Option<FdEntry> {
         self.tasks.get(&pid)?.table.borrow().get(&fd).copied()
+    }
+
+    fn descriptor(&self, pid: i64, a: &[u8]) -> Option<Descriptor> {
+        let (fd, deco) = number_and_decoration(a)?;
+        Some(match self.fd(pid, fd) {
+            Some(e) => Descriptor::Tree(e),
+            None if deco.is_some_and(|d| self.relative(&strip_deleted(d)).is_some()) => {
+                Descriptor::Unknown
+            }
+            None => Descriptor::Outside,
+        })
+    }
+
+    /// copy_file_range and sendfile: a copy when both files are the tree's; a write of
+    /// the bytes that arrived when only the destination is (the source, outside the
+    /// tree, is not replayed), a read of those that left when only the source is.
+    #[allow(clippy::too_many_arguments)]
+    fn copy(
+        &mut self,
+        pid: i64,
+        ts: i64,
+        p: &Parsed<'_>,
+        kind: Kind,
+        (from_arg, to_arg): (usize, usize),
+        (from_off, to_off): (i64, i64),
+        len: i64,
+    ) -> Result<()> {
+        let name = kind.name();
+        let (Some(from), Some(to)) = (
+            self.descriptor(pid, arg(p, from_arg)),
+            self.descriptor(pid, arg(p, to_arg)),
+        ) else {
+            self.skip(pid, format!("unparsed:{name}"));
+            return Ok(());
+        };
+        let Some(res) = Self::result(p) else {
+            self.skip(pid, format!("interrupted:{name}"));
+            return Ok(());
+        };
+        let moved = res.max(0);
+        match (from, to) {
+            (Descriptor::Unknown, _) | (_, Descriptor::Unknown) => {
+                self.skip(pid, format!("unknown-descriptor:{name}"));
+                Ok(())
+            }
+            (Descriptor::Tree(f), Descriptor::Tree(t)) => {
+                let ints = match kind {
+                    Kind::Sendfile => vec![i64::from(t.id), i64::from(f.id), from_off, len],
+                    _ => vec![i64::from(f.id), from_off, i64::from(t.id), to_off, len],
+                };
+                self.emit(pid, ts, p, kind, res, &ints, None)
+            }
+            _ if res < 0 => {
+                self.outside(pid, kind);
+                Ok(())
+            }
+            (Descriptor::Outside, Descriptor::Tree(t)) if to_off >= 0 => {
+                let ints = [i64::from(t.id), moved, to_off];
+                self.emit(pid, ts, p, Kind::Pwrite, res, &ints, None)
+            }
+            (Descriptor::Outside, Descriptor::Tree(t)) => self.emit(
+                pid,
+                ts,
+                p,
+                Kind::Write,
+                res,
+                &[i64::from(t.id), moved],
+                None,
+            ),
+            (Descriptor::Tree(f), Descriptor::Outside) if from_off >= 0 => {
+                let ints = [i64::from(f.id), moved, from_off];
+                self.emit(pid, ts, p, Kind::Pread, res, &ints, None)
+            }
+            (Descriptor::Tree(f), Descriptor::Outside) => {
+                self.emit(pid, ts, p, Kind::Read, res, &[i64::from(f.id), moved], None)
+            }
+            (Descriptor::Outside, Descriptor::Outside) => {
+                self.outside(pid, kind);
+                Ok(())
+            }
+        }
     }
 
     fn result(p: &Parsed<'_>) -> Option<i64> {
@@ -902,6 +1004,22 @@ impl Importer {
                 let more = [iov_total(arg(&p, 1)), int(&p, 3)];
                 self.on_fd(pid, ts, &p, Kind::Pwritev, 0, &more, None)
                     .map(drop)
+            }
+            "copy_file_range" => {
+                let offsets = (offset(arg(&p, 1)), offset(arg(&p, 3)));
+                self.copy(
+                    pid,
+                    ts,
+                    &p,
+                    Kind::CopyFileRange,
+                    (0, 2),
+                    offsets,
+                    int(&p, 4),
+                )
+            }
+            "sendfile" => {
+                let offsets = (offset(arg(&p, 2)), -1);
+                self.copy(pid, ts, &p, Kind::Sendfile, (1, 0), offsets, int(&p, 3))
             }
             "lseek" => {
                 let more = [int(&p, 1), int(&p, 2)];
@@ -1638,6 +1756,13 @@ mod tests {
             "{:?}",
             report.unrecorded
         );
+    }
+
+    #[test]
+    fn offsets_by_pointer_read_as_strace_shows_them() {
+        assert_eq!(offset(b"NULL"), -1);
+        assert_eq!(offset(b"[5000]"), 5000);
+        assert_eq!(offset(b" [10] => [4106]"), 10);
     }
 
     #[test]

@@ -56,6 +56,10 @@ kinds! {
     Writev "writev" [Fd, Int],
     Pwrite "pwrite" [Fd, Int, Int],
     Pwritev "pwritev" [Fd, Int, Int],
+    // from, its offset (-1: the descriptor's own), to, its offset, length -> bytes copied
+    CopyFileRange "copy_file_range" [Fd, Int, Fd, Int, Int],
+    // to, from, from's offset (-1: the descriptor's own), count -> bytes sent
+    Sendfile "sendfile" [Fd, Fd, Int, Int],
     // descriptor, offset, whence -> the new offset
     Lseek "lseek" [Fd, Int, Int],
     Fsync "fsync" [Fd],
@@ -129,6 +133,8 @@ impl Kind {
                 | Kind::Writev
                 | Kind::Pwrite
                 | Kind::Pwritev
+                | Kind::CopyFileRange
+                | Kind::Sendfile
                 | Kind::Getdents
         )
     }
@@ -152,7 +158,12 @@ impl Kind {
     pub fn writes_data(self) -> bool {
         matches!(
             self,
-            Kind::Write | Kind::Writev | Kind::Pwrite | Kind::Pwritev
+            Kind::Write
+                | Kind::Writev
+                | Kind::Pwrite
+                | Kind::Pwritev
+                | Kind::CopyFileRange
+                | Kind::Sendfile
         )
     }
 

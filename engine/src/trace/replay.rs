@@ -684,6 +684,23 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                                 res.access(f, true, me, &mut dep_buf);
                             }
                         }
+                        CopyFileRange | Sendfile => {
+                            // (source, its offset operand, destination)
+                            let (from, from_off, to) = match k {
+                                Sendfile => (c.ints[1], c.ints[2], c.ints[0]),
+                                _ => (c.ints[0], c.ints[1], c.ints[2]),
+                            };
+                            // a descriptor whose own offset the call moves is written
+                            res.access(fkey(from), from_off < 0, me, &mut dep_buf);
+                            let to_moves = k == Sendfile || c.ints[3] < 0;
+                            res.access(fkey(to), to_moves, me, &mut dep_buf);
+                            if let Some(f) = file_of(from) {
+                                res.access(f, false, me, &mut dep_buf);
+                            }
+                            if let Some(f) = file_of(to) {
+                                res.access(f, true, me, &mut dep_buf);
+                            }
+                        }
                         Pread | Preadv | Fstat | Fgetxattr | Flistxattr => {
                             res.access(fkey(c.ints[0]), false, me, &mut dep_buf);
                             if let Some(f) = file_of(c.ints[0]) {

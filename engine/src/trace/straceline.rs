@@ -25,7 +25,7 @@ pub struct Line<'a> {
     pub body: Body<'a>,
 }
 
-fn trim(mut s: &[u8]) -> &[u8] {
+pub fn trim(mut s: &[u8]) -> &[u8] {
     while let [b' ', rest @ ..] = s {
         s = rest;
     }
