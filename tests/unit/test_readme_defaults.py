@@ -53,6 +53,16 @@ def _flat(text: str) -> str:
 # -- Quick start: `make run` --------------------------------------------------------------
 
 
+def test_the_quick_start_is_two_commands_make_run_and_make_test() -> None:
+    """The README's quick start, as a new user reads it: exactly two commands."""
+    text = README.read_text()
+    section = text[text.index("## Quick start") :]
+    block = section[section.index("```") + 3 :]
+    block = block[block.index("\n") + 1 : block.index("```")]
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["make run", "make test"]
+
+
 def test_make_run_is_a_bare_fsbench_run() -> None:
     """`make run` runs the quick preset with fsbench's own defaults: no flag of its own."""
     makefile = (ROOT / "Makefile").read_text()

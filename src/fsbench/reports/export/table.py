@@ -7,6 +7,7 @@ only where the terminal shows them (`Options.color`)."""
 from __future__ import annotations
 
 import io
+import textwrap
 
 from rich import box
 from rich.console import Console, JustifyMethod
@@ -14,6 +15,9 @@ from rich.table import Table as RichTable
 
 from fsbench.reports import document as d
 from fsbench.reports.export import Exporter, Options
+
+# A why line is prose: wrapped where it reads, its continuation under its first word.
+PROSE_WIDTH = 100
 
 STYLES: dict[d.Tone, str] = {
     "best": "bold green",
@@ -84,8 +88,11 @@ class _Printer:
         elif isinstance(block, d.Table):
             self.gap()
             self.console.print(rich_table(block))
+            width = min(self.console.width, PROSE_WIDTH)
             for why in block.why:
-                self.line(f"  {why}", "good")
+                wrapped = textwrap.wrap(why, width - 2, subsequent_indent="    ")
+                for text in wrapped:
+                    self.line(f"  {text}", "good")
             for i, note in enumerate(block.footnotes, 1):
                 self.line(f"  [{i}] {note}", "muted")
             if block.legend:
