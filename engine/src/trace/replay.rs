@@ -277,6 +277,9 @@ pub struct Op {
     pub path2: Option<Arc<CString>>,
     pub result: i64,
     think_ns: u64,
+    /// The think time counts from when its dependencies were met (a parent's first call
+    /// after a child it waited for ended), not from its own previous call.
+    after_deps: bool,
     deps: Vec<Dep>,
 }
 
@@ -371,6 +374,9 @@ fn worker(rx: Receiver<Vec<Work>>, me: Arc<ThreadState>, tables: Arc<Tables>) ->
                 Work::Call(op) => {
                     for d in &op.deps {
                         d.thread.wait_for(d.need);
+                    }
+                    if op.after_deps {
+                        last_end = last_end.max(Instant::now());
                     }
                     if op.think_ns > 0 {
                         wait_until(last_end + Duration::from_nanos(op.think_ns));
@@ -477,6 +483,9 @@ struct Lane {
     /// End of its previous call as recorded (ns since the trace's start).
     last_end_ns: i64,
     start_dep: Option<(u32, u64)>,
+    parent: Option<u32>,
+    /// Threads it started that have ended: (thread, its work items, when it ended).
+    ended_children: Vec<(u32, u64, i64)>,
 }
 
 impl Lane {
@@ -607,6 +616,8 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                         count: 0,
                         last_end_ns: at_ns,
                         start_dep,
+                        parent,
+                        ended_children: Vec::new(),
                     });
                 }
                 Record::Call(c) => {
@@ -619,6 +630,21 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                             dep_buf.pop();
                         }
                     }
+                    // A child that ended before this call began: the call waits for its
+                    // last one (a shell waits for the command it ran), and the think time
+                    // counts from its end, so that the child's own time, and the tracer's
+                    // cost in it, is not waited again as this thread's gap.
+                    let mut since_ns = lanes[t].last_end_ns;
+                    let mut joined = false;
+                    lanes[t].ended_children.retain(|&(child, items, ended_ns)| {
+                        if ended_ns > c.start_ns {
+                            return true;
+                        }
+                        dep_buf.push((child, items - 1));
+                        since_ns = since_ns.max(ended_ns);
+                        joined = true;
+                        false
+                    });
                     let path = |i: usize| cpaths[c.ints[i] as usize].clone();
                     let fkey = |fd: i64| FD_KEY | fd as u64;
                     let file_of = |fd: i64| fd_path.get(fd as usize).map(|p| u64::from(*p));
@@ -731,9 +757,8 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     let think_ns = match spec.timing {
                         Timing::Fast => 0,
                         Timing::Recorded => {
-                            let lane = &lanes[t];
                             let gap = c.start_ns
-                                - lane.last_end_ns
+                                - since_ns
                                 - i64::from(c.skipped) * total_over
                                 - gap_over;
                             (gap.max(0) as f64 / spec.speed) as u64
@@ -753,6 +778,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                         path2: p2,
                         result: c.result,
                         think_ns,
+                        after_deps: joined,
                         deps,
                     };
                     push(&mut lanes[t], Work::Call(op));
@@ -769,10 +795,13 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     let deps = resolve_deps(&mut dep_buf, &mut lanes, &states, tid);
                     push(&mut lanes[t], Work::Release { fd, deps });
                 }
-                Record::Exit { tid, .. } => {
+                Record::Exit { tid, at_ns } => {
                     let lane = &mut lanes[tid as usize];
                     lane.flush();
                     lane.tx = None;
+                    if let (Some(p), items @ 1..) = (lane.parent, lane.count) {
+                        lanes[p as usize].ended_children.push((tid, items, at_ns));
+                    }
                 }
                 Record::Unrecorded { what, count } => {
                     *unrecorded.entry(what).or_insert(0) += count;
@@ -982,6 +1011,65 @@ mod tests {
             timing,
             speed: 1.0,
         }
+    }
+
+    /// A shell (thread 0) runs a command (thread 1) and waits for it: its next call's
+    /// recorded gap spans the child's whole life, tracer cost included. Replayed with
+    /// the recorded gaps, the shell waits for the child's last call, then its own think
+    /// time after the child ended: about the child's replay (5 gaps of 40 ms recorded, 20
+    /// ms of each the tracer's), not the shell's recorded 220 ms.
+    #[test]
+    fn a_parent_waits_for_its_ended_child_not_the_childs_recorded_time() {
+        let s = Scratch::new("join");
+        let header =
+            serde_json::json!({"tracer_overhead_ns": 20_000_000, "gap_overhead_ns": 20_000_000});
+        let mut w = TraceWriter::create(&s.0.join("t.gz"), &header).expect("w");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"a")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w.write(&call(0, 0, Kind::Stat, 0, &[1, 1])).expect("c");
+        let child = Record::Thread {
+            tid: 1,
+            parent: Some(0),
+            at_ns: 10_000_000,
+        };
+        w.write(&child).expect("n");
+        for k in 1..=5 {
+            w.write(&call(
+                1,
+                10_000_000 + k * 40_000_000,
+                Kind::Stat,
+                0,
+                &[1, 1],
+            ))
+            .expect("c");
+        }
+        w.write(&Record::Exit {
+            tid: 1,
+            at_ns: 211_000_000,
+        })
+        .expect("x");
+        w.write(&call(0, 221_000_000, Kind::Stat, 0, &[1, 1]))
+            .expect("c");
+        for (id, kind) in [(0, EntryType::Dir), (1, EntryType::File)] {
+            w.write(&Record::Tree {
+                path: id,
+                kind,
+                size: 10,
+                mode: 0o644,
+                target: None,
+            })
+            .expect("t");
+        }
+        w.finish().expect("finish");
+        let spec = spec(&s, Timing::Recorded);
+        prepare(&spec).expect("prepare");
+        let r = run(&spec).expect("run");
+        assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
+        let e = r.measured.elapsed_s;
+        // the child's 5 gaps of 20 ms: 0.1 s; the shell's own recorded gap less the
+        // tracer's part would be 0.2 s
+        assert!((0.095..0.17).contains(&e), "elapsed {e} s");
     }
 
     const CREATE: i64 = (libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC) as i64;
