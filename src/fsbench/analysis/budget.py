@@ -13,11 +13,11 @@ The plan counts every warm-up trial it spends: those run for the projection, and
 group's (one before its first rounds, one before its extra rounds).
 
 The looks are shared out once more after every group's minimum rounds, before any look is
-taken (`replan`): a first run projects from warm-up trials, the first trials after other
-work, which here run slower than counted ones (bench/results/warmup_effect.json), so the
-first plan can leave part of the budget unused. The looks still depend on
-nothing but what rounds cost, and each group's boundaries are computed for its final looks
-before its first look.
+taken (`replan`): a projection from warm-up trials (the first trials after other work,
+which here run slower than counted ones: bench/results/warmup_effect.json) or from priors
+measured on another machine can be off, so the first plan can leave part of the budget
+unused or overrun it. The looks still depend on nothing but what rounds cost, and each
+group's boundaries are computed for its final looks before its first look.
 
 An instrumented pass planned after the counted run (`fsbench run --explain`) is reserved
 from the budget before the looks are shared out (`Instrumented`): its trials are projected
