@@ -49,6 +49,8 @@ def test_a_decided_run_plans_from_its_budget_and_its_verdicts_agree_with_their_i
     assert design.projection_warmups == 6
     assert f"{design.warmup_trials} warm-up trials (" in res.stderr[plan_at:]
     assert spent == design.warmups_run == 6 + 2 + extra
+    said = {"planned": design.warmup_trials, "for_projection": 6, "run": spent}
+    assert doc["warmup_trials"] == said  # and the JSON says them
     assert assert_intervals_agree(doc["comparisons"]) >= 3
     report = fsbench("report", str(doc["run"]), "--db", str(db))
     assert report.returncode == 0
