@@ -47,7 +47,8 @@ workdir = "{tmp_path / "work"}"
     assert design.reserved_s >= 3 * 2 * explain.TRACER_START_S
     assert design.planned_s + design.reserved_s <= BUDGET
     said = re.search(
-        r"plan: budget 150 s, \d+ s on warm-ups, (\d+) s planned, (\d+) s reserved for the "
+        r"plan: budget 150 s, \d+ warm-up trials? \(\d+ s[^)]*\), (\d+) s planned, "
+        r"(\d+) s reserved for the "
         r"instrumented pass after it",
         said_all,
     )

@@ -3,6 +3,8 @@ are, and, when the minimum does not fit, by how much and where the projection ca
 
 from __future__ import annotations
 
+import pytest
+
 from fsbench.analysis import budget
 from fsbench.analysis.budget import GroupCost
 
@@ -28,24 +30,44 @@ def test_a_budget_with_room_gives_the_timing_group_more_looks_and_says_so() -> N
 
 def test_a_minimum_past_the_budget_says_by_how_much_and_that_warm_ups_projected_it() -> None:
     # 25 + (2 * 1 + 0.3) + (3 * 60 + 20) = 227.3
-    found = budget.plan(_costs(60.0), 150.0, 25.0, 10, from_warmups=True)
+    found = budget.plan(_costs(60.0), 150.0, 25.0, 10, warmed=6)
     assert [g.n_max for g in found.groups] == [2, 3]  # the minimum only
     lines = found.lines()
     assert "this run is projected to go over its budget by about 77 s" in lines[-2]
     assert "(--budget 239 would fit them)" in lines[-2]
-    assert lines[-1].startswith("  (projected from one warm-up trial a group")
+    assert lines[-1].startswith("  (projected in part from warm-up trials")
+    # Every warm-up trial it spends: the projection's six and one per group, 25.3 + 20 s.
+    assert lines[0] == (
+        "plan: budget 150 s, 8 warm-up trials (45 s, 6 of them run for the projection), "
+        "227 s planned"
+    )
+    assert found.record().warmup_trials == 8 and found.record().projection_warmups == 6
 
 
 def test_a_projection_from_the_store_does_not_blame_warm_ups() -> None:
     # A projection from earlier trials spends a moment too: what it came from says it.
     found = budget.plan(_costs(60.0), 150.0, 0.02, 10)
     assert "projected to go over" in found.lines()[-1]
+    assert found.lines()[0].startswith("plan: budget 150 s, 2 warm-up trials (20 s), ")
+
+
+def test_the_plan_counts_a_warm_up_before_each_group_s_extra_rounds() -> None:
+    """A group given looks past its minimum is taken up again after other work, behind a
+    warm-up trial of its own: the plan counts it, in trials and seconds."""
+    found = budget.plan(_costs(30.0), 400.0, 0.0, 10)
+    assert [g.n_max > g.n_min for g in found.groups] == [True, True]
+    assert [g.warmups for g in found.groups] == [2, 2]
+    assert found.warmups == 4 and found.warmups_s == pytest.approx(2 * 0.3 + 2 * 10.0)
+    assert "4 warm-up trials (21 s)" in found.lines()[0]
+    # Without warm-ups (a plan with warmup = 0: no warm-up cost), none are counted.
+    bare = [GroupCost("fio", 3, 30.0)]
+    assert budget.plan(bare, 400.0, 0.0, 10).warmups == 0
 
 
 def test_a_replan_shares_out_what_the_warm_ups_overstated_and_says_what_changed() -> None:
     # Warm-ups projected fio at 60 s a round: the minimum only. Its counted rounds took
     # 30 s, so after them the budget left buys more looks.
-    first = budget.plan(_costs(60.0), 300.0, 25.0, 10, from_warmups=True)
+    first = budget.plan(_costs(60.0), 300.0, 25.0, 10, warmed=6)
     assert [g.n_max for g in first.groups] == [10, 3]  # what fio could not use
     measured = [g.cost for g in budget.plan(_costs(30.0), 300.0, 25.0, 10).groups]
     spent = 25.0 + (2 * 1.0 + 0.3) + (3 * 30.0 + 10.0)  # 127.3 s: the minimum as it went

@@ -1,20 +1,23 @@
 """The design planned from the budget, before anything is counted.
 
-Each comparison group's time per round is projected (from a warm-up trial, or this host's
-earlier trials of the same cells), and the budget left is shared out as looks: every group
-gets its minimum (n = 3 for timings, 2 for groups whose headline metrics are all exact
-counts), then one round at a time to the group with the fewest planned repetitions (the
-cheaper first) while a round still fits, up to max_reps; groups of counts get looks from
-what is left last, since their answers are usually exact at n = 2. A group's sequential
-boundaries are then computed for the looks it was given and no others (design.py): a test
-that pays for looks that cannot happen throws power away.
+Each comparison group's time per round is projected config by config (each cell's
+counted trial from this host's earlier trials of it, else the priors shipped with the
+preset, else a warm-up trial of the cell: analysis/costs.py), and the budget left is shared
+out as looks: every group gets its minimum (n = 3 for timings, 2 for groups whose headline
+metrics are all exact counts), then one round at a time to the group with the fewest
+planned repetitions (the cheaper first) while a round still fits, up to max_reps; groups
+of counts get looks from what is left last, since their answers are usually exact at
+n = 2. A group's sequential boundaries are then computed for the looks it was given and
+no others (design.py): a test that pays for looks that cannot happen throws power away.
+The plan counts every warm-up trial it spends: those run for the projection, and each
+group's (one before its first rounds, one before its extra rounds).
 
 The looks are shared out once more after every group's minimum rounds, before any look is
-taken (`replan`): a first run projects from warm-up trials, the first trials after other
-work, which here run slower than counted ones (bench/results/warmup_effect.json), so the
-first plan can leave part of the budget unused. The looks still depend on
-nothing but what rounds cost, and each group's boundaries are computed for its final looks
-before its first look.
+taken (`replan`): a projection from warm-up trials (the first trials after other work,
+which here run slower than counted ones: bench/results/warmup_effect.json) or from priors
+measured on another machine can be off, so the first plan can leave part of the budget
+unused or overrun it. The looks still depend on nothing but what rounds cost, and each
+group's boundaries are computed for its final looks before its first look.
 
 An instrumented pass planned after the counted run (`fsbench run --explain`) is reserved
 from the budget before the looks are shared out (`Instrumented`): its trials are projected
@@ -101,9 +104,14 @@ class GroupPlan:
         return math.exp(z * cv * math.sqrt(2 / n)) - 1
 
     @property
+    def warmups(self) -> int:
+        """Its warm-up trials: one before its first rounds, one more before its extra
+        rounds (none when the run has no warm-ups: no warm-up cost)."""
+        return (1 + (self.n_max > self.n_min)) if self.cost.warmup_s > 0 else 0
+
+    @property
     def cost_s(self) -> float:
-        warmups = 1 + (self.n_max > self.n_min)
-        return self.n_max * self.cost.round_s + warmups * self.cost.warmup_s
+        return self.n_max * self.cost.round_s + self.warmups * self.cost.warmup_s
 
     def line(self) -> str:
         """'fileserver threads=4 (3 configs): n up to 4 (looks at 3-4); about 14% at CV
@@ -152,9 +160,9 @@ class GroupPlan:
 @dataclass(frozen=True)
 class BudgetPlan:
     budget: float | None
-    spent: float  # seconds gone before the counted rounds (warm-ups)
+    spent: float  # seconds gone before the counted rounds (the projection's warm-ups)
     groups: tuple[GroupPlan, ...]
-    from_warmups: bool = False  # projected from a warm-up trial a group, not earlier trials
+    warmed: int = 0  # warm-up trials run for the projection (cells nothing else knew)
     # Shared out again after the minimum rounds (`replan`), with this many seconds spent.
     replanned_at: float | None = None
     reserved: float = 0.0  # seconds kept from the budget for an instrumented pass after it
@@ -172,6 +180,16 @@ class BudgetPlan:
     @property
     def planned_s(self) -> float:
         return self.spent + sum(g.cost_s for g in self.groups)
+
+    @property
+    def warmups(self) -> int:
+        """Every warm-up trial the plan spends: the projection's and the groups'."""
+        return self.warmed + sum(g.warmups for g in self.groups)
+
+    @property
+    def warmups_s(self) -> float:
+        """What they cost: the seconds spent before the plan and the groups' projected."""
+        return self.spent + sum(g.warmups * g.cost.warmup_s for g in self.groups)
 
     @property
     def short(self) -> float:
@@ -195,10 +213,13 @@ class BudgetPlan:
                 return [head + "; the looks stay as planned"]
             return [head + ":"] + [f"  {g.line()}" for g in changed]
         if self.budget is None:
-            head = f"plan: no budget; up to {max(g.n_max for g in self.groups)} rounds a group"
+            head = (
+                f"plan: no budget; up to {max(g.n_max for g in self.groups)} rounds a group, "
+                + self._warmups_note()
+            )
         else:
             head = (
-                f"plan: budget {self.budget:.0f} s, {self.spent:.0f} s on warm-ups, "
+                f"plan: budget {self.budget:.0f} s, {self._warmups_note()}, "
                 f"{self.planned_s:.0f} s planned" + self._reserved_note()
             )
         out = [head] + [f"  {g.line()}" for g in self.groups]
@@ -209,14 +230,20 @@ class BudgetPlan:
                 f"over its budget by about {self.short:.0f} s (--budget "
                 f"{need * (1 + TOLERANCE):.0f} would fit them)"
             )
-            if self.from_warmups:
+            if self.warmed:
                 # Each the first trial after other work, slower than a counted one
                 # (bench/results/warmup_effect-probe-only.json).
                 out.append(
-                    "  (projected from one warm-up trial a group: the first trial after other "
+                    "  (projected in part from warm-up trials: each the first trial after other "
                     "work, which can run slower than a counted one, so the minimum may take less)"
                 )
         return out
+
+    def _warmups_note(self) -> str:
+        """'9 warm-up trials (41 s, 3 of them run for the projection)'."""
+        trials = f"{self.warmups} warm-up trial" + ("s" if self.warmups != 1 else "")
+        ran = f", {self.warmed} of them run for the projection" if self.warmed else ""
+        return f"{trials} ({self.warmups_s:.0f} s{ran})"
 
     def _reserved_note(self) -> str:
         if not self.reserved:
@@ -231,6 +258,8 @@ class BudgetPlan:
             planned_s=round(self.planned_s, 2),
             minimum_s=round(self.spent + self.minimum_s, 2),
             groups=[g.record() for g in self.groups],
+            warmup_trials=self.warmups,
+            projection_warmups=self.warmed,
         )
         if self.replanned_at:
             design.replanned_s = round(self.replanned_at, 2)
@@ -245,6 +274,7 @@ class BudgetPlan:
             kept.budget_s,
             kept.warmup_s,
             tuple(GroupPlan.from_record(g) for g in kept.groups),
+            kept.projection_warmups or 0,
             replanned_at=kept.replanned_s,
             reserved=kept.reserved_s or 0.0,
         )
@@ -255,19 +285,19 @@ def plan(
     budget: float | None,
     spent: float,
     max_reps: int,
-    from_warmups: bool = False,
+    warmed: int = 0,
     instrumented: Instrumented | None = None,
 ) -> BudgetPlan:
     """Every group's looks: its minimum, then rounds shared out while they fit in what the
     budget leaves after the `instrumented` pass's reservation."""
     if budget is None:
         looks = tuple(GroupPlan(c, max(max_reps, c.n_min)) for c in costs)
-        return BudgetPlan(None, spent, looks, from_warmups)
+        return BudgetPlan(None, spent, looks, warmed)
     reserved = instrumented.cost_s(costs) if instrumented else 0.0
     groups = [GroupPlan(c, c.n_min) for c in costs]
     left = budget - reserved - spent - sum(g.cost_s for g in groups)
     shared = _share(groups, left, max_reps)
-    return BudgetPlan(budget, spent, shared, from_warmups, reserved=reserved)
+    return BudgetPlan(budget, spent, shared, warmed, reserved=reserved)
 
 
 def replan(
@@ -287,9 +317,7 @@ def replan(
     reserved = instrumented.cost_s(measured) if instrumented else 0.0
     groups = [GroupPlan(c, max(c.n_min, n)) for c, n in zip(measured, reached, strict=True)]
     shared = _share(groups, first.budget - reserved - spent, max_reps)
-    return BudgetPlan(
-        first.budget, first.spent, shared, first.from_warmups, spent, reserved=reserved
-    )
+    return BudgetPlan(first.budget, first.spent, shared, first.warmed, spent, reserved=reserved)
 
 
 def _share(groups: list[GroupPlan], left: float, max_reps: int) -> tuple[GroupPlan, ...]:

@@ -1,14 +1,17 @@
 """`--reps decide`: the run's design planned from its budget, then rounds until decided.
 
-1. **Projection.** Each comparison group's time per round comes from this host's earlier
-   trials of the same cells in the store, or else from one warm-up trial of the group (run
-   for every group before any counted round: the plan needs them all).
+1. **Projection.** Each comparison group's time per round is the sum of its configs' trial
+   times: each cell's from this host's earlier trials of it in the store, else from the
+   priors shipped with the preset (analysis/costs.py), else from one warm-up trial of the
+   cell (run before any counted round: the plan needs them all). With the store or the
+   priors knowing every cell, no projection warm-up runs.
 2. **Plan.** The budget left is shared out as looks (analysis/budget.py); each group's
    sequential boundaries are computed for its looks only. The plan is said before the
    counted rounds: per group, its looks and what differences they can tell apart.
 3. **Minimum.** Every group's first rounds (n = 3 for timings, 2 for exact counts), group
-   after group; a group whose projection came from the store gets its warm-up trial just
-   before them.
+   after group, each behind a warm-up trial of its own just before them (the first trial
+   after other work is slower here: bench/results/warmup_effect.json). The plan counts
+   every warm-up trial it spends: the projection's, and the groups'.
 4. **Re-plan.** The looks are shared out again from what the minimum rounds and the warm-up
    trial before them cost (budget.replan), before any look is taken: nothing so far has
    stopped a group on a timing, so each group's boundaries are still those of its final
@@ -30,18 +33,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from fsbench import workloads
-from fsbench.analysis import budget, verdicts
+from fsbench.analysis import budget, costs, verdicts
 from fsbench.analysis.budget import BudgetPlan, GroupCost
 from fsbench.analysis.decisions import UNDECIDED, Decision
-from fsbench.analysis.design import EXACT_UNITS, MIN_REPS, MIN_REPS_EXACT, Design
+from fsbench.analysis.design import MIN_REPS, MIN_REPS_EXACT, Design
 from fsbench.analysis.rows import build_rows
 from fsbench.execute.hooks import Hooks
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Plan
-from fsbench.store import runkinds, trialfacts
+from fsbench.store import runkinds
 from fsbench.store.griddesign import GridDesign
-from fsbench.store.records import TrialRecord, slot_seconds
+from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import GridFacts
 
@@ -99,10 +101,10 @@ class Decide:
         found = self._resumed()
         resumed = found is not None
         if found is None:
-            costs, from_warmups = self._project()
+            projected, warmed = self._project()
             spent = self.loop.clock() - self.started
             found = budget.plan(
-                costs, self.plan.budget, spent, self.plan.max_reps, from_warmups,
+                projected, self.plan.budget, spent, self.plan.max_reps, warmed,
                 self.loop.instrumented,
             )  # fmt: skip
         self.plans, self.reserved = list(found.groups), found.reserved
@@ -132,42 +134,38 @@ class Decide:
             return None
         return BudgetPlan.from_record(kept)
 
-    def _project(self) -> tuple[list[GroupCost], bool]:
-        """Every group's projected cost: from this host's stored trials of its cells when
-        all have some, else from one warm-up trial of each group, run now (stored, never
-        counted); and whether it came from those warm-ups."""
-        history = self._history()
+    def _project(self) -> tuple[list[GroupCost], int]:
+        """Every group's projected cost, config by config: each cell's counted trial from
+        this host's stored trials of it, else the shipped priors (analysis/costs.py), else
+        one warm-up trial of that cell, run now (stored, never counted); and how many
+        warm-up trials that took."""
+        keys = {s.cell.key for g in self.groups for s in g}
+        known = {**costs.priors(keys), **self._history()}
+        warmed = 0
+        for group_slots in self.groups:
+            for cell in _cells(group_slots):
+                if cell.key not in known:
+                    took, records = self._warm_cell(group_slots, cell.key)
+                    known[cell.key] = costs.CellCost((took,), (), costs.counts_only(records))
+                    warmed += 1
         names = _names(self.groups)
-        costs: list[GroupCost | None] = []
-        for index, group_slots in enumerate(self.groups):
-            cells = _cells(group_slots)
-            if all(c.key in history for c in cells):
-                seconds = sum(statistics.median(history[c.key][0]) for c in cells)
-                noise = [n for c in cells if (n := _cv(history[c.key][1])) is not None]
-                costs.append(
-                    GroupCost(
-                        names[index],
-                        len(cells),
-                        seconds,
-                        _counts_only(history[cells[0].key][2]),
-                        statistics.median(noise) if noise else None,
-                        seconds / len(cells) if self.plan.warmup > 0 else 0.0,
-                    )
-                )
-            else:
-                costs.append(None)
-        if all(c is not None for c in costs):
-            return [c for c in costs if c is not None], False
         out = []
         for index, group_slots in enumerate(self.groups):
-            cells = _cells(group_slots)
-            took, records = self._warm(index)
-            warmup = took if self.plan.warmup > 0 else 0.0
-            cost = GroupCost(
-                names[index], len(cells), took * len(cells), _counts_only(records), None, warmup
+            mine = [known[c.key] for c in _cells(group_slots)]
+            noise = [n for c in mine if (n := _cv(c.values)) is not None]
+            # Its warm-up trial runs the cell of its first counted slot.
+            warmed_cell = known[_first(group_slots).cell.key]
+            out.append(
+                GroupCost(
+                    names[index],
+                    len(mine),
+                    sum(c.trial_s for c in mine),
+                    mine[0].counts_only,
+                    statistics.median(noise) if noise else None,
+                    warmed_cell.trial_s if self.plan.warmup > 0 else 0.0,
+                )
             )
-            out.append(cost)
-        return out, True
+        return out, warmed
 
     def _minimum(self, index: int) -> None:
         """The group's first rounds: to n = 2, then (unless its exact answers are all in)
@@ -310,10 +308,16 @@ class Decide:
     # -- trials ---------------------------------------------------------------------
 
     def _warm(self, index: int) -> tuple[float, list[TrialRecord]]:
-        """One warm-up trial of the group (its first counted cell): seconds and records."""
-        group_slots = self.groups[index]
-        first = min((s for s in group_slots if s.rep == 1), key=lambda s: s.seq)
-        slot = self.loop.warmup_slot(first)
+        """One warm-up trial of the group (loop.warmup_slot, before its first counted
+        slot): seconds and records."""
+        return self._warmed(self.loop.warmup_slot(_first(self.groups[index])))
+
+    def _warm_cell(self, group_slots: Sequence[Slot], key: str) -> tuple[float, list[TrialRecord]]:
+        """One warm-up trial of the group's cell `key`: seconds and records."""
+        first = min((s for s in group_slots if s.cell.key == key), key=lambda s: s.seq)
+        return self._warmed(replace(self.loop.warmup_slot(first), cell=first.cell))
+
+    def _warmed(self, slot: Slot) -> tuple[float, list[TrialRecord]]:
         began = self.loop.clock()
         self.loop.run_slots([slot])
         took = self.loop.clock() - began
@@ -343,8 +347,8 @@ class Decide:
         return statistics.fmean(measured) if measured else self.plans[index].cost.round_s
 
     def _warmup_s(self, index: int) -> float:
-        cost = self.plans[index].cost
-        return self._round_s(index) / max(cost.configs, 1) if self.plan.warmup > 0 else 0.0
+        """A warm-up trial of the group, as its plan (or re-plan) has it: 0 without."""
+        return self.plans[index].cost.warmup_s if self.plan.warmup > 0 else 0.0
 
     def _fits(self, seconds: float) -> bool:
         if self.plan.budget is None:
@@ -369,13 +373,13 @@ class Decide:
         _, group_of = self._evidence()
         return {k for k, i in group_of.items() if i == index}
 
-    def _history(self) -> dict[str, tuple[list[float], list[float], list[TrialRecord]]]:
+    def _history(self) -> dict[str, costs.CellCost]:
         """This host's earlier trials of the run's cells (the last HISTORY_RUNS runs that
-        have any): per cell key, the seconds each took, its first headline metric's
-        values, and the trials of its last run."""
+        have any): per cell key, the seconds each took and its first headline metric's
+        values, whether exact counts as its last run had them."""
         keys = {s.cell.key for g in self.groups for s in g}
         hostname = self.loop.store.get_run(self.loop.run_id).host.hostname
-        out: dict[str, tuple[list[float], list[float], list[TrialRecord]]] = {}
+        out: dict[str, costs.CellCost] = {}
         # An instrumented pass's trials (fsbench explain) cost the tracers' start too: not
         # what a counted trial of the cell costs.
         runs = [
@@ -394,10 +398,17 @@ class Decide:
             if not any(t.cell_key in keys for t in trials):
                 continue
             used += 1
-            for key, seconds, values, records in _cell_history(trials, keys):
-                mine = out.setdefault(key, ([], [], records))
-                mine[0].extend(seconds)
-                mine[1].extend(values)
+            for key, found in costs.cell_history(trials, keys).items():
+                mine = out.get(key)
+                out[key] = (
+                    replace(
+                        mine,
+                        seconds=mine.seconds + found.seconds,
+                        values=mine.values + found.values,
+                    )
+                    if mine
+                    else found
+                )
         return out
 
     def _note_spent(self) -> None:
@@ -415,6 +426,7 @@ class Decide:
         design.spent_s = round(spent, 2)
         if done:
             design.reached = [self._n(i) for i in range(len(self.groups))]
+            design.warmups_run = len({t.seq for t in self.loop.records if t.warmup})
             if found.counted_budget is not None:
                 over = spent - found.counted_budget
                 design.over_s = round(max(0.0, over), 2)
@@ -462,56 +474,12 @@ def _names(groups: Sequence[Sequence[Slot]]) -> list[str]:
     return out
 
 
-def _counts_only(records: Sequence[TrialRecord]) -> bool:
-    """Whether the headline metrics these trials report are all exact counts."""
-    units = []
-    for t in records:
-        if t.status != "ok":
-            continue
-        headline = _headline_of(t)
-        units += [m.unit for m in t.metrics if m.name in headline]
-    return bool(units) and all(u in EXACT_UNITS for u in units)
-
-
 def _cv(values: Sequence[float]) -> float | None:
     if len(values) < 3 or not statistics.fmean(values):
         return None
     return statistics.stdev(values) / abs(statistics.fmean(values))
 
 
-def _cell_history(
-    trials: Sequence[TrialRecord], keys: set[str]
-) -> list[tuple[str, list[float], list[float], list[TrialRecord]]]:
-    """Per cell of `keys` in one run's stored trials: what each of its counted slots cost
-    the run (store.records.slot_seconds, over all the run's trials), its first headline
-    metric's values, and its trials."""
-    cost = slot_seconds(list(trials))
-    by_cell: dict[str, list[TrialRecord]] = {}
-    for t in trials:
-        if t.status == "ok" and not t.warmup and t.cell_key in keys:
-            by_cell.setdefault(t.cell_key, []).append(t)
-    out = []
-    for key, records in by_cell.items():
-        seconds = [cost[seq] for seq in sorted({t.seq for t in records}) if seq in cost]
-        headline = _headline_of(records[0])
-        values = [
-            m.value
-            for t in records
-            if t.step == 0
-            for m in t.metrics
-            if headline and m.name == headline[0]
-        ]
-        if seconds:
-            out.append((key, seconds, values, records))
-    return out
-
-
-def _headline_of(trial: TrialRecord) -> tuple[str, ...]:
-    """The trial's headline metrics: as it recorded them, else its workload's."""
-    recorded = trialfacts.headline(trial.provenance)
-    if recorded:
-        return tuple(recorded)
-    try:
-        return tuple(workloads.get(trial.workload).headline)
-    except KeyError:  # a workload this fsbench no longer has
-        return ()
+def _first(group_slots: Sequence[Slot]) -> Slot:
+    """The group's first counted slot (what its warm-up trial goes before)."""
+    return min((s for s in group_slots if s.rep == 1), key=lambda s: s.seq)

@@ -60,7 +60,7 @@ class ProgressHooks(Display):
     def begin(self, run_id: int, plan: Plan, done: int, total: int, banner: str) -> None:
         warm = f" + {plan.warmup} warm-up" if plan.warmup else ""
         if plan.reps == "decide" and plan.warmup:
-            warm = " + a warm-up trial per group"
+            warm = " + warm-up trials (the plan below counts them)"
         reps = {
             "auto": f"up to {plan.max_reps}",
             "decide": f"2 to {plan.max_reps} (until decided)",

@@ -18,6 +18,7 @@ from fsbench.reports.safety import baseline, safety_lines
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import Table, build_tables, run_header
 from fsbench.reports.why import Why
+from fsbench.store import runkinds
 from fsbench.store.results import Store
 
 if TYPE_CHECKING:
@@ -109,9 +110,17 @@ def blocks(report: RunReport, all_metrics: bool = False, why: Why | None = None)
 
 
 def payload(report: RunReport) -> dict[str, Any]:
-    """The JSON: the rows with the run's provenance, and each comparison with its verdict
-    (the same decisions every other format shows)."""
+    """The JSON: the rows with the run's provenance, a decided run's warm-up trials (those
+    its plan counted, of them those run for the projection, and those it ran), and each
+    comparison with its verdict (the same decisions every other format shows)."""
     document = report_document(report.run, report.rows, report.calibration_run)
+    design = runkinds.design(report.run)
+    if design.warmup_trials is not None:
+        document["warmup_trials"] = {
+            "planned": design.warmup_trials,
+            "for_projection": design.projection_warmups,
+            "run": design.warmups_run,
+        }
     document["comparisons"] = verdicts.documents(report.decisions)
     return document
 

@@ -369,7 +369,10 @@ def run_header(run: RunRecord, rows: list[Row] | None = None) -> list[str]:
     order = "interleaved"
     if plan.get("seed") is not None:
         warm = plan.get("warmup") or 0
-        if design_of(run).warmup == "trial":
+        ran = design_of(run).warmups_run
+        if ran is not None:  # a decided run that counted its warm-ups
+            warmed = f"+ {ran} warm-up trial{'s' if ran != 1 else ''} (not counted), "
+        elif design_of(run).warmup == "trial":
             warmed = "+ a warm-up trial per group (not counted), "
         elif warm:
             warmed = f"+ {warm} warm-up round{'s' if warm > 1 else ''} (not counted), "

@@ -38,6 +38,10 @@ class GridDesign(BaseModel):
 
     budget_s: float | None = None  # None: no budget (--reps decide without --budget)
     warmup_s: float = 0.0  # seconds gone on warm-ups before the counted rounds
+    # Every warm-up trial the plan counts (None: a run from before they were counted),
+    # and how many of them ran for the projection, before the plan.
+    warmup_trials: int | None = None
+    projection_warmups: int | None = None
     planned_s: float | None = None
     minimum_s: float | None = None  # what every group's minimum rounds were projected at
     groups: list[GroupLooks] = []
@@ -49,6 +53,7 @@ class GridDesign(BaseModel):
     spent_s: float | None = None  # what the run has spent so far (None: nothing planned)
     # At the end: the repetitions each group reached, and by how much and why it went over.
     reached: list[int] | None = None
+    warmups_run: int | None = None  # the warm-up trials the run spent
     over_s: float | None = None
     over_why: str | None = None
 
