@@ -6,10 +6,12 @@ pass one line says what it spent against what was reserved (ext4 against ext4 mo
 from __future__ import annotations
 
 import re
+import socket
 from pathlib import Path
 
 import pytest
 
+from fsbench.analysis import costs
 from fsbench.execute import explain
 from fsbench.store import runkinds
 from fsbench.store.results import Store
@@ -68,3 +70,12 @@ workdir = "{tmp_path / "work"}"
     assert int(spent[1]) == len(store.run_trials(made)) == 6
     assert int(spent[2]) == round(made.seconds) and int(spent[3]) == round(design.reserved_s)
     assert design.spent_s is not None and design.spent_s <= BUDGET - design.reserved_s + 5.0
+    # The next `run --explain` on this host reserves the tracers' start this pass paid:
+    # part of what each of its instrumented trials cost beyond a counted one.
+    passes = explain.host_passes(store, socket.gethostname())
+    assert len(passes) == 1 and [t.seq for t in passes[0][0]] == [
+        t.seq for t in store.get_trials(2)
+    ]
+    learned = explain.reservation(store).tracer_start_s
+    assert learned == costs.tracer_start(passes)
+    assert 0 < learned < made.seconds / 6

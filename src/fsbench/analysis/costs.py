@@ -64,6 +64,27 @@ def cell_history(trials: Sequence[TrialRecord], keys: set[str]) -> dict[str, Cel
     return out
 
 
+def tracer_start(
+    passes: Sequence[tuple[Sequence[TrialRecord], Sequence[TrialRecord]]],
+) -> float | None:
+    """What an instrumented trial costs beyond its counted twin, from earlier instrumented
+    passes, each given as (its trials, the trials of the run it explained): the median,
+    over the pass's slots, of the slot's seconds less the median counted seconds of the
+    same cell in the explained run. None without a slot to compare."""
+    extra: list[float] = []
+    for instrumented, counted in passes:
+        keys = {t.cell_key for t in instrumented}
+        twins = cell_history(counted, keys)
+        spent = slot_seconds(list(instrumented))
+        cell_of = {t.seq: t.cell_key for t in instrumented if t.status == "ok"}
+        extra += [
+            spent[seq] - twins[key].trial_s
+            for seq, key in cell_of.items()
+            if seq in spent and key in twins
+        ]
+    return max(0.0, statistics.median(extra)) if extra else None
+
+
 def priors(keys: set[str]) -> dict[str, CellCost]:
     """The shipped priors of the cells of `keys` that any preset's priors file has."""
     return {k: v for k, v in _shipped().items() if k in keys}

@@ -63,7 +63,7 @@ def run(
         built = pf.build(flags)
         driver = GridDriver(
             store, built.plan, built.cells, overrides=built.overrides, tag=check_tag(tag),
-            instrumented=explain.reservation() if explain_after else None,
+            instrumented=explain.reservation(store) if explain_after else None,
         )  # fmt: skip
     life = session.run(driver)
     if explain_after:

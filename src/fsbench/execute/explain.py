@@ -10,17 +10,19 @@ resumed as every run is. Its facts name the source run and the pair.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from fsbench.analysis import costs
 from fsbench.analysis.budget import Instrumented
 from fsbench.execute import session
 from fsbench.execute.loop import GridDriver, stored_plan
 from fsbench.plan import model as planning
 from fsbench.plan.model import Plan
 from fsbench.store import runkinds
-from fsbench.store.records import RunRecord
+from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.system import monitors
 from fsbench.system.errors import FsbenchError
@@ -33,8 +35,11 @@ REPS = 3
 # Seconds an instrumented trial costs beyond its counted twin: bpftrace compiles and attaches
 # the tracers' scripts before the timed phase. fs_mark at tiny scale here, 2026-12-06: 5.0-6.1 s
 # a trial instrumented against 0.4-1.8 s counted on a quiet machine, about 8 s against 0.7 s
-# beside other work. What `run --explain` reserves a trial for them.
+# beside other work. What `run --explain` reserves a trial for them on a host whose store
+# has no earlier instrumented pass to learn it from.
 TRACER_START_S = 7.0
+# The latest instrumented passes of this host that the tracers' start is learned from.
+LEARN_FROM_PASSES = 3
 
 
 class ExplainFacts(BaseModel):
@@ -57,10 +62,28 @@ class ExplainDriver(GridDriver):
         return new
 
 
-def reservation(reps: int = REPS) -> Instrumented:
+def reservation(store: Store, reps: int = REPS) -> Instrumented:
     """The pass `fsbench run --explain` keeps from the counted run's budget: `reps`
-    instrumented trials of every cell."""
-    return Instrumented(reps, TRACER_START_S)
+    instrumented trials of every cell, each at a counted trial's cost plus the tracers'
+    start as this host's latest instrumented passes in `store` paid it (else
+    TRACER_START_S)."""
+    learned = costs.tracer_start(host_passes(store, socket.gethostname()))
+    return Instrumented(reps, TRACER_START_S if learned is None else learned)
+
+
+def host_passes(store: Store, hostname: str) -> list[tuple[list[TrialRecord], list[TrialRecord]]]:
+    """This host's latest finished instrumented passes, each with the trials of the run it
+    explained."""
+    out: list[tuple[list[TrialRecord], list[TrialRecord]]] = []
+    for run in reversed(store.list_runs()):
+        if len(out) >= LEARN_FROM_PASSES:
+            break
+        if runkinds.kind_of(run) is not runkinds.EXPLAIN or run.host.hostname != hostname:
+            continue
+        source = int(run.facts.get("source") or 0)
+        if run.status == "finished" and source:
+            out.append((store.get_trials(int(run.id or 0)), store.get_trials(source)))
+    return out
 
 
 def configs_of(plan: Plan) -> list[str]:
