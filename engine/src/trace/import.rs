@@ -156,6 +156,9 @@ pub fn strace_args() -> Vec<String> {
         .collect();
     [
         "-f",
+        // Stop the program only at the calls traced: without it, every other call (mmap,
+        // brk, futex...) also stops it, a cost the recorded gaps keep.
+        "--seccomp-bpf",
         "-y",
         "--timestamps=unix,ns",
         "--syscall-times=ns",
