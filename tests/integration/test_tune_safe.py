@@ -61,7 +61,9 @@ def test_unsafe_configs_leave_the_race_with_their_crash_evidence(
     assert doc["rounds"][0] == {"round": 0, "alive": 3, "dropped": [UNSAFE_CONFIG]}
     # The terminal report says it too, from the store.
     text = fsbench("report", str(doc["run_id"]), "--db", str(db)).stdout
-    assert f"UNSAFE: {UNSAFE_CONFIG}: {verdicts[UNSAFE_CONFIG]['evidence']}" in text
+    lines = [line.strip() for line in text.splitlines()]
+    verdict_at = lines.index(f"UNSAFE: {UNSAFE_CONFIG}")  # the verdict, its evidence below it
+    assert lines[verdict_at + 1] == verdicts[UNSAFE_CONFIG]["evidence"]
     page = fsbench("report", str(doc["run_id"]), "--format", "html", "--db", str(db)).stdout
     assert "Crash tests (run" in page and "UNSAFE: not raced" in page
     assert ours(workdir) == ([], [])
