@@ -155,9 +155,10 @@ def guest_image(guest_images: Callable[[str | None], GuestImage]) -> GuestImage:
 
 # -- workers (pytest-xdist, `make test`: three) ---------------------------------------------
 # Tests that share something run on one worker, one after the other (xdist_group, with
-# --dist loadgroup): the QEMU guests (one TCG guest at a time: each takes both CPUs), the
-# bisection's kernel tree, the fleet's sshd, the machine's sysctls (two runs that set and
-# restore vm.dirty_ratio at once would leave each other's value behind). A test whose
+# --dist loadgroup): the QEMU guests (at most two TCG guests at a time, one per chain of
+# guests: each would take both CPUs), the bisection's kernel tree, the fleet's sshd, the
+# machine's sysctls (two runs that set and restore vm.dirty_ratio at once would leave each
+# other's value behind). A test whose
 # assertions time the machine (a 10 Hz sampler, CPU seconds, an A/A test that must find no
 # winner, a race) is marked `alone`: it waits for the other workers' tests to end and the
 # others wait for it (a readers-writer lock on two files); so is a test whose
@@ -168,15 +169,12 @@ def guest_image(guest_images: Callable[[str | None], GuestImage]) -> GuestImage:
 # fails with EBUSY). An `alone` test outside the groups joins the QEMU group's chain,
 # after its guests: elsewhere it waited for a guest test of minutes on the other worker to
 # end, with one CPU idle (a warm make test spent a fifth of its CPU time idle). The
-# longest groups are handed out first (--no-loadscope-reorder keeps this order).
+# longest chains are handed out first, one to each worker (--no-loadscope-reorder keeps
+# this order).
 GROUPS: dict[str, tuple[str, ...]] = {
-    "qemu": (
-        "tests/integration/test_vm.py",
-        "tests/integration/test_vm_boot.py",
-        "tests/integration/test_crash.py",
-        "tests/integration/test_tune_safe.py",
-    ),
+    "qemu": ("tests/integration/test_vm.py", "tests/integration/test_crash.py"),
     "bisect": ("tests/integration/test_bisect.py",),
+    "boots": ("tests/integration/test_vm_boot.py", "tests/integration/test_tune_safe.py"),
     "fleet": ("tests/integration/test_fleet.py",),
     "sysctls": (
         "tests/integration/test_knobs_restore.py",
@@ -184,13 +182,20 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "tests/integration/test_memcap.py",
     ),
 }
-FIRST = ("bisect", "qemu", "fleet")  # started first: the longest chains of one worker
+# The chains, longest first; each group's tests run in this order within its chain.
+FIRST = ("qemu", "bisect", "boots", "fleet")
 ALONE_AFTER = "qemu"  # the group an `alone` test outside the groups joins, at its end
 # Groups that run at the end of another's chain, on its worker: the sysctls group holds an
 # `alone` test (test_memcap's page-cache read) that on the other worker waited for a guest
 # test to end: 102.4 s for a test of seconds in a warm make test (its entry in
-# bench/results/history/suite_time-2026-11-29-fc4.json).
-JOINS = {"sysctls": ALONE_AFTER}
+# bench/results/history/suite_time-2026-11-29-fc4.json). The guests that boot kernels and
+# race configs (boots) follow the bisection's, on its worker: one QEMU chain held all four
+# files of guests, 1,850 s of a 2,008 s CI run, while the other workers ran out of tests
+# (issue 47); the bisection's chain (a few hundred seconds warm, its kernels' builds cold)
+# takes about 500 s of them, and still no more than two guests run at once. Joined, the
+# bisection's chain is no longer two tests: xdist gives a worker its next unit as soon as
+# two tests or fewer are left to it, and the fleet's chain would have queued behind them.
+JOINS = {"sysctls": ALONE_AFTER, "boots": "bisect"}
 
 # `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the
 # fleet, the database servers, every other test that took more than 8 s on this machine
@@ -201,6 +206,7 @@ JOINS = {"sysctls": ALONE_AFTER}
 SLOW = (
     *GROUPS["qemu"],
     *GROUPS["bisect"],
+    *GROUPS["boots"],
     *GROUPS["fleet"],
     "tests/integration/test_store_backends.py",  # PostgreSQL
     "tests/integration/test_pgbench.py",  # PostgreSQL
@@ -218,6 +224,7 @@ SLOW = (
     "tests/integration/test_campaign.py",
     "tests/integration/test_decide_run.py",
     "tests/integration/test_html_report.py",
+    "tests/integration/test_explain.py",  # 12 trials, 9 with bpftrace: minutes
     "tests/integration/test_aging.py::test_aging_curves_aged_and_clean_at_every_stage",
     "tests/integration/test_aging.py::test_any_workload_on_an_aged_filesystem",
     "tests/integration/test_cli.py::test_hanging_tool_hits_the_trial_timeout_and_the_run_goes_on",
@@ -241,6 +248,14 @@ def _group_of(nodeid: str) -> str | None:
     return next((name for name, prefixes in GROUPS.items() if _under(nodeid, prefixes)), None)
 
 
+def chain_of(nodeid: str, alone: bool) -> str | None:
+    """The xdist group a test runs in: its group's, or the one its group joins; an `alone`
+    test outside the groups joins ALONE_AFTER's (ranked after the group's own tests: its
+    end)."""
+    group = _group_of(nodeid) or (ALONE_AFTER if alone else None)
+    return JOINS.get(group, group) if group else None
+
+
 def _module_fixture_group(item: pytest.Item) -> str | None:
     """A module's tests that share a module-scoped fixture go to one worker: split over
     two, each worker would set it up once (two 90 s runs of test_reps_auto_all in CI)."""
@@ -259,10 +274,7 @@ def _module_fixture_group(item: pytest.Item) -> str | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        group = _group_of(item.nodeid)
-        if group is None and _alone(item):
-            group = ALONE_AFTER  # ranked after the group's own tests (below): its end
-        group = JOINS.get(group, group) if group else _module_fixture_group(item)
+        group = chain_of(item.nodeid, _alone(item)) or _module_fixture_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
         if _under(item.nodeid, SLOW):

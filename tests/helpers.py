@@ -20,6 +20,7 @@ from fsbench.reports import export, run_report
 from fsbench.reports.source import RunReport
 from fsbench.store.records import RunRecord
 from fsbench.system import filesystems, fsops
+from fsbench.vm.cache import DEFAULT_CACHE
 from fsbench.workloads.base import Scale
 
 # The user's ~/.local/share/fsbench (default store, saved feature tables) stays theirs;
@@ -30,7 +31,7 @@ TEST_DATA_HOME = Path(
 )
 
 # The VM tests: the guest image cache they share (built once), and when they can run.
-VM_CACHE = Path(os.environ.get("FSBENCH_VM_CACHE", "/var/tmp/fsbench/cache/vm"))
+VM_CACHE = DEFAULT_CACHE  # FSBENCH_VM_CACHE when set: a cold run's own, empty
 # The guest every VM test asks for: 1 GiB and one vCPU. The suite runs two tests at once on
 # a 2-core machine, and under TCG two guests at once with two vCPUs each run far slower than
 # two with one (bench/results/guest_cpus.json); no VM test asserts anything of a second vCPU.

@@ -138,6 +138,30 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_FromWorkers(), "fsbench-suitetime-workers")
 
 
+def workers(tests: dict[str, dict[str, Any]], wall_s: float) -> dict[str, dict[str, float]]:
+    """Each worker's timeline: its tests, their seconds, when its last test ended and how
+    long it then sat idle until the session ended (`idle_end_s`: the tail the order of the
+    tests should leave short, where the other workers are still busy and it has nothing
+    left to take)."""
+    out: dict[str, dict[str, float]] = {}
+    for t in tests.values():
+        if "began_s" not in t:
+            continue
+        w = out.setdefault(t.get("worker") or "main", {"tests": 0, "busy_s": 0.0, "end_s": 0.0})
+        w["tests"] += 1
+        w["busy_s"] += t["seconds"]
+        w["end_s"] = max(w["end_s"], t["began_s"] + t["seconds"])
+    return {
+        name: {
+            "tests": w["tests"],
+            "busy_s": round(w["busy_s"], 1),
+            "end_s": round(w["end_s"], 1),
+            "idle_end_s": round(max(wall_s - w["end_s"], 0.0), 1),
+        }
+        for name, w in sorted(out.items())
+    }
+
+
 def _summary() -> dict[str, Any]:
     files: dict[str, float] = {}
     families: dict[str, float] = {}
@@ -148,12 +172,14 @@ def _summary() -> dict[str, Any]:
         fam = family(path)
         families[fam] = families.get(fam, 0.0) + t["seconds"]
         outcomes[t["outcome"]] = outcomes.get(t["outcome"], 0) + 1
+    wall_s = round(time.monotonic() - _STARTED, 1)
     return {
-        "wall_s": round(time.monotonic() - _STARTED, 1),
+        "wall_s": wall_s,
         "test_s": round(sum(t["seconds"] for t in _TESTS.values()), 1),
         # Of test_s: waiting for the machine, one worker idle (an `alone` test and the rest).
         WAITED: round(sum(t[WAITED] for t in _TESTS.values()), 1),
         "outcomes": outcomes,
+        "workers": workers(_TESTS, wall_s),
         "families": {k: round(v, 1) for k, v in sorted(families.items(), key=lambda kv: -kv[1])},
         "files": {k: round(v, 1) for k, v in sorted(files.items(), key=lambda kv: -kv[1])},
         "builds": _BUILDS,
@@ -187,6 +213,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             f"{doc[WAITED]:8.1f} s  of them waiting for the machine (tests marked alone, and "
             "the tests behind them)"
         )
+    if len(doc["workers"]) > 1:
+        tr.write_line("workers (their tests' seconds; idle from their last test's end):")
+        for name, w in doc["workers"].items():
+            tr.write_line(
+                f"{w['busy_s']:8.1f} s  {name}: {w['tests']} tests, the last ended at "
+                f"{w['end_s']:.0f} s, then idle {w['idle_end_s']:.0f} s"
+            )
     path = os.environ.get("FSBENCH_SUITE_RECORD")
     if path:
         Path(path).write_text(json.dumps(doc, indent=1) + "\n")

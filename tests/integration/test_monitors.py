@@ -157,7 +157,8 @@ def test_a_plan_naming_an_unknown_monitor_is_refused_in_one_line(tmp_path: Path)
     ran = fsbench("run", str(plan), "--db", str(tmp_path / "r.db"))
     assert ran.returncode == 2, ran.stderr
     assert ran.stderr.splitlines() == [
-        f"fsbench: error: {plan}: monitors: unknown monitor 'nope' (known: sampler)"
+        f"fsbench: error: {plan}: monitors: unknown monitor 'nope' "
+        "(known: sampler, block-trace, offcpu, profile)"
     ]
     assert not (tmp_path / "work").exists()
 

@@ -28,7 +28,7 @@ def test_the_built_ins_load_in_their_tables_order() -> None:
         "seq-write", "seq-write-direct", "seq-read", "rand-rw-16k-direct", "threaded-io"
     )  # fmt: skip
     assert list(aging.recipes()) == ["git-pulls", "churn"]
-    assert list(monitors.all_monitors()) == ["sampler"]
+    assert list(monitors.all_monitors()) == ["sampler", "block-trace", "offcpu", "profile"]
 
 
 def test_every_workload_the_vm_measures_from_the_host_has_its_measure() -> None:

@@ -4,6 +4,8 @@ xdist 3.8, pytest-xdist#1386), and lets it go on when the group is there."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import conftest
@@ -42,3 +44,40 @@ def test_the_record_counts_a_tests_wait_for_the_machine_once() -> None:
         assert entry["seconds"] == 4.5 and entry[suitetime.WAITED] == 2.5
     finally:
         suitetime._TESTS.pop(plain_nodeid(nodeid), None)  # not a test of this session's
+
+
+def test_each_workers_idle_tail_is_the_session_end_less_its_last_tests_end() -> None:
+    tests = {
+        "a": {"seconds": 100.0, "began_s": 10.0, "worker": "gw0"},
+        "b": {"seconds": 50.0, "began_s": 110.0, "worker": "gw0"},
+        "c": {"seconds": 30.0, "began_s": 10.0, "worker": "gw1"},
+        "d": {"seconds": 0.5},  # never set up (collected, deselected): no timeline
+    }
+    assert suitetime.workers(tests, wall_s=200.0) == {
+        "gw0": {"tests": 2, "busy_s": 150.0, "end_s": 160.0, "idle_end_s": 40.0},
+        "gw1": {"tests": 1, "busy_s": 30.0, "end_s": 40.0, "idle_end_s": 160.0},
+    }
+
+
+def test_the_chains_of_guests_start_at_once_one_per_worker() -> None:
+    """The QEMU guests are two chains (the crash tests; the bisection, then the boots and
+    the tune race), each longer than two tests so that xdist hands out the fleet's chain
+    to the third worker instead of queueing it behind one of them."""
+    chains = [conftest.chain_of(f"{path}::t", alone=False) for g in conftest.FIRST
+              for path in conftest.GROUPS[g]]  # fmt: skip
+    assert list(dict.fromkeys(chains)) == ["qemu", "bisect", "fleet"]  # -n 3: one each
+    tests = dict.fromkeys(chains, 0)
+    for g in conftest.FIRST:
+        for path in conftest.GROUPS[g]:
+            tests[conftest.chain_of(path, alone=False)] += (
+                Path(path).read_text().count("\ndef test_")
+            )
+    assert min(tests.values()) > 2, tests
+    assert conftest.chain_of("tests/integration/test_tune_safe.py::t", alone=False) == "bisect"
+    assert conftest.chain_of("tests/integration/test_vm_boot.py::t[ext4]", alone=False) == (
+        "bisect"
+    )
+    # `alone` tests and the sysctls end the crash tests' chain; the rest go where they may.
+    assert conftest.chain_of("tests/integration/test_runner_clock.py::t", alone=True) == "qemu"
+    assert conftest.chain_of("tests/integration/test_memcap.py::t", alone=False) == "qemu"
+    assert conftest.chain_of("tests/unit/test_stats.py::test_mean", alone=False) is None

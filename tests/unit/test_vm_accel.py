@@ -18,7 +18,7 @@ from fsbench.store.records import RunRecord
 from fsbench.system.errors import FsbenchError
 from fsbench.system.hostkeys import Host
 from fsbench.vm import qemu, rootfs
-from fsbench.vm.cache import DEFAULT_CACHE
+from fsbench.vm.cache import DEFAULT_CACHE, default_cache
 from fsbench.vm.executor import VmExecutor
 
 KVM = "/dev/kvm"
@@ -26,7 +26,8 @@ KVM = "/dev/kvm"
 
 def test_the_guest_is_debian_12_cached_under_var_tmp() -> None:
     assert rootfs.SUITE == "bookworm"  # Debian 12
-    assert DEFAULT_CACHE == Path("/var/tmp/fsbench/cache/vm")
+    assert default_cache({}) == Path("/var/tmp/fsbench/cache/vm")
+    assert default_cache({"FSBENCH_VM_CACHE": "/srv/vm"}) == Path("/srv/vm")  # cold runs
     plan = presets.load_preset("boot")
     executor = VmExecutor(plan, planning.expand(plan))
     assert executor._spec(None).cache_dir == DEFAULT_CACHE  # what a run uses

@@ -38,7 +38,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Required, TypedDict, Unpack
 
-from fsbench.analysis.design import ALPHA, MIN_REPS, NEEDED_LIMIT, Design, needed_reps
+from fsbench.analysis.design import (
+    ALPHA,
+    CONTROLLED,
+    MIN_REPS,
+    NEEDED_LIMIT,
+    Design,
+    needed_reps,
+)
 from fsbench.analysis.lookstats import PAIRED, WELCH
 from fsbench.analysis.null_law import GATE, PAIR
 from fsbench.analysis.pairs import (
@@ -253,6 +260,7 @@ class Decision:
             "decided": self.decided,
             "pairs": [p.as_dict() for p in self.pairs],
             "level": self.level,
+            "level_controls": CONTROLLED,
             "gate_p": self.gate_p,
             "family_p": self.family_p,
             "twin_of": self.twin_of,

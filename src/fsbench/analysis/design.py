@@ -25,6 +25,11 @@ from fsbench.plan.model import DEFAULT_MARGIN as DEFAULT_MARGIN  # the plan's de
 from fsbench.plan.model import MIN_AUTO_REPS
 
 ALPHA = 0.05
+# The rate the run-wide control holds at ALPHA (Benjamini & Bogomolov 2014), in the words
+# the legend and the JSON state it: among the comparisons a run selects, the expected share
+# that hold a false order. Not the share of runs with any false order: where some configs
+# differ and others do not, that one is higher (docs/statistics.md measures both).
+CONTROLLED = "the expected share of selected comparisons holding a false order"
 # Repetitions before a timing is tested (the plan's minimum for decided repetitions), and
 # before a count is: a count fsbench reads itself is exact and decides at 2; a timing needs
 # a variance worth the name.
@@ -111,8 +116,9 @@ class Design:
             "pairs ordered by Welch's t-test on the log scale (three configs: a gate, "
             "Welch's ANOVA or Bonferroni over the pairs, then pairs at the same level; "
             "more: Holm with Shaffer's constraints), Benjamini-Bogomolov over the run's "
-            "tested comparisons (a metric that is another's exact reciprocal or multiple "
-            f"counted once); {looks}; or by counts that do not vary; equivalent when "
+            f"tested comparisons ({CONTROLLED} at most {self.alpha:.0%}, not of runs with "
+            "one; a metric that is another's exact reciprocal or multiple counted once); "
+            f"{looks}; or by counts that do not vary; equivalent when "
             f"the ratio's CI is within ±{self.margin:.0%} (TOST); otherwise undecided"
         )
 

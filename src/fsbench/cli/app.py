@@ -33,6 +33,7 @@ COMMANDS: Registry[ModuleType] = Registry(
         "fsbench.cli.calibrate",
         "fsbench.cli.compare",
         "fsbench.cli.doctor",
+        "fsbench.cli.explain",
         "fsbench.cli.features",
         "fsbench.cli.fleet",
         "fsbench.cli.history",

@@ -10,11 +10,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from fsbench import workloads
+from fsbench.execute import explain
 from fsbench.execute.targets import stale
 from fsbench.plan import targets
 from fsbench.plan.targets import DEFAULT_IMAGE_SIZE, TargetStatus
 from fsbench.store.results import Store
-from fsbench.system import filesystems, knobs, memcap, numbers, proc
+from fsbench.system import filesystems, knobs, memcap, monitors, numbers, proc, stepgroup
+from fsbench.system.monitors import bpftrace
 from fsbench.workloads import aging
 
 
@@ -108,6 +110,7 @@ def examine(workdir: Path, db: str | None, released: list[str]) -> DoctorReport:
             ),
         )
     )
+    checks.append(_explain_check())
     recipes = {name: r().missing() for name, r in aging.recipes().items()}
     checks.append(
         Check(
@@ -190,3 +193,14 @@ def _target_statuses() -> dict[str, TargetStatus]:
         if found is not None:
             out[kind] = found
     return out
+
+
+def _explain_check() -> Check:
+    """Whether `fsbench explain` can attach its tracers here: one line either way."""
+    why = monitors.missing(explain.TRACERS)
+    if why is None and stepgroup.v2_root() is None:
+        why = "no cgroup v2 hierarchy (the tracers filter on the workload's own group)"
+    if why is not None:
+        return Check(name="explain", ok=False, detail=f"unavailable: {why}")
+    tool = f"bpftrace {bpftrace.version()}".strip()
+    return Check(name="explain", ok=True, detail=f"{tool}: {', '.join(explain.TRACERS)}")

@@ -20,7 +20,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -33,9 +33,18 @@ from fsbench.execute.context import Context
 from fsbench.execute.targets import devinfo
 from fsbench.execute.targets.base import Target
 from fsbench.plan.model import Cell
-from fsbench.store.records import MetricRecord, TrialRecord, cell_record, now
+from fsbench.store.records import FoldedRecord, MetricRecord, TrialRecord, cell_record, now
 from fsbench.system import cache as system
-from fsbench.system import contention, filesystems, fsops, knobs, memcap, monitors, sourcetree
+from fsbench.system import (
+    contention,
+    filesystems,
+    fsops,
+    knobs,
+    memcap,
+    monitors,
+    sourcetree,
+    stepgroup,
+)
 from fsbench.system.errors import TrialFailed, TrialTimeout, Unsupported
 from fsbench.system.monitors import sampler
 from fsbench.system.monitors.attached import attached
@@ -257,12 +266,13 @@ class Runner:
         ctx.facts = {}
         record.started_at = now()
         cap = record.knobs.get(knobs.MEM, "none")
-        if cap == "none":
+        with ExitStack() as groups:
+            if cap != "none":  # the step, prepare to inspect, in a memory cgroup of its size
+                ctx.facts["mem"] = groups.enter_context(memcap.capped(parse_size(cap)))
+            if self.instrumented and _v2_group(ctx.facts) is None:
+                # The workload's threads apart, for its tracers (a v2 mem group serves).
+                ctx.facts["traced"] = {"cgroup": str(groups.enter_context(stepgroup.traced()))}
             metrics, headline = self._step(ctx, record)
-        else:  # the step, prepare to inspect, in a memory cgroup of the knob's size
-            with memcap.capped(parse_size(cap)) as in_force:
-                ctx.facts["mem"] = in_force
-                metrics, headline = self._step(ctx, record)
         record.metrics = [_metric(m) for m in metrics]
         record.status = "ok"
         record.provenance = {
@@ -417,6 +427,7 @@ class Runner:
                 metrics.append(Metric("flush_seconds", t_end - t_run, "s", Better.LOWER))
             watched = watch.output(metrics)
         record.samples = watched.samples
+        record.folded = [FoldedRecord(f.name, f.unit, f.values) for f in watched.folded]
         if watched.facts:
             ctx.facts["monitors"] = watched.facts
         if on is not ctx:  # what the workload recorded on the filesystem it ran on
@@ -454,15 +465,26 @@ class Runner:
             kname = devinfo.kname_of_device(on.device) or Path(on.device).name
             disk = devinfo.disk_info_of_device(kname).disk
             self._backing[on.device] = f"/dev/{disk}" if disk != kname else None
-        mem = ctx.facts.get("mem")  # memcap's group: "v2:/sys/fs/cgroup/fsbench-<pid>"
         step = f"{record.seq}.{record.rep}.{record.step}-{uuid.uuid4().hex[:8]}"
         return Site(
             device=on.device,
             backing=self._backing[on.device],
             mountpoint=None if on.fs.pseudo else on.mountpoint,
-            cgroup=Path(mem["cgroup"].partition(":")[2]) if isinstance(mem, dict) else None,
+            cgroup=_v2_group(ctx.facts),
             directory=self.artefacts / step,
         )
+
+
+def _v2_group(facts: dict[str, Any]) -> Path | None:
+    """The step's own cgroup v2, where it has one: an instrumented step's, or the mem
+    knob's when that is a v2 group ("v2:/sys/fs/cgroup/fsbench-<pid>"; a v1 memory group
+    is no v2 group for a tracer to filter on)."""
+    traced, mem = facts.get("traced"), facts.get("mem")
+    if isinstance(traced, dict):
+        return Path(traced["cgroup"])
+    if isinstance(mem, dict) and str(mem.get("cgroup", "")).startswith("v2:"):
+        return Path(mem["cgroup"].partition(":")[2])
+    return None
 
 
 def _settle(on: Context, wl_cls: type[Workload[Any]]) -> None:

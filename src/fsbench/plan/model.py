@@ -203,10 +203,27 @@ class Plan(BaseModel):
         "only in an instrumented pass.",
     )
 
+    # An instrumented pass (an explain run's plan, never a user's): its trials run with
+    # tracers beside the timed phase, each step in a cgroup of its own, and its values are
+    # never counted by a comparison. Left out of a plan that is not one.
+    instrumented: bool = Field(
+        default=False,
+        exclude_if=lambda on: not on,
+        description="The plan of an instrumented pass (fsbench explain): tracers allowed.",
+    )
+
     @field_validator("monitors")
     @classmethod
     def _known_monitors(cls, value: list[str]) -> list[str]:
-        return list(monitors.check(value))  # one line for an unknown name or a tracer
+        return list(monitors.check(value, instrumented=True))  # one line for an unknown name
+
+    @model_validator(mode="after")
+    def _tracers_only_instrumented(self) -> Plan:
+        try:
+            monitors.check(self.monitors, instrumented=self.instrumented)
+        except ValueError as exc:  # one line, at the plan's field
+            raise ValueError(f"monitors: {exc}") from None
+        return self
 
     @field_validator("search")
     @classmethod

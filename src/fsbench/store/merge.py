@@ -2,11 +2,11 @@
 
 A run is the same run in every store by its uid, a trial the same trial by its uid. Merging
 copies the rows of the runs DEST lacks (every column: host, target, plan, argv, status,
-times, convergence, the run a part belongs to) with their trials, metrics and samples; to a run it
-already has, it adds the trials the run lacks (a host's store fetched again after a
-resume), then takes the source's status, end and convergence when the source got further.
-Each run is merged in one transaction. Merging the same store twice adds nothing. Integer
-ids are per store: they change, the uids stay.
+times, convergence, the run a part belongs to) with their trials, metrics, samples and
+tracers' maps; to a run it already has, it adds the trials the run lacks (a host's store
+fetched again after a resume), then takes the source's status, end and convergence when
+the source got further. Each run is merged in one transaction. Merging the same store
+twice adds nothing. Integer ids are per store: they change, the uids stay.
 
 A source is never written: an SQLite source is read from a snapshot in a temporary
 directory (`source`), so that a store of an older fsbench is migrated in the copy only.
@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from fsbench.store.dburl import redact_argv
 from fsbench.store.results import Store, copy_sqlite
-from fsbench.store.schema import metrics, runs, samples, trials
+from fsbench.store.schema import folded, metrics, runs, samples, trials
 from fsbench.system.errors import FsbenchError
 
 # How far a run got: a merge never moves a run back.
@@ -114,7 +114,7 @@ def _merge_run(reader: Connection, dest: Store, run: RowMapping, out: MergeResul
 
 
 def _copy_trials(reader: Connection, conn: Connection, new: list[RowMapping], run_id: int) -> None:
-    """The trials with their metrics and samples, under their new ids."""
+    """The trials with their metrics, samples and tracers' maps, under their new ids."""
     if not new:
         return
     made = conn.execute(
@@ -123,7 +123,7 @@ def _copy_trials(reader: Connection, conn: Connection, new: list[RowMapping], ru
     ).all()
     by_uid = {uid: int(trial_id) for trial_id, uid in made}
     new_id = {int(t["id"]): by_uid[t["uid"]] for t in new}
-    for table in (metrics, samples):
+    for table in (metrics, samples, folded):
         rows = [
             _copy(table, r, trial_id=new_id[r["trial_id"]])
             for chunk in _chunks(sorted(new_id))

@@ -26,6 +26,16 @@ class MetricRecord:
 
 
 @dataclass
+class FoldedRecord:
+    """A map a tracer measured in a trial (system/metric.py's Folded): folded stacks or a
+    histogram, kept in its own table (schema.folded)."""
+
+    name: str
+    unit: str
+    values: dict[str, float]
+
+
+@dataclass
 class TrialRecord:
     seq: int
     rep: int
@@ -48,6 +58,8 @@ class TrialRecord:
     knobs: dict[str, str] = field(default_factory=dict)
     # The monitors' timeline of the timed phase (SAMPLE_FIELDS each), stored apart.
     samples: list[dict[str, float]] = field(default_factory=list)
+    # The tracers' maps of an instrumented trial (stacks, histograms), stored apart.
+    folded: list[FoldedRecord] = field(default_factory=list)
     # Where it ran in its round (1 = first; 0 = not recorded) and the cell key of the trial
     # run just before it ("" = the first of its process or guest).
     position: int = 0

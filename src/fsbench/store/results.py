@@ -15,7 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
@@ -42,9 +42,9 @@ from sqlalchemy.exc import (
     SQLAlchemyError,
 )
 
-from fsbench.store import schema, trialfacts
+from fsbench.store import folded, schema, trialfacts
 from fsbench.store.dburl import redact, redact_argv, to_url, without_password
-from fsbench.store.records import MetricRecord, RunRecord, TrialRecord, now
+from fsbench.store.records import FoldedRecord, MetricRecord, RunRecord, TrialRecord, now
 from fsbench.store.schema import (
     SAMPLE_FIELDS,
     SCHEMA_VERSION,
@@ -331,6 +331,7 @@ class Store:
                 insert(samples),
                 [{"trial_id": trial_id, **{k: s[k] for k in SAMPLE_FIELDS}} for s in trial.samples],
             )
+        folded.insert_rows(conn, trial_id, trial.folded)
         trial.id = trial_id
         return trial_id
 
@@ -423,6 +424,11 @@ class Store:
                 .all()
             )
         return [{k: float(r[k]) for k in SAMPLE_FIELDS} for r in rows]
+
+    def get_folded(self, trial_ids: Sequence[int]) -> dict[int, list[FoldedRecord]]:
+        """The tracers' maps of these trials (folded stacks, histograms), by trial id."""
+        with self.engine.connect() as conn:
+            return folded.read(conn, trial_ids)
 
     def integrity(self) -> str:
         """`ok` or SQLite's own complaint (doctor shows it)."""

@@ -2,9 +2,10 @@
 
 A run's `kind` names one `RunKind` of the registry `KINDS` (system/plugins.py): the grid
 run of `fsbench run` and its A/A twin of `fsbench calibrate` (one driver: the repetition
-loop), the race of `fsbench tune`, and (plugins shipped with the target kinds that are
-packages of their own, entry points of `fsbench.run_kinds.v1`) the kernel bisection of
-`fsbench bisect` and the run on many hosts. Each declares:
+loop), the race of `fsbench tune`, the instrumented pass of `fsbench explain`, and
+(plugins shipped with the target kinds that are packages of their own, entry points of
+`fsbench.run_kinds.v1`) the kernel bisection of `fsbench bisect` and the run on many
+hosts. Each declares:
 
 - its **driver** (execute/session.py: `Driver`): what its runs are and do, how one
   starts and how one goes on from the store alone; the one session lives the rest, and
@@ -114,11 +115,23 @@ TUNE = RunKind(
     noun="race",
 )
 
+# The instrumented pass of `fsbench explain`: a grid run's cells again with tracers, its
+# values never counted by a comparison (not comparable, no series).
+EXPLAIN = RunKind(
+    "explain",
+    "instrumented pass of fsbench explain",
+    "fsbench explain",
+    "fsbench.execute.explain:ExplainFacts",
+    driver="fsbench.execute.explain:ExplainDriver",
+    report="fsbench.reports.explain:report",
+    comparable=False,
+)
+
 KINDS: Registry[RunKind] = Registry(
     "run_kinds",
     "run kind",
     CONTRACT,
-    tuple(f"{__name__}:{name}" for name in ("GRID", "CALIBRATION", "TUNE")),
+    tuple(f"{__name__}:{name}" for name in ("GRID", "CALIBRATION", "TUNE", "EXPLAIN")),
 )
 
 

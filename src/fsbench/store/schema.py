@@ -23,6 +23,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -39,7 +40,7 @@ from fsbench.store.runfacts import features_snapshot, workload_facts
 from fsbench.store.summaries import target_summary, vm_notes, vm_summary
 from fsbench.system.hostkeys import Host
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 metadata = MetaData()
 
@@ -179,6 +180,22 @@ metrics = Table(
     Column("resolution", Float, nullable=False, server_default="0"),
 )
 
+# The maps a tracer measured in an instrumented trial (an explain run's): folded kernel
+# stacks (off-CPU time, CPU samples, lock waits) and histograms (request sizes, queue
+# depths), one row per map, as "key<TAB>value" lines, zlib-compressed when large
+# (store/folded.py). Reports read them from here, never from the trial's artefact files.
+folded = Table(
+    "folded",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(80), nullable=False),  # offcpu, profile, locks, dev.write_size...
+    Column("unit", String(20), nullable=False),  # of the values: s, samples, requests
+    Column("encoding", String(10), nullable=False),  # text | zlib
+    Column("data", LargeBinary, nullable=False),
+)
+folded_trial = Index("folded_trial", folded.c.trial_id)
+
 
 @dataclass(frozen=True)
 class Added:
@@ -201,7 +218,7 @@ class Renamed:
 
 
 # What each version added to (or renamed in) the one before. Tables (samples in 4, meta in
-# 6) are created by create_all; columns need ALTER TABLE.
+# 6, folded in 12) are created by create_all; columns need ALTER TABLE.
 MIGRATIONS: dict[int, tuple[Added | Renamed, ...]] = {
     2: (
         Added("trials", "step", "INTEGER", "0"),
@@ -235,6 +252,8 @@ MIGRATIONS: dict[int, tuple[Added | Renamed, ...]] = {
     10: (Added("runs", "tag", "VARCHAR(80)", "''"),),
     # A race's budget is its plan's, its space one model of its facts: data only (_fill_11).
     11: (),
+    # The tracers' maps of instrumented trials: a table of its own (`folded`).
+    12: (),
 }
 
 # Columns that tell an unversioned store's age: the newest version whose additions are all

@@ -46,6 +46,7 @@ KEYS: dict[str, Key] = {
         Key("headline", list, "the metrics this trial's parameters make headline", "runner"),
         Key("knob_restore", list, "knobs that could not be restored after it", "runner"),
         Key("mem", (dict, str, int), "the memory cap in force (knob mem)", "runner"),
+        Key("traced", dict, "an instrumented step's own cgroup v2 (stepgroup.py)", "runner"),
         Key("steady", dict, "where the throughput series held steady (steady.py)", "runner"),
         Key("scaled_to_mem", dict, "a working set sized to memory: its size", "runner"),
         Key("series", dict, "per-second series the workload recorded", "context"),

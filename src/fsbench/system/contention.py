@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fsbench.system import memcap, proc
+from fsbench.system import memcap, proc, stepgroup
 from fsbench.system.errors import Unsupported
 
 LOAD_RE = re.compile(r"^contention-(\d+)\.json$")
@@ -43,9 +43,11 @@ _die = proc.die_with_parent(signal.SIGTERM)  # SIGTERM: stress-ng stops its stre
 
 def _outside_the_workload() -> None:
     """In stress-ng before it runs: dies with fsbench, and is no part of a `mem` cap (the
-    busy machine beside the workload does not eat the workload's memory)."""
+    busy machine beside the workload does not eat the workload's memory) nor of a traced
+    step's group (its threads are not the workload's)."""
     _die()
     memcap.leave()
+    stepgroup.leave()
 
 
 def stop_load(path: Path, why: str) -> list[str]:

@@ -72,11 +72,12 @@ def _rss() -> int:
     return system.kib_field(Path("/proc/self/status"), "VmRSS")
 
 
-def _move(group: Path, pid: int) -> None:
+def move(group: Path, pid: int) -> None:
+    """Move a process (all its threads) into a group."""
     (group / "cgroup.procs").write_text(f"{pid}\n")
 
 
-def _remove(group: Path) -> None:
+def remove(group: Path) -> None:
     """rmdir once its last process has left (a child may take a moment to exit)."""
     for _ in range(50):
         try:
@@ -105,7 +106,7 @@ def capped(limit: int) -> Iterator[dict[str, Any]]:
     global _home
     try:
         (group / h.limit_file).write_text(f"{limit + own}\n")
-        _move(group, os.getpid())
+        move(group, os.getpid())
         _home = home
         yield {
             "mem": limit,
@@ -116,16 +117,16 @@ def capped(limit: int) -> Iterator[dict[str, Any]]:
     finally:
         _home = None
         try:
-            _move(home, os.getpid())
+            move(home, os.getpid())
         finally:
-            _remove(group)
+            remove(group)
 
 
 def leave() -> None:
     """In a child about to exec something that is not the workload (the contention load):
     back to fsbench's own group, outside the cap."""
     if _home is not None:
-        _move(_home, os.getpid())
+        move(_home, os.getpid())
 
 
 def stale_groups() -> list[tuple[Path, int]]:

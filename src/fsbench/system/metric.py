@@ -1,6 +1,7 @@
 """What a trial measures: metrics, each with a name, a value, a unit, which direction is
 better, and the tool's resolution. Workloads report them (workloads/metric.py adds their
-helpers), and so do the monitors beside a trial (system/monitors)."""
+helpers), and so do the monitors beside a trial (system/monitors); a tracer also yields
+maps (`Folded`: stacks, histograms)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,14 @@ class Metric:
     # with one decimal ("3.9%"). Two results closer than this are the same result. 0: finer
     # than anything that matters (our own clock, a computed rate).
     resolution: float = 0.0
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A map a tracer measured, kept with the trial beside its metrics: folded kernel stacks
+    (`root;...;leaf` -> time or samples, FlameGraph's format) or a histogram (bucket ->
+    count), named ("offcpu", "profile", "dev.write_size"), with the unit of its values."""
+
+    name: str
+    unit: str
+    values: dict[str, float]

@@ -124,6 +124,14 @@ def seconds(s: float) -> str:
     return f"{whole(s)} s"
 
 
+def duration(s: float) -> str:
+    """A short duration in the unit that fits it, three significant digits: 2.90 ms."""
+    for suffix, factor in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(s) >= factor:
+            return f"{number(s / factor)} {suffix}"
+    return f"{number(s / 1e-9)} ns"
+
+
 def size(n: float) -> str:
     """A measured size in binary units, one decimal: 1.5 GiB, 512 B."""
     for suffix, factor in _BINARY:

@@ -1,7 +1,7 @@
 """The VM's cache directory: what is kept there, one builder per artefact across processes,
 content keys, and the build steps that must succeed.
 
-    <cache>/ (default /var/tmp/fsbench/cache/vm)
+    <cache>/ (default /var/tmp/fsbench/cache/vm; FSBENCH_VM_CACHE names another)
       debs/                  .debs debootstrap downloaded (a rebuild fetches what is new)
       rootfs-<key>/          debootstrap minbase + the guest's packages      (rootfs.py)
       kernels/<package>/     a Debian kernel package, unpacked (dpkg -x)     (kernels.py)
@@ -20,8 +20,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,15 @@ from typing import Any
 from fsbench.system import proc
 from fsbench.system.errors import FsbenchError
 
-DEFAULT_CACHE = Path("/var/tmp/fsbench/cache/vm")
+VM_CACHE_ENV = "FSBENCH_VM_CACHE"  # another place for the cache (the suite's cold runs)
+
+
+def default_cache(environ: Mapping[str, str] = os.environ) -> Path:
+    """The cache's directory: FSBENCH_VM_CACHE when set, else /var/tmp/fsbench/cache/vm."""
+    return Path(environ.get(VM_CACHE_ENV) or "/var/tmp/fsbench/cache/vm")
+
+
+DEFAULT_CACHE = default_cache()
 LogFn = Callable[[str], None]  # what a builder says it is doing (the CLI's progress line)
 
 

@@ -77,9 +77,7 @@ class VmExecutor(Executor):
 
     def __init__(self, plan: Plan, cells: Sequence[Cell]) -> None:
         super().__init__(plan, cells)
-        if not isinstance(plan.target, VmTargetSpec):
-            raise FsbenchError(f"the VM executor runs vm targets, not {plan.target.kind}")
-        self.spec = plan.target
+        self.spec = self.target_spec(VmTargetSpec)
         self.default_kernel = self.spec.kernels[0]
         self.guests: dict[str, dict[str, Any]] = {}  # kernel -> the guest's provenance
 

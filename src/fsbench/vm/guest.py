@@ -106,7 +106,14 @@ def run_job(job: VmJob, share: Path) -> None:
         # The plan's monitors, as on the host (a plan that names none runs the default).
         watch = plan.get("monitors", monitors.DEFAULT)
         runner = Runner(
-            target, MOUNT_ROOT, Scale(job.scale), CACHE_DIR, job.trial_timeout, steady_rule, watch
+            target,
+            MOUNT_ROOT,
+            Scale(job.scale),
+            CACHE_DIR,
+            job.trial_timeout,
+            steady_rule,
+            watch,
+            bool(plan.get("instrumented")),  # an explain run's: tracers beside its trials
         )
         slots = [Slot(vc.seq, vc.rep, vc.position, 0, vc.cell()) for vc in job.cells]
         with open(share / RECORDS, "a") as out:

@@ -22,6 +22,7 @@ import fsbench
 from fsbench.execute import packages
 from fsbench.system import proc
 from fsbench.system.errors import FsbenchError
+from fsbench.system.layout import FileIn
 from fsbench.vm import guestfiles, pyenv, rootfs
 from fsbench.vm.cache import (
     DEFAULT_CACHE,
@@ -40,7 +41,6 @@ from fsbench.vm.kernels import Kernel, cached_kernels, resolve_kernel
 RECIPE_VERSION = "4"
 ROOT_HEADROOM = 768 << 20
 GUEST_FACTS = "guest.json"  # in the image's directory: what the last guest reported
-IMAGE_FILES = ("root.img", "vmlinuz", "initrd.img")  # what a usable image has
 
 
 @dataclass(frozen=True)
@@ -52,17 +52,9 @@ class GuestImage:
     kernel_version: str
     kernel_source: str
 
-    @property
-    def root(self) -> Path:
-        return self.dir / "root.img"
-
-    @property
-    def kernel(self) -> Path:
-        return self.dir / "vmlinuz"
-
-    @property
-    def initrd(self) -> Path:
-        return self.dir / "initrd.img"
+    root = FileIn("dir", "root.img")
+    kernel = FileIn("dir", "vmlinuz")
+    initrd = FileIn("dir", "initrd.img")
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -78,6 +70,10 @@ class GuestImage:
             os.replace(tmp, path)
         except OSError:
             pass
+
+
+# What a usable image has: the files of its layout.
+IMAGE_FILES = tuple(f.name for f in (GuestImage.root, GuestImage.kernel, GuestImage.initrd))
 
 
 def image_key(kernel: Kernel) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from fsbench.execute.targets.stale import pid_alive
 from fsbench.plan.targets import DEFAULT_WORKDIR
 from fsbench.system.errors import FsbenchError
+from fsbench.system.layout import FileIn
 
 PREFIX = "vm-"
 PIDFILE = "qemu.pid"  # QEMU writes its pid there (-pidfile): a stale one is killed by it
@@ -32,25 +33,11 @@ class RunDir:
     cache: Path  # where the console log is kept (cache/logs)
     kept_log: str | None = None
 
-    @property
-    def share(self) -> Path:
-        return self.path / "share"
-
-    @property
-    def console(self) -> Path:
-        return self.path / "console.log"
-
-    @property
-    def overlay(self) -> Path:
-        return self.path / "root.qcow2"
-
-    @property
-    def pidfile(self) -> Path:
-        return self.path / PIDFILE
-
-    @property
-    def stderr(self) -> Path:
-        return self.path / "qemu.stderr"
+    share = FileIn("path", "share")
+    console = FileIn("path", "console.log")
+    overlay = FileIn("path", "root.qcow2")
+    pidfile = FileIn("path", PIDFILE)
+    stderr = FileIn("path", "qemu.stderr")
 
     def keep_log(self) -> str:
         """The serial log outlives the directory: cache/logs/<time>-<pid>.log, the last

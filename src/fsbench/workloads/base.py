@@ -28,6 +28,7 @@ from fsbench.system.proc import missing_tools
 from fsbench.system.units import Bytes as Bytes
 from fsbench.workloads.metric import Better as Better
 from fsbench.workloads.metric import Metric as Metric
+from fsbench.workloads.metric import Rate
 
 
 class Scale(StrEnum):
@@ -136,6 +137,8 @@ class Workload(ABC, Generic[P]):
     # Metrics the terminal table shows, most telling first; every metric is stored and in
     # md/csv/json. `headline_for` narrows them to what one trial's parameters report.
     headline: ClassVar[tuple[str, ...]] = ("seconds",)
+    # Metrics derived per second of the timed phase (metric.Rate): `derive` gives them.
+    rates: ClassVar[tuple[Rate, ...]] = ()
     # Measured by the VM target itself (a whole guest booting), never by the runner: the
     # VM target knows which of its functions measures it.
     vm_only: ClassVar[bool] = False
@@ -197,9 +200,9 @@ class Workload(ABC, Generic[P]):
         return []
 
     def derive(self, params: P, metrics: Mapping[str, float]) -> list[Metric]:
-        """Metrics computed from the timed ones (MB/s from bytes and the runner's
-        `seconds`, which includes the flush)."""
-        return []
+        """Metrics computed from the timed ones: by default the workload's `rates` (MB/s
+        from bytes and the runner's `seconds`, which includes the flush)."""
+        return [m for r in self.rates for m in r.of(metrics)]
 
     def check(self, params: P, metrics: Mapping[str, float]) -> dict[str, str]:
         """Validity flags of the workload's own (the runner checks cold reads, CPU and

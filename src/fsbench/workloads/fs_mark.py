@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -33,7 +32,7 @@ from pydantic import Field, model_validator
 from fsbench.system.units import Bytes
 from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
-from fsbench.workloads.metric import Better, Metric, rate
+from fsbench.workloads.metric import FILES_PER_S, Better, Metric
 
 DIRNAME = "fs_mark"
 BLOCK = 4096
@@ -217,6 +216,7 @@ class FsMark(Workload[FsMarkParams]):
     # The syncfs that puts -S0/-S5 files on disk is inside `seconds` (and files_per_s).
     flush = Flush.SYNC
     headline = ("files_per_s",)
+    rates = (FILES_PER_S,)
 
     def required_bytes(self, params: FsMarkParams) -> int:
         data = -(-params.size // BLOCK) * BLOCK
@@ -249,6 +249,3 @@ class FsMark(Workload[FsMarkParams]):
                 "fs_mark", res, f"created {files} files, not {params.total_files}"
             )
         return metrics
-
-    def derive(self, params: FsMarkParams, metrics: Mapping[str, float]) -> list[Metric]:
-        return rate(metrics, "files", "files_per_s", "files/s")

@@ -24,7 +24,7 @@ from pydantic import Field
 from fsbench.system.units import Bytes
 from fsbench.workloads import _tools
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
-from fsbench.workloads.metric import Better, Metric, rate
+from fsbench.workloads.metric import Better, Metric, Rate
 
 DIRNAME = "gzip"
 INPUT = "input.dat"
@@ -99,6 +99,7 @@ class Gzip(Workload[GzipParams]):
     cache = CacheState.COLD
     flush = Flush.SYNC
     headline = ("seconds", "mb_per_s")
+    rates = (Rate("input_bytes", "mb_per_s", "MB/s", per=_tools.MB),)
 
     def required_bytes(self, params: GzipParams) -> int:
         # Output at most the input plus gzip's framing (random data does not shrink).
@@ -123,9 +124,6 @@ class Gzip(Workload[GzipParams]):
             Metric("bytes_written", out_bytes, "B", Better.HIGHER),  # write amplification
             Metric("ratio", out_bytes / params.size, "ratio", Better.LOWER),
         ]
-
-    def derive(self, params: GzipParams, metrics: Mapping[str, float]) -> list[Metric]:
-        return rate(metrics, "input_bytes", "mb_per_s", "MB/s", per=_tools.MB)
 
     def expected_read_bytes(self, params: GzipParams, metrics: Mapping[str, float]) -> float:
         return params.size  # the whole input, read cold

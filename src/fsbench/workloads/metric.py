@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 # Re-exported: a workload takes its metric nouns from here.
 from fsbench.system.metric import Better as Better
@@ -25,12 +26,25 @@ def bucket_width(value: float, bits: int, per_unit: float = 1.0) -> float:
     return float(2 ** (math.floor(math.log2(raw)) - bits)) / per_unit
 
 
-def rate(
-    metrics: Mapping[str, float], count: str, name: str, unit: str, per: float = 1.0
-) -> list[Metric]:
-    """`count` (a metric of the run) per second of the runner's `seconds` (flush
-    included), divided by `per` (1e6 for MB/s from bytes): [] when either is missing."""
-    seconds = metrics.get("seconds", 0.0)
-    if seconds <= 0 or count not in metrics:
-        return []
-    return [Metric(name, metrics[count] / seconds / per, unit, Better.HIGHER)]
+@dataclass(frozen=True)
+class Rate:
+    """A metric derived as `count` (a metric of the run) per second of the runner's
+    `seconds` (flush included), divided by `per` (1e6 for MB/s from bytes). A workload
+    declares its rates (`Workload.rates`) and the contract derives them."""
+
+    count: str
+    name: str
+    unit: str
+    per: float = 1.0
+
+    def of(self, metrics: Mapping[str, float]) -> list[Metric]:
+        """The rate of this trial's metrics: [] when the count or the seconds are missing."""
+        seconds = metrics.get("seconds", 0.0)
+        if seconds <= 0 or self.count not in metrics:
+            return []
+        value = metrics[self.count] / seconds / self.per
+        return [Metric(self.name, value, self.unit, Better.HIGHER)]
+
+
+MB_PER_S = Rate("data_bytes", "mb_per_s", "MB/s", per=1e6)
+FILES_PER_S = Rate("files", "files_per_s", "files/s")

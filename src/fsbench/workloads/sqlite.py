@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -25,7 +24,7 @@ from pydantic import Field
 
 from fsbench.system.errors import TrialFailed, Unsupported
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, TrialContext, Workload
-from fsbench.workloads.metric import Better, Metric, rate
+from fsbench.workloads.metric import Better, Metric, Rate
 
 DIRNAME = "sqlite"
 DBNAME = "bench.db"
@@ -96,6 +95,7 @@ class Sqlite(Workload[SqliteParams]):
     cache = CacheState.WARM  # a fresh database: nothing to read
     flush = Flush.SYNC
     headline = ("inserts_per_s",)
+    rates = (Rate("inserts", "inserts_per_s", "inserts/s"),)
 
     def __init__(self) -> None:
         self._rows: list[tuple[int, str]] = []
@@ -139,9 +139,6 @@ class Sqlite(Workload[SqliteParams]):
                 f"{path} journal_mode={params.journal_mode} synchronous={params.synchronous}",
             ) from exc
         return [Metric("inserts", params.inserts, "count", Better.HIGHER, resolution=1)]
-
-    def derive(self, params: SqliteParams, metrics: Mapping[str, float]) -> list[Metric]:
-        return rate(metrics, "inserts", "inserts_per_s", "inserts/s")
 
     def inspect(self, ctx: TrialContext, params: SqliteParams) -> list[Metric]:
         path = self._path(ctx)

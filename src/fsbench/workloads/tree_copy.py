@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import Field
@@ -13,7 +12,7 @@ from fsbench.system.errors import TrialFailed
 from fsbench.system.sourcetree import SourceTree
 from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, Scale, TrialContext, Workload
-from fsbench.workloads.metric import Better, Metric, rate
+from fsbench.workloads.metric import MB_PER_S, Better, Metric
 
 
 class TreeCopyParams(_trees.TreeParams):
@@ -35,6 +34,7 @@ class TreeCopy(Workload[TreeCopyParams]):
     cache = CacheState.WARM
     flush = Flush.SYNC
     headline = ("seconds", "mb_per_s")
+    rates = (MB_PER_S,)
 
     def __init__(self) -> None:
         self._src: SourceTree | None = None
@@ -80,6 +80,3 @@ class TreeCopy(Workload[TreeCopyParams]):
             Metric("data_bytes", copied, "B", Better.HIGHER),
             Metric("bytes_written", copied, "B", Better.HIGHER),
         ]
-
-    def derive(self, params: TreeCopyParams, metrics: Mapping[str, float]) -> list[Metric]:
-        return rate(metrics, "data_bytes", "mb_per_s", "MB/s", per=1e6)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, TrialContext
-from fsbench.workloads.metric import Better, Metric, rate
+from fsbench.workloads.metric import MB_PER_S, Better, Metric
 
 
 class TreeRead(_trees.OnTrees):
@@ -17,13 +17,11 @@ class TreeRead(_trees.OnTrees):
     cache = CacheState.COLD_REMOUNT
     flush = Flush.NONE
     headline = ("seconds", "mb_per_s")
+    rates = (MB_PER_S,)
 
     def run(self, ctx: TrialContext, params: _trees.TreesParams) -> list[Metric]:
         _trees.read_trees(ctx, self._trees)
         return [Metric("data_bytes", self.source.bytes * len(self._trees), "B", Better.HIGHER)]
-
-    def derive(self, params: _trees.TreesParams, metrics: Mapping[str, float]) -> list[Metric]:
-        return rate(metrics, "data_bytes", "mb_per_s", "MB/s", per=1e6)
 
     def expected_read_bytes(
         self, params: _trees.TreesParams, metrics: Mapping[str, float]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from fsbench.system import proc
 from fsbench.system.errors import TrialFailed
 from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, TrialContext
-from fsbench.workloads.metric import Better, Metric, rate
+from fsbench.workloads.metric import FILES_PER_S, Better, Metric
 
 
 class TreeRm(_trees.OnTrees):
@@ -17,6 +15,7 @@ class TreeRm(_trees.OnTrees):
     cache = CacheState.COLD
     flush = Flush.SYNC
     headline = ("seconds", "files_per_s")
+    rates = (FILES_PER_S,)
 
     def run(self, ctx: TrialContext, params: _trees.TreesParams) -> list[Metric]:
         res = proc.run(["rm", "-rf", *(str(t) for t in self._trees)], timeout=7200)
@@ -26,6 +25,3 @@ class TreeRm(_trees.OnTrees):
         _trees.save_state(ctx, self.source, [t for t in trees if t not in self._trees])
         files = self.source.files * len(self._trees)
         return [Metric("files", files, "count", Better.HIGHER, resolution=1)]
-
-    def derive(self, params: _trees.TreesParams, metrics: Mapping[str, float]) -> list[Metric]:
-        return rate(metrics, "files", "files_per_s", "files/s")

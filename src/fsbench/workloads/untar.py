@@ -7,7 +7,6 @@ the page cache, so only the filesystem's work is timed; `decompress = "inline"` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -17,7 +16,7 @@ from fsbench.system import fiemap, sourcetree
 from fsbench.system.sourcetree import SourceTree
 from fsbench.workloads import _trees
 from fsbench.workloads.base import CacheState, Flush, TrialContext, Workload
-from fsbench.workloads.metric import Better, Metric, rate
+from fsbench.workloads.metric import FILES_PER_S, MB_PER_S, Better, Metric
 
 
 class UntarParams(_trees.TreeParams):
@@ -36,6 +35,7 @@ class Untar(Workload[UntarParams]):
     cache = CacheState.WARM
     flush = Flush.SYNC
     headline = ("seconds", "mb_per_s", "frag_pct_fragmented")
+    rates = (MB_PER_S, FILES_PER_S)
 
     def __init__(self) -> None:
         self._src: SourceTree | None = None
@@ -62,11 +62,6 @@ class Untar(Workload[UntarParams]):
             Metric("data_bytes", self._src.bytes, "B", Better.HIGHER),
             Metric("bytes_written", self._src.bytes, "B", Better.HIGHER),
         ]
-
-    def derive(self, params: UntarParams, metrics: Mapping[str, float]) -> list[Metric]:
-        return rate(metrics, "data_bytes", "mb_per_s", "MB/s", per=1e6) + rate(
-            metrics, "files", "files_per_s", "files/s"
-        )
 
     def inspect(self, ctx: TrialContext, params: UntarParams) -> list[Metric]:
         assert self._dest is not None, "prepare sets the destination"

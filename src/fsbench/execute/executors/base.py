@@ -11,12 +11,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from fsbench import workloads
 from fsbench.execute.hooks import View
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
+from fsbench.plan.targets import TargetSpec
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
 from fsbench.system import knobs, numbers
@@ -53,6 +54,8 @@ def started(slots: Sequence[Slot], refused: set[str], on_start: OnStart) -> Iter
 FS_OVERHEAD_FRACTION = 0.15
 FS_OVERHEAD_MIN = 128 << 20
 
+S = TypeVar("S", bound=TargetSpec)
+
 
 class Executor(Opened, ABC):
     """Runs scheduled trials somewhere. Use as a context manager: `open()` makes what the
@@ -69,6 +72,15 @@ class Executor(Opened, ABC):
     def __init__(self, plan: Plan, cells: Sequence[Cell]) -> None:
         self.plan = plan
         self.cells = list(cells)
+
+    def target_spec(self, spec_type: type[S]) -> S:
+        """The plan's target spec, of the kind this executor runs (another is refused in
+        one line: a plan handed to the wrong executor)."""
+        if not isinstance(self.plan.target, spec_type):
+            raise FsbenchError(
+                f"the {self.kind} executor runs {self.kind} targets, not {self.plan.target.kind}"
+            )
+        return self.plan.target
 
     def bind(self, run: Binding) -> None:
         """The run this executor works for, before preflight. Most need nothing of it; one

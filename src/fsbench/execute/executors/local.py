@@ -72,9 +72,7 @@ class LocalExecutor(Executor):
 
     def __init__(self, plan: Plan, cells: Sequence[Cell]) -> None:
         super().__init__(plan, cells)
-        if not isinstance(plan.target, LoopTargetSpec):
-            raise FsbenchError(f"the local executor runs loop targets, not {plan.target.kind}")
-        self.spec = plan.target
+        self.spec = self.target_spec(LoopTargetSpec)
         self.workdir = self.spec.workdir
         self.target = make_target(self.spec)
         self._slots: SlotRunner | None = None
@@ -126,6 +124,7 @@ class LocalExecutor(Executor):
             self.plan.timeout,
             self.plan.steady,
             self.plan.monitors,
+            self.plan.instrumented,
         )
         self._slots = SlotRunner(runner)
 

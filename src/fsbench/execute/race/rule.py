@@ -68,7 +68,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -412,64 +412,36 @@ class Race:
             p = paired_p(look.scores[:, look.best] - look.scores[:, worse])
             if p >= level or look.equivalent[worse]:
                 return []
-            found = self._worse(look, worse, PAIRED_TEST, p, level, means, {}, None)
-            return [found]
+            evidence = Drop("", self._rounds, WORSE, PAIRED_TEST, level=level, means=means)
+            return [self._worse(look, worse, p, evidence)]
         p_omnibus = friedman_p(look.scores)
         if p_omnibus >= level:
             return []
         ranks, p_each, top = conover_vs_best(look.scores)
         mean_ranks = {c: float(r) for c, r in zip(look.configs, ranks, strict=True)}
-        dropped = []
-        for i in range(k):
-            if i == top or p_each[i] >= level or look.equivalent[i]:
-                continue
-            dropped.append(
-                self._worse(
-                    look,
-                    i,
-                    FRIEDMAN_TEST,
-                    float(p_each[i]),
-                    level,
-                    means,
-                    mean_ranks,
-                    p_omnibus,
-                    versus=top,
-                )
-            )
-        return dropped
+        evidence = Drop(
+            "", self._rounds, WORSE, FRIEDMAN_TEST, level=level, p_omnibus=p_omnibus,
+            means=means, mean_ranks=mean_ranks,
+        )  # fmt: skip
+        return [
+            self._worse(look, i, float(p_each[i]), evidence, versus=top)
+            for i in range(k)
+            if i != top and p_each[i] < level and not look.equivalent[i]
+        ]
 
     def _worse(
-        self,
-        look: _Look,
-        i: int,
-        test: str,
-        p: float,
-        level: float,
-        means: dict[str, float],
-        mean_ranks: dict[str, float],
-        p_omnibus: float | None,
-        versus: int | None = None,
+        self, look: _Look, i: int, p: float, evidence: Drop, versus: int | None = None
     ) -> Drop:
+        """Config `i` dropped as worse than the best (or `versus`) with its own `p`; the
+        look's `evidence` (the test, its level, the means...) is shared by every config
+        the look drops."""
         best = look.configs[look.best if versus is None else versus]
-        config = look.configs[i]
         ratio = float(look.ratio[i] / look.ratio[look.configs.index(best)])
         detail = (
             f"worse than {best} after {len(look.scores)} rounds: "
-            f"{ratio:.3f}x its mean, p {p:.2g} < {level:.2g}"
+            f"{ratio:.3f}x its mean, p {p:.2g} < {evidence.level:.2g}"
         )
-        found = Drop(
-            config,
-            self._rounds,
-            WORSE,
-            test,
-            p=p,
-            level=level,
-            detail=detail,
-            versus=best,
-            p_omnibus=p_omnibus,
-            means=means,
-            mean_ranks=mean_ranks,
-        )
+        found = replace(evidence, config=look.configs[i], p=p, detail=detail, versus=best)
         self._remove(found)
         return found
 

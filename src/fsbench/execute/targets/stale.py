@@ -8,8 +8,9 @@ changes in `WORKDIR/knobs-<pid>.json` (knobs.py), the stress-ng process group it
 those are stale: `release_stale` restores the knobs, stops the load and the servers,
 unmounts, detaches, deletes. Nothing else in WORKDIR, and nothing outside it except mounts
 of a stale loop device, the sysctls and schedulers a journal names, the stress-ng group a
-load file names (checked by its start time), the server a note names and memory cgroups
-named `fsbench-<pid>` (memcap.py), is ever touched.
+load file names (checked by its start time), the server a note names, memory cgroups
+named `fsbench-<pid>` (memcap.py) and traced steps' cgroups named `fsbench-<pid>-trace`
+(stepgroup.py), is ever touched.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from fsbench.execute.targets import devinfo
 from fsbench.execute.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
-from fsbench.system import contention, knobs, memcap, proc, servers
+from fsbench.system import contention, knobs, memcap, proc, servers, stepgroup
 
 # The files, named by their owner's pid, in which a run writes down what to undo, and how
 # to undo it; in this order, before any mount is released (a server holds its mount).
@@ -192,12 +193,14 @@ def release_stale(workdir: str | Path) -> list[str]:
         if m and entry.is_dir() and not entry.is_symlink() and not pid_alive(int(m.group(1))):
             shutil.rmtree(entry, ignore_errors=True)
             lines.append(f"removed {entry} (pid {m.group(1)} gone)")
-    for group, pid in memcap.stale_groups():  # empty once its processes are gone
+    groups = [("memory", g) for g in memcap.stale_groups()]
+    groups += [("traced", g) for g in stepgroup.stale_groups()]
+    for what, (group, pid) in groups:  # empty once its processes are gone
         try:
             group.rmdir()
-            lines.append(f"removed memory cgroup {group} (pid {pid} gone)")
+            lines.append(f"removed {what} cgroup {group} (pid {pid} gone)")
         except OSError as exc:
-            lines.append(f"could not remove memory cgroup {group}: {exc.strerror}")
+            lines.append(f"could not remove {what} cgroup {group}: {exc.strerror}")
     for res in (r for r in stale if r.kind == "loop"):
         device = res.loop_device
         if device is None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fsbench.analysis.design import CONTROLLED
 from fsbench.analysis.rows import Row
 from fsbench.reports import document as d
 from fsbench.reports import hosts
@@ -72,6 +73,7 @@ def comparison_document(a: RunRecord, b: RunRecord, cmp: Comparison) -> dict[str
             "scale": "log",
             "alpha": cmp.alpha,
             "correction": "benjamini-bogomolov",
+            "controls": CONTROLLED,
             "cells": cmp.compared,
         },
         "metrics": "all" if cmp.all_metrics else "headline",

@@ -17,7 +17,12 @@ from fsbench.system.plugins import Registry
 # The monitor contract's version (base.py): a plugin built for another is refused.
 CONTRACT = 1
 SAMPLER = "sampler"
-BUILTIN: tuple[str, ...] = ("fsbench.system.monitors.sampler:SamplerMonitor",)
+BUILTIN: tuple[str, ...] = (
+    "fsbench.system.monitors.sampler:SamplerMonitor",
+    "fsbench.system.monitors.blocktrace:BlockTrace",
+    "fsbench.system.monitors.offcpu:OffCpu",
+    "fsbench.system.monitors.profile:Profile",
+)
 REGISTRY: Registry[type[Monitor]] = Registry("monitors", "monitor", CONTRACT, BUILTIN)
 # Beside every counted trial unless the plan names others.
 DEFAULT: tuple[str, ...] = (SAMPLER,)

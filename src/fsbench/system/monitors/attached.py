@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsbench.system import monitors
-from fsbench.system.metric import Metric
+from fsbench.system.metric import Folded, Metric
 from fsbench.system.monitors.base import Monitor, Site
 
 
@@ -24,6 +24,7 @@ class Watched:
     # Per monitor that said more than metrics and samples: its role, facts and files
     # (the trial's provenance `monitors`).
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    folded: list[Folded] = field(default_factory=list)  # the tracers' maps
 
 
 class Attached:
@@ -51,6 +52,7 @@ class Attached:
                     raise ValueError(f"monitor {monitor.name}: a second timeline in one trial")
                 out.samples = said.samples
             out.metrics += said.metrics
+            out.folded += said.folded
             if said.facts or said.artefacts:
                 out.facts[monitor.name] = {
                     "role": str(monitor.role),

@@ -13,7 +13,8 @@ rules). The runner makes a fresh instance per trial step and calls, in order:
 - `start()` just before the timed phase, `stop()` just after it (and on every way out
   of it);
 - `output(metrics)` once it stopped, given the workload's metrics: what it yields
-  (`Output`: a timeline of samples, derived metrics, facts, artefact files);
+  (`Output`: a timeline of samples, derived metrics, facts, artefact files, and a
+  tracer's maps: folded stacks, histograms);
 - `detach()` on every path, also when the workload raised, the trial timed out or the run
   was interrupted: a child process is killed and reaped here (`Child` does it).
 """
@@ -30,8 +31,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
-from fsbench.system import proc
-from fsbench.system.metric import Metric
+from fsbench.system import memcap, proc, stepgroup
+from fsbench.system.metric import Folded, Metric
 from fsbench.system.proc import Tool
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -66,7 +67,9 @@ class Site:
     device: str  # the block device the timed phase runs on (/dev/loop3, /dev/vdb)
     backing: str | None = None  # the disk under it (a loop image's disk); None: itself
     mountpoint: Path | None = None  # None on the bare device (`raw`)
-    cgroup: Path | None = None  # the workload's own cgroup, when it has one (knob mem)
+    # The workload's own cgroup (v2), when it has one: an instrumented step's (stepgroup),
+    # or the mem knob's where that is a v2 group.
+    cgroup: Path | None = None
     directory: Path | None = None  # where artefact files of this trial go
 
     def artefact(self, monitor: str, name: str) -> Path:
@@ -87,6 +90,8 @@ class Output:
     metrics: list[Metric] = field(default_factory=list)  # stored with the workload's
     facts: dict[str, Any] = field(default_factory=dict)  # the trial's provenance `monitors`
     artefacts: list[Path] = field(default_factory=list)  # files in the trial's directory
+    # A tracer's maps (folded stacks, histograms), stored with the trial in their table.
+    folded: list[Folded] = field(default_factory=list)
 
 
 class Monitor(ABC):
@@ -124,16 +129,25 @@ class Monitor(ABC):
         failed half way (release what was made, no more)."""
 
 
+_die = proc.die_with_parent(signal.SIGKILL)
+
+
+def _apart() -> None:
+    """In a tracer's child before it execs: dies with fsbench, and is outside the step's
+    cgroups (its threads are not the workload's)."""
+    _die()
+    memcap.leave()
+    stepgroup.leave()
+
+
 class Child:
-    """A tracer's child process (bpftrace, perf): in a session of its own, killed if
-    fsbench itself dies (PR_SET_PDEATHSIG), and on `close` killed with everything it
-    forked and reaped, whatever happened before."""
+    """A tracer's child process (bpftrace, perf): in a session of its own, outside the
+    workload's cgroups, killed if fsbench itself dies (PR_SET_PDEATHSIG), and on `close`
+    killed with everything it forked and reaped, whatever happened before."""
 
     def __init__(self, argv: Sequence[str], out: IO[bytes] | int = subprocess.DEVNULL) -> None:
         self.argv = tuple(argv)
-        self.process = proc.spawn(
-            self.argv, stdout=out, stderr=out, preexec_fn=proc.die_with_parent(signal.SIGKILL)
-        )
+        self.process = proc.spawn(self.argv, stdout=out, stderr=out, preexec_fn=_apart)
         self._reaped = False
 
     @property

@@ -29,7 +29,7 @@ from fsbench.workloads.aging import NONE, parse
 from fsbench.workloads.aging import measure as age_measure
 from fsbench.workloads.aging.apply import Ager
 from fsbench.workloads.base import CacheState, Flush, Params, Scale, Tool, TrialContext, Workload
-from fsbench.workloads.metric import Better, Metric, rate
+from fsbench.workloads.metric import MB_PER_S, Better, Metric
 
 STATES = ("aged", "clean")
 READS = ("grep", "tar")
@@ -145,7 +145,7 @@ class Aging(Workload[AgingParams]):
         return [Metric("data_bytes", data, "B", Better.HIGHER)]
 
     def derive(self, params: AgingParams, metrics: Mapping[str, float]) -> list[Metric]:
-        out = rate(metrics, "data_bytes", "mb_per_s", "MB/s", per=1e6)
+        out = MB_PER_S.of(metrics)
         key = (params.at or 0.0, params.read or "")
         if params.state == "aged":
             self._aged_seconds[key] = metrics["seconds"]

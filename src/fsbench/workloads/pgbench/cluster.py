@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsbench.system import servers
+from fsbench.system.layout import FileIn
 from fsbench.workloads.base import TrialContext
 
 USER = "postgres"
@@ -73,13 +74,8 @@ class Paths:
             servers.socket_dir(ctx.run_dir, "pgbench-log"),
         )
 
-    @property
-    def server_log(self) -> Path:
-        return self.sockets / "server.log"
-
-    @property
-    def socket(self) -> Path:
-        return self.sockets / SOCKET_NAME
+    server_log = FileIn("sockets", "server.log")
+    socket = FileIn("sockets", SOCKET_NAME)
 
 
 _PREFIX = re.compile(r"^.*?\[\d+\]\s+")  # log_line_prefix '%m [%p] ': time, pid

@@ -1,0 +1,138 @@
+"""The pure parts of `fsbench explain`: what bpftrace prints read back (bpfout), a block
+request's kind from its rwbs, an off-CPU stack's class, the stored maps' encoding, and the
+ranking of mechanisms per pair (analysis/explain.py) on trials whose values are known:
+a mechanism that differs in every trial is named, one that does not is not, and the
+account splits the gap into its parts."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from fsbench.analysis.design import Design
+from fsbench.analysis.explain import explain, top_symbols
+from fsbench.store import folded
+from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.system.monitors import bpfout
+from fsbench.system.monitors.blocktrace import Request
+from fsbench.system.monitors.offcpu import IDLE, RUNQUEUE, state_of, wait_class
+
+
+def test_bpftrace_json_read_back() -> None:
+    lines = [
+        '{"type": "attached_probes", "data": {"probes": 5}}',
+        '{"type": "printf", "data": "fsbench: ready\\n"}',
+        '{"type": "map", "data": {"@req": {"7340032,WS": 3, "7340032,FWS": 2, "7340032,WS": 1}}}',
+        '{"type": "map", "data": {"@fsyncs": 10}}',
+        '{"type": "hist", "data": {"@size": {"7340032,WS": [{"min": 4096, "max": 8191, '
+        '"count": 3}]}}}',
+        '{"type": "lost_events", "data": {"events": 2}}',
+        "ERROR: something bpftrace said",
+    ]
+    said = bpfout.parse(lines)
+    assert said.attached == 5 and said.lost == 2
+    assert "fsbench: ready" in said.printed
+    assert said.maps["req"]["7340032,WS"] == 4  # a string key printed twice is one key
+    assert said.value("fsyncs") == 10
+    assert said.hists["size"]["7340032,WS"] == {4096: 3}
+    assert said.messages == ["ERROR: something bpftrace said"]
+    assert bpfout.split_key("a,b,c,WS", 2) == ["a,b,c", "WS"]
+
+
+def test_kernel_stacks_fold_root_first() -> None:
+    stack = "\n  __schedule+0x1\n  schedule+0x2\n  jbd2_log_wait_commit+0x3\n  ext4_sync_file+9\n"
+    assert bpfout.folded(stack) == "ext4_sync_file;jbd2_log_wait_commit;schedule;__schedule"
+    assert bpfout.folded("") == bpfout.USER
+
+
+def test_request_kinds_from_rwbs() -> None:
+    assert Request.of("FWFS") == Request("W", preflush=True, fua=True, sync=True)
+    assert Request.of("WS").op == "W" and Request.of("WS").sync
+    assert Request.of("R").op == "R"
+    assert Request.of("FF") == Request("F", preflush=True)  # a flush as blk-flush issues it
+    assert Request.of("F") == Request("F")
+    assert Request.of("WM").meta
+
+
+def test_offcpu_classes() -> None:
+    journal = "[D];fs_mark;do_fsync;ext4_sync_file;jbd2_log_wait_commit;schedule"
+    flush = "[D];fs_mark;ext4_sync_file;blkdev_issue_flush;submit_bio_wait;io_schedule_timeout"
+    io = "[D];fs_mark;file_write_and_wait_range;folio_wait_bit;io_schedule;schedule"
+    idle = "[S];fs_mark;__do_sys_wait4;kernel_wait4;do_wait;schedule"
+    assert wait_class(journal) == "journal"
+    assert wait_class(flush) == "flush"  # not device_io: the flush is what it waited for
+    assert wait_class(io) == "device_io"
+    assert wait_class(idle) == IDLE
+    assert wait_class("[R];fs_mark;jbd2_log_wait_commit") == RUNQUEUE
+    assert state_of(0) == "[R]" and state_of(2) == "[D]" and state_of(0x100 | 1) == "[R]"
+
+
+def test_maps_encoded_both_ways() -> None:
+    small = {"a;b": 1.5, "4096": 3.0}
+    assert folded.decode(*folded.encode(small)) == small
+    large = {f"frame{i};leaf": float(i) for i in range(2000)}
+    encoding, data = folded.encode(large)
+    assert encoding == folded.ZLIB and folded.decode(encoding, data) == large
+
+
+def _trial(config: str, rep: int, values: dict[str, float], files_per_s: float) -> TrialRecord:
+    metrics = [MetricRecord("files_per_s", files_per_s, "files/s", "higher")]
+    metrics += [
+        MetricRecord(k, v, "s" if k.endswith("_s") else "x", "lower") for k, v in values.items()
+    ]
+    return TrialRecord(
+        seq=rep, rep=rep, cell_key=config, config=config, fs="ext4", mkfs_options=[],
+        mount_options="", workload="fs_mark", params={"files": 100}, status="ok",
+        provenance={"monitors": {"offcpu": {"role": "tracer", "facts": {"window_s": 10.0}}}},
+        metrics=metrics,
+    )  # fmt: skip
+
+
+def test_a_mechanism_that_differs_is_named_first_and_one_that_does_not_is_not() -> None:
+    rng = random.Random(3)
+    trials = []
+    for rep in range(1, 5):
+        for config, flushes, journal in (("ext4", 1.0, 2.0), ("ext4 sync", 3.0, 4.0)):
+            noise = lambda: 1 + rng.uniform(-0.02, 0.02)  # noqa: E731
+            trials.append(
+                _trial(
+                    config,
+                    rep,
+                    {
+                        "flushes_per_fsync": flushes * noise(),
+                        "offcpu_journal_s": journal * noise(),
+                        "workload_cpu_user_s": 0.5 * noise(),  # the same in both
+                    },
+                    100.0,  # 1000 files in the 10 s window
+                )
+            )
+    (found,) = explain(trials, {"fs_mark": "files_per_s"}, Design())
+    assert (found.a, found.b, found.per, found.n) == ("ext4", "ext4 sync", "file", (4, 4))
+    named = [m.metric for m in found.named]
+    assert set(named) == {"flushes_per_fsync", "offcpu_journal_s"}
+    assert named[0] == "flushes_per_fsync"  # 3x ranks above the journal's 2x
+    assert "workload_cpu_user_s" not in named
+    first = found.mechanisms[0]
+    assert first.ratio is not None and 2.5 < first.ratio < 3.5
+    # The gap: 2 ms of journal wait per file more (4 s - 2 s over 1000 files), all of it
+    # explained by the decided journal part (CPU user is the same on both sides).
+    assert found.gap is not None and abs(found.gap - 0.002) < 0.0003
+    assert found.explained is not None and 0.9 < found.explained < 1.1
+    assert json.dumps(found.as_dict())
+
+
+def test_identical_configs_name_nothing() -> None:
+    rng = random.Random(5)
+    trials = [
+        _trial(config, rep, {"flushes_per_fsync": 2 * (1 + rng.gauss(0, 0.05))}, 100.0)
+        for rep in range(1, 5)
+        for config in ("a", "b")
+    ]
+    (found,) = explain(trials, {"fs_mark": "files_per_s"}, Design())
+    assert found.named == []
+    assert {m.kind for m in found.mechanisms} <= {"equivalent", "undecided"}
+
+
+def test_top_symbols_are_leaf_frames_shared() -> None:
+    maps = [{"fs_mark;a;b": 3.0, "fs_mark;c;b": 1.0, "fs_mark;d": 4.0}]
+    assert top_symbols(maps) == [("b", 0.5), ("d", 0.5)]
