@@ -14,15 +14,16 @@ bench/results/ and, per figure, the key of the value it prints:
 
 - The first line names the files: `FILE.json`, the default, then any `ALIAS=FILE.json`
   (a key `ALIAS:path` reads that one).
-- Every number of the passage outside code spans, dates (2026-11-27), times (18:30) and
-  file names is a **figure**, and takes the next key, in order. A key is a path into the
-  file (`pooled.all.ratio`, `cells[fs=btrfs,threads=64].ci90[0]`: `[k=v,...]` the one
-  element of a list with those fields, `[?k=v]` all of them, `[*]` every element, `[1:]`
-  a slice, `["by hand"]` a key with a space), a path relative to the object the last
-  full path ended in (`.pairs` after `pooled.all.ratio`), or a computation named in full
-  (`len(cells)`, `min(cells[fs=btrfs].round_ratios)`, `100*x`, `a-b`: functions
-  `len min max median mean sum abs round`). A key reads the file: a constant alone is
-  none. Prefer a key the bench stored (its `summary`) to a computation.
+- Every number of the passage outside what a user types (code spans and blocks of input:
+  see span_kind, block_kind), dates (2026-11-27), times (18:30) and file names is a
+  **figure**, and takes the next key, in order: a block of output's numbers too. A key
+  is a path into the file (`pooled.all.ratio`, `cells[fs=btrfs,threads=64].ci90[0]`:
+  `[k=v,...]` the one element of a list with those fields, `[?k=v]` all of them, `[*]`
+  every element, `[1:]` a slice, `["by hand"]` a key with a space), a path relative to
+  the object the last full path ended in (`.pairs` after `pooled.all.ratio`), or a
+  computation named in full (`len(cells)`, `min(cells[fs=btrfs].round_ratios)`, `100*x`,
+  `a-b`: functions `len min max median mean sum abs round`). A key reads the file: a
+  constant alone is none. Prefer a key the bench stored (its `summary`) to a computation.
 - `_` is a number of the text that is no figure (the 64 of "at 64 threads", an issue
   number). It is refused where the number looks measured: a percentage, a ratio `1.1x`,
   a thousands separator, an interval `(a-b)`, or a count or unit after it (`pairs`,
@@ -46,7 +47,7 @@ import math
 import re
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -63,14 +64,14 @@ def documents() -> list[Path]:
 
 # -- Reading a document: passages and the numbers they print ---------------------------
 
-_OPEN = re.compile(r"^\s*<!--\s*bench:\s*(.*)$")
-_CLOSE = re.compile(r"^\s*<!--\s*/bench\s*-->\s*$")
+_OPEN = re.compile(r"^\s*<!--\s*(bench|code|example):\s*(.*)$")
+_CLOSE = re.compile(r"^\s*<!--\s*/(bench|code|example)\s*-->\s*$")
+KINDS = ("bench", "code", "example")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # What is no figure, masked before numbers are read: code spans, HTML comments, links'
 # targets, file names and paths, dates, times of day, URLs.
 _MASK = re.compile(
-    r"`[^`]*`"
-    r"|<!--.*?-->"
+    r"<!--.*?-->"
     r"|\]\([^)]*\)"
     r"|https?://\S+"
     r"|[\w./-]*\w\.(?:json|py|md|f|patch|toml|txt|db)\b"
@@ -98,6 +99,8 @@ class Printed:
     ratio: bool  # followed by x or ×
     counted: bool  # followed by a count or a unit: "162 pairs", "10 s"
     in_interval: bool  # one end of "(a-b)" or "a-b" of decimals
+    unit: bool = False  # a unit after it the parser counts: "8 GiB", "64M", "10 s"
+    size: bool = False  # the unit is a size: "8 GiB", "64M" (a bench's parameter may be `_`)
 
     @property
     def decimals(self) -> int:
@@ -110,8 +113,141 @@ class Printed:
 
 
 def mask(line: str) -> str:
-    """The line with what holds no figure blanked out (same length)."""
+    """The line with what holds no figure blanked out (same length): what a user types in
+    code spans (`--reps 5`, `size=16M`: see span_kind), comments, links' targets, URLs,
+    file names, dates and times of day. A code span that shows what fsbench prints
+    (`1.023 [95%: 0.980, 1.070]`) is read as prose is."""
+    line = _SPAN.sub(
+        lambda m: (
+            " " * len(m.group(0)) if span_kind(m.group(1)) == INPUT else " " + m.group(1) + " "
+        ),
+        line,
+    )
     return _MASK.sub(lambda m: " " * len(m.group(0)), line)
+
+
+# -- Code: what a reader types, and what fsbench shows -----------------------------------
+#
+# A code span or a fenced block is either INPUT, what a user types: a command line, an
+# option, a plan's or an inventory's setting, a spec, a passage's marker; its numbers are
+# the user's parameters, no figure; or OUTPUT, what fsbench (or a tool) shows: its numbers
+# are figures like the prose's. In a block of input, a comment (`# ...`, `// ...`) is
+# prose. Outside an `<!-- example: -->` passage (which a test compares whole) and outside
+# a bench or code passage (which binds each number to its key), a block of output may
+# show no number at all.
+
+INPUT, OUTPUT = "input", "output"
+COMMANDS = (
+    "fsbench", "fsbench-engine", "make", "cargo", "python3", "mkdir", "cp", "git", "sudo",
+    "fs_mark", "fio", "nice", "kill", "tar", "sh",
+)  # fmt: skip
+_SPAN = re.compile(r"`([^`]*)`")
+_COMMAND = re.compile(rf"(?:{'|'.join(map(re.escape, COMMANDS))})(?=\s|$)")
+# An option, a TOML table, a command, a setting (`size=16M`, `"schema": 1`, `kernel =
+# ["6.1"]`, `numpy<2.0.0`), a call or a man page (`msleep(100)`, `kill(2)`), a passage's
+# key (`bounds.look_level({1}, 3, 10, 0.05)`), a git setting (`gc.auto 0`). What fsbench
+# prints has spaces where a setting has none: `p = 0.012`, `n < 3`, `explained: 80%`.
+_INPUT_SPAN = re.compile(
+    rf"\s*(?:-|\[|{_COMMAND.pattern}|[A-Za-z_][\w.]*(?:=|<\d|\()|\"\w+\":\s"
+    rf"|\w+ = [\[\"{{]|gc\.\w+ )"
+)
+# The language of a block of settings: a plan, an inventory, a unit file.
+SETTINGS_LANGUAGES = ("toml", "ini")
+# A block's info string may name what it holds after its language (```json input): a
+# spec the engine reads is input, as the user writes it.
+_CRON = re.compile(r"(?:[\d*/,-]+\s+){5}")
+
+
+def span_kind(text: str) -> str:
+    """What a code span holds: INPUT (a user's parameter) or OUTPUT (what is shown)."""
+    return INPUT if _INPUT_SPAN.match(text) else OUTPUT
+
+
+def _is_command(lines: list[str]) -> bool:
+    continued = False
+    for line in lines:
+        text = _CRON.sub("", line.strip(), count=1)
+        if text and not (continued or text.startswith(("#", "--")) or _COMMAND.match(text)):
+            return False
+        continued = text.endswith("\\")
+    return True
+
+
+def block_kind(info: str, lines: list[str]) -> str:
+    """What a fenced block holds, from its info string and its lines: INPUT (commands, a
+    plan's or inventory's settings, a spec: ```json input, a passage's marker) or OUTPUT
+    (everything else: a report, a message, a document fsbench writes)."""
+    words = info.split()
+    lang = words[0] if words else ""
+    if lang in SETTINGS_LANGUAGES or INPUT in words[1:]:
+        return INPUT
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if first.startswith("<!--"):
+        return INPUT  # a passage's marker, shown as an author types it
+    if lang in ("", "sh", "bash", "console") and _is_command(lines):
+        return INPUT
+    return OUTPUT
+
+
+_COMMENT = re.compile(r"(?:^|\s)(?:#|//)\s.*$|^\s*#.*$")
+
+
+_ECHOED = re.compile(r"\b[\w.]+=[^\s,;)]+")
+
+
+def prose_of(line: str, kind: str) -> str:
+    """The part of a block's line read as prose (same length): a line of output but the
+    settings it echoes (`barrier=0`, `crashes=1`: the user's), the comment of a line of
+    input."""
+    if kind == OUTPUT:
+        return _ECHOED.sub(lambda m: " " * len(m.group(0)), line)
+    m = _COMMENT.search(line)
+    return " " * len(line) if m is None else " " * m.start() + line[m.start() :]
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced block: its opening line, info string, kind and (line number, text) lines."""
+
+    line: int
+    info: str
+    kind: str
+    lines: list[tuple[int, str]]
+
+
+def blocks(text: str) -> list[Block]:
+    """Every fenced block of a document."""
+    out: list[Block] = []
+    opened: tuple[int, str] | None = None
+    body: list[tuple[int, str]] = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if _FENCE.match(line):
+            if opened is None:
+                opened, body = (i, line.strip()[3:].strip()), []
+            else:
+                kind = block_kind(opened[1], [t for _, t in body])
+                out.append(Block(opened[0], opened[1], kind, body))
+                opened = None
+        elif opened is not None:
+            body.append((i, line))
+    return out
+
+
+def read_lines(lines: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
+    """(line number, the part read as prose, its kind: "prose", INPUT or OUTPUT) of each
+    line but fences: a block's lines as prose_of reads them."""
+    kinds: dict[int, str] = {}
+    fences: set[int] = set()
+    for b in blocks("\n".join(t for _, t in lines)):
+        fences |= {b.line, (b.lines[-1][0] if b.lines else b.line) + 1}
+        kinds.update({n: b.kind for n, _ in b.lines})
+    out = []
+    for k, (lineno, text) in enumerate(lines, 1):
+        if k in fences:
+            continue
+        kind = kinds.get(k, "prose")
+        out.append((lineno, text if kind == "prose" else prose_of(text, kind), kind))
+    return out
 
 
 def numbers(line: str, lineno: int = 0) -> list[Printed]:
@@ -121,7 +257,9 @@ def numbers(line: str, lineno: int = 0) -> list[Printed]:
     for m in _NUMBER.finditer(masked):
         after = masked[m.end() :]
         ratio = bool(re.match(r"[x×](?!\w)", after))
-        if not ratio and (re.match(r"\w", after) or re.match(r"\.\d", after)):
+        sized = bool(re.match(r"[kKMGTP](?:i?B)?(?![\w-])", after))  # 64M, 4k, 1GiB
+        sized = sized and not re.search(r"[A-Za-z]-$", masked[: m.start()])  # write-4k
+        if not (ratio or sized) and (re.match(r"\w", after) or re.match(r"\.\d", after)):
             continue  # part of a word or a version: 005a0d3, 6.18.44, 3rd
         text = m.group(0)
         pct = after.startswith("%") or bool(_PERCENT_AFTER_RANGE.match(after))
@@ -140,6 +278,8 @@ def numbers(line: str, lineno: int = 0) -> list[Printed]:
                 ratio=ratio,
                 counted=bool(_COUNTED.match(after[1:] if ratio else after)),
                 in_interval=interval,
+                unit=sized or bool(re.match(_UNIT, after)),
+                size=sized or bool(re.match(r"\s?[kKMGTP]i?B\b|\s?B\b|\s?bytes\b", after)),
             )
         )
     return out
@@ -147,7 +287,14 @@ def numbers(line: str, lineno: int = 0) -> list[Printed]:
 
 def looks_measured(p: Printed) -> bool:
     """A number that `_` may not pass off as no figure."""
-    return p.percent or p.ratio or p.counted or p.in_interval or "," in p.text
+    return (
+        p.percent
+        or p.ratio
+        or p.counted
+        or p.in_interval
+        or (p.unit and not p.size)
+        or "," in p.text
+    )
 
 
 @dataclass
@@ -155,12 +302,15 @@ class Passage:
     """A marked passage: its files, its keys in order, its row template, its lines."""
 
     doc: str
-    line: int  # the line of `<!-- bench:`
-    files: dict[str, str]  # alias ("" for the default) -> file name in bench/results/
+    line: int  # the line of `<!-- bench:` (`<!-- code:`, `<!-- example:`)
+    # bench: alias ("" for the default) -> file name in bench/results/;
+    # code: alias -> module; example: the tests that compare it -> themselves
+    files: dict[str, str]
     keys: list[str]
     template: list[list[str]] | None  # keys per column, or None
     body: list[tuple[int, str]] = field(default_factory=list)  # (line number, text)
     problems: list[str] = field(default_factory=list)
+    kind: str = "bench"
 
     @property
     def text(self) -> str:
@@ -195,8 +345,46 @@ def _cells(line: str) -> list[tuple[int, int]]:
     return [(a + 1, b) for a, b in zip(bars, bars[1:], strict=False)]
 
 
-def passages(text: str, doc: str = "") -> list[Passage]:
-    """The marked passages of a document."""
+def passages(text: str, doc: str = "", kinds: tuple[str, ...] = ("bench",)) -> list[Passage]:
+    """The marked passages of a document, of the kinds asked for (bench passages by
+    default: what cites a result file)."""
+    return [p for p in all_passages(text, doc) if p.kind in kinds]
+
+
+def _header_files(
+    kind: str, words: list[str], doc: str, start: int
+) -> tuple[dict[str, str], list[str]]:
+    files: dict[str, str] = {}
+    problems = []
+    for word in words:
+        alias, _, name = word.rpartition("=")
+        if kind == "bench" and not name.endswith(".json"):
+            problems.append(
+                f"{doc} line {start}: {word!r}: a passage names result files "
+                "(NAME.json or ALIAS=NAME.json), not a bench"
+            )
+        elif kind == "code" and not re.fullmatch(
+            r"(fsbench|tests)(\.\w+)*|engine/[\w./-]+\.rs", name
+        ):
+            problems.append(
+                f"{doc} line {start}: {word!r}: a code passage names modules "
+                "(ALIAS=fsbench.x.y, a test's tests.unit.x) or engine sources "
+                "(ALIAS=engine/src/x.rs)"
+            )
+        elif kind == "example" and not (ROOT / word).is_file():
+            problems.append(f"{doc} line {start}: {word!r}: an example names the test comparing it")
+        if kind == "code" and not alias:
+            alias = Path(name).stem if name.startswith("engine/") else name.rpartition(".")[2]
+        files[alias if kind != "example" else word] = name if kind != "example" else word
+    if kind == "bench" and "" not in files:
+        problems.append(f"{doc} line {start}: no default result file")
+    if kind != "bench" and not files:
+        problems.append(f"{doc} line {start}: a {kind} passage names what checks it")
+    return files, problems
+
+
+def all_passages(text: str, doc: str = "") -> list[Passage]:
+    """The marked passages of a document, every kind."""
     lines = text.splitlines()
     out: list[Passage] = []
     i = 0
@@ -209,25 +397,15 @@ def passages(text: str, doc: str = "") -> list[Passage]:
             i += 1
             continue
         start = i + 1
-        header = [opened.group(1)]
+        kind = opened.group(1)
+        header = [opened.group(2)]
         while "-->" not in header[-1]:
             i += 1
             if i >= len(lines):
-                raise ValueError(f"{doc} line {start}: <!-- bench: never ends with -->")
+                raise ValueError(f"{doc} line {start}: <!-- {kind}: never ends with -->")
             header.append(lines[i])
         header[-1] = header[-1].split("-->", 1)[0]
-        files: dict[str, str] = {}
-        problems = []
-        for word in header[0].split():
-            alias, _, name = word.rpartition("=")
-            if not name.endswith(".json"):
-                problems.append(
-                    f"{doc} line {start}: {word!r}: a passage names result files "
-                    "(NAME.json or ALIAS=NAME.json), not a bench"
-                )
-            files[alias] = name
-        if "" not in files:
-            problems.append(f"{doc} line {start}: no default result file")
+        files, problems = _header_files(kind, header[0].split(), doc, start)
         keys: list[str] = []
         template = None
         for h in header[1:]:
@@ -235,37 +413,36 @@ def passages(text: str, doc: str = "") -> list[Passage]:
                 template = [_tokens(h[a:b]) for a, b in _cells(h.strip())]
             else:
                 keys += _tokens(h)
-        p = Passage(doc, start, files, keys, template, problems=problems)
+        p = Passage(doc, start, files, keys, template, problems=problems, kind=kind)
         i += 1
-        while i < len(lines) and not _CLOSE.match(lines[i]):
-            if _OPEN.match(lines[i]):
+        fenced = False
+        while i < len(lines) and not (_CLOSE.match(lines[i]) and not fenced):
+            if _FENCE.match(lines[i]):
+                fenced = not fenced
+            if _OPEN.match(lines[i]) and not fenced:
                 raise ValueError(f"{doc} line {i + 1}: a passage in a passage")
             p.body.append((i + 1, lines[i]))
             i += 1
         if i >= len(lines):
-            raise ValueError(f"{doc} line {start}: <!-- bench: --> never closed")
+            raise ValueError(f"{doc} line {start}: <!-- {kind}: --> never closed")
+        closed = _CLOSE.match(lines[i])
+        if closed is not None and closed.group(1) != kind:
+            raise ValueError(f"{doc} line {i + 1}: <!-- {kind}: --> closed by /{closed.group(1)}")
         out.append(p)
         i += 1
     return out
 
 
-def outside_passages(text: str) -> list[tuple[int, str]]:
-    """(line number, text) of every line outside passages, headers and code blocks."""
+def outside_passages(text: str) -> list[tuple[int, str, str]]:
+    """(line number, the part read as prose, its kind) of every line outside passages and
+    their headers (read_lines)."""
     out, inside, fenced = [], False, False
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if _FENCE.match(line):
-            fenced = not fenced
-        elif _OPEN.match(line):
-            inside = True
-        elif _CLOSE.match(line):
-            inside = False
-        elif not inside and not fenced:
-            out.append((i + 1, line))
-        i += 1
-    return out
+    for i, line in enumerate(text.splitlines(), 1):
+        fenced ^= bool(_FENCE.match(line))
+        closes = not fenced and bool(_CLOSE.match(line))
+        inside = (inside or (not fenced and bool(_OPEN.match(line)))) and not closes
+        out.append((i, "" if inside or closes else line))
+    return [r for r in read_lines(out) if r[1].strip()]
 
 
 # -- Keys: paths into a result file ------------------------------------------------------
@@ -282,6 +459,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sum": sum,
     "abs": abs,
     "round": round,
+    # the i-th number a stored text says (a scenario's description): num(x.what, 0)
+    "num": lambda text, i: float(re.findall(r"\d+(?:\.\d+)?", text)[i]),
 }
 
 
@@ -512,6 +691,87 @@ def load(name: str) -> Any:
     return json.loads((RESULTS / name).read_text())
 
 
+# -- Keys of a code passage: the code's own constants ----------------------------------------
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+
+@cache
+def _source(path: Path) -> str:
+    return path.read_text()
+
+
+@dataclass(frozen=True)
+class RustSource:
+    """An engine source file: `ALIAS.NAME` is its `const NAME: T = value;`."""
+
+    path: Path
+
+    def __getattr__(self, name: str) -> float:
+        text = _source(self.path)
+        m = re.search(rf"\bconst\s+{name}\s*:\s*\w+\s*=\s*([\d_.]+)", text)
+        if m is None:
+            raise AttributeError(f"{self.path.name} has no const {name}")
+        number = m.group(1).replace("_", "").rstrip(".")
+        return float(number) if "." in number else int(number)
+
+    def find(self, pattern: str, group: int = 1) -> float:
+        """A number the source writes where no `const` names it (a match arm's value)."""
+        found = re.findall(pattern, _source(self.path))
+        if len(found) != 1:
+            raise AttributeError(f"{self.path.name}: {pattern!r} matches {len(found)} times")
+        text = found[0] if isinstance(found[0], str) else found[0][group - 1]
+        return float(text) if "." in text else int(text)
+
+
+def default(function: Callable[..., Any], parameter: str) -> Any:
+    """The default value of a function's parameter (a level, a limit it applies)."""
+    import inspect
+
+    return inspect.signature(function).parameters[parameter].default
+
+
+def load_code(name: str) -> Any:
+    """What a code passage names: an fsbench module, imported, or an engine source."""
+    if name.startswith("engine/"):
+        if not (ROOT / name).is_file():
+            raise OSError(f"no {name}")
+        return RustSource(ROOT / name)
+    import importlib
+
+    if name.startswith("tests.") and str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # a test's constants: the checkout's tests package
+    return importlib.import_module(name)
+
+
+def resolve_code(key: str, modules: dict[str, Any]) -> Resolved:
+    """The value of a code passage's key: a Python expression over the modules it names
+    (`targets.DEFAULT_IMAGE_SIZE / GiB`, `bounds.look_level(3, 3, 10, 0.05)`)."""
+    import ast
+
+    try:
+        tree = ast.parse(key, mode="eval")
+    except SyntaxError as exc:
+        raise KeyError_(f"not an expression: {exc.msg}") from exc
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    if not names & set(modules):
+        raise KeyError_("a constant: a key reads its value from the code it names")
+    scope = {
+        **FUNCTIONS,
+        "math": math,
+        "KiB": KiB,
+        "MiB": MiB,
+        "GiB": GiB,
+        "default": default,
+        **modules,
+    }
+    try:
+        value = eval(compile(tree, key, "eval"), {"__builtins__": {}}, scope)  # noqa: S307
+    except Exception as exc:  # the key names what the code does not hold
+        raise KeyError_(f"{type(exc).__name__}: {exc}") from exc
+    return Resolved(value, None)
+
+
 # -- Binding the figures of a passage to their keys ----------------------------------------
 
 
@@ -533,32 +793,28 @@ def figures(p: Passage) -> list[Figure]:
     """Every number of the passage with its key and the value the key names."""
     files: dict[str, Any] = {}
     out: list[Figure] = []
+    if p.kind == "example":
+        return out  # compared whole by the tests it names
     for alias, name in p.files.items():
-        if not name.endswith(".json"):
+        if p.kind == "bench" and not name.endswith(".json"):
             continue  # refused by passages()
         try:
-            files[alias] = load(name)
-        except (OSError, ValueError) as exc:
-            p.problems.append(f"{p.doc} line {p.line}: bench/results/{name}: {exc}")
+            files[alias] = load_code(name) if p.kind == "code" else load(name)
+        except (OSError, ValueError, ImportError) as exc:
+            p.problems.append(f"{p.doc} line {p.line}: {name}: {exc}")
     if len(files) != len(p.files):
         return out
     keys = iter(p.keys)
     base: tuple[str, Any] | None = None
-    fenced = False
-    lines = list(p.body)
-    for k, (lineno, line) in enumerate(lines):
-        if _FENCE.match(line):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
-        row = line.strip().startswith("|")
+    lines = read_lines(p.body)  # a block's output whole, the comments of its input
+    for k, (lineno, line, kind) in enumerate(lines):
+        row = kind == "prose" and line.strip().startswith("|")
         if row and re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", line.strip()):
             continue  # |---|
         nxt = lines[k + 1][1].strip() if k + 1 < len(lines) else ""
         if row and re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", nxt):
             continue  # a table's header row
-        found = numbers(line, lineno)
+        found = numbers(unallowed(line), lineno)
         if row and p.template is not None:
             cells = _cells(line)
             texts = _row_cells(line)
@@ -601,7 +857,7 @@ def _bind(
         problem = "a measured-looking number cannot be `_`" if looks_measured(n) else None
         return Figure(p.doc, n, key, problem=problem), base
     try:
-        res = resolve(key, files, base)
+        res = resolve_code(key, files) if p.kind == "code" else resolve(key, files, base)
     except (KeyError_, ZeroDivisionError) as exc:
         return Figure(p.doc, n, key, problem=f"{key}: {exc}"), base
     alias = key.partition(":")[0] if re.match(r"^[A-Za-z_]\w*:", key) else ""
@@ -619,7 +875,7 @@ def check(text: str, doc: str = "README.md") -> list[str]:
     """What a document prints in its marked passages that its keys do not hold."""
     problems: list[str] = []
     try:
-        found = passages(text, doc)
+        found = all_passages(text, doc)
     except ValueError as exc:
         return [str(exc)]
     for p in found:
@@ -630,6 +886,11 @@ def check(text: str, doc: str = "README.md") -> list[str]:
 def check_passage(p: Passage) -> list[str]:
     figs = figures(p)
     problems = list(p.problems)
+    if p.kind == "example":
+        doc = Path(p.doc).name
+        for test in p.files:
+            if (ROOT / test).is_file() and doc not in (ROOT / test).read_text():
+                problems.append(f"{p.doc} line {p.line}: {test} does not read {doc}")
     for f in figs:
         if f.problem:
             problems.append(f"{f.doc} line {f.printed.line}: {f.printed.text}: {f.problem}")
@@ -649,79 +910,142 @@ def _is_merged(name: str) -> bool:
         return False
 
 
-# -- Figures outside passages: a heuristic scan ---------------------------------------------
+# -- Figures outside passages: a parser ---------------------------------------------------
 
-# Shapes no text prints but a measurement: a ratio with its interval, an interval of
-# decimals, a rate, a p-value, a CV, a load average, a count of pairs.
-_STRONG = re.compile(
-    r"\d(?:\.\d+)?\s*[x×]\s*\(\s*\d"
-    r"|\(\s*\d+\.\d+\s*[-–]\s*\d+\.\d+\s*[),;]"
-    r"|\bCI\s+\d+\.\d+\s*[-–]\s*\d+\.\d+"
-    r"|\d+\.\d{2,}\s*[x×](?!\w)"
-    r"|\d[\d,]*(?:\.\d+)?\s*(?:ops/s|MiB/s|MB/s|GiB/s|files/s|trials/s)"
-    r"|\bp\s*(?:=|of)?\s*0\.\d"
-    r"|\bload(?: average)?\s+(?:of\s+)?\d"
-    r"|\d+\s+pairs\b"
+# Outside a passage (and outside code spans and blocks, dates, times of day, file names
+# and URLs, masked as above) a number that looks like a figure fails: one with a decimal
+# point, a thousands separator, a percent sign, a ratio's x or a unit after it, or a
+# count of pairs (what only a comparison counts). Bare counts ("3 configs", "n = 10",
+# "2 repetitions") are not figures: a count a reader could trust by mistake is in a
+# passage because it is said beside them.
+_UNIT = (
+    r"%|[x×](?![\w-])|\s*[-–]\s*\d[\d,.]*\s*%"
+    r"|\s?(?:ns|us|µs|ms|s|sec|min|h|hours?|minutes?|seconds?|days?|CPU-seconds"
+    r"|[kKMGTP]i?B|B|bytes|[kKMG](?=[\s),;.]|$)|IOPS|ops/s|files/s|[KMG]i?B/s|MB/s|trials/s"
+    r")(?![\w/])"
+    r"|\s(?:pairs)\b"
 )
-# Words that say a number was measured; with a decimal, a percentage or a duration beside
-# them in one paragraph, the paragraph quotes a measurement.
-_MEASURED = re.compile(
-    r"\b(?:measured|faster|slower|took|came out|overhead|pooled|busy|idle)\b",
-    re.IGNORECASE,
-)
-_QUANTITY = re.compile(
-    r"(?<![\w.])\d+\.\d+(?![\w.])|(?<![\w.])\d+(?:\.\d+)?\s*(?:%|s\b|ms\b|us\b|µs\b)"
+_SUSPECT = re.compile(
+    r"(?<![\w.])(?<![A-Za-z]-)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=" + _UNIT + r"))"
+    r"(?!\.\d)"
 )
 
 
-def blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    """Paragraphs, list items and table rows, with their first line number."""
-    block: list[str] = []
-    start = 0
-    for n, line in [*lines, (0, "")]:
-        item = re.match(r"\s*([-*]|\d+\.)\s|\s*\|", line)
-        if not line.strip() or item or (block and n != start + len(block)):
-            if block:
-                yield start, " ".join(block)
-            block = []
-        if line.strip():
-            if not block:
-                start = n
-            block.append(line.strip())
-            if line.lstrip().startswith("|"):
-                yield start, " ".join(block)
-                block = []
+@dataclass(frozen=True)
+class Allowed:
+    """Numbers that are no figure at all, neither measured nor a constant of fsbench."""
+
+    pattern: str  # matched in a line, with the masking above applied
+    reason: str
+
+
+# Each entry says why its numbers are neither a measurement nor a constant of the code.
+ALLOWED = (
+    Allowed(r"\bLinux \d+\.\d+(?:\.\d+)?(?: and \d+\.\d+)?", "a kernel version"),
+    Allowed(r"\b6\.1 < 6\.12\b", "kernel versions, an example of ordering by version"),
+    Allowed(r"\bpytest 9\.2\b|pytest below 9\.2\b", "a pytest version (pyproject.toml pins it)"),
+    Allowed(r"\bRust >= 1\.88\b", "the Rust version engine/Cargo.toml's rust-version says"),
+    Allowed(r"\(1\.5-alpha3,", "filebench's release name"),
+    Allowed(r"order 9: 2 MiB blocks", "Linux's page_reporting order: 2^9 pages of 4 KiB"),
+    Allowed(
+        r"ext4: wait 100 ms in fsync",
+        "the subject of the commit tests/integration/test_bisect.py plants: a name",
+    ),
+    Allowed(
+        r"1\.1x\W+1,234\b|\b1\.133\W+is the value to 3 decimals\W+25\W+the count\W+3\.6%"
+        r"|MiB\W+64M\W+ops/s",
+        "docs/development.md's examples of how a figure is printed: a format, not a value",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A constant of the code said in a set phrase wherever it recurs (a table cell, a
+    list, a formula) where a passage cannot go: each match's group 1 is the constant."""
+
+    pattern: str
+    source: str  # as a code passage names it: fsbench.module or engine/src/x.rs
+    key: str  # an attribute of it
+
+    def value(self) -> Any:
+        return getattr(load_code(self.source), self.key)
+
+
+PHRASES = (
+    Phrase(r"\bgamma\((\d+(?:\.\d+)?)\)", "engine/src/fileset.rs", "DIR_GAMMA_SHAPE"),
+    Phrase(
+        r"\bgamma distribution of shape (\d+(?:\.\d+)?)", "engine/src/fileset.rs", "DIR_GAMMA_SHAPE"
+    ),
+    Phrase(
+        r"\b1 \+ 1/(\d+(?:\.\d+)?) times the mean width", "engine/src/fileset.rs", "DIR_GAMMA_SHAPE"
+    ),
+)
+
+
+def phrases(line: str) -> tuple[str, list[str]]:
+    """The line with its set phrases blanked, and what they say that the code does not."""
+    wrong = []
+    for phrase in PHRASES:
+        for m in re.finditer(phrase.pattern, line):
+            if float(m.group(1)) != phrase.value():
+                wrong.append(f"{m.group(0)!r} says {m.group(1)}: {phrase.key} is {phrase.value()}")
+        line = re.sub(phrase.pattern, lambda m: " " * len(m.group(0)), line)
+    return line, wrong
+
+
+def unallowed(line: str) -> str:
+    """The line with what ALLOWED says is no figure blanked (same length)."""
+    for allowed in ALLOWED:
+        line = re.sub(allowed.pattern, lambda m: " " * len(m.group(0)), line)
+    return line
+
+
+def suspects(line: str) -> list[str]:
+    """The numbers of a line (outside passages) that look like a figure."""
+    masked = unallowed(phrases(mask(line))[0])
+    return [m.group(0) for m in _SUSPECT.finditer(masked)]
+
+
+def shown_numbers(line: str) -> list[str]:
+    """Every number of a line of output (no figure is an ALLOWED one or a set phrase)."""
+    return [n.text for n in numbers(unallowed(phrases(line)[0]))]
 
 
 def unmarked(text: str, doc: str = "README.md") -> list[str]:
-    """Blocks outside marked passages that print what looks like a measured figure."""
+    """Lines outside passages that print a number looking like a figure: every such number
+    is a measurement (a bench passage), an example's (an example passage), a constant of
+    the code (a code passage), or allowed in ALLOWED with its reason."""
     problems = []
-    for line, block in blocks(outside_passages(text)):
-        plain = mask(block)
-        strong = _STRONG.search(plain)
-        weak = next(
-            (
-                q
-                for w in _MEASURED.finditer(plain)
-                for q in _QUANTITY.finditer(plain, max(0, w.start() - 30), w.end() + 30)
-            ),
-            None,
-        )
-        if strong or weak:
-            what = (strong or weak).group(0)  # type: ignore[union-attr]
+    for line, content, kind in outside_passages(text):
+        problems += [f"{doc} line {line}: {w}" for w in phrases(mask(content))[1]]
+        if kind == OUTPUT:
+            shown = shown_numbers(content)
+            if shown:
+                problems.append(
+                    f"{doc} line {line}: {', '.join(shown)} in a block of output outside an "
+                    f"<!-- example: --> passage (or a bench or code one): {content.strip()[:100]}"
+                )
+            continue
+        found = suspects(content)
+        if found:
             problems.append(
-                f"{doc} line {line}: {what.strip()!r} looks like a measured figure outside "
-                f"a <!-- bench: --> passage: {block[:100]}"
+                f"{doc} line {line}: {', '.join(found)} outside a <!-- bench: -->, "
+                f"<!-- code: --> or <!-- example: --> passage: {content.strip()[:100]}"
             )
     return problems
+
+
+def check_document(text: str, doc: str) -> list[str]:
+    """Every problem of one document: its passages' figures, and what looks like a figure
+    outside them."""
+    return check(text, doc) + unmarked(text, doc)
 
 
 def check_all() -> list[str]:
     problems = []
     for path in documents():
-        text = path.read_text()
-        name = str(path.relative_to(ROOT))
-        problems += check(text, name) + unmarked(text, name)
+        problems += check_document(path.read_text(), str(path.relative_to(ROOT)))
     return problems
 
 
@@ -729,8 +1053,8 @@ def main(argv: list[str]) -> int:
     paths = [Path(a) for a in argv] or documents()
     for path in paths:
         name = str(path.resolve().relative_to(ROOT))
-        for p in passages(path.read_text(), name):
-            print(f"{name} line {p.line}: {' '.join(p.files.values())}")
+        for p in all_passages(path.read_text(), name):
+            print(f"{name} line {p.line}: {p.kind}: {' '.join(p.files.values())}")
             for f in figures(p):
                 mark = f"  <- {f.problem}" if f.problem else ""
                 print(f"  {f.printed.line}: {f.printed.text:>10}  {f.key} = {f.value!r}{mark}")

@@ -50,12 +50,13 @@ VM_MARKS = [
 
 
 def fsbench(
-    *args: str, timeout: float = 300, report: bool = False
+    *args: str, timeout: float = 300, report: bool = False, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the CLI. `fsbench run` writes no HTML report unless asked (charts take seconds;
-    tests/integration/test_html_report.py covers them)."""
+    """Run the CLI (in `cwd`, else here). `fsbench run` writes no HTML report unless asked
+    (charts take seconds; tests/integration/test_html_report.py covers them)."""
     return subprocess.run(
         [sys.executable, "-m", "fsbench.cli", *cli_args(*args, report=report)],
+        cwd=cwd,
         env=cli_env(),
         capture_output=True,
         text=True,
@@ -77,11 +78,13 @@ def cli_env() -> dict[str, str]:
     return {**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)}
 
 
-def default_sigint() -> None:
-    """preexec_fn for a child that a test will Ctrl-C: SIGINT back to its default. A shell
-    that starts the suite in the background (`nohup make test &`) hands SIGINT down
-    ignored, and Python then never raises KeyboardInterrupt in the child."""
+def default_interrupts() -> None:
+    """preexec_fn for a child that a test will interrupt: SIGINT and SIGHUP back to their
+    defaults. A shell that starts the suite in the background (`nohup make test &`) hands
+    both down ignored, and fsbench rightly leaves an ignored signal ignored (nohup), so the
+    child would never see the test's Ctrl-C or hang-up."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def ours(workdir: Path) -> tuple[list[str], list[str]]:
@@ -182,3 +185,37 @@ def report_as(
     not read from a store)."""
     report = RunReport(run, [], list(rows), calibration_run=calibration_run)
     return export.write(run_report.of(report, all_metrics), fmt)
+
+
+# The user's own workloads in one plan: a shell line making files in the filesystem under
+# test, their count parsed as a metric (50); and a trace recorded on this host, replayed,
+# named as people name it: relative to the directory fsbench starts in.
+YOUR_OWN_PLAN = """
+name = "your-own"
+[[fs]]
+type = "ext4"
+
+[[workload]]
+name = "command"
+[workload.params]
+shell = "mkdir made && for i in $(seq 1 50); do echo $i > made/f$i; done && ls made | wc -l"
+metric = { name = "files_made", pattern = "^([0-9]+)$", unit = "files", better = "higher" }
+
+[[workload]]
+name = "replay"
+params = { trace = "TRACE" }
+"""
+
+
+def your_own_plan(workdir: Path) -> tuple[Path, Path]:
+    """YOUR_OWN_PLAN in workdir, its trace recorded there (a tree made, written, renamed,
+    removed) and named relative to workdir: the plan's path and the trace's."""
+    tree = workdir / "tree"
+    tree.mkdir()
+    trace = workdir / "made.fsbt.gz"
+    program = "mkdir a && echo hello > a/x && cat a/x > a/y && mv a/y a/z && rm a/x && sync"
+    res = fsbench("record", "-o", str(trace), "--dir", str(tree), "--", "sh", "-c", program)
+    assert res.returncode == 0, res.stderr
+    plan = workdir / "plan.toml"
+    plan.write_text(YOUR_OWN_PLAN.replace("TRACE", trace.name))
+    return plan, trace

@@ -25,6 +25,7 @@ class RunSpec:
     fsbench: str = "0.1.0"
     tools: dict[str, str] = field(default_factory=lambda: {"fs_mark": "3.3-1"})
     mount: str = ""
+    effective: str = ""  # the mount options the kernel reports (provenance "mount")
     kernel: str = "6.1.0-41-amd64"
     knobs: dict[str, str] = field(default_factory=dict)
 
@@ -45,7 +46,8 @@ def trials(spec: RunSpec, values: list[float]) -> list[TrialRecord]:
                 params={"files": 300},
                 status="ok",
                 knobs=dict(spec.knobs),
-                provenance={"headline": [METRIC]},
+                provenance={"headline": [METRIC]}
+                | ({"mount": {"effective": spec.effective}} if spec.effective else {}),
                 metrics=[
                     MetricRecord(METRIC, value, "files/s", "higher"),
                     MetricRecord("seconds", 300 / value, "s", "lower"),
@@ -61,7 +63,11 @@ def host(spec: RunSpec, name: str = "h1") -> Host:
                        "tools": dict(spec.tools)})  # fmt: skip
 
 
-def draw(spec: RunSpec, rng: random.Random, cv: float, reps: int, lognormal: bool) -> list[float]:
+def draw(
+    spec: RunSpec, rng: random.Random, cv: float, reps: int, lognormal: bool, t3: bool = False
+) -> list[float]:
+    if t3:  # Student's t with 3 degrees of freedom (heavy tails), scaled to sd cv
+        return [spec.mean * (1 + cv * _t3(rng) / 3**0.5) for _ in range(reps)]
     if lognormal:
         import math
 
@@ -71,8 +77,18 @@ def draw(spec: RunSpec, rng: random.Random, cv: float, reps: int, lognormal: boo
     return [rng.gauss(spec.mean, spec.mean * cv) for _ in range(reps)]
 
 
+def _t3(rng: random.Random) -> float:
+    chi2 = sum(rng.gauss(0, 1) ** 2 for _ in range(3))
+    return rng.gauss(0, 1) / (chi2 / 3) ** 0.5
+
+
 def in_memory(
-    specs: list[RunSpec], seed: int, cv: float = 0.05, reps: int = 3, lognormal: bool = False
+    specs: list[RunSpec],
+    seed: int,
+    cv: float = 0.05,
+    reps: int = 3,
+    lognormal: bool = False,
+    t3: bool = False,
 ) -> list[tuple[RunRecord, list[TrialRecord]]]:
     """The runs as history reads them from a store, without the store."""
     rng = random.Random(seed)
@@ -84,7 +100,7 @@ def in_memory(
             fsbench_version=spec.fsbench, argv=[], plan={}, overrides={}, schedule=[],
             host=host(spec), target={}, tag="nightly",
         )  # fmt: skip
-        out.append((run, trials(spec, draw(spec, rng, cv, reps, lognormal))))
+        out.append((run, trials(spec, draw(spec, rng, cv, reps, lognormal, t3))))
     return out
 
 

@@ -44,11 +44,24 @@ class Cluster:
             f"?host={self.socket_dir}"
         )
 
-    def stop(self) -> None:
-        """Stop the server now (its directory stays until the cluster's cleanup)."""
+    def stop(self, mode: str = "immediate") -> None:
+        """Stop the server now (its directory stays until the cluster's cleanup): at once
+        (`immediate`: a crash, every connection cut), or as an administrator restarting
+        it does (`fast`: each session told "terminating connection due to administrator
+        command")."""
         binaries = pg_bin()
         assert binaries is not None
-        _stop(binaries, self.dir / "data")
+        _stop(binaries, self.dir / "data", mode)
+
+    def start(self) -> None:
+        """Start the stopped server again, on the same socket."""
+        binaries = pg_bin()
+        assert binaries is not None
+        _start(binaries, self.dir / "data", self.socket_dir, self.dir / "server.log")
+
+    @property
+    def running(self) -> bool:
+        return (self.dir / "data" / "postmaster.pid").exists()
 
     def createdb(self, name: str) -> str:
         """A fresh database in the cluster; its URL."""
@@ -88,9 +101,25 @@ def _as_postgres(argv: list[str], check: bool = True) -> subprocess.CompletedPro
     return subprocess.run([*prefix, *argv], check=check, capture_output=True, text=True)
 
 
-def _stop(binaries: Path, data: Path) -> None:
+def _stop(binaries: Path, data: Path, mode: str = "immediate") -> None:
+    _as_postgres([str(binaries / "pg_ctl"), "-D", str(data), "-m", mode, "-w", "stop"], False)
+
+
+def _start(binaries: Path, data: Path, sock: Path, log: Path) -> None:
     _as_postgres(
-        [str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], False
+        [
+            str(binaries / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(log),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-c listen_addresses='' -k {sock} -c max_connections=200 -c fsync=off",
+            "start",
+        ]
     )
 
 
@@ -156,21 +185,7 @@ def cluster() -> Iterator[Cluster]:
         )
         pwfile.unlink()
         started = True  # from here on, stop it whatever happens
-        _as_postgres(
-            [
-                str(binaries / "pg_ctl"),
-                "-D",
-                str(data),
-                "-l",
-                str(base / "server.log"),
-                "-w",
-                "-t",
-                "60",
-                "-o",
-                f"-c listen_addresses='' -k {sock} -c max_connections=200 -c fsync=off",
-                "start",
-            ]
-        )
+        _start(binaries, data, sock, base / "server.log")
         made = Cluster(base, sock, "fsbench", password, "fsbench")
         made.psql("CREATE DATABASE fsbench OWNER fsbench")
         yield made

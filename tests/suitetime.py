@@ -42,7 +42,10 @@ FAMILIES = (
     ("vm: bisect (kernel builds)", r"test_bisect\.py$"),
     ("fleet (sshd, Ansible)", r"test_fleet\.py$"),
     ("bad input (CLI refusals)", r"test_bad_input\.py$"),
-    ("databases (PostgreSQL, MariaDB)", r"test_(pgbench|sysbench_oltp|store_backends)\.py$"),
+    (
+        "databases (PostgreSQL, MariaDB)",
+        r"test_(pgbench|sysbench_oltp|store_backends|store_outage)\.py$",
+    ),
     ("decisions (calibrate, tune, decide)", r"test_(calibrate|tune|decide_run|reps_auto_all)"),
     ("aging", r"test_aging\.py$"),
     ("other integration (loop devices, mkfs)", r"^tests/integration/"),

@@ -7,6 +7,7 @@ use crate::dist::mix64;
 use crate::error::{Error, Result};
 use crate::personalities::{self, Options, Scale};
 use crate::spec::{self, Spec};
+use crate::trace::{bench, check, import, replay, snapshot};
 use crate::{runner, stats};
 
 pub const USAGE: &str = "\
@@ -19,6 +20,23 @@ usage: fsbench-engine run SPEC.json|-        prepare, run, print results JSON
        fsbench-engine churn SPEC.json|-      age the filesystem of the spec's dir: create
                                              and delete files to a target fullness, having
                                              written a volume; continues an earlier churn
+       fsbench-engine trace snapshot DIR -o SNAPSHOT [--with-data]
+                                             the tree before a recorded command runs
+       fsbench-engine trace import --strace FILE --root DIR -o TRACE [--snapshot SNAPSHOT]
+                      [--header JSON] [--overhead-ns N] [--gap-overhead-ns N]
+                                             strace's output -> a trace
+       fsbench-engine trace strace-args      strace's options for a recording, as JSON
+       fsbench-engine trace check TRACE      refuse a bad trace, or print what it holds
+       fsbench-engine trace fstat-trace --calls N -o TRACE
+                                             a trace of N fstats of one cached file
+       fsbench-engine trace fstat-loop --calls N --dir DIR
+                                             the same calls in a plain loop (its rate)
+       fsbench-engine trace strace-gaps --strace FILE --calls N
+                                             strace's cost per call of that loop run under
+                                             it: in the gap before a call, in its duration
+       fsbench-engine replay prepare SPEC.json|-
+                                             check a trace, make its starting tree
+       fsbench-engine replay run SPEC.json|- replay a prepared trace, print results JSON
        fsbench-engine list                   personalities, scales and churn profiles, as JSON
        fsbench-engine --version | --help
 personalities: fileserver, varmail, webserver (filebench's defaults)
@@ -138,6 +156,108 @@ fn personality(rest: &[String]) -> Result<String> {
     to_json(&personalities::build(name, &opts)?)
 }
 
+/// `--name value` options and positional arguments.
+fn options(
+    rest: &[String],
+    flags: &[&str],
+) -> Result<(std::collections::HashMap<String, String>, Vec<String>)> {
+    let mut opts = std::collections::HashMap::new();
+    let mut pos = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let a = &rest[i];
+        if let Some(name) = a
+            .strip_prefix("--")
+            .or_else(|| a.strip_prefix('-').filter(|n| *n == "o"))
+        {
+            if flags.contains(&name) {
+                opts.insert(name.to_string(), String::new());
+            } else {
+                i += 1;
+                let v = rest
+                    .get(i)
+                    .ok_or_else(|| Error::input(format!("{a} needs a value")))?;
+                opts.insert(name.to_string(), v.clone());
+            }
+        } else {
+            pos.push(a.clone());
+        }
+        i += 1;
+    }
+    Ok((opts, pos))
+}
+
+fn trace_command(rest: &[String]) -> Result<String> {
+    let Some(sub) = rest.first() else {
+        return Err(Error::input("trace needs a command; see --help"));
+    };
+    let (o, pos) = options(&rest[1..], &["with-data"])?;
+    let need = |k: &str| {
+        o.get(k)
+            .cloned()
+            .ok_or_else(|| Error::input(format!("trace {sub} needs --{k}")))
+    };
+    let out = || need("o").map(std::path::PathBuf::from);
+    let num = |k: &str, default: u64| -> Result<u64> {
+        o.get(k)
+            .map_or(Ok(default), |v| parse_num(&format!("--{k}"), v))
+    };
+    match sub.as_str() {
+        "snapshot" => {
+            let [root] = &pos[..] else {
+                return Err(Error::input("trace snapshot needs the directory"));
+            };
+            let n = snapshot::take(
+                std::path::Path::new(root),
+                &out()?,
+                o.contains_key("with-data"),
+            )?;
+            to_json(&serde_json::json!({"entries": n}))
+        }
+        "import" => {
+            let header = match o.get("header") {
+                Some(h) => match serde_json::from_str(h) {
+                    Ok(serde_json::Value::Object(m)) => m,
+                    _ => return Err(Error::input("--header must be a JSON object")),
+                },
+                None => serde_json::Map::new(),
+            };
+            let opts = import::Options {
+                strace: need("strace")?.into(),
+                root: need("root")?.into(),
+                snapshot: o.get("snapshot").map(Into::into),
+                out: out()?,
+                header,
+                tracer_overhead_ns: num("overhead-ns", 0)?,
+                gap_overhead_ns: num("gap-overhead-ns", 0)?,
+            };
+            to_json(&import::run(&opts)?)
+        }
+        "strace-args" => to_json(&serde_json::json!({"argv": import::strace_args()})),
+        "check" => {
+            let [t] = &pos[..] else {
+                return Err(Error::input("trace check needs the trace"));
+            };
+            to_json(&check::check(std::path::Path::new(t))?)
+        }
+        "fstat-trace" => {
+            let calls = bench::fstat_trace(&out()?, num("calls", 1_000_000)?)?;
+            to_json(&serde_json::json!({"calls": calls}))
+        }
+        "fstat-loop" => to_json(&bench::fstat_loop(
+            std::path::Path::new(&need("dir")?),
+            num("calls", 1_000_000)?,
+        )?),
+        "strace-gaps" => to_json(&bench::strace_gaps(
+            std::path::Path::new(&need("strace")?),
+            num("calls", 20_000)?,
+        )?),
+        other => Err(Error::input(format!(
+            "unknown trace command {other:?}; see --help"
+        ))),
+    }
+}
+
 /// Run the command line `args` (without the program name).
 pub fn main(args: &[String]) -> Result<String> {
     let Some(cmd) = args.first() else {
@@ -158,6 +278,23 @@ pub fn main(args: &[String]) -> Result<String> {
             to_json(&churn::run(&spec)?)
         }
         "personality" => personality(rest),
+        "trace" => trace_command(rest),
+        "replay" => {
+            let (sub, spec_path) = match rest {
+                [sub, p] => (sub.as_str(), p.as_str()),
+                _ => {
+                    return Err(Error::input(
+                        "replay needs prepare|run and a spec file (or -)",
+                    ));
+                }
+            };
+            let spec = replay::parse_spec(&read_text(spec_path)?)?;
+            match sub {
+                "prepare" => to_json(&replay::prepare(&spec)?),
+                "run" => to_json(&replay::run(&spec)?),
+                other => Err(Error::input(format!("unknown replay command {other:?}"))),
+            }
+        }
         "list" => to_json(&serde_json::json!({
             "schema": spec::SCHEMA,
             "engine": stats::ENGINE,

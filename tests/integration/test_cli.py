@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fsbench.store.results import Store
-from tests.helpers import assert_every_slot_once, default_sigint, fsbench, ours
+from tests.helpers import assert_every_slot_once, default_interrupts, fsbench, ours
 from tests.safety import root_disk
 
 pytestmark = pytest.mark.integration
@@ -226,9 +226,15 @@ def test_mounted_device_is_refused_and_untouched(
     assert (mnt / "precious").read_text() == "keep me"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+# SIGHUP: the session a nightly job ran in closed; a second signal while the first is
+# cleaned up (an impatient Ctrl-C, a supervisor's SIGTERM after its SIGHUP) is held.
+@pytest.mark.parametrize(
+    "signals",
+    [(signal.SIGINT,), (signal.SIGTERM,), (signal.SIGHUP,), (signal.SIGHUP, signal.SIGTERM)],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGHUP-then-SIGTERM"],
+)
 def test_interrupt_releases_everything_and_keeps_finished_trials(
-    sig: signal.Signals, common: list[str], workdir: Path
+    signals: tuple[signal.Signals, ...], common: list[str], workdir: Path
 ) -> None:
     db = workdir / "results.db"
     proc = subprocess.Popen(
@@ -250,7 +256,7 @@ def test_interrupt_releases_everything_and_keeps_finished_trials(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=default_sigint,
+        preexec_fn=default_interrupts,
     )
     try:
         deadline = time.monotonic() + 60
@@ -261,7 +267,9 @@ def test_interrupt_releases_everything_and_keeps_finished_trials(
                 if rid and len(s.get_trials(rid)) >= 2:
                     break
             time.sleep(0.2)
-        proc.send_signal(sig)
+        for sig in signals:
+            proc.send_signal(sig)
+            time.sleep(0.05)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from fsbench.store.results import Store
 from fsbench.system import engine as _engine
-from tests.helpers import fsbench, ours
+from tests.helpers import TEST_DATA_HOME, fsbench, ours
 
 pytestmark = [
     pytest.mark.integration,
@@ -67,3 +73,55 @@ def test_other_personalities(workdir: Path, name: str) -> None:
     assert rc == 0, err
     ops = next(r for r in rows if r["metric"] == "ops_per_s")
     assert ops["status"] == "ok" and ops["mean"] > 0
+
+
+def _engine_running(parent: int) -> int | None:
+    """The pid of the engine's `run` (a trial's timed phase) that `parent` started."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == parent and argv[0].endswith(b"fsbench-engine") and b"run" in argv:
+            return int(stat.parent.name)
+    return None
+
+
+def test_an_engine_killed_mid_trial_is_a_failed_trial_and_the_run_goes_on(workdir: Path) -> None:
+    """The engine SIGKILLed in a counted trial's timed phase (the OOM killer): that trial is
+    recorded failed with the signal, the run goes on with the next, and nothing is left."""
+    db = workdir / "r.db"
+    args = ["--workdir", str(workdir / "work"), "--db", str(db), "--image-size", "1G"]
+    args += ["--scale", "tiny", "--reps", "2", "--fs", "ext4", "--workload", "varmail"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsbench.cli", "run", *args, "--set", "duration=3", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "XDG_DATA_HOME": str(TEST_DATA_HOME)},
+    )
+    try:
+        killed = None
+        deadline = time.monotonic() + 240
+        while killed is None and time.monotonic() < deadline and proc.poll() is None:
+            stored = len(Store(db).get_trials(1)) if db.exists() else 0
+            pid = _engine_running(proc.pid) if stored >= 1 else None  # past the warm-up
+            if pid is not None:
+                time.sleep(0.5)  # in its timed phase
+                os.kill(pid, signal.SIGKILL)
+                killed = pid
+            time.sleep(0.1)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert killed is not None, err
+    assert proc.returncode == 4, err  # some trials failed
+    trials = Store(db).get_trials(1)
+    failed = [t for t in trials if t.status == "failed"]
+    assert len(failed) == 1 and "killed by SIGKILL" in failed[0].message, failed
+    assert failed[0].rep > 0  # a counted trial
+    assert sorted(t.seq for t in trials) == list(range(len(trials))) and len(trials) == 3
+    assert any(t.status == "ok" and t.seq > failed[0].seq for t in trials) or failed[0].seq == 2
+    assert ours(workdir) == ([], [])

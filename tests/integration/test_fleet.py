@@ -22,8 +22,16 @@ from typing import Any
 import pytest
 
 from fsbench.store.results import Store
+from fsbench.system import engine as _engine
 from tests.fakeansible import spy
-from tests.helpers import TEST_DATA_HOME, default_sigint, fsbench, not_ok_trials
+from tests.helpers import (
+    TEST_DATA_HOME,
+    default_interrupts,
+    fsbench,
+    not_ok_trials,
+    your_own_plan,
+)
+from tests.pgcluster import cluster
 from tests.sshd import SshServer, sshd, write_inventory
 
 pytestmark = pytest.mark.integration
@@ -78,7 +86,12 @@ def _inventory(
 
 
 def _fleet(
-    workdir: Path, inventory: Path, db: str, *args: str, timeout: float = 600
+    workdir: Path,
+    inventory: Path,
+    db: str,
+    *args: str,
+    timeout: float = 600,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return fsbench(
         "fleet",
@@ -93,6 +106,7 @@ def _fleet(
         str(workdir / "controller"),
         *args,
         timeout=timeout,
+        cwd=cwd,
     )
 
 
@@ -278,7 +292,7 @@ def _controller(workdir: Path, inventory: Path, db: str, *args: str) -> subproce
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=default_sigint,  # a test may Ctrl-C it
+        preexec_fn=default_interrupts,  # a test may Ctrl-C it
     )
 
 
@@ -411,6 +425,44 @@ def test_a_killed_host_is_resumed_alone(workdir: Path, ssh: SshServer) -> None:
     rows = [r for r in json.loads(res.stdout)["rows"] if r["metric"] == "seconds"]
     assert {r["host"] for r in rows} == {"h2", "h3"}
     assert all(r["n"] == 4 for r in rows), [(r["host"], r["config"], r["n"]) for r in rows]
+
+
+def test_a_postgresql_restart_is_waited_out_by_the_host_writing_it_and_fails_no_host(
+    workdir: Path, ssh: SshServer
+) -> None:
+    """h2 writes into the fleet's PostgreSQL, h3 into its own SQLite store (fetched): the
+    server stopped while h2 runs and started again 8 s later, h2 waits it out, h3 never
+    notices, and every trial of both is in the store once."""
+    with cluster() as own:
+        url = own.url()
+        inventory = _inventory(
+            workdir, ssh, {"h3": {"ansible_host": "127.0.0.3", "fsbench_store": "fetch"}}
+        )
+        controller = _controller(workdir, inventory, url, *ALLOC[:-1], "3")
+        try:
+            _progress(workdir / "hosts" / "h2", done=2)
+            own.stop("fast")
+            time.sleep(8)
+            own.start()
+            out, err = controller.communicate(timeout=900)
+        finally:
+            if controller.poll() is None:
+                controller.kill()
+                controller.wait()
+        assert controller.returncode == 0, out + err
+        assert list(_failed_lines(err)) == [], err
+        store = Store(url)
+        try:
+            run = store.get_run(store.latest_run_id() or 0)
+            members = {m.part_host: m for m in store.parts(run.uid)}
+            assert set(members) == {"h2", "h3"}
+            for member in members.values():
+                trials = store.get_trials(member.id)
+                assert member.status == "finished", member.part_host
+                assert sorted(t.seq for t in trials) == list(range(len(member.schedule)))
+        finally:
+            store.close()
+        assert own.password not in out + err
 
 
 def test_ctrl_c_on_the_controller_ends_every_hosts_run_and_keeps_their_trials(
@@ -731,3 +783,28 @@ def test_the_kill_in_start_catches_a_password_in_starts_vars_file(
             while any(_alive(p) for p in pids) and time.monotonic() < deadline:
                 time.sleep(0.5)
     assert (workdir / "hosts").exists() == blind  # refused: no host was reached
+
+
+def test_your_own_command_and_a_replay_on_a_host(workdir: Path, ssh: SshServer) -> None:
+    """A command runs on the host as given; the trace, on the controller and named relative
+    to the controller's directory, is copied to the host by Ansible (start.yml) and the
+    host's plan names the copy, relative to its fsbench_dir: the replay makes every
+    recorded call there, none unlike the recording."""
+    plan, trace = your_own_plan(workdir)
+    recorded = _engine.trace_summary(trace)
+    host = workdir / "hosts" / "h2"
+    given = {"ansible_host": "127.0.0.2", "fsbench_path": str(REPO), "fsbench_workdir": str(host)}
+    inventory = write_inventory(workdir / "hosts.ini", ssh, {"h2": given}, {"dev": ["h2"]})
+    db = workdir / "fleet.db"
+    args = [str(plan), "--scale", "tiny", "--reps", "2", "--warmup", "0", "--image-size", "1G"]
+    res = _fleet(workdir, inventory, str(db), *args, "--json", cwd=workdir)
+    assert res.returncode == 0, res.stderr + not_ok_trials(db, Store(db).latest_run_id() or 0)
+    rows = {(r["workload"], r["metric"]): r for r in json.loads(res.stdout)["rows"]}
+    assert rows[("command", "files_made")]["n"] == 2
+    assert rows[("command", "files_made")]["mean"] == 50
+    assert rows[("replay", "calls")]["mean"] == recorded["calls"] > 0
+    assert rows[("replay", "mismatches")]["mean"] == 0
+    assert rows[("replay", "calls_not_replayed")]["mean"] == 0
+    copy = "inputs/0-made.fsbt.gz"
+    assert rows[("replay", "calls")]["params"]["trace"] == copy
+    assert (host / copy).read_bytes() == trace.read_bytes()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
 
 from fsbench.system import filesystems, fsops, proc
-from fsbench.system.errors import Unsupported
+from fsbench.system.errors import TrialFailed, Unsupported
 from tests.conftest import MountFactory, available_fs
 
 pytestmark = pytest.mark.integration
@@ -103,3 +104,19 @@ def test_busy_umount_falls_back_to_lazy(make_fs: MountFactory) -> None:
         held.close()
     assert warning is not None and "lazily unmounted" in warning
     assert not fsops.is_mounted(mnt)
+
+
+@pytest.mark.parametrize("fs_name", ["ext4", "xfs", "btrfs"])
+def test_a_busy_device_fails_the_trial_and_is_not_an_unsupported_option(
+    fs_name: str, loopdev: str
+) -> None:
+    """A device held for a moment (here by an exclusive open, as another worker's mount
+    namespace or a udev probe holds it) is a failed trial: the config was never refused,
+    so the run does not drop it as `unsupported`. A fault campaign lost 11 trials so."""
+    held = os.open(loopdev, os.O_RDONLY | os.O_EXCL)
+    try:
+        with pytest.raises(TrialFailed, match="mkfs: the device is busy: "):
+            fsops.mkfs(filesystems.get(fs_name), [], loopdev)
+    finally:
+        os.close(held)
+    fsops.mkfs(filesystems.get(fs_name), [], loopdev)  # let go: made

@@ -114,8 +114,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 # Workloads this plan leaves to tests of their own: the VM target's (test_vm_boot.py,
 # test_crash.py), aging's stages (test_aging.py), the database servers' (test_pgbench.py,
-# test_sysbench_oltp.py).
-ELSEWHERE = {"boot", "crash", "aging", "pgbench", "sysbench-oltp"}
+# test_sysbench_oltp.py), the user's command and a recorded trace, which need the user's
+# input (test_command.py, test_replay.py).
+ELSEWHERE = {"boot", "crash", "aging", "pgbench", "sysbench-oltp", "command", "replay"}
 
 
 def test_every_workload_and_mode_ran(run: dict[str, Any]) -> None:

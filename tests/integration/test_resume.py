@@ -21,7 +21,7 @@ import pytest
 
 from fsbench.store.results import Store
 from tests.fake_bisect import PAUSE, git, history
-from tests.helpers import assert_every_slot_once, cli_env, default_sigint, fsbench, ours
+from tests.helpers import assert_every_slot_once, cli_env, default_interrupts, fsbench, ours
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,7 @@ def _interrupted(argv: list[str], ready: Callable[[], bool], env: dict[str, str]
     """`argv` started, SIGINT once `ready`; its stderr, after it exited 130."""
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        preexec_fn=default_sigint,
+        preexec_fn=default_interrupts,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120

@@ -217,3 +217,44 @@ def test_a_space_swept_over_a_parameter_makes_one_race_per_value(workdir: Path) 
         assert {t.params["files"] for t in store.get_trials(run.id)} == {int(files)}
         assert doc["space"]["total"] == 2 and (doc["max_rounds"], doc["budget_s"]) == (3, 300)
     assert ours(workdir) == ([], [])
+
+
+def test_tune_explain_runs_the_pass_for_the_winner_against_the_runner_up(
+    workdir: Path,
+) -> None:
+    """`--explain` after a race: an explain run whose source is the race and whose pair is
+    (winner, runner-up), on the race's cell; the race's report then says why under its
+    winner, in every format (ext4 against ext4 mounted `sync`: the journal and its
+    flushes)."""
+    res = fsbench(
+        "tune", "--fs", "ext4:mount={data=ordered,sync}", *WORKLOAD, "--max-rounds", "5",
+        "--seed", "5", "--explain", *common(workdir), timeout=900,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    store = Store(workdir / "results.db")
+    race, made = store.get_run(1), store.get_run(2)
+    assert (race.kind, made.kind) == ("tune", "explain")
+    winner, runner_up = "ext4 data=ordered", "ext4 sync"
+    assert made.facts is not None
+    assert (made.facts["source"], made.facts["pair"]) == (1, [winner, runner_up])
+    # The race's cell, both configs, three instrumented trials each.
+    trials = store.run_trials(made)
+    assert {t.config for t in trials} == {winner, runner_up} and len(trials) == 6
+    assert {t.params["sync"] for t in trials} == {0} and {t.params["files"] for t in trials} == {
+        300
+    }
+    said = " ".join(res.stderr.split())
+    assert f"explain: run 2, {winner} against {runner_up}: 6 instrumented trials in " in said
+    doc = json.loads(fsbench("report", "1", "--db", str(workdir / "results.db"),
+                             "--format", "json").stdout)  # fmt: skip
+    assert doc["runner_up"] == runner_up
+    (why,) = doc["why"]
+    assert why["verdict"] == f"race: {winner} won, {runner_up} next"
+    assert why["mechanisms"].startswith(f"{runner_up} against {winner}: ")
+    assert "journal" in why["mechanisms"] or "flushes" in why["mechanisms"], why
+    text = fsbench("report", "1", "--db", str(workdir / "results.db")).stdout
+    assert "Why" in text and "fsbench explain 2: instrumented trials, never counted" in text
+    page = workdir / "race.html"
+    made_page = fsbench("report", "1", "--db", str(workdir / "results.db"), "--format", "html",
+                        "-o", str(page))  # fmt: skip
+    assert made_page.returncode == 0 and '<h2 id="why">Why</h2>' in page.read_text()

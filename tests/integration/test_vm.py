@@ -6,6 +6,8 @@ reuse it and take well under a minute."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -14,10 +16,21 @@ from pathlib import Path
 
 from fsbench.plan.model import Cell, FsConfig
 from fsbench.store.results import Store
+from fsbench.system import engine as _engine
 from fsbench.vm import VmCell, VmJob, VmSpec, doctor_facts, import_records, run_in_vm
 from fsbench.vm.doctor import host_lacks
 from fsbench.vm.images import GuestImage
-from tests.helpers import GUEST, VM_CACHE, VM_MARKS, default_sigint, fsbench
+from tests.helpers import (
+    GUEST,
+    VM_CACHE,
+    VM_MARKS,
+    cli_args,
+    cli_env,
+    default_interrupts,
+    fsbench,
+    ours,
+    your_own_plan,
+)
 
 pytestmark = VM_MARKS
 CACHE = VM_CACHE
@@ -115,7 +128,7 @@ run_in_vm(
 
 def test_ctrl_c_kills_qemu_and_cleans_up(tmp_path: Path, guest_image: GuestImage) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(CACHE), str(tmp_path)], preexec_fn=default_sigint
+        [sys.executable, "-c", CHILD, str(CACHE), str(tmp_path)], preexec_fn=default_interrupts
     )
     try:
         deadline = time.monotonic() + 60
@@ -184,3 +197,90 @@ def test_vm_run_skips_a_refused_cell_and_says_where_each_trial_ran(
     summary = store.get_run(run_id).target["summary"]
     assert summary.startswith("QEMU guest, kernel ") and "virtio scratch disk 1.0 GiB" in summary
     assert not list((workdir / "work").glob("vm-*"))
+
+
+def _trial_started(work: Path, rep: int) -> bool:
+    """Whether a guest's console under `work` says a trial of `rep` started."""
+    return any(
+        f" rep {rep}: " in c.read_text(errors="replace") for c in work.glob("vm-*/console.log")
+    )
+
+
+def test_a_frozen_guest_fails_its_trial_at_the_time_limit_and_the_run_goes_on(
+    workdir: Path, guest_image: GuestImage
+) -> None:
+    """The guest's QEMU SIGSTOPped in a counted trial (a hung guest): that trial fails at
+    its time limit (--trial-timeout plus the host's margin) with the console's last
+    lines, QEMU is killed, and the slots after it run in a fresh guest and are counted;
+    nothing is left behind."""
+    db, work = workdir / "r.db", workdir / "work"
+    args = ["run", "--target", "vm", "--fs", "ext4,xfs", "--workload", "alloc", *GUEST]
+    args += ["--set", "method=write-4k", "--set", "size=8M", "--scale", "tiny", "--reps", "2"]
+    args += ["--image-size", "1G", "--trial-timeout", "30", "--workdir", str(work)]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "fsbench.cli", *cli_args(*args, "--db", str(db))],
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        frozen = None
+        deadline = time.monotonic() + 600
+        while frozen is None and time.monotonic() < deadline and run.poll() is None:
+            pids = _qemu_pids(work)
+            if pids and _trial_started(work, 1):  # past the warm-up round
+                frozen = pids.pop()
+                os.kill(frozen, signal.SIGSTOP)
+            time.sleep(0.05)
+        _, err = run.communicate(timeout=900)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert frozen is not None, err
+    assert run.returncode == 4, err[-3000:]  # a trial failed, the run finished
+    trials = sorted(Store(db).get_trials(1), key=lambda t: t.seq)
+    assert [t.seq for t in trials] == list(range(6))  # every slot, once
+    failed = [t for t in trials if t.status == "failed"]
+    assert len(failed) == 1 and failed[0].rep > 0, [(t.seq, t.status, t.message) for t in trials]
+    assert "no trial finished for 150 s (its time limit + 120 s): QEMU killed" in failed[0].message
+    assert "serial console (last lines)" in failed[0].detail and " rep 1: " in failed[0].detail
+    after = [t for t in trials if t.seq > failed[0].seq]
+    assert after and all(t.status == "ok" and t.rep > 0 for t in after), after
+    assert after[0].previous_cell == ""  # a fresh guest ran it
+    assert not Path(f"/proc/{frozen}").exists() and not _qemu_pids(work)
+    assert ours(workdir) == ([], []) and not list(work.glob("vm-*"))
+
+
+def test_your_own_command_and_a_replay_run_in_the_guest(
+    workdir: Path, guest_image: GuestImage
+) -> None:
+    """`command` and `replay` in one guest: the command runs in the guest's mounted
+    filesystem with the guest's own tools; the trace, recorded on this host and named
+    relative to the directory fsbench runs in, is carried into the guest with the engine
+    and replays every call it holds, none unlike the recording. A trace that is not there
+    is refused before any guest boots."""
+    plan, trace = your_own_plan(workdir)
+    recorded = _engine.trace_summary(trace)
+    db, work = workdir / "r.db", workdir / "work"
+    args = ["run", str(plan), "--target", "vm", *GUEST, "--scale", "tiny", "--reps", "2"]
+    args += ["--warmup", "0", "--image-size", "1G", "--workdir", str(work), "--json"]
+    res = fsbench(*args, "--db", str(db), timeout=1200, cwd=workdir)
+    assert res.returncode == 0, res.stderr[-3000:]
+    trials = Store(db).get_trials(Store(db).latest_run_id() or 0)
+    assert {(t.workload, t.status) for t in trials} == {("command", "ok"), ("replay", "ok")}
+    assert all(t.provenance["vm"]["guest"]["kernel"] for t in trials)  # ran in the guest
+    rows = {(r["workload"], r["metric"]): r for r in json.loads(res.stdout)["rows"]}
+    assert rows[("command", "files_made")]["n"] == 2
+    assert rows[("command", "files_made")]["mean"] == 50
+    assert rows[("replay", "calls")]["n"] == 2
+    assert rows[("replay", "calls")]["mean"] == recorded["calls"] > 0
+    assert rows[("replay", "mismatches")]["mean"] == 0
+    assert rows[("replay", "calls_not_replayed")]["mean"] == 0
+    assert not list(work.glob("vm-*"))
+    # Refused on this host, before a guest boots: the trace is not there to carry.
+    trace.unlink()
+    res = fsbench(*args, "--db", str(db), cwd=workdir)
+    assert res.returncode == 2, res.stderr
+    assert f"workload replay: trace {trace.name}: no such file" in res.stderr
+    assert not list(work.glob("vm-*"))

@@ -19,7 +19,7 @@ from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 from fsbench.system.hostkeys import Host
 from fsbench.vm import images as builtin
-from fsbench.vm import kbuild, kernels
+from fsbench.vm import kbuild, kconfigs, kernels
 from fsbench.vm.bisect import BisectFacts
 from tests.unit.test_bisect_driver import git
 
@@ -57,11 +57,37 @@ def test_empty_initrd_is_a_cpio_trailer() -> None:
 
 
 def test_fragment_builds_everything_in() -> None:
-    text = kbuild.fragment_text()
+    text = kconfigs.DEFAULT.fragment_text()
     for option in ("CONFIG_EXT4_FS=y", "CONFIG_XFS_FS=y", "CONFIG_BTRFS_FS=y"):
         assert option in text
     assert "CONFIG_DM_LOG_WRITES=y" in text and "CONFIG_9P_FS=y" in text
     assert "# CONFIG_MODULES is not set" in text
+    assert kconfigs.DEFAULT.merged == ("kvm_guest.config",)
+
+
+def test_the_minimal_config_keeps_the_guest_and_ext4_only() -> None:
+    """ext4 and the guest's devices built in, no other filesystem, no IPv6, no input."""
+    text = kconfigs.MINIMAL.fragment_text()
+    for option in ("EXT4_FS", "9P_FS", "VIRTIO_BLK", "SERIAL_8250_CONSOLE", "ACPI"):
+        assert f"CONFIG_{option}=y" in text
+    for option in ("IPV6", "INPUT", "VT"):
+        assert f"# CONFIG_{option} is not set" in text
+    assert "# CONFIG_MODULES is not set" in text
+    assert "XFS" not in text and "BTRFS" not in text and kconfigs.MINIMAL.merged == ()
+    # A tree whose Kconfig has no such option (an older kernel) is told, not refused.
+    made = {k: v for k, v in kconfigs.MINIMAL.options.items() if k != "CONFIG_IO_URING"}
+    assert kconfigs.MINIMAL.missing(made) == ["CONFIG_IO_URING"]
+    # Builds of the two configs never share a cache directory.
+    assert kconfigs.MINIMAL.key_text() != kconfigs.DEFAULT.key_text()
+
+
+def test_config_names_and_paths() -> None:
+    assert kconfigs.choose(None) is kconfigs.DEFAULT
+    assert kconfigs.choose("minimal") is kconfigs.MINIMAL
+    assert kconfigs.choose("tinyconfig+fsbench") is kconfigs.DEFAULT  # stored before names
+    assert kconfigs.choose("my.config") == Path("my.config")
+    for config in (kconfigs.DEFAULT, kconfigs.MINIMAL, Path("my.config")):
+        assert kconfigs.choose(kconfigs.stored(config)) == config
 
 
 def test_confounders(tmp_path: Path) -> None:

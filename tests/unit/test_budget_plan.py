@@ -74,3 +74,22 @@ def test_a_replan_takes_back_looks_the_minimum_overran_and_keeps_the_rest() -> N
     assert same.lines(first) == [
         "re-plan after the minimum rounds: 127 s spent, 13 s left; the looks stay as planned"
     ]
+
+
+def test_an_instrumented_pass_is_reserved_before_the_looks_are_shared_out() -> None:
+    """`run --explain`: three instrumented trials of every cell, each a counted trial's
+    cost and the tracers' start, kept from the budget; the looks share out the rest."""
+    pass_ = budget.Instrumented(reps=3, tracer_start_s=5.0)
+    # alloc: 3 x (1 + 3 x 5) = 48; fio: 3 x (30 + 3 x 5) = 135.
+    assert pass_.cost_s(_costs(30.0)) == 183.0
+    free = budget.plan(_costs(30.0), 400.0, 20.0, 10)
+    kept = budget.plan(_costs(30.0), 400.0, 20.0, 10, instrumented=pass_)
+    assert kept.reserved == 183.0 and kept.record().reserved_s == 183.0
+    assert kept.planned_s + kept.reserved <= 400.0 < free.planned_s + kept.reserved
+    assert kept.groups[1].n_max < free.groups[1].n_max
+    assert kept.lines()[0].endswith(", 183 s reserved for the instrumented pass after it")
+    # A minimum that fits the budget but not beside the pass says so, the pass included.
+    short = budget.plan(_costs(60.0), 300.0, 25.0, 10, instrumented=pass_)
+    # 25 + 2.3 + 200 + 3 x (1 + 15) + 3 x (60 + 15) = 500.3: 200.3 over.
+    assert "projected to go over its budget by about 200 s" in short.lines()[-1]
+    assert budget.BudgetPlan.from_record(kept.record()).reserved == 183.0

@@ -16,8 +16,9 @@ from fsbench.plan import model as planning
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
 from fsbench.reports import source
 from fsbench.reports.html.summary import summary_html
-from fsbench.reports.tables import build_tables, order_design_line
+from fsbench.reports.tables import budget_line, build_tables, order_design_line
 from fsbench.store import runkinds
+from fsbench.store.griddesign import GridDesign
 from fsbench.store.results import Store
 from fsbench.workloads.base import Scale
 from tests.fakes import FakeExecutor, Ran
@@ -325,3 +326,77 @@ def test_looks_the_warm_ups_overstated_are_shared_out_again_before_any_look(
     assert design.groups[0].round_s == 9.0 and design.groups[0].n_max == 8
     assert "re-plan after the minimum rounds: 45 s spent, 75 s left:" in notes
     assert design.spent_s is not None and design.spent_s <= 120.0
+
+
+def test_an_instrumented_pass_after_the_run_is_kept_from_its_budget(tmp_path: Path) -> None:
+    """`run --explain` with a budget: the pass's projected cost (three instrumented trials
+    a cell, each a counted trial's cost and the tracers' start) is reserved before the looks
+    are shared out, at the plan and again at the re-plan; the counted rounds stay within
+    what is left, and the run keeps the reservation."""
+    from fsbench.analysis.budget import Instrumented
+    from fsbench.execute.executors.replay import CellModel, MetricModel, ReplayExecutor, StepModel
+
+    p = _plan(("a", "b", "c"), workload="fs_mark", budget=150.0, max_reps=8)
+    cells = planning.expand(p)
+    metric = MetricModel("files_per_s", "files/s", "higher", 1000.0, 0.05)
+    step = StepModel("fs_mark", (metric,), ("files_per_s",))
+    models = {c.key: CellModel(3.0, (step,)) for c in cells}
+    notes: list[str] = []
+
+    class Noting(Hooks):
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    def designed(**options: object) -> GridDesign:
+        # A store of its own: no earlier run's trials to project from.
+        store = Store(tmp_path / f"{len(list(tmp_path.iterdir()))}.db")
+        executor = ReplayExecutor(p, cells, models, seed=3)
+        outcome = matrix.run(
+            p, cells, store, argv=[], overrides={}, executor=executor, clock=executor.clock,
+            hooks=Noting(), **options,
+        )  # fmt: skip
+        return runkinds.design(store.get_run(outcome.run_id))
+
+    free = designed()
+    notes.clear()
+    kept = designed(instrumented=Instrumented(3, 5.0))
+    # A round of three 3 s trials is 9 s: 3 x (9 + 3 x 5) = 72 s kept of 150.
+    assert kept.reserved_s == 72.0 and free.reserved_s is None
+    assert kept.planned_s is not None and kept.planned_s + kept.reserved_s <= 150.0
+    # 150 - 72 - 3 s of projection - the minimum's 30 s = 45 s: a warm-up and four rounds
+    # more (n up to 7); without the pass the looks reach max-reps.
+    assert (kept.groups[0].n_max, free.groups[0].n_max) == (7, 8)
+    assert notes[0] == "plan: budget 150 s, 3 s on warm-ups, 72 s planned, 72 s reserved " \
+        "for the instrumented pass after it"  # fmt: skip
+    assert kept.spent_s is not None and kept.spent_s <= 150.0 - 72.0
+    # The report's header says it, and judges going over against what the rounds had.
+    assert "150 s budget (72 s of it reserved for the instrumented pass)" in budget_line(kept)
+    over = kept.model_copy(update={"spent_s": 100.0, "over_s": 22.0, "over_why": "slow"})
+    assert ", 22 s (28%) over: slow" in budget_line(over)
+
+
+def test_an_instrumented_pass_is_not_what_a_counted_trial_is_projected_from(
+    store: Store,
+) -> None:
+    """The trials of an explain run (same host, same cells) cost the tracers' start too:
+    the next decided run projects from its own warm-ups, not from them."""
+    from fsbench.execute.executors.replay import CellModel, MetricModel, ReplayExecutor, StepModel
+
+    p = _plan(("a", "b", "c"), workload="fs_mark", budget=600.0, max_reps=8)
+    cells = planning.expand(p)
+    metric = MetricModel("files_per_s", "files/s", "higher", 1000.0, 0.05)
+    step = StepModel("fs_mark", (metric,), ("files_per_s",))
+
+    def ran(plan: Plan, seconds: float) -> GridDesign:
+        models = {c.key: CellModel(seconds, (step,)) for c in cells}
+        executor = ReplayExecutor(plan, cells, models, seed=3)
+        outcome = matrix.run(
+            plan, cells, store, argv=[], overrides={}, executor=executor, clock=executor.clock
+        )
+        return runkinds.design(store.get_run(outcome.run_id))
+
+    ran(p.model_copy(update={"instrumented": True, "reps": 3}), 30.0)  # the traced pass
+    counted = ran(p, 3.0)
+    # From its warm-up trial, which measures no noise (a projection from stored trials
+    # states theirs), and the warm-up trial was run: the store's trials were passed over.
+    assert counted.groups[0].noise is None and counted.warmup_s > 0

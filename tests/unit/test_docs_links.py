@@ -180,9 +180,11 @@ def command_problems(argv: list[str]) -> list[str]:
             return [f"{' '.join(path)} has no command {name!r}"]
         command, path = sub, [*path, name]
     known = _options(command)
+    # After `--` the words are a command's own (`fsbench record -- sh -c ...`), not options.
+    options = rest[: rest.index("--")] if "--" in rest else rest
     problems = [
         f"{' '.join(path)} has no option {word.split('=', 1)[0]}"
-        for word in rest
+        for word in options
         if word.startswith("-")
         and word != "-"
         and word.split("=", 1)[0] not in known
@@ -244,6 +246,10 @@ def test_a_made_up_option_or_command_fails() -> None:
     assert command_problems(["frobnicate"]) == ["fsbench has no command 'frobnicate'"]
     assert command_problems(["report", "--format"])  # a value missing
     assert command_problems(["list", "runs", "--json"]) == []
+    assert command_problems(["record", "-o", "t.gz", "--", "sh", "-c", "true"]) == []
+    assert command_problems(["record", "--bogus", "--", "sh"]) == [
+        "fsbench record has no option --bogus"
+    ]
 
 
 def test_the_scans_find_what_they_should(tmp_path: Path) -> None:

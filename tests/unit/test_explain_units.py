@@ -7,14 +7,19 @@ account splits the gap into its parts."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
+import subprocess
+import time
 
 from fsbench.analysis.design import Design
-from fsbench.analysis.explain import explain, top_symbols
+from fsbench.analysis.explain import explain, inclusive, profile_diff, top_symbols
 from fsbench.store import folded
 from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.system.monitors import bpfout
 from fsbench.system.monitors.blocktrace import Request
+from fsbench.system.monitors.bpftrace import waiting
 from fsbench.system.monitors.offcpu import IDLE, RUNQUEUE, state_of, wait_class
 
 
@@ -136,3 +141,41 @@ def test_identical_configs_name_nothing() -> None:
 def test_top_symbols_are_leaf_frames_shared() -> None:
     maps = [{"fs_mark;a;b": 3.0, "fs_mark;c;b": 1.0, "fs_mark;d": 4.0}]
     assert top_symbols(maps) == [("b", 0.5), ("d", 0.5)]
+
+
+def test_a_tracer_that_never_exits_is_said_with_its_state() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while not waiting(child.pid).startswith("state T") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert waiting(child.pid) == "state T, in do_signal_stop"  # stopped: where, said
+    finally:
+        child.kill()
+        child.wait()
+    assert waiting(child.pid) == "gone"
+
+
+def test_the_profile_difference_names_the_code_only_one_config_runs() -> None:
+    write, fsync = "fio;do_syscall_64;vfs_write", "fio;do_syscall_64;vfs_fsync"
+    ext4 = [
+        {
+            f"{write};ext4_buffered_write_iter;memcpy": 6.0,
+            f"{fsync};ext4_sync_file;jbd2_log_wait_commit;_raw_spin_lock": 4.0,
+        }
+    ]
+    btrfs = [
+        {
+            f"{write};btrfs_buffered_write;memcpy": 5.0,
+            f"{fsync};btrfs_sync_file;btrfs_sync_log;_raw_spin_lock": 5.0,
+        }
+    ]
+    assert inclusive(ext4)["do_syscall_64"] == 1.0 and inclusive(ext4)["ext4_sync_file"] == 0.4
+    # memcpy, spin locks and the syscall path are on both sides alike: not among them.
+    assert profile_diff(ext4, btrfs, 4) == [
+        ("ext4_buffered_write_iter", 0.6, 0.0),
+        ("btrfs_buffered_write", 0.0, 0.5),
+        ("btrfs_sync_file", 0.0, 0.5),
+        ("btrfs_sync_log", 0.0, 0.5),
+    ]

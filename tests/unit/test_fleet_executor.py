@@ -18,7 +18,7 @@ import pytest
 
 from fsbench.execute import loop as matrix
 from fsbench.fleet.ansible import Ansible, Event
-from fsbench.fleet.executor import FleetExecutor, HostRun
+from fsbench.fleet.executor import FleetExecutor, HostRun, carried
 from fsbench.fleet.inventory import FleetHost, hosts_of
 from fsbench.plan import model as planning
 from fsbench.plan.model import FsConfig, Plan, WorkloadSpec
@@ -448,3 +448,29 @@ def test_the_fleet_is_the_executor_its_target_kind_names(tmp_path: Path) -> None
     # What each host is given runs on its own loop image, the fleet target's size.
     assert plan.target.for_hosts().kind == "loop"
     assert plan.target.for_hosts().image_size == plan.target.image_size
+
+
+def test_the_hosts_plan_names_each_input_file_by_its_copy(tmp_path: Path) -> None:
+    """A replay's traces (a sweep of two, one of them relative) are named in the hosts'
+    plan by their copies under inputs/, the same for every host; the files to copy are
+    the controller's, by absolute path; a command's parameters are left as given."""
+    plan = Plan(
+        name="inputs",
+        fs=[FsConfig(type="ext4")],
+        workloads=[
+            WorkloadSpec(name="replay", params={"trace": [str(tmp_path / "a.gz"), "b.gz"]}),
+            WorkloadSpec(name="command", params={"run": ["cat", "b.gz"]}),
+        ],
+    )
+    hosts_plan, files = carried(plan, planning.expand(plan))
+    assert files == [
+        {"src": str(tmp_path / "a.gz"), "dest": "inputs/0-a.gz"},
+        {"src": str(Path("b.gz").resolve()), "dest": "inputs/1-b.gz"},
+    ]
+    replay, command = hosts_plan.workloads
+    assert replay.params == {"trace": ["inputs/0-a.gz", "inputs/1-b.gz"]}
+    assert command.params == {"run": ["cat", "b.gz"]}
+    assert carried(hosts_plan.model_copy(update={"workloads": [command]}), []) == (
+        hosts_plan.model_copy(update={"workloads": [command]}),
+        [],
+    )

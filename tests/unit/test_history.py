@@ -108,29 +108,38 @@ def test_every_format_names_the_change_and_its_runs(db: Path, tmp_path: Path) ->
     assert text.count("<img ") == 1 and "data:image/svg+xml;base64," in text and "#1 worse" in text
 
 
-def test_the_gate_fails_only_when_the_newest_run_starts_a_regression(db: Path) -> None:
+def test_the_gate_fails_on_the_night_a_second_run_confirms_a_regression(db: Path) -> None:
+    """One slower run may be a spike: the gate passes and says a next run like it makes a
+    change; the second slower run confirms it and fails the gate; the third passes."""
     stored(db, specs(10, 0), seed=7)
-    quiet = fsbench("history", "--db", str(db), "--fail-on", "regression")
+    quiet = fsbench("history", "--db", str(db), "--fail-on", "regression", "-f", "json")
     assert quiet.returncode == 0, quiet.stderr
+    assert json.loads(quiet.stdout)["series"][0]["changes"] == []  # no change was found
     stored(db, specs(0, 1), seed=8)  # run 11: 20% slower
+    first = fsbench("history", "--db", str(db), "--fail-on", "regression")
+    assert first.returncode == 0, first.stderr
+    assert "a change if the next run confirms it" in first.stdout
+    stored(db, specs(0, 1), seed=9)  # run 12: slower again
     alarm = fsbench("history", "--db", str(db), "--fail-on", "regression", "-f", "json")
     assert alarm.returncode == EXIT_REGRESSION, alarm.stderr
     assert "fsbench: regression: ext4" in alarm.stderr and "run 11" in alarm.stderr
-    assert json.loads(alarm.stdout)["series"][0]["changes"][-1]["method"] == "newest-runs"
-    stored(db, specs(0, 1), seed=9)  # run 12: the change is run 11's, not the newest run's
+    assert "the gate's level: 0.01 / 1 series" in alarm.stderr
+    (change,) = json.loads(alarm.stdout)["series"][0]["changes"]
+    assert (change["method"], change["after_run"]["run"]) == ("newest-runs", 11)
+    stored(db, specs(0, 1), seed=10)  # run 13: the change is known since run 12
     later = fsbench("history", "--db", str(db), "--fail-on", "regression")
     assert later.returncode == 0, later.stderr + later.stdout
     assert "#1 worse at point 11" in later.stdout
-    since = fsbench("history", "--db", str(db), "--fail-on", "regression", "--since", "10")
-    assert since.returncode == EXIT_REGRESSION
+    since = fsbench("history", "--db", str(db), "--fail-on", "regression", "--since", "11")
+    assert since.returncode == EXIT_REGRESSION  # run 11 alone did not show it
     assert (
-        fsbench("history", "--db", str(db), "--fail-on", "regression", "--since", "11").returncode
+        fsbench("history", "--db", str(db), "--fail-on", "regression", "--since", "12").returncode
         == 0
     )
 
 
 def test_an_improvement_does_not_fail_the_gate(db: Path) -> None:
-    stored(db, specs(10, 0) + [RunSpec(1300.0)], seed=7)
+    stored(db, specs(10, 0) + [RunSpec(1300.0)] * 2, seed=7)  # a second run confirms it
     res = fsbench("history", "--db", str(db), "--fail-on", "regression")
     assert res.returncode == 0 and "#1 better" in res.stdout
 

@@ -39,7 +39,7 @@ def test_the_committed_figure_keeps_its_bound(scenario: hd.Scenario) -> None:
     assert rate <= scenario.bound if scenario.direction == "at most" else rate >= scenario.bound
 
 
-def test_a_big_change_is_seen_the_night_it_arrives() -> None:
-    """The newest-runs test: a 25% drop at CV 5% is seen in the first run after it."""
-    s = hd.Scenario("t", 0.05, shift=-0.25, at=hd.RUNS, measure="near", direction="at least")
+def test_a_big_change_is_seen_the_night_a_second_run_confirms_it() -> None:
+    """The newest-runs test: a 25% drop at CV 5% is seen with the second run after it."""
+    s = hd.Scenario("t", 0.05, shift=-0.25, at=hd.RUNS - 1, measure="near", direction="at least")
     assert hd.measure(s, 60)["rate"] >= 0.9

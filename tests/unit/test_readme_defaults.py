@@ -511,7 +511,7 @@ def test_every_mkfs_writes_the_fsbench_label(name: str) -> None:
 
 COMMANDS = (
     "run", "doctor", "list", "report", "compare", "calibrate", "features", "merge", "fleet", "tune",
-    "bisect", "history", "resume", "explain",
+    "bisect", "history", "resume", "explain", "record",
 )  # fmt: skip
 _PLACEHOLDERS = {"RUN": "1", "RUN_A": "1", "RUN_B": "2", "FILE": "report.html"}
 

@@ -31,6 +31,29 @@ def test_the_built_ins_load_in_their_tables_order() -> None:
     assert list(monitors.all_monitors()) == ["sampler", "block-trace", "offcpu", "profile"]
 
 
+def test_the_shipped_filesystems_are_read_from_their_catalogue_file() -> None:
+    """filesystems.toml: `like` takes another table's keys but for those given, arrays are
+    the tuples a record holds, and a name's kernel module and mount type default to it."""
+    ext2, ext3, ext4 = (filesystems.get(n) for n in ("ext2", "ext3", "ext4"))
+    assert ext2.mkfs == ("mkfs.ext2", "-q") and ext3.mkfs == ("mkfs.ext3", "-q")
+    assert (ext2.module, ext3.module, ext4.module) == ("ext2", "ext4", "ext4")
+    assert ext3.mount_type == "ext3" and ext3.kernel_name == "ext3"
+    for fs in (ext2, ext3):
+        assert (fs.fsck_readonly, fs.freefrag, fs.version) == (
+            ext4.fsck_readonly,
+            ext4.freefrag,
+            ext4.version,
+        )
+        assert fs.extended_defaults == (("lazy_itable_init", "0"), ("lazy_journal_init", "0"))
+    assert filesystems.get("raw").pseudo and not filesystems.get("raw").mkfs
+    toy = filesystems.shipped(
+        '[a]\nsummary = "s"\npackage = "p"\nlabel_max = 8\n[b]\nlike = "a"\nsummary = "t"\n'
+    )
+    assert [(f.name, f.summary, f.package, f.label_max) for f in toy] == [
+        ("a", "s", "p", 8), ("b", "t", "p", 8)
+    ]  # fmt: skip
+
+
 def test_every_workload_the_vm_measures_from_the_host_has_its_measure() -> None:
     vm_only = {name for name, wl in workloads.all_workloads().items() if wl.vm_only}
     assert vm_only == set(measured.REGISTRY.all()) == {"boot", "crash"}

@@ -149,6 +149,7 @@ def test_csv_columns_and_the_new_statistics(tmp_path: Path) -> None:
         "flags",
         "verdict",
         "ranking",
+        "why",
     ]
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == len(loaded.rows)

@@ -21,6 +21,7 @@ from fsbench.execute.race.rule import (
     UNSAFE,
     UNSUPPORTED,
     WORSE,
+    Drop,
     Race,
     RaceResult,
     RaceSettings,
@@ -243,6 +244,10 @@ def test_bad_input_is_refused() -> None:
 RACES = 1000
 CONFIGS = 12
 MAX_ROUNDS = 20
+GAP = (0.05, 0.10)  # how far the best is ahead of the next, drawn per race
+LOWEST = 0.6  # the slowest config's mean, the best's being 1
+CV = (0.05, 0.10)  # each config's noise, drawn per race (A/A: one CV for all)
+KEPT = 0.95  # the share of races that must keep the best or one within the margin
 
 
 def test_the_race_keeps_the_true_best_and_spends_less_than_a_grid() -> None:
@@ -256,9 +261,9 @@ def test_the_race_keeps_the_true_best_and_spends_less_than_a_grid() -> None:
     kept = 0
     trials = grid = 0
     for _ in range(RACES):
-        gap = rng.uniform(0.05, 0.10)
-        means = np.concatenate([[1.0], np.linspace(1 / (1 + gap), 0.6, CONFIGS - 1)])
-        cv = rng.uniform(0.05, 0.10, CONFIGS)
+        gap = rng.uniform(*GAP)
+        means = np.concatenate([[1.0], np.linspace(1 / (1 + gap), LOWEST, CONFIGS - 1)])
+        cv = rng.uniform(*CV, CONFIGS)
         sigma = np.sqrt(np.log(1 + cv**2))
         noise = rng.standard_normal((MAX_ROUNDS, CONFIGS)) * sigma - sigma**2 / 2
         drift = rng.standard_normal((MAX_ROUNDS, 1)) * 0.05
@@ -271,7 +276,7 @@ def test_the_race_keeps_the_true_best_and_spends_less_than_a_grid() -> None:
         assert result.trials <= result.grid_trials()
         trials += result.trials
         grid += result.grid_trials()
-    assert kept / RACES >= 0.95
+    assert kept / RACES >= KEPT
     assert trials < grid
     assert trials / grid < 0.75  # about 0.4-0.5 in practice
 
@@ -282,7 +287,7 @@ def aa_false_drops(configs: int, races: int, seed: int) -> float:
     settings = RaceSettings(max_rounds=MAX_ROUNDS)
     dropped = 0
     for _ in range(races):
-        values = noisy(rng, [1.0] * configs, rng.uniform(0.05, 0.10), MAX_ROUNDS)
+        values = noisy(rng, [1.0] * configs, rng.uniform(*CV), MAX_ROUNDS)
         result = run(names, values, settings)
         dropped += bool(result.dropped)
     return dropped / races
@@ -293,7 +298,7 @@ def test_equal_configs_are_dropped_no_more_often_than_alpha(configs: int, races:
     """A/A: with every config alike, a race drops any config at all in at most alpha
     (5%) of races: the looks share alpha, the Friedman gate (the paired test with two)
     keeps the post-hoc comparisons from firing on noise."""
-    assert aa_false_drops(configs, races, seed=configs) <= 0.05
+    assert aa_false_drops(configs, races, seed=configs) <= RaceSettings().alpha
 
 
 def test_a_metric_that_can_be_zero_is_compared_on_its_own_scale() -> None:
@@ -307,24 +312,31 @@ def test_a_metric_that_can_be_zero_is_compared_on_its_own_scale() -> None:
     assert b.ratio == pytest.approx(1.0, abs=0.05)
 
 
-def test_the_guides_table_of_look_levels_is_the_code() -> None:
-    """docs/tune.md's levels per look are what race_bounds.look_level gives (to the
-    printed digits), so the guide cannot drift from the boundary the race uses."""
+def look_levels_not_the_code(text: str) -> list[tuple[str, int]]:
+    """The (configs, max rounds) of docs/tune.md's table of levels per look (`text`) that
+    race_bounds.look_level does not give, to the printed digits; a table of fewer than four
+    rows is wrong whole."""
     import re
-    from pathlib import Path
 
     from fsbench.execute.race.bounds import look_level
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "tune.md").read_text()
     rows = re.findall(r"^\| (\d+) \| ([\d.]+)% \| ([\d.]+)% \|$", text, re.MULTILINE)
-    assert len(rows) >= 4
+    wrong = [] if len(rows) >= 4 else [("rows", len(rows))]
     for k, at_10, at_20 in rows:
         for printed, rounds in ((at_10, 10), (at_20, 20)):
             digits = len(printed.split(".")[1]) if "." in printed else 0
-            assert round(100 * look_level(int(k), 3, rounds, 0.05), digits) == float(printed), (
-                k,
-                rounds,
-            )
+            if round(100 * look_level(int(k), 3, rounds, 0.05), digits) != float(printed):
+                wrong.append((k, rounds))
+    return wrong
+
+
+def test_the_guides_table_of_look_levels_is_the_code() -> None:
+    """docs/tune.md's levels per look are what race_bounds.look_level gives (to the
+    printed digits), so the guide cannot drift from the boundary the race uses."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "tune.md").read_text()
+    assert look_levels_not_the_code(text) == []
 
 
 def test_conover_against_the_best_is_bonferroni_over_the_others() -> None:
@@ -352,3 +364,28 @@ def test_conover_against_the_best_is_bonferroni_over_the_others() -> None:
         assert best == top and p == pytest.approx(expected, rel=1e-9)
         many, tops = conover_vs_best_many(ranks_within(scores)[None])
         assert tops[0] == top and many[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_runner_up_is_the_second_left_or_the_best_of_the_last_dropped() -> None:
+    """What `fsbench tune --explain` explains the winner against."""
+    rng = np.random.default_rng(2)
+    pair = run(["a", "b"], noisy(rng, [100.0, 80.0], 0.05, 20), RaceSettings())
+    assert (pair.leader, pair.runner_up) == ("a", "b")  # dropped by the paired test
+    rng = np.random.default_rng(3)
+    names = ["a", "b", "c", "d"]
+    tied = run(names, noisy(rng, [1.0, 1.004, 0.6, 0.62], 0.005, 20), RaceSettings())
+    assert tied.runner_up == tied.winners[1].config  # equally good: the second left
+    # Dropped at one look together: the best of them by mean rank (higher is better).
+    late = RaceResult(
+        ("a", "b", "c", "d"),
+        tied.winners[:1],
+        (
+            Drop("d", 3, WORSE, FRIEDMAN_TEST, mean_ranks={"b": 2.0, "c": 2.5, "d": 1.0}),
+            Drop("b", 5, WORSE, FRIEDMAN_TEST, mean_ranks={"b": 1.5, "c": 2.0}),
+            Drop("c", 5, WORSE, FRIEDMAN_TEST, mean_ranks={"b": 1.5, "c": 2.0}),
+            Drop("x", 6, UNSUPPORTED, "refused"),
+        ),
+        ONE_LEFT, 6, 20, (4, 4, 4, 3, 3, 1), "",
+    )  # fmt: skip
+    assert late.runner_up == "c"
+    assert RaceResult(("a",), tied.winners[:1], (), ONE_LEFT, 3, 3, (1,), "").runner_up is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict
 from pathlib import Path
 
@@ -10,10 +11,11 @@ import pytest
 
 from fsbench.plan.model import Cell, FsConfig
 from fsbench.store.records import MetricRecord, TrialRecord
+from fsbench.system import engine
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import images, kernels, pyenv, qemu, rootfs
-from fsbench.vm.job import JobWatch, VmResult, import_records
-from fsbench.vm.protocol import DONE, RECORDS, STARTED, VmCell, VmJob
+from fsbench.vm.job import JobWatch, VmResult, carried, import_records
+from fsbench.vm.protocol import DONE, ENGINE, RECORDS, STARTED, VmCell, VmJob
 
 
 def _cell(fs: str = "jfs", method: str = "fallocate") -> Cell:
@@ -157,7 +159,7 @@ def test_watch_streams_records_and_stops(tmp_path: Path) -> None:
     assert [r.seq for r in got] == [0]
     assert got[0].provenance["vm"]["guest"]["kernel"] == "6.1.0-56-amd64"
     assert w(71.0)  # no cell for more than 50 s
-    assert "no cell finished" in w.reason
+    assert "no trial finished for 50 s" in w.reason
     (tmp_path / DONE).write_text("{}")
     w2 = JobWatch(tmp_path, {}, 100.0, 50.0, 1000.0, None)
     assert not w2(1.0)
@@ -222,3 +224,24 @@ def test_launch_watches_and_kills(tmp_path: Path) -> None:
     out = qemu.launch(argv, tmp_path / "err2", never_stop, poll=0.05)
     assert (out.returncode, out.stopped, out.stderr.strip()) == (3, False, "no kvm here")
     assert seen  # called once after the exit at least
+
+
+def test_a_jobs_input_files_and_the_engine_are_carried_into_the_share(tmp_path: Path) -> None:
+    """A replay's trace is copied into the share and named in the job under the plan's
+    name (with the directory a relative name starts from); the engine too, when built; a
+    cell that reads no file carries none. The copy survives the job's JSON."""
+    trace = tmp_path / "made.fsbt.gz"
+    trace.write_bytes(b"a trace")
+    share = tmp_path / "share"
+    share.mkdir()
+    replay = Cell(FsConfig(type="ext4"), "replay", {"trace": str(trace)})
+    job = VmJob(
+        [VmCell.of(0, 1, replay), VmCell.of(1, 1, _cell()), VmCell.of(2, 1, replay)], "tiny"
+    )
+    sent = VmJob.from_json(carried(job, share).to_json())
+    assert sent.inputs == {str(trace): "inputs/0-made.fsbt.gz"}
+    assert (share / "inputs/0-made.fsbt.gz").read_bytes() == b"a trace"
+    assert sent.cwd == str(Path.cwd())
+    if engine.find_engine() is not None:
+        assert sent.engine == ENGINE and os.access(share / ENGINE, os.X_OK)
+    assert carried(VmJob([VmCell.of(0, 1, _cell())], "tiny"), share).inputs == {}

@@ -16,6 +16,10 @@ first plan can leave part of the budget unused. The looks still depend on
 nothing but what rounds cost, and each group's boundaries are computed for its final looks
 before its first look.
 
+An instrumented pass planned after the counted run (`fsbench run --explain`) is reserved
+from the budget before the looks are shared out (`Instrumented`): its trials are projected
+from the same round costs, so the counted run and the pass together fit the budget.
+
 Pure: projected costs in, a plan out.
 """
 
@@ -53,6 +57,20 @@ class GroupCost:
     @property
     def n_min(self) -> int:
         return MIN_REPS_EXACT if self.counts_only else MIN_REPS
+
+
+@dataclass(frozen=True)
+class Instrumented:
+    """An instrumented pass after the counted run: `reps` trials of every cell (no warm-up),
+    each projected at what a counted trial of it costs plus `tracer_start_s`, the tracers'
+    scripts compiled and attached before its timed phase."""
+
+    reps: int
+    tracer_start_s: float
+
+    def cost_s(self, costs: Sequence[GroupCost]) -> float:
+        """Its projected seconds: a group's round is one trial of each of its configs."""
+        return sum(self.reps * (c.round_s + c.configs * self.tracer_start_s) for c in costs)
 
 
 @dataclass(frozen=True)
@@ -139,6 +157,12 @@ class BudgetPlan:
     from_warmups: bool = False  # projected from a warm-up trial a group, not earlier trials
     # Shared out again after the minimum rounds (`replan`), with this many seconds spent.
     replanned_at: float | None = None
+    reserved: float = 0.0  # seconds kept from the budget for an instrumented pass after it
+
+    @property
+    def counted_budget(self) -> float | None:
+        """What the counted rounds may spend: the budget less the reservation."""
+        return None if self.budget is None else self.budget - self.reserved
 
     @property
     def minimum_s(self) -> float:
@@ -152,17 +176,18 @@ class BudgetPlan:
     @property
     def short(self) -> float:
         """Seconds the minimum needs beyond the budget (0 when it fits)."""
-        if self.budget is None:
+        if self.counted_budget is None:
             return 0.0
-        return max(0.0, self.spent + self.minimum_s - self.budget)
+        return max(0.0, self.spent + self.minimum_s - self.counted_budget)
 
     def lines(self, before: BudgetPlan | None = None) -> list[str]:
         """What the plan says before the counted rounds; a re-plan, what it changed from
         `before`."""
-        if self.replanned_at is not None and self.budget is not None:
+        if self.replanned_at is not None and self.counted_budget is not None:
             head = (
                 f"re-plan after the minimum rounds: {self.replanned_at:.0f} s spent, "
-                f"{max(0.0, self.budget - self.replanned_at):.0f} s left"
+                f"{max(0.0, self.counted_budget - self.replanned_at):.0f} s left"
+                + self._reserved_note()
             )
             old = {g.cost.name: g.n_max for g in before.groups} if before else {}
             changed = [g for g in self.groups if old.get(g.cost.name) != g.n_max]
@@ -174,11 +199,11 @@ class BudgetPlan:
         else:
             head = (
                 f"plan: budget {self.budget:.0f} s, {self.spent:.0f} s on warm-ups, "
-                f"{self.planned_s:.0f} s planned"
+                f"{self.planned_s:.0f} s planned" + self._reserved_note()
             )
         out = [head] + [f"  {g.line()}" for g in self.groups]
         if self.short > 0:
-            need = self.spent + self.minimum_s
+            need = self.spent + self.minimum_s + self.reserved
             out.append(
                 f"  the minimum rounds need about {need:.0f} s: this run is projected to go "
                 f"over its budget by about {self.short:.0f} s (--budget "
@@ -193,6 +218,11 @@ class BudgetPlan:
                 )
         return out
 
+    def _reserved_note(self) -> str:
+        if not self.reserved:
+            return ""
+        return f", {self.reserved:.0f} s reserved for the instrumented pass after it"
+
     def record(self) -> GridDesign:
         """As the run keeps it (execute/decide.py adds what it spent and reached)."""
         design = GridDesign(
@@ -204,6 +234,8 @@ class BudgetPlan:
         )
         if self.replanned_at:
             design.replanned_s = round(self.replanned_at, 2)
+        if self.reserved:
+            design.reserved_s = round(self.reserved, 2)
         return design
 
     @classmethod
@@ -214,6 +246,7 @@ class BudgetPlan:
             kept.warmup_s,
             tuple(GroupPlan.from_record(g) for g in kept.groups),
             replanned_at=kept.replanned_s,
+            reserved=kept.reserved_s or 0.0,
         )
 
 
@@ -223,14 +256,18 @@ def plan(
     spent: float,
     max_reps: int,
     from_warmups: bool = False,
+    instrumented: Instrumented | None = None,
 ) -> BudgetPlan:
-    """Every group's looks: its minimum, then rounds shared out while they fit."""
+    """Every group's looks: its minimum, then rounds shared out while they fit in what the
+    budget leaves after the `instrumented` pass's reservation."""
     if budget is None:
         looks = tuple(GroupPlan(c, max(max_reps, c.n_min)) for c in costs)
         return BudgetPlan(None, spent, looks, from_warmups)
+    reserved = instrumented.cost_s(costs) if instrumented else 0.0
     groups = [GroupPlan(c, c.n_min) for c in costs]
-    left = budget - spent - sum(g.cost_s for g in groups)
-    return BudgetPlan(budget, spent, _share(groups, left, max_reps), from_warmups)
+    left = budget - reserved - spent - sum(g.cost_s for g in groups)
+    shared = _share(groups, left, max_reps)
+    return BudgetPlan(budget, spent, shared, from_warmups, reserved=reserved)
 
 
 def replan(
@@ -239,15 +276,20 @@ def replan(
     reached: Sequence[int],
     spent: float,
     max_reps: int,
+    instrumented: Instrumented | None = None,
 ) -> BudgetPlan:
     """The looks shared out again after every group's minimum rounds (`reached`: the
     rounds each has), from what its rounds and warm-up trial cost (`measured`) and the
-    `spent` seconds, before any look is taken."""
+    `spent` seconds, before any look is taken; the `instrumented` pass's reservation is
+    projected again from the measured rounds."""
     if first.budget is None:
         return first
+    reserved = instrumented.cost_s(measured) if instrumented else 0.0
     groups = [GroupPlan(c, max(c.n_min, n)) for c, n in zip(measured, reached, strict=True)]
-    shared = _share(groups, first.budget - spent, max_reps)
-    return BudgetPlan(first.budget, first.spent, shared, first.from_warmups, spent)
+    shared = _share(groups, first.budget - reserved - spent, max_reps)
+    return BudgetPlan(
+        first.budget, first.spent, shared, first.from_warmups, spent, reserved=reserved
+    )
 
 
 def _share(groups: list[GroupPlan], left: float, max_reps: int) -> tuple[GroupPlan, ...]:

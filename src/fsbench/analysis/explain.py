@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsbench.analysis import verdicts
 from fsbench.analysis.decisions import Decision, evidence
 from fsbench.analysis.design import Design
+from fsbench.analysis.family import control_families
 from fsbench.analysis.pairs import ORDER, Side
 from fsbench.store.records import TrialRecord
 
@@ -215,22 +215,29 @@ def _sides(
     return out
 
 
+# How a run's pairs' mechanisms are judged together: the families' control, or another
+# for a simulation to compare it with (tests/unit/test_explain_control.py).
+Control = Callable[[Sequence[Sequence[Decision]], float], list[list[Decision]]]
+
+
 def explain(
     trials: Sequence[TrialRecord],
     headlines: Mapping[str, str],
     design: Design,
     pairs: Sequence[tuple[str, str]] | None = None,
     order: Sequence[str] = (),
+    control: Control = control_families,
 ) -> list[Explanation]:
     """The explanations of an explain run's trials: every pair of configs of each
     comparison in `order` (the plan's; or only `pairs`, ordered as given), `headlines`
-    naming each workload's headline metric."""
+    naming each workload's headline metric. A pair's mechanisms are one family: a pair
+    that differs much never lowers the bar for another's (family.control_families)."""
     rank = {c: i for i, c in enumerate(order)}
     groups: dict[GroupKey, dict[str, list[TrialRecord]]] = {}
     for t in trials:
         groups.setdefault(group_key(t), {}).setdefault(t.config, []).append(t)
-    drafts: list[Decision] = []
     out: list[Explanation] = []
+    drafts: list[list[Decision]] = []  # per explanation: its mechanisms' evidence
     for key, configs in groups.items():
         headline = headlines.get(key[1], "")
         by_config = {c: per_work(ts, headline) for c, ts in configs.items()}
@@ -241,25 +248,31 @@ def explain(
         for a, b in wanted:
             if a not in by_config or b not in by_config:
                 continue
-            found = Explanation(
-                key, a, b, by_config[a][2], headline, (len(by_config[a][1]), len(by_config[b][1]))
+            out.append(
+                Explanation(
+                    key,
+                    a,
+                    b,
+                    by_config[a][2],
+                    headline,
+                    (len(by_config[a][1]), len(by_config[b][1])),
+                )  # fmt: skip
             )
-            for name, sides in _sides(a, b, by_config).items():
-                drafted = evidence(
-                    sides, better="lower", metric=name, design=design, key=(*key, a, b, name)
-                )
-                if drafted is not None:
-                    drafts.append(drafted)
-            out.append(found)
-    judged = verdicts.controlled(drafts, design.alpha)
-    for found in out:
-        for name in BY_METRIC:
-            decision = judged.get((*found.key, found.a, found.b, name))  # type: ignore[arg-type]
-            if decision is not None:
-                found.mechanisms.append(_found(name, decision))
-        found.mechanisms.sort(key=lambda m: (not m.decided, -m.distance))
+            mechanisms = [
+                evidence(sides, better="lower", metric=name, design=design, key=(*key, a, b, name))
+                for name, sides in _sides(a, b, by_config).items()
+            ]
+            drafts.append([d for d in mechanisms if d is not None])
+    for found, decisions in zip(out, control(drafts, design.alpha), strict=True):
+        found.mechanisms = ranked(decisions)
         _account(found)
     return out
+
+
+def ranked(decisions: Sequence[Decision]) -> list[Found]:
+    """A pair's judged mechanisms, those named first, the farthest from a ratio of 1 first."""
+    found = [_found(d.metric or "", d) for d in decisions]
+    return sorted(found, key=lambda m: (not m.decided, -m.distance))
 
 
 def _found(name: str, decision: Decision) -> Found:
@@ -305,3 +318,30 @@ def top_symbols(maps: Sequence[Mapping[str, float]], count: int = 5) -> list[tup
     if not total:
         return []
     return [(s, n / total) for s, n in sorted(leaves.items(), key=lambda kv: -kv[1])[:count]]
+
+
+def inclusive(maps: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each kernel function's share of a config's profile samples whose stack holds it
+    (perf's "children": a function and everything it called), the command's name left
+    out."""
+    held: dict[str, float] = {}
+    total = 0.0
+    for values in maps:
+        for stack, n in values.items():
+            total += n
+            for frame in set(stack.split(";")[1:]):
+                held[frame] = held.get(frame, 0.0) + n
+    return {f: n / total for f, n in held.items()} if total else {}
+
+
+def profile_diff(
+    a: Sequence[Mapping[str, float]], b: Sequence[Mapping[str, float]], count: int = 5
+) -> list[tuple[str, float, float]]:
+    """The kernel functions whose share of the samples differs most between two configs'
+    profiles (inclusive shares, a then b): the code one config runs and the other does
+    not (btrfs_ against ext4_ and jbd2_), where the leaf symbols alone are the same
+    memcpy and spin locks on both."""
+    share_a, share_b = inclusive(a), inclusive(b)
+    frames = set(share_a) | set(share_b)
+    ranked = sorted(frames, key=lambda f: (-abs(share_b.get(f, 0.0) - share_a.get(f, 0.0)), f))
+    return [(f, share_a.get(f, 0.0), share_b.get(f, 0.0)) for f in ranked[:count]]

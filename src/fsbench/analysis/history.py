@@ -28,6 +28,7 @@ from fsbench.analysis.stats import ratio_ci, summarize, t_quantile
 from fsbench.store import trialfacts
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.values import counted_values
+from fsbench.system import numbers
 
 KERNEL_KNOB = "kernel"  # system/knobs.KERNEL: the VM target's kernel, a dimension
 BY = ("date", "kernel", "commit", "host")
@@ -83,10 +84,31 @@ class ChangePoint:
     direction: str  # worse | better | changed (the metric names no better direction)
     coincident: list[dict[str, str]]  # facts that changed between the two runs
     harness: bool  # fsbench, Python, QEMU or a tool changed there too
+    # The mechanisms that differ between the instrumented trials of the runs on either
+    # side (each run's last explain run), when both have them (reports/explain.py `across`).
+    why: str = ""
 
     @property
     def worse(self) -> bool:
         return self.direction == "worse"
+
+
+@dataclass(frozen=True)
+class Sight:
+    """What a series can tell: whether it is long enough to test at all, the shortest
+    series that finds a STEP at its noise, and a newest run far off that one more run like
+    it would make a change."""
+
+    runs: int
+    testable: bool  # changepoints.FEWEST runs or more
+    noise: float | None  # the sd of the log run means within its segments
+    step_runs: int | None  # the shortest series that finds a STEP at that noise
+    pending_p: float | None  # the newest run alone, when it is as far off as a change's
+    pending_ratio: float | None  # that run's mean over the mean of its segment's runs
+
+
+STEP = 0.20  # the step the output says a series can find, and from how many runs
+STEP_MAX_RUNS = 40  # the longest series that figure looks at
 
 
 @dataclass
@@ -104,10 +126,21 @@ class Series:
     headline: bool
     points: list[Point] = field(default_factory=list)
     changes: list[ChangePoint] = field(default_factory=list)
+    sight: Sight | None = None  # what the series can see (None before changes_of)
+
+    @property
+    def cell(self) -> tuple[str, str, str]:
+        """Its comparison as analysis/explain.py's `group_key` names a trial's."""
+        dims = {**self.params, **self.knobs}
+        return (self.chain, self.workload, json.dumps(dims, sort_keys=True, default=str))
 
     @property
     def title(self) -> str:
-        dims = [f"{k}={v}" for k, v in {**self.params, **self.knobs}.items()]
+        dims = [
+            f"{k}={numbers.setting(v)}"
+            for k, v in {**self.params, **self.knobs}.items()
+            if v not in ({}, [])  # an empty table or list (a command's env) says nothing
+        ]
         where = f" @ {self.host}" if self.host else ""
         return f"{self.config} · {self.workload} {' '.join(dims)} · {self.metric}{where}".replace(
             "  ", " "
@@ -265,6 +298,7 @@ def build(
             series.points = _ordered(series.points, by, commit_rank)
             if series.points:
                 series.changes = changes_of(series)
+                series.sight = sight_of(series)
                 out.append(series)
     return out
 
@@ -357,6 +391,43 @@ def changes_of(series: Series) -> list[ChangePoint]:
     return out
 
 
+def sight_of(series: Series) -> Sight:
+    """What `series` can see: too short, or the runs a STEP needs at its own noise (the
+    sd of its log run means within the segments its change points leave), and a newest
+    run that one more would confirm."""
+    x = on_scale([p.mean for p in series.points])
+    n = len(x)
+    bounds = [0, *[c.index for c in series.changes], n]
+    parts = [x[lo:hi] for lo, hi in zip(bounds, bounds[1:], strict=False) if hi - lo >= 2]
+    df = sum(len(part) - 1 for part in parts)
+    noise = (
+        math.sqrt(sum(statistics.pvariance(part) * len(part) for part in parts) / df)
+        if df > 0 and all(m > 0 for m in (p.mean for p in series.points))
+        else None
+    )
+    pending = changepoints.pending(x, bounds[-2]) if series.points else None
+    last = [p.mean for p in series.points[bounds[-2] : -1]]
+    ratio = series.points[-1].mean / statistics.fmean(last) if pending and last else None
+    return Sight(n, n >= changepoints.FEWEST, noise, step_runs(noise), pending, ratio)
+
+
+def step_runs(noise: float | None) -> int | None:
+    """The shortest series (a step halfway) whose largest t reaches its critical value
+    when the step is STEP at `noise` (the sd of a log run mean): where the test finds it
+    about half the time. Past SHORT runs, the critical value at SHORT (the law of longer
+    series costs seconds to draw, and their critical values are lower: the figure errs
+    long)."""
+    if noise is None:
+        return None
+    shift = abs(math.log(1 - STEP))
+    for n in range(changepoints.FEWEST, STEP_MAX_RUNS + 1):
+        half = n // 2
+        t = shift / (noise * math.sqrt(1 / half + 1 / (n - half))) if noise > 0 else math.inf
+        if t >= changepoints.critical_t(min(n, changepoints.SHORT)):
+            return n
+    return None
+
+
 # A change point is placed to within a run or so (bench/history_detector.py): what changed
 # between any two neighbouring runs this close to it changed "at the same place".
 NEAR = 1
@@ -397,41 +468,21 @@ def _ratio(before: Sequence[float], after: Sequence[float]) -> tuple[float, list
     return ratio, [ratio * math.exp(-half), ratio * math.exp(half)]
 
 
-@dataclass(frozen=True)
-class Alarm:
-    series: Series
-    change: ChangePoint
-
-
-def regressions(
-    series: Iterable[Series], newer_than: str | None = None, headline_only: bool = True
-) -> list[Alarm]:
-    """The change points for the worse that a gate fails on: those the newest run of their
-    host starts, or (`newer_than`, a run's creation time) every one whose first run after
-    is newer than that."""
-    out = []
-    for s in series:
-        if headline_only and not s.headline:
-            continue
-        newest = max((p.created_at for p in s.points), default="")
-        for c in s.changes:
-            started = str(c.after_run["date"])
-            new = started > newer_than if newer_than is not None else started == newest
-            if c.worse and new:
-                out.append(Alarm(s, c))
-    return out
-
-
 def document(series: Sequence[Series], by: str, notes: Sequence[str] = ()) -> dict[str, Any]:
     """The JSON document of `fsbench history --format json`."""
     return {
         "by": by,
         "method": {
-            "changes": "E-divisive means, permutation test (Matteson & James 2014)",
+            "changes": "E-divisive means, permutation test (Matteson & James 2014); "
+            f"up to {changepoints.SHORT} runs, the largest Student t over the splits",
             "alpha": changepoints.ALPHA,
             "permutations": changepoints.PERMUTATIONS,
-            "newest_runs": f"Student t, last 1..{changepoints.TAIL} runs, Bonferroni",
+            "short": changepoints.SHORT,
+            "fewest_runs": changepoints.FEWEST,
+            "newest_runs": f"Student prediction test, last {changepoints.CONFIRM}.."
+            f"{changepoints.TAIL} runs each, Bonferroni",
             "newest_alpha": changepoints.TAIL_ALPHA,
+            "step": STEP,
         },
         "notes": list(notes),
         "series": [s.as_dict() for s in series],

@@ -85,6 +85,12 @@ FLAGS: dict[str, Flag] = {
             detailed=True,
         ),
         Flag(
+            "replay-mismatch",
+            "the replay did not do what the recording did: calls whose results differed, "
+            "bytes moved unlike the recording, or calls not replayed (counts in the detail)",
+            detailed=True,
+        ),
+        Flag(
             "knob-restore-failed",
             "a system knob could not be restored after the trial: later trials may have run "
             "with it changed",

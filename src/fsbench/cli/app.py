@@ -39,6 +39,7 @@ COMMANDS: Registry[ModuleType] = Registry(
         "fsbench.cli.history",
         "fsbench.cli.listing",
         "fsbench.cli.merge",
+        "fsbench.cli.record",
         "fsbench.cli.report",
         "fsbench.cli.resume",
         "fsbench.cli.run",

@@ -20,6 +20,7 @@ from fsbench.reports import export, formats
 from fsbench.reports.document import Chart
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
+from fsbench.vm import kconfigs
 from fsbench.vm.bisect import Bisection
 from fsbench.vm.bisect_kind import BISECT, BisectArgs
 from fsbench.vm.kbuild import KBUILD_CACHE
@@ -65,11 +66,11 @@ def bisect(
     trial_timeout: pf.TrialTimeoutOpt = None,
     warmup: pf.WarmupOpt = None,
     config: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--config",
-            help="Your kernel .config \\[default: tinyconfig + kvm_guest.config + what the "
-            "guest and the filesystems need, all built in].",
+            help="A kernel config: `minimal` (the guest's needs and ext4), `default` (also "
+            "xfs, btrfs, dm-log-writes), or the path of your .config \\[default: default].",
         ),
     ] = None,
     jobs: Annotated[
@@ -116,8 +117,8 @@ def bisect(
     )  # fmt: skip
     built = pf.build(flags)
     args = BisectArgs(
-        linux, good, bad, metric, reps_per_commit(max_reps), config=config, jobs=jobs,
-        kbuild_cache=kbuild_cache, recheck=recheck,
+        linux, good, bad, metric, reps_per_commit(max_reps), config=kconfigs.choose(config),
+        jobs=jobs, kbuild_cache=kbuild_cache, recheck=recheck,
     )  # fmt: skip
     job = Bisection(store, args, built.plan, built.cells, overrides=built.overrides)
     drive(job, store, json_out, chart)

@@ -11,17 +11,19 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from fsbench.analysis import history
+from fsbench.analysis import history, history_gate
 from fsbench.cli import planflags as pf
 from fsbench.cli.common import AllMetricsOption, DbOption, OutputOption, ReportFormatOption
 from fsbench.cli.report import PIPED_WIDTH, write
 from fsbench.execute.git import Git
 from fsbench.plan import model as planning
+from fsbench.reports import explain as explaining
 from fsbench.reports import export, formats
 from fsbench.reports import history as show
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import known_kind
+from fsbench.system import numbers
 from fsbench.system.errors import FsbenchError
 
 RANK = 45
@@ -118,15 +120,18 @@ def history_command(
         assert linux is not None
         _bisect(store, series, bisect_n, linux, max_reps)
         return
+    explaining.changes_why(store, series)
     write(show.document(series, by, notes), exporter, output, file_width=PIPED_WIDTH)
     if fail_on is not None:
         newer = store.get_run(since).created_at if since is not None else None
-        alarms = history.regressions(series, newer)
+        alarms = history_gate.regressions(series, newer)
         err = Console(stderr=True, highlight=False)
         for alarm in alarms:
             err.print(
                 f"fsbench: regression: {alarm.series.title}: "
-                f"{show.ratio_text(alarm.change)} from {show.run_label(alarm.change.after_run)}"
+                f"{show.ratio_text(alarm.change)} from {show.run_label(alarm.change.after_run)}, "
+                f"{numbers.p(alarm.p)} (the gate's level: "
+                f"{history_gate.GATE_ALPHA:g} / {alarm.checked} series)"
                 + (f" ({show.HARNESS_NOTE})" if alarm.change.harness else ""),
                 markup=False,
                 soft_wrap=True,

@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -95,32 +95,14 @@ ScaleOpt = Annotated[Scale | None, typer.Option("--scale", help=field_help(Plan,
 TrialTimeoutOpt = Annotated[
     float | None, typer.Option("--trial-timeout", help=field_help(Plan, "trial_timeout"))
 ]
+StoreWaitOpt = Annotated[
+    str | None, typer.Option("--store-wait", help=field_help(Plan, "store_wait"))
+]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help=field_help(Plan, "seed"))]
 WarmupOpt = Annotated[int | None, typer.Option("--warmup", help=field_help(Plan, "warmup"))]
 TargetOpt = targetflags.TargetOpt
 
 
-# Every plan flag, in the order `--help` lists them: (argument name, annotation, default).
-PLAN_PARAMS: tuple[tuple[str, Any, Any], ...] = (
-    ("plan_file", PlanFile, None),
-    ("preset", PresetOpt, None),
-    ("fs", FsOpt, []),
-    ("workload", WorkloadOpt, []),
-    ("set_", SetOpt, []),
-    ("knob", KnobOpt, []),
-    ("age", AgeOpt, []),
-    ("reps", RepsOpt, None),
-    ("max_reps", MaxRepsOpt, None),
-    ("ci_target", CiTargetOpt, None),
-    ("margin", MarginOpt, None),
-    ("budget", BudgetOpt, None),
-    ("steady", SteadyOpt, None),
-    ("scale", ScaleOpt, None),
-    ("trial_timeout", TrialTimeoutOpt, None),
-    ("seed", SeedOpt, None),
-    ("warmup", WarmupOpt, None),
-    ("target_kind", TargetOpt, None),
-)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -134,7 +116,7 @@ def with_plan_flags(skip: Collection[str] = ()) -> Callable[[F], F]:
             inspect.Parameter(
                 name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=kind
             )
-            for name, kind, default in PLAN_PARAMS
+            for name, kind, default in _plan_params()
             if name not in skip
         ]
         return targetflags.with_params(func, added, [])
@@ -144,34 +126,47 @@ def with_plan_flags(skip: Collection[str] = ()) -> Callable[[F], F]:
 
 # The flags that set a plan field of the same name as given.
 PLAN_FIELDS = (
-    "scale", "max_reps", "ci_target", "margin", "steady", "trial_timeout", "seed", "warmup",
+    "scale", "max_reps", "ci_target", "margin", "steady", "trial_timeout", "store_wait", "seed",
+    "warmup",
 )  # fmt: skip
 
 
 @dataclass
 class PlanFlags:
-    """Every plan flag as given (None: not given)."""
+    """Every plan flag as given (None: not given). Each field's annotation is its flag,
+    and the fields' order is the order `--help` lists them (with_plan_flags)."""
 
-    plan_file: Path | None = None
-    preset: str | None = None
-    fs: list[str] = field(default_factory=list)
-    workload: list[str] = field(default_factory=list)
-    set_: list[str] = field(default_factory=list)
-    knob: list[str] = field(default_factory=list)
-    age: list[str] = field(default_factory=list)
-    reps: str | None = None
-    max_reps: int | None = None
-    ci_target: float | None = None
-    margin: float | None = None
-    budget: str | None = None
-    steady: str | None = None
-    scale: Scale | None = None
-    trial_timeout: float | None = None
-    seed: int | None = None
-    warmup: int | None = None
-    target_kind: str | None = None
+    plan_file: PlanFile = None
+    preset: PresetOpt = None
+    fs: FsOpt = field(default_factory=list)
+    workload: WorkloadOpt = field(default_factory=list)
+    set_: SetOpt = field(default_factory=list)
+    knob: KnobOpt = field(default_factory=list)
+    age: AgeOpt = field(default_factory=list)
+    reps: RepsOpt = None
+    max_reps: MaxRepsOpt = None
+    ci_target: CiTargetOpt = None
+    margin: MarginOpt = None
+    budget: BudgetOpt = None
+    steady: SteadyOpt = None
+    scale: ScaleOpt = None
+    trial_timeout: TrialTimeoutOpt = None
+    store_wait: StoreWaitOpt = None
+    seed: SeedOpt = None
+    warmup: WarmupOpt = None
+    target_kind: TargetOpt = None
     # The target flags given, by flag name ({"image-size": "2G"}): cli/targetflags.py.
     target: dict[str, Any] = field(default_factory=dict)
+
+
+def _plan_params() -> list[tuple[str, Any, Any]]:
+    """Every plan flag as (parameter name, annotation, default), from PlanFlags."""
+    hints, blank = get_type_hints(PlanFlags, include_extras=True), PlanFlags()
+    return [
+        (f.name, hints[f.name], getattr(blank, f.name))
+        for f in fields(PlanFlags)
+        if f.name != "target"
+    ]
 
 
 def flags_of(arguments: Mapping[str, Any], **changes: Any) -> PlanFlags:

@@ -13,13 +13,20 @@ from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.report import emit
-from fsbench.execute import session
+from fsbench.execute import explain, session
 from fsbench.execute.loop import GridDriver
 from fsbench.store import runkinds
 from fsbench.store.dburl import default_db_path
+from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 from fsbench.system.errors import FsbenchError
 
+EXPLAIN_HELP = (
+    "Then the instrumented pass (`fsbench explain RUN`): a few traced trials of every cell, "
+    "never counted; the report says why under each verdict. With --reps decide and a budget "
+    "(--budget, a preset's), the pass's projected cost is reserved from the budget before the "
+    "counted rounds are planned; after the pass, what it spent against what was reserved."
+)
 RESUME_HELP = (
     "Finish an interrupted run: the last unfinished one in --db, or the run id given in place "
     "of PLAN. Finished trials are kept, the rest run (the grid's spelling of `fsbench resume`)."
@@ -39,6 +46,7 @@ def run(
             "--tag NAME` follows it.",
         ),
     ] = "",
+    explain_after: Annotated[bool, typer.Option("--explain", help=EXPLAIN_HELP)] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
     **given: Any,
@@ -54,10 +62,41 @@ def run(
     else:
         built = pf.build(flags)
         driver = GridDriver(
-            store, built.plan, built.cells, overrides=built.overrides, tag=check_tag(tag)
-        )
+            store, built.plan, built.cells, overrides=built.overrides, tag=check_tag(tag),
+            instrumented=explain.reservation() if explain_after else None,
+        )  # fmt: skip
     life = session.run(driver)
+    if explain_after:
+        instrumented(store, life.run_id)
     finish(store, life.run_id, json_out, report=not no_report)
+
+
+def instrumented(store: Store, run_id: int) -> None:
+    """The instrumented pass of a finished run (`fsbench explain RUN`), and what it spent
+    against what the counted run reserved for it, one line; its why goes under the run's
+    verdicts."""
+    source = store.get_run(run_id)
+    life = session.run(explain.driver(store, source))
+    made = store.get_run(life.run_id)
+    Console(stderr=True).print(
+        spent_line(made.id or 0, len(store.run_trials(made)), made.seconds, source),
+        highlight=False,
+        markup=False,
+    )
+
+
+def spent_line(made: int, trials: int, seconds: float, source: RunRecord) -> str:
+    """'explain: run 2, 6 instrumented trials in 31 s of the 36 s reserved from the 150 s
+    budget (the counted run: 84 s)'."""
+    design = runkinds.design(source)
+    head = f"explain: run {made}, {trials} instrumented trials in {seconds:.0f} s"
+    tail = f"(`fsbench report {made}`)"
+    if design.reserved_s is None or design.budget_s is None:
+        return f"{head}, beside the counted run's {source.seconds:.0f} s, nothing reserved {tail}"
+    return (
+        f"{head} of the {design.reserved_s:.0f} s reserved from the {design.budget_s:.0f} s "
+        f"budget (the counted run: {source.seconds:.0f} s) {tail}"
+    )
 
 
 def _arg(path: Path | None) -> str | None:

@@ -17,7 +17,7 @@ from fsbench.cli import planflags as pf
 from fsbench.cli import targetflags
 from fsbench.cli.common import DbOption, JsonOption, NoReportOption
 from fsbench.cli.run import report_dir, write_report
-from fsbench.execute import session
+from fsbench.execute import explain, session
 from fsbench.execute.loop import GridDriver
 from fsbench.execute.race import safety
 from fsbench.execute.race.checks import parse_requirements
@@ -36,6 +36,11 @@ from fsbench.system.errors import FsbenchError
 
 F = TypeVar("F", bound=typing.Callable[..., Any])
 
+EXPLAIN_HELP = (
+    "Then the instrumented pass of `fsbench explain` for the winner against the runner-up "
+    "(the second left, else the best of the last dropped) on the race's cell: a few traced "
+    "trials of each, never counted; the race's report says why under its winner."
+)
 RESUME_HELP = (
     "Go on with an interrupted race: the last unfinished one in --db, or the run id given in "
     "place of PLAN. Its stored rounds are replayed, the rest run (the race's spelling of "
@@ -103,6 +108,7 @@ def tune(
     target_kind: pf.TargetOpt = None,
     no_report: NoReportOption = False,
     resume: Annotated[bool, typer.Option("--resume", help=RESUME_HELP)] = False,
+    explain_after: Annotated[bool, typer.Option("--explain", help=EXPLAIN_HELP)] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
     **target_flags: Any,
@@ -118,6 +124,8 @@ def tune(
         arg = None if plan_file is None else str(plan_file)
         record = session.to_resume(store, runkinds.TUNE, arg)
         life = session.run(session.driver_for(store, record))
+        if explain_after:
+            explain_race(store, life.run_id, err)
         _show(store, [life.run_id], json_out, no_report, err)
         return
     constraints, safe = parse_requirements(require)
@@ -188,7 +196,29 @@ def tune(
         )
         for cells, narrow in planned
     ]
+    if explain_after:
+        for life in lives:
+            explain_race(store, life.run_id, err)
     _show(store, [life.run_id for life in lives], json_out, no_report, err)
+
+
+def explain_race(store: Store, run_id: int, err: Console) -> None:
+    """The instrumented pass of a finished race for its winner against its runner-up, and
+    what it spent, one line; its why goes under the race's winner."""
+    race = tune_report.document(store, run_id)
+    if race.status != "finished" or not race.winners or race.runner_up is None:
+        err.print(f"explain: race {run_id} has no winner and runner-up to explain", highlight=False)
+        return
+    pair = [race.winners[0].config, race.runner_up]
+    life = session.run(explain.driver(store, store.get_run(run_id), pair))
+    made = store.get_run(life.run_id)
+    err.print(
+        f"explain: run {made.id}, {pair[0]} against {pair[1]}: "
+        f"{len(store.run_trials(made))} instrumented trials in {made.seconds:.0f} s "
+        f"(`fsbench report {made.id}`)",
+        highlight=False,
+        markup=False,
+    )
 
 
 def _races_line(shape: RaceSpace, narrows: list[dict[str, list[str]]], budget: float | None) -> str:

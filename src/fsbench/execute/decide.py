@@ -57,6 +57,7 @@ class Loop(Protocol):
     refused: set[str]  # cells the kernel refused
     dropped: int  # planned slots that will not run
     clock: Callable[[], float]
+    instrumented: budget.Instrumented | None  # a pass after the run, reserved from its budget
 
     @property
     def run_id(self) -> int: ...
@@ -82,6 +83,7 @@ class Decide:
         self.started = loop.clock() - (self.previous.spent_s or 0.0)
         self.final: set[int] = set()
         self.plans: list[budget.GroupPlan] = []
+        self.reserved = 0.0  # seconds of the budget kept for the instrumented pass
         self.counted_s: dict[int, list[float]] = {}  # seconds of each counted round
         self.warmed_s: dict[int, float] = {}  # seconds of its warm-up before its first rounds
         self.workload_facts = loop.store.get_run(loop.run_id).workloads
@@ -99,8 +101,11 @@ class Decide:
         if found is None:
             costs, from_warmups = self._project()
             spent = self.loop.clock() - self.started
-            found = budget.plan(costs, self.plan.budget, spent, self.plan.max_reps, from_warmups)
-        self.plans = list(found.groups)
+            found = budget.plan(
+                costs, self.plan.budget, spent, self.plan.max_reps, from_warmups,
+                self.loop.instrumented,
+            )  # fmt: skip
+        self.plans, self.reserved = list(found.groups), found.reserved
         for line in found.lines():
             self.loop.hooks.note(line)
         self._record(found)
@@ -192,10 +197,12 @@ class Decide:
             measured.append(replace(cost, round_s=round_s, warmup_s=warmup_s))
         reached = [self._n(i) for i in range(len(self.groups))]
         spent = self.loop.clock() - self.started
-        found = budget.replan(first, measured, reached, spent, self.plan.max_reps)
+        found = budget.replan(
+            first, measured, reached, spent, self.plan.max_reps, self.loop.instrumented
+        )
         for line in found.lines(first):
             self.loop.hooks.note(line)
-        self.plans = list(found.groups)
+        self.plans, self.reserved = list(found.groups), found.reserved
         self._cached.clear()
         self._record(found)
         return found
@@ -342,7 +349,7 @@ class Decide:
     def _fits(self, seconds: float) -> bool:
         if self.plan.budget is None:
             return True
-        return self.loop.clock() - self.started + seconds <= self.plan.budget
+        return self.loop.clock() - self.started + seconds <= self.plan.budget - self.reserved
 
     # -- what the run keeps -----------------------------------------------------------
 
@@ -369,10 +376,15 @@ class Decide:
         keys = {s.cell.key for g in self.groups for s in g}
         hostname = self.loop.store.get_run(self.loop.run_id).host.hostname
         out: dict[str, tuple[list[float], list[float], list[TrialRecord]]] = {}
+        # An instrumented pass's trials (fsbench explain) cost the tracers' start too: not
+        # what a counted trial of the cell costs.
         runs = [
             r
             for r in self.loop.store.list_runs()
-            if r.id != self.loop.run_id and r.host.hostname == hostname and not r.part_of
+            if r.id != self.loop.run_id
+            and r.host.hostname == hostname
+            and not r.part_of
+            and not (r.plan or {}).get("instrumented")
         ]
         used = 0
         for run in reversed(runs):
@@ -403,10 +415,10 @@ class Decide:
         design.spent_s = round(spent, 2)
         if done:
             design.reached = [self._n(i) for i in range(len(self.groups))]
-            if found.budget is not None:
-                over = spent - found.budget
+            if found.counted_budget is not None:
+                over = spent - found.counted_budget
                 design.over_s = round(max(0.0, over), 2)
-                if over > budget.TOLERANCE * found.budget:
+                if over > budget.TOLERANCE * found.counted_budget:
                     design.over_why = _over_why(found, spent)
         self.design = design
         self._keep()
@@ -419,10 +431,11 @@ class Decide:
 
 def _over_why(found: BudgetPlan, spent: float) -> str:
     need = found.spent + found.minimum_s
-    if found.budget is not None and need > found.budget:
+    if found.counted_budget is not None and need > found.counted_budget:
+        kept = f" less {found.reserved:.0f} s for the instrumented pass" if found.reserved else ""
         return (
             f"the minimum rounds (n = 3 for timings, 2 for counts) were projected at "
-            f"{need:.0f} s on this machine, beyond the budget of {found.budget:.0f} s"
+            f"{need:.0f} s on this machine, beyond the budget of {found.budget:.0f} s{kept}"
         )
     return (
         f"rounds took longer than projected ({spent:.0f} s spent against "

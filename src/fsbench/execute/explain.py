@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from fsbench.analysis.budget import Instrumented
 from fsbench.execute import session
 from fsbench.execute.loop import GridDriver, stored_plan
 from fsbench.plan import model as planning
@@ -29,6 +30,11 @@ TRACERS: tuple[str, ...] = ("block-trace", "offcpu", "profile")
 # Instrumented trials per config: the fewest that let a mechanism's difference be decided
 # (Welch at n = 3, as every comparison of fsbench).
 REPS = 3
+# Seconds an instrumented trial costs beyond its counted twin: bpftrace compiles and attaches
+# the tracers' scripts before the timed phase. fs_mark at tiny scale here, 2026-12-06: 5.0-6.1 s
+# a trial instrumented against 0.4-1.8 s counted on a quiet machine, about 8 s against 0.7 s
+# beside other work. What `run --explain` reserves a trial for them.
+TRACER_START_S = 7.0
 
 
 class ExplainFacts(BaseModel):
@@ -49,6 +55,12 @@ class ExplainDriver(GridDriver):
         new = super().start()
         new.facts = self.facts
         return new
+
+
+def reservation(reps: int = REPS) -> Instrumented:
+    """The pass `fsbench run --explain` keeps from the counted run's budget: `reps`
+    instrumented trials of every cell."""
+    return Instrumented(reps, TRACER_START_S)
 
 
 def configs_of(plan: Plan) -> list[str]:
@@ -90,8 +102,12 @@ def driver(
 ) -> GridDriver:
     """The driver of a new explain run of `source`."""
     kind = runkinds.kind_of(source)
-    if kind.name not in (runkinds.GRID.name, runkinds.CALIBRATION.name):
-        raise FsbenchError(f"run {source.id} is a {kind.title}: explain takes a grid run")
+    if not kind.explainable:
+        takes = [k.command for k in runkinds.KINDS.all().values() if k.explainable]
+        raise FsbenchError(
+            f"run {source.id} is a {kind.title}: explain takes a run whose cells it can "
+            f"repeat (of {', '.join(takes)})"
+        )
     plan = instrumented_plan(source, pair, reps)
     made = ExplainDriver(
         store, plan, planning.expand(plan, source.overrides), overrides=source.overrides

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fsbench import workloads
+from fsbench.analysis.budget import Instrumented
 from fsbench.analysis.convergence import convergence, group_needs_more
 from fsbench.execute import schedule, session
 from fsbench.execute.decide import Decide
@@ -74,7 +75,8 @@ class GridDriver(Driver):
     """The driver of the grid's kinds (a comparison, a calibration; with the executor of
     many machines, a run on many hosts): the plan's matrix through the repetition loop, on the
     executor its target names. Its live display is the progress bar unless `view` says
-    otherwise; `clock` is what the budget is counted on (a simulation's own)."""
+    otherwise; `clock` is what the budget is counted on (a simulation's own); `instrumented`,
+    a pass to follow the run, whose projected cost `--reps decide` keeps from the budget."""
 
     kind = runkinds.GRID
 
@@ -94,8 +96,10 @@ class GridDriver(Driver):
         uid: str | None = None,
         argv: list[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumented: Instrumented | None = None,
     ) -> None:
         self.store, self.record, self.kind = store, record, kind or self.kind
+        self.instrumented = instrumented
         self.plan = plan if record is not None else with_seed(plan)
         self.cells = list(cells)
         self.overrides = dict(overrides)
@@ -135,7 +139,7 @@ class GridDriver(Driver):
 
     def body(self, life: session.Life) -> None:
         loop = _Loop(self.plan, self.cells, self.slots, self.store, self.executor, self.view,
-                     life.run_id, self.clock)  # fmt: skip
+                     life.run_id, self.clock, self.instrumented)  # fmt: skip
         self.outcome = loop.outcome
         loop.run()
         life.unfinished = loop.outcome.unfinished = self.executor.unfinished()
@@ -202,9 +206,10 @@ class _Loop:
         hooks: Hooks,
         run_id: int,
         clock: Callable[[], float] = time.monotonic,
+        instrumented: Instrumented | None = None,
     ) -> None:
         self.plan, self.cells, self.slots = plan, cells, slots
-        self.clock = clock
+        self.clock, self.instrumented = clock, instrumented
         self.store, self.executor, self.hooks = store, executor, hooks
         self.outcome = Outcome(run_id)
         trials = store.get_trials(run_id)

@@ -62,6 +62,7 @@ EXTRA: tuple[Extra, ...] = (
         ("qemu-system-x86", "qemu-utils", "debootstrap"),
         "the VM target: QEMU, and the guest's Debian root made by debootstrap",
     ),
+    Extra(("strace",), "fsbench record: the tracer of a command's filesystem calls (replay)"),
     Extra(("chromium",), "the test that renders the HTML report in a real browser"),
     Extra(
         ("postgresql", "openssh-server"),

@@ -19,6 +19,7 @@ from fsbench.plan.model import Plan
 from fsbench.store import trialfacts
 from fsbench.store.records import TrialRecord
 from fsbench.store.results import Store
+from fsbench.system import numbers
 
 
 class Display(Hooks):
@@ -95,7 +96,7 @@ class ProgressHooks(Display):
         for record in records:
             if record.status == "ok":
                 continue
-            shown = " ".join(f"{k}={v}" for k, v in record.params.items() if v is not None)
+            shown = numbers.settings(record.params)
             self.progress.console.print(
                 f"  {record.status}: {record.config} · {record.workload} {shown}: {record.message}",
                 style="yellow",

@@ -400,8 +400,9 @@ class Runner:
             raise TypeError(f"{wl_cls.name}.run_context must return a runner Context")
 
         site = self._site(on, ctx, record)
+        flush = workload.flush_for(params)
         with attached(self.monitors, site, instrumented=self.instrumented) as watch:
-            _settle(on, wl_cls)
+            _settle(on, wl_cls, workload.cache_for(params))
             # The clock: `run`, then the flush the workload asks for; nothing else.
             with (
                 contention.contention(
@@ -415,15 +416,15 @@ class Runner:
                 t0 = time.monotonic()
                 metrics = list(workload.run(on, params))
                 t_run = time.monotonic()
-                if wl_cls.flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and on.mounted:
+                if flush in (Flush.SYNC, Flush.SYNC_UMOUNT) and on.mounted:
                     on.sync()
-                    if wl_cls.flush == Flush.SYNC_UMOUNT:
+                    if flush == Flush.SYNC_UMOUNT:
                         on.umount()
                 t_end = time.monotonic()
             elapsed = t_end - t0
             if not any(m.name == "seconds" for m in metrics):
                 metrics.append(Metric("seconds", elapsed, "s", Better.LOWER))
-            if wl_cls.flush != Flush.NONE:
+            if flush != Flush.NONE:
                 metrics.append(Metric("flush_seconds", t_end - t_run, "s", Better.LOWER))
             watched = watch.output(metrics)
         record.samples = watched.samples
@@ -487,8 +488,8 @@ def _v2_group(facts: dict[str, Any]) -> Path | None:
     return None
 
 
-def _settle(on: Context, wl_cls: type[Workload[Any]]) -> None:
-    """Everything prepare wrote is on disk; caches as the workload states."""
+def _settle(on: Context, wl_cls: type[Workload[Any]], cache: CacheState) -> None:
+    """Everything prepare wrote is on disk; caches as the workload states (`cache`)."""
     if on.fs.pseudo:  # the bare device: nothing to sync or remount
         system.drop_caches()
         return
@@ -496,9 +497,9 @@ def _settle(on: Context, wl_cls: type[Workload[Any]]) -> None:
     if not wl_cls.needs_mount:
         on.umount()
         system.drop_caches()
-    elif wl_cls.cache == CacheState.COLD_REMOUNT:
+    elif cache == CacheState.COLD_REMOUNT:
         on.remount()
-    elif wl_cls.cache == CacheState.COLD:
+    elif cache == CacheState.COLD:
         system.drop_caches()
 
 

@@ -7,11 +7,15 @@ what its runs are and do); `run` lives the rest, once for every kind:
 - the run created in the store with what every run keeps (its plan and schedule, this
   host's provenance, its target, what its reports need of this fsbench's workloads, the
   feature table of its kernel, its kind's facts), or, resumed, reopened;
-- the body, its view live until the end; SIGINT and SIGTERM are interrupts;
+- the body, its view live until the end; SIGINT, SIGTERM and SIGHUP are interrupts (a
+  second one while the first is cleaned up waits until the run has released its mounts
+  and devices); the store waits out an outage as the plan's `store_wait` says (its
+  trials measure on, and wait in the run's spool file until written: store/waiting.py);
 - the end, on every path: `finished`, `incomplete` (some of it could not run, one line
-  each), `interrupted`, `failed`, or the status of the kind its body ended it with (a
-  bisection `refused`); after an interrupt one line names `fsbench resume N`, and a
-  command exits 130.
+  each), `interrupted` (by a signal, by an outage past its limit, by a full store disk:
+  a resume writes what waits in the spool first), `failed`, or the status of the kind
+  its body ended it with (a bisection `refused`); after an interrupt one line names
+  `fsbench resume N`, and a command exits 130.
 
 Nothing else creates, reopens or ends a run in the store.
 
@@ -27,21 +31,26 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
 
 from fsbench import __version__, workloads
 from fsbench.execute.executors.base import Binding, Executor
 from fsbench.execute.hooks import View
-from fsbench.plan.model import Plan
+from fsbench.plan.model import DEFAULT_STORE_WAIT, Plan
+from fsbench.plan.targets import DEFAULT_WORKDIR
 from fsbench.store import runfacts
+from fsbench.store.outage import StoreStopped
 from fsbench.store.records import RunRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import GRID, RunKind, kind_of
 from fsbench.store.schema import new_uid
+from fsbench.store.spool import Spool, spool_path
 from fsbench.system import hostfacts
 from fsbench.system.errors import FsbenchError
 from fsbench.system.plugins import load
@@ -82,13 +91,15 @@ class NewRun:
 class Life:
     """A run as its body lives it: the store and the run's id (its trials and facts go
     there as they come), whether it was resumed, what could not run (one line each: the
-    run then ends `incomplete`); after the end, whether it was interrupted."""
+    run then ends `incomplete`); after the end, whether it was interrupted, and by what
+    when not by a signal (the store: one line)."""
 
     store: Store
     run_id: int
     resumed: bool = False
     unfinished: list[str] = field(default_factory=list)
     interrupted: bool = False
+    stopped_by: str = ""
 
     @property
     def end(self) -> str:
@@ -149,7 +160,7 @@ def run(
     driver: Driver, *, command: bool = True, on_interrupt: Callable[[int], None] | None = None
 ) -> Life:
     """The driver's run, lived (the module's doc). A command's run (`command`) takes
-    SIGTERM as an interrupt too, says what could not run one line each, and after an
+    SIGTERM and SIGHUP as interrupts too, says what could not run one line each, and after an
     interrupt says `on_interrupt` (given the run id) and one line naming how to go on, and
     exits 130; an end of its kind (`Ended`) is said in one line, and exits with its code.
     A library's caller (a test, a simulation) reads the life instead."""
@@ -167,13 +178,26 @@ def run(
     if life.interrupted:
         if on_interrupt is not None:
             on_interrupt(life.run_id)
-        _say(
-            f"fsbench: interrupted; run {life.run_id} keeps what it did "
-            f"(`fsbench resume {life.run_id}` goes on with it)",
-            "yellow",
-        )
+        _say(_interrupted(life), "yellow")
         raise SystemExit(EXIT_INTERRUPTED)
     return life
+
+
+def _interrupted(life: Life) -> str:
+    """The one line an interrupted run ends with: by what (a signal, or the store's
+    words), what it keeps, what waits in its spool file, and how to go on."""
+    why = (
+        f"{life.stopped_by}; run {life.run_id} is interrupted and"
+        if life.stopped_by
+        else (f"interrupted; run {life.run_id}")
+    )
+    waiter = life.store.waiter
+    kept = "what it did"
+    if waiter.cells and waiter.spool is not None and not waiter.spool.error:
+        kept += f" and {len(waiter.cells)} cells waiting in {waiter.spool.path}"
+    elif waiter.cells:
+        kept += f", but not the {len(waiter.cells)} cells the store could not take"
+    return f"fsbench: {why} keeps {kept} (`fsbench resume {life.run_id}` goes on with it)"
 
 
 def _say(text: str, style: str | None) -> None:
@@ -184,7 +208,7 @@ def _watched(driver: Driver, command: bool) -> Life:
     """The run, its view ended on every path with how it ended."""
     state = "failed"
     try:
-        with _sigterm_interrupts() if command else nullcontext():
+        with _Interrupts() if command else nullcontext():
             life = _lived(driver, command)
         state = "interrupted" if life.interrupted else "finished"
     finally:
@@ -196,8 +220,11 @@ def _lived(driver: Driver, command: bool) -> Life:
     store, record, executor, view = driver.store, driver.record, driver.executor, driver.view
     new: NewRun | None = None
     if record is not None:
+        _waits(store, record.plan, record.uid, view)
+        spooled = store.write_spooled()  # what it measured but could not store, first
         stored = len({(t.host, t.seq) for t in store.run_trials(record)})
-        said = f"fsbench: resuming {driver.kind.noun} {record.id} ({stored} trials stored)"
+        said = f"fsbench: resuming {driver.kind.noun} {record.id} ({stored} trials stored"
+        said += f", {spooled} cells of them from its spool)" if spooled else ")"
         if command:
             _say(said, None)
         else:
@@ -206,6 +233,8 @@ def _lived(driver: Driver, command: bool) -> Life:
     else:
         new = driver.start()
         uid = new.uid or new_uid()  # known before the run is stored: executors name by it
+        plan = new.plan.model_dump(mode="json") if new.plan is not None else {}
+        _waits(store, plan, uid, view)
     if executor is not None:
         executor.bind(Binding(store, uid, view))
         for warning in executor.preflight():
@@ -223,6 +252,15 @@ def _lived(driver: Driver, command: bool) -> Life:
         with _ended(life, executor):
             driver.body(life)
     return life
+
+
+def _waits(store: Store, plan: Mapping[str, Any], uid: str, view: View) -> None:
+    """The run's store waits out outages as its plan says, tells its view, and keeps the
+    cells that wait in a spool file of its workdir, named by the run's uid."""
+    workdir = (plan.get("target") or {}).get("workdir") or DEFAULT_WORKDIR
+    store.waiter.limit = float(plan.get("store_wait", DEFAULT_STORE_WAIT))
+    store.waiter.say = view.note
+    store.waiter.spool = Spool(spool_path(Path(workdir), uid))
 
 
 def _create(store: Store, kind: RunKind, new: NewRun, uid: str, executor: Executor | None) -> int:
@@ -261,38 +299,74 @@ def _described(executor: Executor | None) -> dict[str, Any]:
 @contextmanager
 def _ended(life: Life, executor: Executor | None) -> Iterator[None]:
     """The body: on its end, the target as the executor now describes it, and the run's
-    status; an interrupt ends the run `interrupted` and is swallowed (`life.interrupted`
-    says it); an error that names how the run ended (its `run_status`: a bisection
-    refused) ends it so, anything else `failed`, and goes on up."""
+    status (after what waits for the store is written); an interrupt, or a store that
+    cannot take the run's writes (unreachable past its limit, its disk full), ends the run
+    `interrupted` and is swallowed (`life.interrupted` says it); an error that names how
+    the run ended (its `run_status`: a bisection refused) ends it so, anything else
+    `failed`, and goes on up. Ending, the store is not waited for: a run it cannot mark
+    stays `running`, which a resume goes on with all the same."""
     store, run_id = life.store, life.run_id
     try:
         yield
-    except KeyboardInterrupt:
         if executor is not None:
             store.set_target(run_id, _described(executor))
-        store.finish_run(run_id, "interrupted")
+        store.finish_run(run_id, life.end)
+    except (KeyboardInterrupt, StoreStopped) as exc:
+        _mark(store, run_id, "interrupted", executor)
         life.interrupted = True
-        return
+        life.stopped_by = str(exc) if isinstance(exc, StoreStopped) else ""
     except BaseException as exc:
-        store.finish_run(run_id, str(getattr(exc, "run_status", "failed")))
+        _mark(store, run_id, str(getattr(exc, "run_status", "failed")), None)
         raise
-    if executor is not None:
-        store.set_target(run_id, _described(executor))
-    store.finish_run(run_id, life.end)
 
 
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+def _mark(store: Store, run_id: int, status: str, executor: Executor | None) -> None:
+    """The run's end in the store if it takes it now; else it stays as it is."""
+    with store.waiter.not_waiting():
+        try:
+            if executor is not None:
+                store.set_target(run_id, _described(executor))
+            store.finish_run(run_id, status)
+        except (FsbenchError, SQLAlchemyError):
+            pass
 
 
-@contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM ends a run like Ctrl-C: what it did stays, everything is released."""
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+# The signals that end a run like Ctrl-C: a terminal or an SSH session closing under a
+# nightly job sends SIGHUP, a supervisor SIGTERM.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _Interrupts:
+    """SIGINT, SIGTERM and SIGHUP end a run like Ctrl-C: the first raises
+    KeyboardInterrupt, and the run cleans up on its way out (unmounts, detaches its loop
+    devices, stops its guests, ends its run in the store); one that comes while it does
+    is held, not raised into that cleanup (where it would leave a mount behind), and one
+    after it, while the command says how to go on, is ignored. A signal this process was
+    started ignoring (nohup) stays ignored, but SIGTERM."""
+
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self.held: list[int] = []
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupts:
+        for sig in INTERRUPTS:
+            if sig != signal.SIGTERM and signal.getsignal(sig) == signal.SIG_IGN:
+                continue
+            self.previous[sig] = signal.signal(sig, self._caught)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            # Interrupted: the process is on its way out (130), and one more signal while
+            # it says how to go on must not kill it with its default action.
+            signal.signal(sig, handler if self.first is None else signal.SIG_IGN)
+
+    def _caught(self, signum: int, frame: FrameType | None) -> None:
+        if self.first is None:
+            self.first = signum
+            raise KeyboardInterrupt
+        self.held.append(signum)  # the run is on its way out already
 
 
 def driver_class(record: RunRecord) -> type[Driver]:

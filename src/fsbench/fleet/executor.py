@@ -27,14 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from fsbench.execute.executors.base import (
-    Binding,
-    Executor,
-    OnRecords,
-    OnStart,
-    check_fits,
-    check_workloads,
-)
+from fsbench import workloads
+from fsbench.execute.executors import base as checks
+from fsbench.execute.executors.base import Binding, Executor, OnRecords, OnStart
 from fsbench.execute.schedule import Slot
 from fsbench.fleet import inventory as inv
 from fsbench.fleet.ansible import Ansible, Event, binary
@@ -50,6 +45,8 @@ from fsbench.system.errors import FsbenchError
 # fsbench's exit codes on a host that ran its plan (run.py): measured, some unsupported,
 # some trials failed. Anything else is the host failing.
 RAN = {0: "ok", 3: "ok (some cells unsupported)", 4: "some trials failed"}
+# Where a host keeps the input files copied to it (the replay's traces), under fsbench_dir.
+INPUTS = "inputs"
 # An async job Ansible lets run at most this long (the plan's own limits end it sooner).
 ASYNC_LIMIT = 7 * 24 * 3600
 
@@ -144,6 +141,7 @@ class FleetExecutor(Executor):
         self.clock = clock
         self._ansible = ansible
         self._opened = False
+        self.inputs: list[dict[str, str]] = []  # files copied to each host: src, dest
         if store is not None and uid is not None:
             self._bind(store, uid)
 
@@ -194,8 +192,10 @@ class FleetExecutor(Executor):
                     f"host {h.host.name}: fsbench_store=direct writes into a PostgreSQL --db, "
                     f"not {self.store}"
                 )
-        check_workloads(self.plan, vm=False)
-        check_fits(self.cells, self.plan.target.image_size, None)
+        checks.check_workloads(self.plan, vm=False)
+        # Each host judges its own tools; the files copied to it are checked here.
+        checks.check_params(self.cells, inputs_only=True)
+        checks.check_fits(self.cells, self.plan.target.image_size, None)
         return []
 
     def open(self) -> None:
@@ -204,6 +204,7 @@ class FleetExecutor(Executor):
         hosts_plan = self.plan.model_copy(update={"target": self.spec.for_hosts()})
         if isinstance(self.plan.target, LoopTargetSpec):  # a plan stored before fleet targets
             hosts_plan = self.plan
+        hosts_plan, self.inputs = carried(hosts_plan, self.cells)
         (self.dir / "plan.json").write_text(hosts_plan.model_dump_json(by_alias=True))
         self._opened = True
 
@@ -260,6 +261,7 @@ class FleetExecutor(Executor):
             "fsbench_async_limit": ASYNC_LIMIT,
             "fsbench_jobs": {h.host.name: h.jid for h in self.hosts if h.jid},
             "fsbench_collect_dir": str(self.dir / "stores"),
+            "fsbench_inputs": self.inputs,
         }
 
     def _needs_install(self) -> bool:
@@ -377,6 +379,36 @@ class FleetExecutor(Executor):
                 merge_store(src, self.store)
             finally:
                 src.close()
+
+
+def carried(plan: Plan, cells: Sequence[Cell]) -> tuple[Plan, list[dict[str, str]]]:
+    """The plan as the hosts run it, and the files start.yml copies to each (`src` here,
+    `dest` relative to the host's fsbench_dir, where its fsbench runs): every input file
+    of the cells (Workload.input_params) is named by its copy, the same on every host,
+    so each host's cells are the same cells."""
+    names = checks.input_files(cells)
+    copies = {name: f"{INPUTS}/{i}-{Path(name).name}" for i, name in enumerate(names)}
+    if not copies:
+        return plan, []
+
+    def named(value: Any) -> Any:
+        if isinstance(value, list):
+            return [named(v) for v in value]
+        return copies.get(value, value) if isinstance(value, str) else value
+
+    specs = []
+    for spec in plan.workloads:
+        fields = {f for step in spec.steps for f in workloads.get(step).input_params}
+        if fields:
+            params = {k: named(v) if k in fields else v for k, v in spec.params.items()}
+            params_at = {
+                scale: {k: named(v) if k in fields else v for k, v in at.items()}
+                for scale, at in spec.params_at.items()
+            }
+            spec = spec.model_copy(update={"params": params, "params_at": params_at})
+        specs.append(spec)
+    files = [{"src": str(Path(n).resolve()), "dest": d} for n, d in copies.items()]
+    return plan.model_copy(update={"workloads": specs}), files
 
 
 def _source_only(info: tarfile.TarInfo) -> tarfile.TarInfo | None:

@@ -29,7 +29,7 @@ from fsbench.plan.fsconfig import one_line as one_line
 from fsbench.plan.fsconfig import parse_fs_spec as parse_fs_spec  # what plans are built of
 from fsbench.plan.space import search_configs
 from fsbench.plan.targets import LoopTargetSpec, TargetSpec
-from fsbench.system import knobs, monitors
+from fsbench.system import knobs, monitors, numbers
 from fsbench.system.errors import FsbenchError
 from fsbench.workloads import aging
 from fsbench.workloads.base import Scale
@@ -110,6 +110,8 @@ def parse_duration(text: str) -> float:
 
 
 DEFAULT_TRIAL_TIMEOUT = {Scale.TINY: 600.0, Scale.QUICK: 3600.0, Scale.FULL: 12 * 3600.0}
+# Seconds a run waits out an unreachable result store (a server restarting) by default.
+DEFAULT_STORE_WAIT = 300.0
 
 
 class Plan(BaseModel):
@@ -160,6 +162,16 @@ class Plan(BaseModel):
         "(default by scale: "
         + ", ".join(f"{k} {v:.0f}" for k, v in DEFAULT_TRIAL_TIMEOUT.items())
         + ").",
+    )
+    # Left out of the stored plan at its default: plans stored before it stay as they were.
+    store_wait: float = Field(
+        default=DEFAULT_STORE_WAIT,
+        ge=0,
+        exclude_if=lambda seconds: seconds == DEFAULT_STORE_WAIT,
+        description="Seconds a run waits out an unreachable result store (a server "
+        "restarting; --store-wait 10m) before it stops, interrupted and resumable; its "
+        "trials measure on meanwhile and are written when the store is back (0: stop at "
+        "once).",
     )
     max_reps: int = Field(
         default=10,
@@ -244,9 +256,9 @@ class Plan(BaseModel):
             raise ValueError("reps must be between 1 and 1000, decide or auto")
         return value
 
-    @field_validator("budget", mode="before")
+    @field_validator("budget", "store_wait", mode="before")
     @classmethod
-    def _budget_duration(cls, value: Any) -> Any:
+    def _duration(cls, value: Any) -> Any:
         return parse_duration(value) if isinstance(value, str) else value
 
     @field_validator("max_reps")
@@ -302,23 +314,61 @@ class Cell:
         return out
 
     def describe(self) -> str:
-        """'ext4 · fio profile=seq-write size=6G': the parameters set (None: the tool's own
-        default, not worth a word)."""
-        given = {**self.params, **self.knobs}
-        shown = " ".join(f"{k}={v}" for k, v in given.items() if v is not None)
+        """'ext4 · fio profile=seq-write size=6G': the parameters set (numbers.settings)."""
+        shown = numbers.settings({**self.params, **self.knobs})
         return f"{self.config.display} · {self.workload} {shown}".rstrip()
 
 
 def parse_set(items: list[str], flag: str = "--set") -> dict[str, list[str]]:
-    """`--set method=fallocate,write-4k --set size=64M` -> {name: [values]}."""
+    """`--set method=fallocate,write-4k --set size=64M` -> {name: [values]}. A comma in
+    quotes or brackets is part of its value (`--set "run=git log '--format=%h,%s'"`)."""
     out: dict[str, list[str]] = {}
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name or not value.strip():
             raise FsbenchError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...]")
-        out[name] = [v.strip() for v in value.split(",") if v.strip()]
+        out[name] = [v.strip() for v in _split_values(value) if v.strip()]
     return out
+
+
+def _split_values(text: str) -> list[str]:
+    """`a,b` -> [a, b]; the commas inside quotes ('...', "...") or brackets ([], {}) stay."""
+    pieces, current, quote, depth = [], "", "", 0
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            pieces.append(current)
+            current = ""
+            continue
+        current += char
+    return [*pieces, current]
+
+
+def _whole_values(names: list[str]) -> frozenset[str]:
+    """The parameters of these workloads whose one value is a list (a command's argv)."""
+    found: frozenset[str] = frozenset()
+    for name in names:
+        found |= workloads.get(name).params_model.whole_values()
+    return found
+
+
+def _set_value(name: str, values: list[str], whole: frozenset[str]) -> Any:
+    """A --set parameter's values as the plan takes them: one value, or a sweep; a
+    parameter whose value is itself a list (a command) is never swept."""
+    if name in whole and len(values) != 1:
+        raise FsbenchError(
+            f"--set {name}: one value (a comma outside quotes or brackets makes a sweep, and "
+            f"{name} is not swept): quote the comma, or write the plan in a file"
+        )
+    return values[0] if len(values) == 1 else list(values)
 
 
 def load_toml(text: str, source: str) -> Plan:
@@ -401,8 +451,9 @@ def with_overrides(plan: Plan, overrides: dict[str, list[str]]) -> Plan:
             fields |= set(workloads.get(step).params_model.model_fields)
         params = dict(spec.params)
         given = {n: v for n, v in overrides.items() if n in fields}
+        whole = _whole_values(spec.steps)
         for name, values in given.items():
-            params[name] = values[0] if len(values) == 1 else list(values)
+            params[name] = _set_value(name, values, whole)
         # --set beats a preset's per-scale values too.
         params_at = {
             s: {k: v for k, v in p.items() if k not in given} for s, p in spec.params_at.items()
@@ -461,8 +512,12 @@ def expand(
                 f"(known: {', '.join(fields)})"
             )
         values.update(given)
-        values.update({k: v for k, v in overrides.items() if k in fields})
-        dims = {k: (v if isinstance(v, list) else [v]) for k, v in values.items()}
+        whole = _whole_values(spec.steps)
+        values.update({k: _set_value(k, v, whole) for k, v in overrides.items() if k in fields})
+        # A list is a sweep, one cell per value, unless the parameter's value is a list.
+        dims = {
+            k: (v if isinstance(v, list) and k not in whole else [v]) for k, v in values.items()
+        }
         for pname, vals in dims.items():
             if not vals:
                 raise FsbenchError(f"workload {spec.name}: parameter {pname} has an empty list")

@@ -6,11 +6,14 @@ A block says what a thing is, never how a format shows it:
 - `Title`: the document's title, and its byline (who, what, when);
 - `Facts`: key/value facts ("host: Linux 6.1, 2 x EPYC"), one a line, under a title or not;
 - `Table`: rows of typed cells under named columns, the first naming the rows; its caption,
-  a summary row (each column's verdict), numbered footnotes and a legend;
+  a summary row (each column's verdict) with the lines saying why under it, numbered
+  footnotes and a legend;
 - `Verdicts`: what was decided, one line each, with the evidence under it;
 - `Notes`: remarks on the whole document;
 - `Preformatted`: text kept as it is (a log, a command);
-- `Chart`: means with their intervals on a categorical axis, and bands across it.
+- `Chart`: means with their intervals on a categorical axis, and bands across it;
+- `Histogram` and `FlameDiff`: two configs' counts by bucket, and their folded stacks
+  compared: drawn where a page shows charts, a table elsewhere.
 
 Values reach a block already written by system/numbers.py's rules, so that every format
 shows the same number the same way; a cell may also carry the value itself (`Cell.value`).
@@ -77,6 +80,7 @@ class Table:
     footnotes: tuple[str, ...] = ()  # the cells mark them [1], [2]...
     legend: str = ""
     level: int = 3  # its title's rank in the document's outline
+    why: tuple[str, ...] = ()  # under its summary row: why its verdicts came out so
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,75 @@ class Chart:
     bands: tuple[Interval, ...] = ()
 
 
-Block = Title | Facts | Table | Verdicts | Notes | Preformatted | Chart
+@dataclass(frozen=True)
+class Histogram:
+    """Counts by bucket, one series per config side by side (block request sizes, queue
+    depths); where no chart is drawn, a table of the buckets by series."""
+
+    name: str  # its file's stem, where charts are kept
+    title: str
+    x_label: str  # what the buckets are
+    y_label: str  # what the counts are
+    buckets: tuple[str, ...]
+    series: tuple[tuple[str, tuple[float, ...]], ...]  # (config, a count per bucket)
+
+    def as_table(self) -> Table:
+        return Table(
+            self.title,
+            columns([self.x_label, *(s for s, _ in self.series)], [s for s, _ in self.series]),
+            tuple(
+                (Cell(bucket), *(Cell(f"{v[i]:.4g}", value=v[i]) for _, v in self.series))
+                for i, bucket in enumerate(self.buckets)
+            ),
+            legend=self.y_label,
+            level=4,
+        )
+
+
+@dataclass(frozen=True)
+class FlameDiff:
+    """The folded stacks of two configs compared (Brendan Gregg's differential flame graph:
+    each frame as wide as its value in `b`, coloured by how it changed from `a`); where no
+    chart is drawn, a table of the stacks that changed most."""
+
+    name: str  # its file's stem, where charts are kept
+    title: str
+    unit: str  # what a stack's value is ("s per trial", "share of samples")
+    a: str
+    b: str
+    stacks: tuple[tuple[str, float, float], ...]  # (root;...;leaf, a's value, b's)
+    shown: int = 10  # the rows of its table: the stacks whose value changed most
+
+    def ranked(self) -> list[tuple[str, float, float]]:
+        """The stacks, the most changed first."""
+        return sorted(self.stacks, key=lambda s: (-abs(s[2] - s[1]), s[0]))
+
+    def as_table(self) -> Table:
+        rows = tuple(
+            (Cell(_tail(stack), value=stack), Cell(f"{va:.3g}", value=va),
+             Cell(f"{vb:.3g}", value=vb),
+             Cell(f"{vb - va:+.3g}", "bad" if vb > va else "good", value=vb - va))
+            for stack, va, vb in self.ranked()[: self.shown]
+        )  # fmt: skip
+        return Table(
+            self.title,
+            columns(["stack (its leaf end)", self.a, self.b, "change"], [self.a, self.b, "change"]),
+            rows,
+            legend=f"{self.unit}; the {self.shown} stacks that changed most",
+            level=4,
+        )
+
+
+def _tail(stack: str, frames: int = 7) -> str:
+    """A folded stack's last frames, where stacks differ, without the scheduler's own that
+    every off-CPU stack ends in (the whole stack is the cell's value)."""
+    parts = stack.split(";")
+    while len(parts) > 1 and parts[-1] in ("schedule", "__schedule"):
+        parts.pop()
+    return ";".join(parts) if len(parts) <= frames else "…;" + ";".join(parts[-frames:])
+
+
+Block = Title | Facts | Table | Verdicts | Notes | Preformatted | Chart | Histogram | FlameDiff
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,29 @@
 """The document of an explain run (`fsbench explain RUN`, `fsbench report` of it): per pair
 of configs, the mechanisms the tracers measured, ranked (analysis/explain.py), the account
 of the gap in the threads' time, the source run's verdict it explains, the top off-CPU
-stacks and kernel symbols of each config; and whether the instrumented trials' own metric
+stacks and kernel symbols of each config, the two configs' stacks compared (a
+differential flame graph) and their block requests' sizes and queue depths side by side
+(explain_views.py); and whether the instrumented trials' own metric
 fell far outside the counted ones (a tracer that changed what it measured)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fsbench.analysis import explain as mechanisms
 from fsbench.analysis.decisions import Decision
 from fsbench.analysis.design import design_of
 from fsbench.analysis.explain import Explanation, Found
+from fsbench.analysis.history import Series
 from fsbench.analysis.rows import Row
 from fsbench.execute.explain import ExplainFacts
 from fsbench.reports import document as d
+from fsbench.reports import explain_views as views
 from fsbench.reports import source
-from fsbench.store.records import TrialRecord
+from fsbench.store import runkinds
+from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.system import numbers
 from fsbench.system.monitors.offcpu import IDLE, wait_class
@@ -86,7 +92,7 @@ def summary(e: Explanation) -> str:
     named = e.named[:3]
     if not named:
         return f"{e.b} against {e.a}: no mechanism decided different"
-    said = ", ".join(f"{numbers.number(m.ratio or 0)}x the {m.label}" for m in named)
+    said = ", ".join(f"{m.label} {numbers.number(m.ratio or 0)}x as much" for m in named)
     return f"{e.b} against {e.a}: {said} ({account_line(e)})"
 
 
@@ -127,39 +133,131 @@ def outside(rows: Sequence[Row], counted: Sequence[Row]) -> list[str]:
     return out
 
 
+def folded_of(
+    trials: Sequence[TrialRecord], maps: Mapping[int, Sequence[Any]], config: str, name: str
+) -> list[Mapping[str, float]]:
+    """A config's folded stacks of one tracer (offcpu, profile), a map per trial."""
+    return [
+        m.values
+        for t in trials
+        if t.config == config and t.id is not None
+        for m in maps.get(t.id, [])
+        if m.name == name
+    ]
+
+
 def stacks(
     trials: Sequence[TrialRecord], maps: Mapping[int, Sequence[Any]], config: str
 ) -> dict[str, list[tuple[str, float]]]:
     """A config's top off-CPU stacks (seconds, idle waits left out) and profile symbols."""
-    off: list[dict[str, float]] = []
-    prof: list[dict[str, float]] = []
-    for t in trials:
-        if t.config != config or t.id is None:
-            continue
-        for m in maps.get(t.id, []):
-            if m.name == "offcpu":
-                off.append({k: v for k, v in m.values.items() if not _idle(k)})
-            elif m.name == "profile":
-                prof.append(m.values)
+    off = [
+        {k: v for k, v in m.items() if not _idle(k)}
+        for m in folded_of(trials, maps, config, "offcpu")
+    ]
     return {
         "offcpu": mechanisms.top_stacks(off, TOP),
-        "profile": mechanisms.top_symbols(prof, TOP),
+        "profile": mechanisms.top_symbols(folded_of(trials, maps, config, "profile"), TOP),
     }
+
+
+def profile_line(
+    e: Explanation, diff: Sequence[tuple[str, float, float]], samples: list[float]
+) -> str:
+    """'profile, b against a (samples in a function and below, of 410 and 388):
+    btrfs_sync_file 31% vs 0%; ...': described, not decided (one profile per trial)."""
+    said = "; ".join(f"{f} {numbers.percent(sb)} vs {numbers.percent(sa)}" for f, sa, sb in diff)
+    of = f"of {samples[1]:.0f} and {samples[0]:.0f}"
+    return f"profile, {e.b} against {e.a} (samples in a function and below, {of}): {said}"
 
 
 def _idle(stack: str) -> bool:
     return wait_class(stack) == IDLE
 
 
-def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
-    """An explain run's document, which every format of `fsbench report` writes."""
-    run = store.get_run(run_id)
+@dataclass(frozen=True)
+class Explained:
+    """An explain run read back: its facts, trials and rows, and its explanations."""
+
+    run: RunRecord
+    facts: ExplainFacts
+    trials: list[TrialRecord]
+    rows: list[Row]
+    found: list[Explanation]
+
+
+def explained(store: Store, run: RunRecord) -> Explained:
     facts = ExplainFacts.model_validate(run.facts or {})
     trials = source.trials_of(store, run)
     rows = source.rows_of(run, trials)
     pair = [(facts.pair[0], facts.pair[1])] if len(facts.pair) == 2 else None
     order = source.config_order(run)
     found = mechanisms.explain(trials, headlines(rows), design_of(run.plan), pair, order)
+    return Explained(run, facts, trials, rows, found)
+
+
+def latest_of(store: Store, source_id: int) -> RunRecord | None:
+    """The last explain run of a run that measured anything (finished or interrupted)."""
+    runs = [
+        r
+        for r in store.list_runs()
+        if r.kind == runkinds.EXPLAIN.name
+        and (r.facts or {}).get("source") == source_id
+        and r.status != "running"
+    ]
+    return runs[-1] if runs else None
+
+
+def across(
+    store: Store, before: int, after: int, config: str, cell: mechanisms.GroupKey
+) -> Explanation | None:
+    """A config's instrumented trials of one cell in the last explain runs of two runs (a
+    change point's two sides) compared as a pair's are: `run <after>` against `run
+    <before>`. None when either run has no explain run or no such trial."""
+    first, last = latest_of(store, before), latest_of(store, after)
+    if first is None or last is None:
+        return None
+    runs = (first, last)
+    labels = (f"run {before}", f"run {after}")
+    trials: list[TrialRecord] = []
+    heads: dict[str, str] = {}
+    for run, label in zip(runs, labels, strict=True):
+        mine = [
+            t
+            for t in source.trials_of(store, run)
+            if t.config == config and mechanisms.group_key(t) == cell
+        ]
+        trials += [replace(t, config=label) for t in mine]
+        heads.update(headlines(source.rows_of(run, mine)))
+    found = mechanisms.explain(trials, heads, design_of(runs[1].plan), [labels])
+    return found[0] if found else None
+
+
+def changes_why(store: Store, series: Sequence[Series]) -> None:
+    """Under every change point whose two runs were explained, the mechanisms that differ
+    between them (`across`; each pair of runs and cell read once)."""
+    said: dict[tuple[int, int, str, mechanisms.GroupKey], str] = {}
+    for s in series:
+        for c in s.changes:
+            key = (int(c.before_run["run"]), int(c.after_run["run"]), s.config, s.cell)
+            if key not in said:
+                found = across(store, *key)
+                said[key] = summary(found) if found is not None else ""
+            c.why = said[key]
+
+
+def caption(explain_run: int) -> str:
+    """What says where an account under a verdict comes from."""
+    return f"fsbench explain {explain_run}: instrumented trials, never counted"
+
+
+def tone(e: Explanation) -> d.Tone:
+    return "good" if e.named else "muted"
+
+
+def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
+    """An explain run's document, which every format of `fsbench report` writes."""
+    read = explained(store, store.get_run(run_id))
+    run, facts, trials, rows, found = read.run, read.facts, read.trials, read.rows, read.found
     counted = source.load(store, facts.source)
     maps = store.get_folded([t.id for t in trials if t.id is not None])
     blocks: list[d.Block] = [
@@ -180,15 +278,28 @@ def report(store: Store, run_id: int, wants: d.Wants) -> d.Document:
     for e in found:
         line = source_verdict(counted.decisions, e)
         blocks.append(table(e, line))
+        drawn = views.views(e, trials, maps)
+        blocks += drawn.values()
         tops = {c: stacks(trials, maps, c) for c in (e.a, e.b)}
+        profiles = [folded_of(trials, maps, c, "profile") for c in (e.a, e.b)]
+        diff = mechanisms.profile_diff(profiles[0], profiles[1], TOP)
+        samples = [sum(sum(m.values()) for m in p) for p in profiles]
         details = [
             f"{c} {what}: " + "; ".join(f"{_short(s)} {_top_value(what, v)}" for s, v in top)
             for c, found_tops in tops.items()
             for what, top in found_tops.items()
             if top
-        ]
-        verdict_items.append(d.Verdict(summary(e), tuple(details), "good" if e.named else "muted"))
-        payload.append({**e.as_dict(), "source_verdict": line, "top": _top_payload(tops)})
+        ] + ([profile_line(e, diff, samples)] if diff else [])
+        verdict_items.append(d.Verdict(summary(e), tuple(details), tone(e)))
+        payload.append(
+            {
+                **e.as_dict(),
+                "source_verdict": line,
+                "top": _top_payload(tops),
+                "profile_diff": [{"function": f, "shares": [sa, sb]} for f, sa, sb in diff],
+                **views.payload(drawn),
+            }
+        )
     if verdict_items:
         blocks.append(d.Verdicts(tuple(verdict_items), "mechanisms"))
     else:

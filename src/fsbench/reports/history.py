@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fsbench.analysis.history import ChangePoint, Series
+from fsbench.analysis import changepoints
+from fsbench.analysis.history import STEP, STEP_MAX_RUNS, ChangePoint, Series, Sight
 from fsbench.analysis.history import document as history_document
 from fsbench.reports import document as d
 from fsbench.system import numbers
@@ -67,7 +68,36 @@ def change_lines(n: int, s: Series, c: ChangePoint) -> list[str]:
         f"   between {run_label(c.before_run)}",
         f"       and {run_label(c.after_run)}",
         f"   also changed: {coincident_text(c)}",
+        *([f"   why: {c.why}"] if c.why else []),
     ]
+
+
+def sight_lines(s: Series) -> tuple[str, ...]:
+    """What a series can see, when it found nothing (too short, or the runs a step needs),
+    and a newest run that one more would confirm."""
+    if s.sight is None:
+        return ()
+    lines = [] if s.changes else [reach_text(s.sight)]
+    if s.sight.pending_p is not None and s.sight.pending_ratio is not None:
+        lines.append(
+            f"the newest run is {numbers.ratio(s.sight.pending_ratio)}x the mean of the runs "
+            f"before it ({numbers.p(s.sight.pending_p)}): a change if the next run confirms "
+            "it (one run alone may be a spike)"
+        )
+    return tuple(lines)
+
+
+def reach_text(sight: Sight) -> str:
+    """Too short to test, or how many runs a STEP needs at the series' noise."""
+    if not sight.testable:
+        return (f"too short to test: {sight.runs} runs; a change needs "
+                f"{changepoints.FEWEST} ({changepoints.MIN_SIZE} on each side)")  # fmt: skip
+    step = f"a {round(STEP * 100)}% step"
+    if sight.step_runs is None:
+        reach = f"no series of up to {STEP_MAX_RUNS} runs finds {step} at this noise"
+    else:
+        reach = f"the shortest series that finds {step} at this noise: {sight.step_runs} runs"
+    return f"no change in {sight.runs} runs; {reach}"
 
 
 POINT_COLUMNS = d.columns(
@@ -126,6 +156,8 @@ def blocks(series: Sequence[Series], notes: Sequence[str]) -> list[d.Block]:
         out.append(_points(s, numbering))
         if s.changes:
             out.append(_changes(s, numbering))
+        if said := sight_lines(s):
+            out.append(d.Notes(said))
     if not series:
         out.append(d.Notes((NO_SERIES,)))
     if notes:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from fsbench.analysis import validity
 from fsbench.analysis.rows import Row
+from fsbench.system import numbers
 
 BELOW = "below-calibration"
 
@@ -16,7 +17,7 @@ def below(rows: Sequence[Row]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in rows:
         if BELOW in r.flags:
-            params = " ".join(f"{k}={v}" for k, v in r.params.items())
+            params = " ".join(f"{k}={numbers.setting(v)}" for k, v in r.params.items())
             host = f"{r.host}: " if r.host else ""
             what = f"{host}{r.workload}{f' ({r.chain})' if r.chain else ''} {params}".strip()
             out.setdefault(f"{what} {r.metric}", r.flags[BELOW])

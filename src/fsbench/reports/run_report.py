@@ -13,9 +13,11 @@ from fsbench.analysis.rows import Row, report_document
 from fsbench.reports import document as d
 from fsbench.reports import noise_notes as calibrated
 from fsbench.reports import source
+from fsbench.reports import why as explained
 from fsbench.reports.safety import baseline, safety_lines
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import Table, build_tables, run_header
+from fsbench.reports.why import Why
 from fsbench.store.results import Store
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ CSV_COLUMNS = (
     "run", "config", "fs", "workload", "params", "metric", "unit", "better", "status",
     "message", "n", "mean", "sd", "ci95_low", "ci95_high", "cv", "values", "warmup_values",
     "outliers", "min_detectable", "reps_for_5pct", "flags", "verdict", "ranking",
+    "why",  # the lines under its verdict (reports/why.py)
 )  # fmt: skip
 SAFETY_TITLE = "Safety beside speed"
 
@@ -37,6 +40,7 @@ class RunReportDocument(d.Document):
     # The first repetition's timelines of each config (read from the store's samples),
     # when the document is built for a page that draws them.
     timelines: tuple[Timeline, ...] = field(default=())
+    why: Why | None = None  # its last explain run's, under its verdicts
 
 
 def header(report: RunReport) -> list[str]:
@@ -45,8 +49,9 @@ def header(report: RunReport) -> list[str]:
     return [*run_header(report.run, report.rows), *([note] if note else [])]
 
 
-def table_block(t: Table) -> d.Table:
-    """One of the run's tables: configs by columns, the best marked, each column's verdict."""
+def table_block(t: Table, why: Why | None = None) -> d.Table:
+    """One of the run's tables: configs by columns, the best marked, each column's verdict
+    and why (`why`: its last explain run's)."""
     rows = []
     for i, (label, texts) in enumerate(t.rows):
         cells = [d.Cell(label)]
@@ -75,6 +80,7 @@ def table_block(t: Table) -> d.Table:
         summary=summary,
         footnotes=tuple(t.footnotes),
         legend=t.legend,
+        why=explained.under(t, why),
     )
 
 
@@ -85,14 +91,14 @@ def safety_caption(rows: list[Row]) -> str:
     )
 
 
-def blocks(report: RunReport, all_metrics: bool = False) -> list[d.Block]:
+def blocks(report: RunReport, all_metrics: bool = False, why: Why | None = None) -> list[d.Block]:
     run, rows = report.run, report.rows
     lines = header(report)
     out: list[d.Block] = [
         d.Title(f"fsbench run {run.id}: {run.name}", lines[0]),
-        d.facts(lines[1:]),
+        d.facts([*lines[1:], *([why.fact] if why else [])]),
     ]
-    out += [table_block(t) for t in build_tables(rows, all_metrics, report.decisions)]
+    out += [table_block(t, why) for t in build_tables(rows, all_metrics, report.decisions)]
     safety = safety_lines(rows, report.decisions)
     if safety:
         items = tuple(
@@ -110,9 +116,10 @@ def payload(report: RunReport) -> dict[str, Any]:
     return document
 
 
-def records(report: RunReport) -> d.Records:
+def records(report: RunReport, why: Why | None = None) -> d.Records:
     """One record per row (`outliers`: indexes into `values`; `flags`: their names, whose
-    meanings are in fsbench.analysis.validity)."""
+    meanings are in fsbench.analysis.validity; `why`: the lines under its verdict of the
+    pairs that hold its config)."""
     out = []
     for r in report.rows:
         verdict = report.decisions.get(verdicts.key_of(r))
@@ -142,24 +149,32 @@ def records(report: RunReport) -> d.Records:
                 list(r.flags),
                 verdict.kind if verdict else None,
                 verdict.ranking if verdict else None,
+                explained.for_row(why, verdict, r.config),
             )  # fmt: skip
         )
     return d.Records(CSV_COLUMNS, tuple(out))
 
 
 def of(
-    report: RunReport, all_metrics: bool = False, timelines: tuple[Timeline, ...] = ()
+    report: RunReport,
+    all_metrics: bool = False,
+    timelines: tuple[Timeline, ...] = (),
+    why: Why | None = None,
 ) -> RunReportDocument:
-    """The document of a run as the store gave it."""
+    """The document of a run as the store gave it (`why`: its last explain run's)."""
     run = report.run
+    said = payload(report)
+    if why is not None:
+        said["why"] = why.payload()
     return RunReportDocument(
         kind="report",
         title=f"fsbench run {run.id}: {run.name}",
-        blocks=tuple(blocks(report, all_metrics)),
-        payload=payload(report),
-        records=records(report),
+        blocks=tuple(blocks(report, all_metrics, why)),
+        payload=said,
+        records=records(report, why),
         report=report,
         timelines=timelines,
+        why=why,
     )
 
 
@@ -167,10 +182,11 @@ def build(store: Store, run_id: int, wants: d.Wants) -> RunReportDocument:
     """A run's report document, read from the store (with its charts' timelines when a
     page draws them)."""
     report = source.load(store, run_id)
+    why = explained.of(store, report)
     if not wants.charts:
-        return of(report, wants.all_metrics)
+        return of(report, wants.all_metrics, why=why)
     # Imported here: matplotlib costs most of a second at every start of fsbench.
     from fsbench.reports.charts import first_rep_timelines
 
     timelines = tuple(first_rep_timelines(report.trials, store.get_samples))
-    return of(report, wants.all_metrics, timelines)
+    return of(report, wants.all_metrics, timelines, why)

@@ -144,8 +144,10 @@ def split_dims(rows: list[Row]) -> tuple[list[str], list[str]]:
     """The parameter/knob names that vary between these rows, and those that do not."""
     names = list(dict.fromkeys(k for r in rows for k in _dims(r)))
     varying = [p for p in names if len({repr(_dims(r).get(p)) for r in rows}) > 1]
-    # A constant left at None ("the tool's own default") says nothing in a caption.
-    constant = [p for p in names if p not in varying and _dims(rows[0]).get(p) is not None]
+    # A constant left at None ("the tool's own default") or empty says nothing in a caption.
+    constant = [
+        p for p in names if p not in varying and _dims(rows[0]).get(p) not in (None, {}, [])
+    ]
     return varying, constant
 
 
@@ -159,8 +161,8 @@ def params_label(params: dict[str, Any], names: list[str]) -> str:
 
 def _params_label(params: dict[str, Any], names: list[str]) -> str:
     if len(names) == 1:
-        return str(params.get(names[0]))
-    return " ".join(f"{n}={params.get(n)}" for n in names)
+        return numbers.setting(params.get(names[0]))
+    return " ".join(f"{n}={numbers.setting(params.get(n))}" for n in names)
 
 
 def _unit_text(row: Row | None) -> str:
@@ -232,7 +234,9 @@ def build_tables(
         if all_metrics or not shown:
             shown += [m for m in metric_names if m not in shown]
         varying, constant = split_dims(wrows)
-        caption_params = " ".join(f"{p}={_dims(wrows[0]).get(p)}" for p in constant)
+        caption_params = " ".join(
+            f"{p}={numbers.setting(_dims(wrows[0]).get(p))}" for p in constant
+        )
         caption = "mean ± 95% CI (n)" + (f" · {caption_params}" if caption_params else "")
         if chain:
             caption += f" · step of {chain.replace('+', ' → ')} on one mkfs"
@@ -400,13 +404,15 @@ def budget_line(design: GridDesign) -> str:
     if budget is None:
         return f"time: {numbers.seconds(spent)} (no budget){planned}"
     over = design.over_s or 0.0
-    if over > TOLERANCE * budget:
+    of = f"{numbers.seconds(spent)} of a {numbers.seconds(budget)} budget"
+    if design.reserved_s:
+        of += f" ({numbers.seconds(design.reserved_s)} of it reserved for the instrumented pass)"
+    counted = design.counted_budget_s or budget
+    if over > TOLERANCE * counted:
         why = design.over_why or "rounds took longer than projected"
-        return (
-            f"time: {numbers.seconds(spent)} of a {numbers.seconds(budget)} budget, "
-            f"{numbers.seconds(over)} ({numbers.percent(over / budget)}) over: {why}{planned}"
-        )
-    return f"time: {numbers.seconds(spent)} of a {numbers.seconds(budget)} budget{planned}"
+        share = numbers.percent(over / counted)
+        return f"time: {of}, {numbers.seconds(over)} ({share}) over: {why}{planned}"
+    return f"time: {of}{planned}"
 
 
 def order_design_line(rows: list[Row]) -> str:

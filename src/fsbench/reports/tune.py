@@ -18,6 +18,7 @@ from fsbench.execute.race.trials import Replay, TuneSpec, replay
 from fsbench.plan import model as planning
 from fsbench.plan.model import Cell, FsConfig, Plan
 from fsbench.reports import document as d
+from fsbench.reports import explain as explaining
 from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.store.results import Store
 from fsbench.store.runkinds import known_kind
@@ -70,6 +71,15 @@ class SafetyDoc(BaseModel):
     evidence: str
 
 
+class WhyDoc(BaseModel):
+    """A pair's account from the race's last explain run (`fsbench tune --explain`): the
+    race's verdict on it and the mechanisms named (reports/explain.py's `why`)."""
+
+    verdict: str
+    mechanisms: str  # "b against a: 2.1x the cache flushes ... (explained: ...)"
+    tone: d.Tone = ""
+
+
 class TuneReport(BaseModel):
     run_id: int
     status: str
@@ -97,6 +107,18 @@ class TuneReport(BaseModel):
     max_rounds: int = 0
     budget_s: float | None = None
     margin: float = 0.0
+    # The config next to the leader (`RaceResult.runner_up`): what `--explain` explains
+    # the winner against; and the account of the race's last explain run.
+    runner_up: str | None = None
+    why_caption: str = ""
+    why: list[WhyDoc] = []
+
+    def why_block(self) -> d.Verdicts | None:
+        """Its account under the winner, as every format shows it (None: not explained)."""
+        if not self.why:
+            return None
+        items = tuple(d.Verdict(w.verdict, (w.mechanisms,), w.tone) for w in self.why)
+        return d.Verdicts(items, "Why", self.why_caption)
 
     def budget(self) -> str:
         """The race's budget in words, as every format states it."""
@@ -165,7 +187,29 @@ def document(store: Store, run_id: int) -> TuneReport:
         max_rounds=spec.max_rounds,
         budget_s=spec.space.budget(plan.budget),
         margin=spec.margin,
+        runner_up=result.runner_up,
+        **_why(store, run_id, result),
     )
+
+
+def _why(store: Store, run_id: int, result: RaceResult) -> dict[str, Any]:
+    """The account of the race's last explain run, each pair under the race's verdict on
+    it (reports/explain.py)."""
+    run = explaining.latest_of(store, run_id)
+    found = explaining.explained(store, run).found if run is not None else []
+    if run is None or not found:
+        return {}
+    said = f"race: {result.leader} won" if result.leader else ""
+    said += f", {result.runner_up} next" if said and result.runner_up else ""
+    items = [
+        WhyDoc(
+            verdict=said or explaining.summary(e),
+            mechanisms=explaining.summary(e),
+            tone=explaining.tone(e),
+        )
+        for e in found
+    ]
+    return {"why_caption": explaining.caption(int(run.id or 0)), "why": items}
 
 
 def _values(
@@ -314,6 +358,9 @@ def blocks(doc: TuneReport) -> list[d.Block]:
             ]
         )
     )
+    why = doc.why_block()
+    if why is not None:
+        out.append(why)
     out.append(d.Notes((f"method: {doc.method}",)))
     if doc.rerun:
         out.append(d.Preformatted("check it against the defaults", doc.rerun))

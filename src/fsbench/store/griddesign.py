@@ -42,6 +42,8 @@ class GridDesign(BaseModel):
     minimum_s: float | None = None  # what every group's minimum rounds were projected at
     groups: list[GroupLooks] = []
     replanned_s: float | None = None  # shared out again after the minimum, this far in
+    # Kept from the budget for the instrumented pass after the counted run (run --explain).
+    reserved_s: float | None = None
     cells: dict[str, int] = {}  # cell key -> its group's last look (n_max)
     warmup: Literal["trial", "none"] | None = None  # a warm-up trial per group, or none
     spent_s: float | None = None  # what the run has spent so far (None: nothing planned)
@@ -49,6 +51,13 @@ class GridDesign(BaseModel):
     reached: list[int] | None = None
     over_s: float | None = None
     over_why: str | None = None
+
+    @property
+    def counted_budget_s(self) -> float | None:
+        """What the counted rounds might spend: the budget less the reservation."""
+        if self.budget_s is None:
+            return None
+        return self.budget_s - (self.reserved_s or 0.0)
 
     def looks(self) -> list[int]:
         """The distinct last looks planned for its groups, smallest first."""

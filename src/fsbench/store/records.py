@@ -75,6 +75,14 @@ class TrialRecord:
         """The warm-up repetition (rep 0): run and stored, never counted."""
         return self.rep == 0
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
+        """A record as `dataclasses.asdict` wrote it (a guest's, a spooled one)."""
+        fields = dict(data)
+        fields["metrics"] = [MetricRecord(**m) for m in fields.get("metrics") or []]
+        fields["folded"] = [FoldedRecord(**m) for m in fields.get("folded") or []]
+        return cls(**fields)
+
 
 @dataclass
 class RunRecord:
@@ -103,6 +111,16 @@ class RunRecord:
     part_host: str = ""
     part_groups: list[str] = field(default_factory=list)
     tag: str = ""  # the series it belongs to (fsbench run --tag)
+
+    @property
+    def seconds(self) -> float:
+        """Its wall time, from its creation to its end (0 while running or unknown)."""
+        try:
+            began = datetime.fromisoformat(self.created_at)
+            ended = datetime.fromisoformat(self.finished_at or "")
+        except ValueError:
+            return 0.0
+        return max(0.0, (ended - began).total_seconds())
 
 
 def slot_seconds(trials: list[TrialRecord]) -> dict[int, float]:

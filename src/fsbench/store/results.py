@@ -2,8 +2,12 @@
 or a PostgreSQL server (`postgresql://`, psycopg 3) that many hosts write at once.
 
 Written trial by trial (a cell's records in one transaction), so a crash or Ctrl-C loses
-at most the trial in progress. Runs and trials carry a uid (ids are per store), so that
-many writers never collide and stores merge without clashes. The schema is the
+at most the trial in progress. A run's store waits out an outage (waiting.py: the server
+restarting, a connection dropped): its reads and updates try again with a backoff, and
+the cells it measures meanwhile wait in order (in its spool file too) and are written
+when the server is back, each exactly once. A full disk, or an outage past the run's
+limit, stops the run (outage.py). Runs and trials carry a uid (ids are per store), so
+that many writers never collide and stores merge without clashes. The schema is the
 interface: reports, compare and scripts read only what is stored here.
 
 A password in a URL stays in `Store.secret_url`, which only the engine sees: the URL
@@ -32,18 +36,16 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
-    DBAPIError,
     IntegrityError,
-    InterfaceError,
     OperationalError,
     ProgrammingError,
     SQLAlchemyError,
 )
 
-from fsbench.store import folded, schema, trialfacts
-from fsbench.store.dburl import redact, redact_argv, to_url, without_password
+from fsbench.store import folded, schema
+from fsbench.store.dburl import redact_argv, to_url, without_password
 from fsbench.store.records import FoldedRecord, MetricRecord, RunRecord, TrialRecord, now
 from fsbench.store.schema import (
     SAMPLE_FIELDS,
@@ -54,15 +56,21 @@ from fsbench.store.schema import (
     samples,
     trials,
 )
+from fsbench.store.waiting import Waiter, Waits, waited
 from fsbench.system.errors import FsbenchError
 from fsbench.system.hostkeys import Host
 
 # The key of the advisory lock that serializes schema creation and migration (any fixed
 # 64-bit number that other applications of the database are unlikely to use).
 PG_SCHEMA_LOCK = 0x66736265_6E6368
+# libpq's limits where the URL sets none: a connection attempt to a server that does not
+# answer gives up (and is tried again) after this many seconds, and a dead peer on a TCP
+# connection is noticed within about a minute, not the kernel's two hours.
+PG_CONNECT = {"connect_timeout": 10, "keepalives_idle": 30, "keepalives_interval": 10,
+              "keepalives_count": 3}  # fmt: skip
 
 
-class Store:
+class Store(Waits):
     """The result store at `db` (a path or a URL), created or migrated forward on open.
 
     A store written by an older fsbench is brought to this version in place (SQLite: after
@@ -81,12 +89,15 @@ class Store:
         self.url = without_password(self.secret_url)
         self.migrated: list[str] = []
         self.backup: Path | None = None
+        # How a run's writes wait out an outage (none outside a run: the session sets it).
+        self.waiter = Waiter(self.url)
         self._opening = True
         try:
-            self.engine: Engine = create_engine(self.secret_url, pool_pre_ping=True)
-            if self.postgresql:
-                event.listen(self.engine, "handle_error", self._server_error)
-            else:
+            self.engine: Engine = create_engine(
+                self.secret_url, pool_pre_ping=True, connect_args=self._connect_args()
+            )
+            event.listen(self.engine, "handle_error", self._store_error)
+            if not self.postgresql:
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             with self._schema_lock():
                 self._open_schema()
@@ -97,35 +108,14 @@ class Store:
         finally:
             self._opening = False
 
-    def _reason(self, exc: BaseException) -> str:
-        """The driver's own first line, with no secret of the URL in it."""
-        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-        lines = str(cause).strip().splitlines()
-        return redact(lines[0] if lines else repr(cause), self.secret_url)
-
-    def _server_error(self, ctx: ExceptionContext) -> BaseException | None:
-        """A PostgreSQL server refusing or dropping us is one line that names the store
-        without its password (not a traceback quoting the driver); constraint and
-        programming errors stay what they are."""
-        if ctx.is_pre_ping or not isinstance(
-            ctx.sqlalchemy_exception, OperationalError | InterfaceError
-        ):
-            return None
-        what = "cannot open result store" if self._opening else "result store"
-        return FsbenchError(f"{what} {self.url}: {self._reason(ctx.original_exception)}")
+    def _connect_args(self) -> dict[str, Any]:
+        if not self.postgresql:
+            return {}
+        given = make_url(self.secret_url).query
+        return {k: v for k, v in PG_CONNECT.items() if k not in given}
 
     def __str__(self) -> str:
         return self.url
-
-    @property
-    def postgresql(self) -> bool:
-        return self.secret_url.startswith("postgresql")
-
-    @property
-    def sqlite_path(self) -> Path | None:
-        if not self.secret_url.startswith("sqlite:///"):
-            return None
-        return Path(self.secret_url.removeprefix("sqlite:///"))
 
     @contextmanager
     def _schema_lock(self) -> Iterator[None]:
@@ -240,48 +230,62 @@ class Store:
         """A new run; its argv is stored with any URL's password hidden, its host facts
         checked against their registry (a mapping is refused there in one line)."""
         machine = host if isinstance(host, Host) else Host.write(host)
-        with self.engine.begin() as conn:
-            res = conn.execute(
-                insert(runs).values(
-                    schema_version=SCHEMA_VERSION,
-                    name=name,
-                    kind=kind,
-                    status="running",
-                    created_at=now(),
-                    fsbench_version=fsbench_version,
-                    argv=json.dumps(redact_argv(argv)),
-                    plan=json.dumps(plan),
-                    overrides=json.dumps(overrides),
-                    schedule=json.dumps(schedule),
-                    host=json.dumps(machine.stored()),
-                    target=json.dumps(target),
-                    workloads=json.dumps(workloads or {}),
-                    features=json.dumps(features or {}),
-                    facts=json.dumps(facts or {}),
-                    uid=uid or schema.new_uid(),
-                    part_of=part_of,
-                    part_host=part_host,
-                    part_groups=json.dumps(list(part_groups or [])),
-                    tag=tag,
-                )
-            )
-            return _new_id(res.inserted_primary_key)
+        uid = uid or schema.new_uid()
+        tried = False
 
+        def created() -> int:
+            nonlocal tried
+            with self.engine.begin() as conn:
+                if tried:  # a try whose commit may have happened: read back
+                    found = conn.execute(select(runs.c.id).where(runs.c.uid == uid)).scalar()
+                    if found is not None:
+                        return int(found)
+                tried = True
+                return _new_id(conn.execute(insert(runs).values(**values)).inserted_primary_key)
+
+        values = {
+            "schema_version": SCHEMA_VERSION,
+            "name": name,
+            "kind": kind,
+            "status": "running",
+            "created_at": now(),
+            "fsbench_version": fsbench_version,
+            "argv": json.dumps(redact_argv(argv)),
+            "plan": json.dumps(plan),
+            "overrides": json.dumps(overrides),
+            "schedule": json.dumps(schedule),
+            "host": json.dumps(machine.stored()),
+            "target": json.dumps(target),
+            "workloads": json.dumps(workloads or {}),
+            "features": json.dumps(features or {}),
+            "facts": json.dumps(facts or {}),
+            "uid": uid,
+            "part_of": part_of,
+            "part_host": part_host,
+            "part_groups": json.dumps(list(part_groups or [])),
+            "tag": tag,
+        }
+        return self.waited(created)
+
+    @waited
     def set_target(self, run_id: int, target: dict[str, Any]) -> None:
         with self.engine.begin() as conn:
             conn.execute(update(runs).where(runs.c.id == run_id).values(target=json.dumps(target)))
 
+    @waited
     def set_convergence(self, run_id: int, convergence: dict[str, Any]) -> None:
         with self.engine.begin() as conn:
             conn.execute(
                 update(runs).where(runs.c.id == run_id).values(convergence=json.dumps(convergence))
             )
 
+    @waited
     def set_facts(self, run_id: int, facts: dict[str, Any]) -> None:
         """The facts of the run's kind (store/runkinds.py), replaced whole."""
         with self.engine.begin() as conn:
             conn.execute(update(runs).where(runs.c.id == run_id).values(facts=json.dumps(facts)))
 
+    @waited
     def reopen_run(self, run_id: int) -> None:
         """A resumed run is running again until it finishes or is interrupted again."""
         with self.engine.begin() as conn:
@@ -289,23 +293,12 @@ class Store:
                 update(runs).where(runs.c.id == run_id).values(status="running", finished_at=None)
             )
 
+    @waited
     def finish_run(self, run_id: int, status: str) -> None:
         with self.engine.begin() as conn:
             conn.execute(
                 update(runs).where(runs.c.id == run_id).values(status=status, finished_at=now())
             )
-
-    def record_trials(self, run_id: int, records: list[TrialRecord]) -> list[int]:
-        """The trials of one cell (its chain's steps) and their metrics in one
-        transaction: all or nothing. Each trial's provenance is checked against the
-        registry of its keys (trialfacts) first."""
-        for trial in records:
-            trialfacts.check(trial.provenance, f"{trial.config} · {trial.workload}")
-        ids = []
-        with self.engine.begin() as conn:
-            for trial in records:
-                ids.append(self._insert_trial(conn, run_id, trial))
-        return ids
 
     def _insert_trial(self, conn: Connection, run_id: int, trial: TrialRecord) -> int:
         trial.uid = trial.uid or schema.new_uid()
@@ -335,6 +328,7 @@ class Store:
         trial.id = trial_id
         return trial_id
 
+    @waited
     def latest_run_id(self) -> int | None:
         """The run started last. A host's part of a run on many hosts is not a run of its
         own, where the run it is part of is in the store (it was made first; the parts are
@@ -345,6 +339,7 @@ class Store:
             found = conn.execute(select(func.max(runs.c.id)).where(~part)).scalar()
         return None if found is None else int(found)
 
+    @waited
     def get_run(self, run_id: int) -> RunRecord:
         with self.engine.connect() as conn:
             row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
@@ -352,6 +347,7 @@ class Store:
             raise FsbenchError(f"no run {run_id} in {self.url}")
         return _run_record(row)
 
+    @waited
     def parts(self, part_of: str) -> list[RunRecord]:
         """The parts of the run with uid `part_of` (one run per host, each with its own
         repetition loop), in the order they were made; [] for a run on one machine."""
@@ -380,11 +376,13 @@ class Store:
                 out.append(trial)
         return out
 
+    @waited
     def list_runs(self) -> list[RunRecord]:
         with self.engine.connect() as conn:
             rows = conn.execute(select(runs).order_by(runs.c.id)).mappings().all()
         return [_run_record(r) for r in rows]
 
+    @waited
     def get_trials(self, run_id: int) -> list[TrialRecord]:
         with self.engine.connect() as conn:
             trows = (
@@ -413,6 +411,7 @@ class Store:
             )
         return [_trial_record(t, by_trial.get(t["id"], [])) for t in trows]
 
+    @waited
     def get_samples(self, trial_id: int) -> list[dict[str, float]]:
         """The timeline of one trial's timed phase, in time order."""
         with self.engine.connect() as conn:
@@ -425,11 +424,13 @@ class Store:
             )
         return [{k: float(r[k]) for k in SAMPLE_FIELDS} for r in rows]
 
+    @waited
     def get_folded(self, trial_ids: Sequence[int]) -> dict[int, list[FoldedRecord]]:
         """The tracers' maps of these trials (folded stacks, histograms), by trial id."""
         with self.engine.connect() as conn:
             return folded.read(conn, trial_ids)
 
+    @waited
     def integrity(self) -> str:
         """`ok` or SQLite's own complaint (doctor shows it)."""
         if not self.secret_url.startswith("sqlite"):

@@ -17,6 +17,7 @@ hosts. Each declares:
   `fsbench resume` (`resumed_by`: another command's, the calibration's `fsbench run`);
 - its **report**: the function that builds a stored run's document (reports/document.py),
   which every format of `fsbench report` writes ("": the grid's tables, charts and page);
+- whether `fsbench explain` can repeat its cells with tracers (`explainable`);
 - what the commands that read many runs ask of it: whether `fsbench compare` takes its
   rows, whether its runs form series of `fsbench history`, whether they calibrate this
   machine's noise, whether its trials are in parts, one per host.
@@ -58,6 +59,9 @@ class RunKind:
     calibration: bool = False  # its runs say what this machine resolves (later reports)
     has_parts: bool = False  # its trials are in its parts, one run per host (runs.part_of)
     noun: str = "run"  # what a message calls one of its runs: "resuming race 3"
+    # Its stored plan and overrides expand to the cells its trials ran, one config a cell's
+    # trials each: `fsbench explain` can repeat them with tracers.
+    explainable: bool = False
     resumed_by: str = ""  # the command whose --resume takes it, when not its own
 
     @property
@@ -94,6 +98,7 @@ GRID = RunKind(
     f"{__name__}:GridFacts",
     driver=LOOP,
     series=True,
+    explainable=True,
 )
 CALIBRATION = RunKind(
     "calibration",
@@ -102,6 +107,7 @@ CALIBRATION = RunKind(
     f"{__name__}:GridFacts",
     driver=LOOP,
     calibration=True,
+    explainable=True,
     resumed_by=GRID.command,  # the repetition loop's run, like a grid's
 )
 TUNE = RunKind(
@@ -113,6 +119,7 @@ TUNE = RunKind(
     report="fsbench.reports.tune:report",
     comparable=False,
     noun="race",
+    explainable=True,  # a race stores its trials as a grid's, its narrowed cells included
 )
 
 # The instrumented pass of `fsbench explain`: a grid run's cells again with tracers, its

@@ -56,6 +56,7 @@ KEYS: dict[str, Key] = {
         Key("pgbench", dict, "PostgreSQL's and pgbench's command lines and log", "pgbench"),
         Key("mariadb", dict, "MariaDB's command lines and log", "sysbench-oltp"),
         Key("sysbench", dict, "sysbench's command lines", "sysbench-oltp"),
+        Key("command", dict, "the command's argv, cwd, status, processes left", "command"),
         # Where a trial ran, when not on this host (vm/, crash/).
         Key("vm", dict, "the QEMU guest: accelerator, CPUs, memory, image, kernel", "vm"),
         Key("boot_root", dict, "the boot workload's root filesystem", "vm/boot"),

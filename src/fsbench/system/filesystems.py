@@ -3,15 +3,19 @@
 Each record says how to make, check and describe one filesystem type. Code that
 formats or mounts reads these records (see fsops.py); nothing branches on a name. The
 records are known through a registry like every extension (`catalogue()`, `get`): the
-shipped ones by name in `BUILTIN`, a package's as entry points of `fsbench.filesystems.v1`.
+shipped ones are the tables of filesystems.toml, a package's are entry points of
+`fsbench.filesystems.v1`.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import tomllib
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from fsbench.system import proc
 from fsbench.system.plugins import Registry
@@ -60,131 +64,30 @@ class FsType:
         return tuple(t for t in (self.mkfs[:1] + self.fsck_readonly[:1] + self.geometry[:1]) if t)
 
 
-_EXT_LAZY = (("lazy_itable_init", "0"), ("lazy_journal_init", "0"))
+def _tupled(value: Any) -> Any:
+    """A TOML array as the tuple a record holds (nested: extended_defaults' pairs)."""
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
 
 
-def _ext(name: str, summary: str) -> FsType:
-    return FsType(
-        name=name,
-        summary=summary,
-        package="e2fsprogs",
-        mkfs=(f"mkfs.{name}", "-q"),
-        force=("-F",),
-        label_max=16,
-        extended_flag="-E",
-        extended_defaults=_EXT_LAZY,
-        fsck_readonly=("e2fsck", "-fn"),
-        fsck_frag_regex=r"\(([\d.]+)% non-contiguous\)",
-        geometry=("dumpe2fs", "-h"),
-        geometry_format="colon",
-        freefrag=("e2freefrag",),
-        freefrag_format="e2freefrag",
-        version=("mke2fs", "-V"),
-        module="ext4" if name != "ext2" else "ext2",
-    )
+def shipped(text: str) -> list[FsType]:
+    """The records of a catalogue file (filesystems.toml's form), in its order."""
+    tables = tomllib.loads(text)
+    records = []
+    for name, table in tables.items():
+        given = {**tables[table["like"]], **table} if "like" in table else table
+        given = {k: _tupled(v) for k, v in given.items() if k != "like"}
+        records.append(FsType(name=name, **given))
+    return records
 
 
-EXT2 = _ext("ext2", "second extended filesystem (no journal)")
-EXT3 = _ext("ext3", "ext2 + journal (mounted by the ext4 driver on modern kernels)")
-EXT4 = _ext("ext4", "extents, delayed allocation, flex_bg, metadata checksums")
-
-XFS = FsType(
-    name="xfs",
-    summary="allocation groups, B+tree extents, delayed allocation",
-    package="xfsprogs",
-    mkfs=("mkfs.xfs", "-q"),
-    force=("-f",),
-    label_max=12,
-    fsck_readonly=("xfs_repair", "-n"),
-    frag_report=("xfs_db", "-r", "-c", "frag"),
-    frag_report_regex=r"fragmentation factor ([\d.]+)%",
-    geometry=("xfs_info",),
-    geometry_format="xfs",
-    freefrag=("xfs_db", "-r", "-c", "freesp -s"),
-    freefrag_format="xfs_db",
-    version=("mkfs.xfs", "-V"),
-)
-
-BTRFS = FsType(
-    name="btrfs",
-    summary="copy-on-write, checksums, snapshots, multiple devices",
-    package="btrfs-progs",
-    mkfs=("mkfs.btrfs", "-q"),
-    force=("-f",),
-    label_max=255,
-    fsck_readonly=("btrfs", "check", "--readonly"),
-    geometry=("btrfs", "inspect-internal", "dump-super"),
-    geometry_format="btrfs",
-    version=("mkfs.btrfs", "--version"),
-)
-
-JFS = FsType(
-    name="jfs",
-    summary="IBM's journaled filesystem",
-    package="jfsutils",
-    mkfs=("mkfs.jfs", "-q"),
-    label_max=16,
-    fsck_readonly=("fsck.jfs", "-n"),
-    version=("mkfs.jfs", "-V"),
-)
-
-REISERFS = FsType(
-    name="reiserfs",
-    summary="balanced trees, tail packing (removed from Linux 6.13)",
-    package="reiserfsprogs",
-    mkfs=("mkfs.reiserfs", "-q"),
-    force=("-f", "-f"),
-    label_flag="-l",
-    label_max=16,
-    fsck_readonly=("reiserfsck", "--check", "-y"),
-    version=("mkfs.reiserfs", "-V"),
-)
-
-F2FS = FsType(
-    name="f2fs",
-    summary="log-structured, for flash",
-    package="f2fs-tools",
-    mkfs=("mkfs.f2fs", "-q"),
-    force=("-f",),
-    label_flag="-l",
-    label_max=512,
-    fsck_readonly=("fsck.f2fs", "--dry-run"),
-    version=("mkfs.f2fs", "-V"),
-)
-
-NILFS2 = FsType(
-    name="nilfs2",
-    summary="log-structured with continuous snapshots",
-    package="nilfs-tools",
-    mkfs=("mkfs.nilfs2", "-q"),
-    force=("-f",),
-    label_max=80,
-    version=("mkfs.nilfs2", "-V"),
-)
-
-RAW = FsType(
-    name="raw",
-    summary="the bare device: the physical limit every filesystem is shown against",
-    package="util-linux",
-    pseudo=True,
-)
-
-# The catalogue: every filesystem known, as records registered like any extension (a
-# package adds one as an entry point of `fsbench.filesystems.v1`, naming its FsType).
+# The catalogue: every filesystem known, as records registered like any extension: the
+# shipped ones are filesystems.toml's, first; a package adds one as an entry point of
+# `fsbench.filesystems.v1`, naming its FsType.
 CONTRACT = 1
-BUILTIN: tuple[str, ...] = (
-    "fsbench.system.filesystems:EXT2",
-    "fsbench.system.filesystems:EXT3",
-    "fsbench.system.filesystems:EXT4",
-    "fsbench.system.filesystems:XFS",
-    "fsbench.system.filesystems:BTRFS",
-    "fsbench.system.filesystems:JFS",
-    "fsbench.system.filesystems:REISERFS",
-    "fsbench.system.filesystems:F2FS",
-    "fsbench.system.filesystems:NILFS2",
-    "fsbench.system.filesystems:RAW",
+SHIPPED = tuple(shipped(resources.files(__package__).joinpath("filesystems.toml").read_text()))
+REGISTRY: Registry[FsType] = Registry(
+    "filesystems", "filesystem", CONTRACT, ("fsbench.system.filesystems:SHIPPED",)
 )
-REGISTRY: Registry[FsType] = Registry("filesystems", "filesystem", CONTRACT, BUILTIN)
 
 
 def catalogue() -> dict[str, FsType]:

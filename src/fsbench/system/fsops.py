@@ -62,6 +62,11 @@ class Made:
     kernel: list[str] = field(default_factory=list)
 
 
+# How mkfs.ext4 ("apparently in use by the system"), mkfs.xfs and mkfs.btrfs ("Device or
+# resource busy") say that the device is held.
+BUSY = ("Device or resource busy", "apparently in use by the system")
+
+
 def mkfs(fs: FsType, options: list[str], device: str, timeout: float = 900) -> Made:
     argv = mkfs_argv(fs, options, device)
     t0 = time.monotonic()
@@ -71,6 +76,10 @@ def mkfs(fs: FsType, options: list[str], device: str, timeout: float = 900) -> M
     kernel = kmsg.about_device(window.lines, device)
     if not res.ok:
         first = res.output.splitlines()[0] if res.output else f"exit {res.returncode}"
+        if any(words in res.output for words in BUSY):
+            # Held by something else for a moment (a mount namespace's copy of an old
+            # mount, a udev probe): this trial failed; the options were never judged.
+            raise TrialFailed(f"mkfs: the device is busy: {first}", detail=_detail(res, kernel))
         raise Unsupported(f"mkfs refused: {first}", detail=_detail(res, kernel))
     return Made(argv, res.output, seconds, kernel)
 

@@ -15,12 +15,16 @@ what people type is `units.parse_size`; a plan's sizes are written `units.format
     count(65458)               65,458
     size(3 << 29)              1.5 GiB      a measured size: one decimal
     exact_size(65536)          64 KiB       a limit: exact where it can be
+    setting(["make", "-j2"])   make -j2     a parameter's value in a label
+    settings({"run": [...]})   run=make -j2 parameters in a label, unset and empty ones left out
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 _BINARY = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 _EXACT = (("EiB", 1 << 60), ("PiB", 1 << 50), *_BINARY)
@@ -158,3 +162,24 @@ def exact_size(n: int) -> str:
                 return f"{count(n)} B"
             return f"{n / factor:.1f} {suffix}"
     return f"{count(n)} B"
+
+
+def setting(value: Any) -> str:
+    """A parameter's value in a label: a command's words as a shell would quote them
+    (`sh -c 'sort a'`), tables by their names (a command's parsed metrics), a table as
+    k=v; any other value as it is."""
+    if isinstance(value, list | tuple):
+        if all(isinstance(v, str) for v in value):
+            return shlex.join(value)
+        if all(isinstance(v, dict) and "name" in v for v in value):
+            return ",".join(str(v["name"]) for v in value)
+        return ",".join(setting(v) for v in value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}={setting(v)}" for k, v in value.items())
+    return str(value)
+
+
+def settings(values: Mapping[str, Any]) -> str:
+    """`run=make -j2 cache=cold`: the parameters set, each as `setting` writes it; None
+    (the tool's own default) and an empty table or list are not worth a word."""
+    return " ".join(f"{k}={setting(v)}" for k, v in values.items() if v not in (None, {}, []))

@@ -40,7 +40,8 @@ def load(path: str) -> Any:
 @dataclass
 class Registry(Generic[T]):
     """What one kind of plugin is known by. `key` names a loaded object (its `name` or
-    `kind`); `builtin` are this fsbench's own, as "module:attribute" paths."""
+    `kind`); `builtin` are this fsbench's own, as "module:attribute" paths (an attribute
+    that is a tuple names several, in its order)."""
 
     name: str  # "workloads": the entry-point group is fsbench.workloads.v<contract>
     what: str  # "workload": for messages
@@ -89,7 +90,9 @@ class Registry(Generic[T]):
             return
         self._loaded = True
         for path in self.builtin:
-            self.register(load(path))
+            found = load(path)
+            for obj in found if type(found) is tuple else (found,):
+                self.register(obj)
         for point in sorted(self._points(self.group), key=lambda p: p.name):
             self.register(point.load(), point.name)
         for group, version in self._other_versions():

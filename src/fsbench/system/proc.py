@@ -30,6 +30,16 @@ class Result:
         """stderr and stdout together, trimmed: what a user needs to see of a failure."""
         return "\n".join(p for p in (self.stderr.strip(), self.stdout.strip()) if p)
 
+    @property
+    def signal(self) -> str | None:
+        """The signal that killed it (SIGKILL: the OOM killer, a kill -9), if one did."""
+        if self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
     def command(self) -> str:
         return " ".join(self.argv)
 

@@ -47,10 +47,9 @@ from fsbench.store.results import Store
 from fsbench.store.values import better_of, counted_values, unit_of
 from fsbench.system import knobs
 from fsbench.system.errors import FsbenchError
-from fsbench.vm import qemu
+from fsbench.vm import kconfigs, qemu
 from fsbench.vm.bisect_kind import (
     BISECT,
-    DEFAULT_CONFIG,
     EXIT_UNDECIDED,
     BisectArgs,
     BisectFacts,
@@ -209,6 +208,7 @@ class Bisection(Driver):
     def build(self, step: Step) -> Built:
         built = self.builder.build(step.commit)
         step.build_seconds += built.seconds
+        step.build_cpu_seconds += built.cpu_seconds
         step.kernel_of = built.same_as
         if built.ok and built.same_as:
             self.say(
@@ -216,7 +216,10 @@ class Bisection(Driver):
                 " they differ only in files no build reads"
             )
         elif built.ok:
-            self.say(f"  built {step.commit[:12]} ({built.version}) in {built.seconds:.0f} s")
+            self.say(
+                f"  built {step.commit[:12]} ({built.version}) in {built.seconds:.0f} s"
+                f" ({built.cpu_seconds:.0f} CPU seconds)"
+            )
         return built
 
     def _failed(self, step: Step, reason: str) -> None:
@@ -269,7 +272,7 @@ class Bisection(Driver):
                 bad=self.bad,
                 metric=self.metric,
                 max_reps=args.max_reps,
-                config=str(args.config) if args.config else DEFAULT_CONFIG,
+                config=kconfigs.stored(args.config),
                 build_dir=str(self.builder.out),
                 cell=self.cell.key,
                 chunk=args.chunk,

@@ -4,7 +4,7 @@ the plan, and what it found), its steps and its outcome, and how it ends."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +14,11 @@ from fsbench.analysis.bisect_gate import Verdict
 from fsbench.execute.session import Ended
 from fsbench.store.runkinds import RunKind
 from fsbench.system.errors import FsbenchError
+from fsbench.vm import kconfigs
 from fsbench.vm.kbuild import KBUILD_CACHE
+from fsbench.vm.kconfigs import KernelConfig
 
 KIND = "bisect"
-DEFAULT_CONFIG = "tinyconfig+fsbench"  # BisectFacts.config when no --config was given
 EXIT_REFUSED, EXIT_UNDECIDED = 5, 6
 
 
@@ -33,7 +34,7 @@ class BisectFacts(BaseModel):
     bad: str
     metric: str
     max_reps: int
-    config: str  # the .config given, or DEFAULT_CONFIG
+    config: str  # a named config (kconfigs.NAMED; kconfigs.LEGACY_DEFAULT), or the .config given
     build_dir: str
     cell: str = ""  # the key of the cell bisected among its plan's ("": its plan makes one)
     chunk: int = 2
@@ -84,7 +85,7 @@ class BisectArgs:
     metric: str | None = None
     max_reps: int = 5  # the budget: repetitions per commit at most
     chunk: int = 2  # repetitions added per guest while undecided
-    config: Path | None = None  # the user's .config (default: tinyconfig + fragment)
+    config: Path | KernelConfig | None = None  # the user's .config, or a named config
     jobs: int | None = None
     kbuild_cache: Path = KBUILD_CACHE
     recheck: bool = True  # the endpoints measured again at the end
@@ -99,7 +100,7 @@ class BisectArgs:
             metric=facts.metric,
             max_reps=facts.max_reps,
             chunk=facts.chunk,
-            config=None if facts.config == DEFAULT_CONFIG else Path(facts.config),
+            config=kconfigs.choose(facts.config),
             jobs=facts.jobs,
             kbuild_cache=Path(facts.kbuild_cache) if facts.kbuild_cache else KBUILD_CACHE,
             recheck=facts.recheck,
@@ -116,6 +117,7 @@ class Step:
     verdict: str = ""  # good | bad | undecided | skip
     gate: Verdict | None = None
     build_seconds: float = 0.0
+    build_cpu_seconds: float = 0.0  # user + system of its make runs: the machine's load aside
     measure_seconds: float = 0.0
     error: str = ""
     seqs: list[int] = field(default_factory=list)  # its trials in the run
@@ -123,16 +125,11 @@ class Step:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "commit": self.commit,
-            "role": self.role,
-            "values": self.values,
-            "verdict": self.verdict,
+            **asdict(self),
             "gate": self.gate.as_dict() if self.gate else None,
             "build_seconds": round(self.build_seconds, 1),
+            "build_cpu_seconds": round(self.build_cpu_seconds, 1),
             "measure_seconds": round(self.measure_seconds, 1),
-            "error": self.error,
-            "seqs": self.seqs,
-            "kernel_of": self.kernel_of,
         }
 
 

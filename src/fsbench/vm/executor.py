@@ -13,7 +13,8 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fsbench import workloads
-from fsbench.execute.executors.base import Executor, OnRecords, OnStart, check_fits, check_workloads
+from fsbench.execute.executors import base as checks
+from fsbench.execute.executors.base import Executor, OnRecords, OnStart
 from fsbench.execute.schedule import Slot
 from fsbench.plan.model import Cell, Plan
 from fsbench.store import trialfacts
@@ -100,7 +101,9 @@ class VmExecutor(Executor):
     def preflight(self) -> list[str]:
         if os.geteuid() != 0:
             raise FsbenchError("fsbench run needs root (mkfs, mount, losetup): run it as root")
-        check_workloads(self.plan, vm=True)
+        checks.check_workloads(self.plan, vm=True)
+        # The guest judges its own tools; the files the host carries to it are checked here.
+        checks.check_params(self.cells, inputs_only=True)
         # The guest's kernel and tools decide; this host only needs QEMU.
         from fsbench.system.qemu import qemu_missing
 
@@ -109,7 +112,7 @@ class VmExecutor(Executor):
             raise FsbenchError(missing)
         for kernel in dict.fromkeys(self._kernel(c) for c in self.cells):
             check_kernel(kernel)
-        check_fits(self.cells, self.spec.image_size, self.spec.guest_ram_mb << 20)
+        checks.check_fits(self.cells, self.spec.image_size, self.spec.guest_ram_mb << 20)
         return []
 
     def release_stale(self) -> list[str]:
@@ -154,8 +157,11 @@ class VmExecutor(Executor):
                 if boots:
                     for slot in todo:
                         self._on_host(slot, kernel, refused, on_start, on_records)
-                elif todo:
-                    self._guest(todo, kernel, refused, on_start, on_records)
+                else:
+                    # A guest cut short in a trial (frozen, killed at its time limit, QEMU
+                    # dead): that trial failed, the slots after it go on in a fresh guest.
+                    while todo:
+                        todo = self._guest(todo, kernel, refused, on_start, on_records)
 
     def _on_host(
         self,
@@ -186,9 +192,10 @@ class VmExecutor(Executor):
         refused: set[str],
         on_start: OnStart,
         on_records: OnRecords,
-    ) -> None:
+    ) -> list[Slot]:
         """The batch in one guest; the guest's SlotRunner skips refused cells and stamps
-        each record with its position and the cell before it, as on the host."""
+        each record with its position and the cell before it, as on the host. Returns the
+        slots a guest cut short never tried."""
         from fsbench import vm
 
         by_seq = {s.seq: s for s in batch}
@@ -220,15 +227,24 @@ class VmExecutor(Executor):
         )
         result = vm.run_in_vm(job, self._spec(kernel), on_cell=streamed)
         self.guests[kernel or "default"] = result.provenance
-        missing = vm.import_records(result, only_missing=True, skip=refused)
+        # Cut short: the trial it was in failed (the reason and the console's tail), the
+        # slots after it untried.
+        untried = waiting[1:] if result.cut_short else []
+        later = {s.seq for s in untried}
+        missing = [
+            r
+            for r in vm.import_records(result, only_missing=True, skip=refused)
+            if r.seq not in later
+        ]
         for seq in dict.fromkeys(r.seq for r in missing):
             on_records(by_seq[seq], [r for r in missing if r.seq == seq])
-        if not result.ok and not result.records:
+        if not result.ok and not result.records and not result.cut_short:
             raise FsbenchError(
                 f"the VM did not run: {result.error.splitlines()[0]}"
                 if result.error
                 else "the VM did not run"
             )
+        return untried
 
     @staticmethod
     def _vm_cell(slot: Slot) -> VmCell:

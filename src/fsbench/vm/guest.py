@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fsbench.system import filesystems, proc
+from fsbench.system.errors import FsbenchError
 from fsbench.vm import guestcheck
 from fsbench.vm.protocol import DONE, FAILED, RECORDS, STARTED, VmJob
 
@@ -91,6 +92,7 @@ def run_job(job: VmJob, share: Path) -> None:
     from fsbench.workloads.base import Scale
 
     _say("modules imported")
+    place_inputs(job, share)
     facts = guest_facts()
     _say(f"kernel {facts['kernel']}")
     twin = SCRATCH_TWIN if Path(SCRATCH_TWIN).exists() else None
@@ -132,6 +134,27 @@ def run_job(job: VmJob, share: Path) -> None:
                 SlotRunner(runner).run(slots, set(job.refused), started, finished)
             finally:
                 runner.close()
+
+
+def place_inputs(job: VmJob, share: Path) -> None:
+    """What the host carried, where the steps look for it: each input file under the name
+    its plan gives, from the host's working directory (made in this guest's root, a
+    throwaway overlay), as a link to its copy in the share; the engine named for
+    system/engine.py. A name that is a file of the guest's own is not replaced."""
+    if job.engine:
+        os.environ["FSBENCH_ENGINE"] = str(share / job.engine)
+    if not job.inputs:
+        return
+    cwd = Path(job.cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    os.chdir(cwd)
+    for name, copy in job.inputs.items():
+        where = cwd / name
+        if where.exists() or where.is_symlink():
+            raise FsbenchError(f"input {name}: the guest has a file of its own at {where}")
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.symlink_to(share / copy)
+        _say(f"input {name}: {share / copy}")
 
 
 NEW_ROOT = Path("/run/fsbench/newroot")

@@ -10,7 +10,10 @@ and scratch disk is released on every path, Ctrl-C included (rundir.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,16 +21,29 @@ from pathlib import Path
 from typing import Any
 
 from fsbench import __version__, workloads
+from fsbench.execute.executors.base import input_files
 from fsbench.plan.fsconfig import FsConfig
 from fsbench.plan.targets import DEFAULT_WORKDIR
 from fsbench.store.records import TrialRecord, now
+from fsbench.system import engine as host_engine
 from fsbench.system import qemu as host_qemu
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import pyenv, qemu
 from fsbench.vm.cache import DEFAULT_CACHE, LogFn, quiet
 from fsbench.vm.guestfiles import GUEST_INIT
 from fsbench.vm.images import GuestImage, ensure_image
-from fsbench.vm.protocol import DONE, FAILED, JOB, PYSRC, STARTED, VmJob, read_records, record_lines
+from fsbench.vm.protocol import (
+    DONE,
+    ENGINE,
+    FAILED,
+    INPUTS,
+    JOB,
+    PYSRC,
+    STARTED,
+    VmJob,
+    read_records,
+    record_lines,
+)
 from fsbench.vm.records import to_record
 from fsbench.vm.rundir import RunDir, run_dir
 
@@ -72,6 +88,9 @@ class VmResult:
     error: str = ""  # one paragraph, with the console's tail, when not ok
     console_log: str = ""  # path of the kept serial console log
     seconds: float = 0.0
+    # The guest started the job and was killed in a cell (a frozen guest, a hung kernel) or
+    # QEMU died there: the cells after that one were never tried (another guest may).
+    cut_short: bool = False
 
 
 ProgressFn = Callable[[list[TrialRecord]], None]
@@ -144,6 +163,7 @@ def run_in_vm(
     prov.update(scratch_bytes=spec.scratch_bytes, scratch_cache="none", throttle=dict(throttle))
     t0 = time.monotonic()
     with run_dir(spec.workdir, spec.cache_dir) as rd:
+        job = carried(job, rd.share)
         (rd.share / JOB).write_text(job.to_json())
         pyenv.install_fsbench(rd.share / PYSRC, compile_=True)
         qemu.make_overlay(img.root, rd.overlay)
@@ -176,6 +196,7 @@ def run_in_vm(
         prov["boot_seconds"] = watch.started_after
         prov["job_seconds"] = round(outcome.seconds, 2)
         done = (rd.share / DONE).is_file()
+        ended = done or (rd.share / FAILED).is_file()
         return VmResult(
             ok=done,
             job=job,
@@ -184,7 +205,28 @@ def run_in_vm(
             error="" if done else _failure(rd, outcome, watch),
             console_log=rd.keep_log(),
             seconds=round(time.monotonic() - t0, 2),
+            cut_short=not ended and watch.started_after is not None,
         )
+
+
+def carried(job: VmJob, share: Path) -> VmJob:
+    """The job with what its steps need from this host copied into the share: the input
+    files its cells name (Workload.inputs), and fsbench-engine (the image has none; the
+    host's build runs there: the same Debian 12 C library)."""
+    inputs: dict[str, str] = {}
+    for i, name in enumerate(input_files(vc.cell() for vc in job.cells)):
+        copy = f"{INPUTS}/{i}-{Path(name).name}"
+        (share / INPUTS).mkdir(exist_ok=True)
+        shutil.copyfile(name, share / copy)
+        inputs[name] = copy
+    found = host_engine.find_engine()
+    if found is not None:
+        (share / ENGINE).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(found, share / ENGINE)
+        (share / ENGINE).chmod(0o755)
+    return dataclasses.replace(
+        job, inputs=inputs, cwd=os.getcwd(), engine=ENGINE if found is not None else ""
+    )
 
 
 class JobWatch:
@@ -238,7 +280,10 @@ class JobWatch:
             self.reason = f"the guest did not start the job within {self.boot_limit:.0f} s"
             return True
         if self.started_after is not None and elapsed - self.last_progress > self.cell_limit:
-            self.reason = f"no cell finished for {self.cell_limit:.0f} s"
+            self.reason = (
+                f"no trial finished for {self.cell_limit:.0f} s (its time limit + "
+                f"{CELL_MARGIN:.0f} s): QEMU killed"
+            )
             return True
         return False
 

@@ -1,10 +1,10 @@
 """Kernel builds that make a bisection affordable: one config, one build directory.
 
-The config is made once per tree: the user's own (`--config`), or `make tinyconfig` with
-the kernel's `kvm_guest.config` and fsbench's fragment merged in (what the VM target's
-guest needs, and every filesystem fsbench bisects built in: no modules, no initrd). Every
-step starts from that config and runs `make olddefconfig`, so a commit that adds or drops
-an option gets Kconfig's default for it and nothing else changes.
+The config is made once per tree: the user's own (`--config PATH`), or one of fsbench's
+named configurations (vm/kconfigs.py: `default`, `minimal`): `make tinyconfig` with the
+tree's fragments and fsbench's options merged in (no modules, no initrd). Every step
+starts from that config and runs `make olddefconfig`, so a commit that adds or drops an
+option gets Kconfig's default for it and nothing else changes.
 
 The build directory (`make O=`) lives under the cache and is kept across steps and runs,
 so a step rebuilds what its checkout changed; ccache, when installed, serves what an
@@ -13,7 +13,9 @@ kept, and reused once its header names the release that was built. Nor is a comm
 difference from one built before touches only files no build reads (Documentation/,
 LICENSES/, MAINTAINERS...): same sources, same config, so it gets that commit's bzImage
 (its release string names the other commit; `same_as` says which). Builds run at
-`nice -n 10`.
+`nice -n 10`. A build says its CPU seconds (user + system of make and everything it ran,
+from their rusage): unlike its wall time, they do not depend on what else the machine
+runs.
 
     <cache>/ (default /var/cache/fsbench/kbuild; FSBENCH_KBUILD_CACHE names another)
       <key>/out/                the build directory (O=)
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +40,7 @@ from fsbench.execute.git import Git
 from fsbench.system import proc
 from fsbench.system.errors import FsbenchError
 from fsbench.vm.cache import LogFn, content_key, locked, quiet
+from fsbench.vm.kconfigs import DEFAULT, KernelConfig
 from fsbench.vm.kernels import bzimage_version
 
 KBUILD_CACHE_ENV = "FSBENCH_KBUILD_CACHE"  # another place for it (the suite's cold runs)
@@ -50,74 +55,6 @@ KBUILD_CACHE = kbuild_cache()
 BUILD_TIMEOUT = 3600.0
 NICE = 10
 ARCH = "x86_64"
-# What the guest needs beyond tinyconfig + kvm_guest.config: a console, the job's share
-# (9p), the scratch disks (virtio-blk), the crash workload's ports (virtio console) and
-# log device (dm-log-writes), what Python, mkfs and fio use, ACPI to power off, and the
-# filesystems built in. Everything is built in: the guest boots it without an initrd.
-FRAGMENT: dict[str, str] = {
-    "CONFIG_64BIT": "y",
-    "CONFIG_SMP": "y",
-    "CONFIG_PRINTK": "y",
-    "CONFIG_BUG": "y",
-    "CONFIG_ACPI": "y",
-    "CONFIG_MULTIUSER": "y",
-    "CONFIG_SYSVIPC": "y",
-    "CONFIG_POSIX_TIMERS": "y",
-    "CONFIG_FUTEX": "y",
-    "CONFIG_EPOLL": "y",
-    "CONFIG_SIGNALFD": "y",
-    "CONFIG_TIMERFD": "y",
-    "CONFIG_EVENTFD": "y",
-    "CONFIG_SHMEM": "y",
-    "CONFIG_AIO": "y",
-    "CONFIG_IO_URING": "y",
-    "CONFIG_FILE_LOCKING": "y",
-    "CONFIG_FHANDLE": "y",
-    "CONFIG_INOTIFY_USER": "y",
-    "CONFIG_PROC_FS": "y",
-    "CONFIG_PROC_SYSCTL": "y",
-    "CONFIG_SYSFS": "y",
-    "CONFIG_TMPFS": "y",
-    "CONFIG_DEVTMPFS": "y",
-    "CONFIG_DEVTMPFS_MOUNT": "y",
-    "CONFIG_BINFMT_ELF": "y",
-    "CONFIG_BINFMT_SCRIPT": "y",
-    "CONFIG_BLK_DEV_INITRD": "y",
-    "CONFIG_MAGIC_SYSRQ": "y",
-    "CONFIG_NET": "y",
-    "CONFIG_UNIX": "y",
-    "CONFIG_TTY": "y",
-    "CONFIG_UNIX98_PTYS": "y",
-    "CONFIG_SERIAL_8250": "y",
-    "CONFIG_SERIAL_8250_CONSOLE": "y",
-    "CONFIG_PCI": "y",
-    "CONFIG_VIRTIO_MENU": "y",
-    "CONFIG_VIRTIO": "y",
-    "CONFIG_VIRTIO_PCI": "y",
-    "CONFIG_VIRTIO_BLK": "y",
-    "CONFIG_VIRTIO_CONSOLE": "y",
-    "CONFIG_HW_RANDOM": "y",
-    "CONFIG_HW_RANDOM_VIRTIO": "y",
-    "CONFIG_NET_9P": "y",
-    "CONFIG_NET_9P_VIRTIO": "y",
-    "CONFIG_NETWORK_FILESYSTEMS": "y",
-    "CONFIG_9P_FS": "y",
-    "CONFIG_9P_FS_POSIX_ACL": "y",
-    "CONFIG_BLOCK": "y",
-    "CONFIG_BLK_DEV": "y",
-    "CONFIG_BLK_DEV_LOOP": "y",
-    "CONFIG_MD": "y",
-    "CONFIG_BLK_DEV_DM": "y",
-    "CONFIG_DM_LOG_WRITES": "y",
-    "CONFIG_EXT4_FS": "y",
-    "CONFIG_EXT4_FS_POSIX_ACL": "y",
-    "CONFIG_XFS_FS": "y",
-    "CONFIG_BTRFS_FS": "y",
-    "CONFIG_QUOTA": "y",
-    "CONFIG_FS_ENCRYPTION": "n",
-    "CONFIG_MODULES": "n",
-    "CONFIG_LOCALVERSION_AUTO": "y",
-}
 # Paths no kernel build reads: two commits that differ only in these build the same kernel.
 UNBUILT = re.compile(r"(Documentation|LICENSES)/.*|MAINTAINERS|CREDITS|README|COPYING|\.mailmap")
 # How many kept builds a new commit is compared with (the latest first): a `git diff
@@ -143,10 +80,7 @@ class Built:
     version: str = ""
     error: str = ""
     same_as: str = ""  # the commit whose build this is (they differ in unbuilt files only)
-
-
-def fragment_text() -> str:
-    return "".join(f"# {k} is not set\n" if v == "n" else f"{k}={v}\n" for k, v in FRAGMENT.items())
+    cpu_seconds: float = 0.0  # user + system of the build's make runs (0: no make)
 
 
 def read_config(path: Path) -> dict[str, str]:
@@ -179,7 +113,7 @@ class KernelBuilder:
         self,
         tree: Path,
         cache: Path = KBUILD_CACHE,
-        config: Path | None = None,
+        config: Path | KernelConfig | None = None,
         jobs: int | None = None,
         log: LogFn = quiet,
     ) -> None:
@@ -187,9 +121,10 @@ class KernelBuilder:
         if not (self.tree / "Makefile").is_file() or not (self.tree / "Kconfig").is_file():
             raise FsbenchError(f"--linux {self.tree}: not a Linux source tree (no Kconfig)")
         self.cache = Path(cache)
-        self.user_config = Path(config).resolve() if config else None
+        self.user_config = Path(config).resolve() if isinstance(config, Path) else None
+        self.named = config if isinstance(config, KernelConfig) else DEFAULT
         try:
-            base = self.user_config.read_text() if self.user_config else fragment_text()
+            base = self.user_config.read_text() if self.user_config else self.named.key_text()
         except OSError as exc:
             raise FsbenchError(f"--config {self.user_config}: {exc.strerror}") from None
         self.key = content_key("kbuild", str(self.tree), base, ARCH)
@@ -240,22 +175,25 @@ class KernelBuilder:
             shutil.copy2(self.user_config, self.out / ".config")
             self._must(self._make("olddefconfig"), "make olddefconfig")
         else:
-            self.log("kernel config: tinyconfig + kvm_guest.config + fsbench's fragment")
+            self.log(f"kernel config {self.named.name}: {self.named.summary}")
             self._must(self._make("tinyconfig"), "make tinyconfig")
             frag = self.dir / "fsbench.config"
-            frag.write_text(fragment_text())
+            frag.write_text(self.named.fragment_text())
             merge = [
                 str(self.tree / "scripts/kconfig/merge_config.sh"),
                 "-m",
                 "-O",
                 str(self.out),
                 str(self.out / ".config"),
-                str(self.tree / "kernel/configs/kvm_guest.config"),
+                *(str(self.tree / "kernel/configs" / name) for name in self.named.merged),
                 str(frag),
             ]
             res = proc.run(["sh", *merge], cwd=self.tree, timeout=300)
             self._must(res, "merge_config.sh")
             self._must(self._make("olddefconfig"), "make olddefconfig")
+            lost = self.named.missing(read_config(self.out / ".config"))
+            if lost:  # an older tree: its Kconfig lacks them or their dependencies
+                self.log(f"kernel config {self.named.name}: this tree gives no {', '.join(lost)}")
         shutil.copy2(self.out / ".config", self.base_config)
         return self.base_config
 
@@ -279,25 +217,26 @@ class KernelBuilder:
             if alike is not None:
                 return alike
             t0 = time.monotonic()
-            self.prepare_config()
-            shutil.copy2(self.base_config, self.out / ".config")
-            res = self._make("olddefconfig", timeout=600)
-            if res.ok:
-                self.log(f"building {commit[:12]} (make -j{self.jobs} bzImage, nice {NICE})")
-                res = self._make("bzImage")
+            with cpu_seconds() as cpu:
+                self.prepare_config()
+                shutil.copy2(self.base_config, self.out / ".config")
+                res = self._make("olddefconfig", timeout=600)
+                if res.ok:
+                    self.log(f"building {commit[:12]} (make -j{self.jobs} bzImage, nice {NICE})")
+                    res = self._make("bzImage")
             seconds = time.monotonic() - t0
             if not res.ok:
                 error = _error_lines(res.output)
                 if res.returncode == 2 and "error:" in error:  # not a kill or a timeout
                     done.mkdir(parents=True, exist_ok=True)
                     (done / "failed").write_text(error)
-                return Built(commit, False, seconds, error=error)
+                return Built(commit, False, seconds, error=error, cpu_seconds=cpu[0])
             release = (self.out / "include/config/kernel.release").read_text().strip()
             done.mkdir(parents=True, exist_ok=True)
             shutil.copy2(self.out / "arch/x86/boot/bzImage", done / "bzImage")
             shutil.copy2(self.out / ".config", done / ".config")
             (done / "version").write_text(release)
-            return Built(commit, True, seconds, done / "bzImage", release)
+            return Built(commit, True, seconds, done / "bzImage", release, cpu_seconds=cpu[0])
 
     def _built_alike(self, commit: str) -> Built | None:
         """A kept build of a commit that differs from `commit` only in files no build
@@ -330,6 +269,20 @@ class KernelBuilder:
 
     def forget(self, commit: str) -> None:
         shutil.rmtree(self.dir / "kernels" / commit, ignore_errors=True)
+
+
+@contextmanager
+def cpu_seconds() -> Iterator[list[float]]:
+    """The CPU seconds (user + system) of the children this process waits for inside the
+    block (make and everything it runs), in the list it gives, once the block ends."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = [0.0]
+    try:
+        yield spent
+    finally:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        spent[0] = round(used, 1)
 
 
 def _kept_version(build: Path) -> str | None:

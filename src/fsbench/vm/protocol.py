@@ -16,6 +16,8 @@ from fsbench.plan.model import Cell, FsConfig
 # Share files: written by the host / by the guest.
 JOB = "job.json"
 PYSRC = "py"  # the host's fsbench package, on the guest's PYTHONPATH before the image's
+INPUTS = "inputs"  # the files the cells' steps read from the host (Workload.inputs)
+ENGINE = "bin/fsbench-engine"  # the host's engine: the image has none
 STARTED = "started.json"
 RECORDS = "records.jsonl"
 DONE = "DONE"
@@ -73,6 +75,11 @@ class VmJob:
     # Instead of cells: one boot of a crash cell (fsbench.vm.crash.guest: check the disk the
     # last power cut left, then run the pattern until the power goes).
     crash: dict[str, Any] | None = None
+    # The cells' input files as their plan names them -> their copies in the share, and
+    # the host's working directory, where a relative name starts.
+    inputs: dict[str, str] = field(default_factory=dict)
+    cwd: str = "/"
+    engine: str = ""  # the engine's copy in the share, or "" (none built on the host)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -89,6 +96,9 @@ class VmJob:
             data.get("make_root"),
             list(data.get("refused") or []),
             data.get("crash"),
+            dict(data.get("inputs") or {}),
+            data.get("cwd", "/"),
+            data.get("engine", ""),
         )
 
 

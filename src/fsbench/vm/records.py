@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fsbench.plan.model import Cell
-from fsbench.store.records import FoldedRecord, MetricRecord, TrialRecord, cell_record
+from fsbench.store.records import TrialRecord, cell_record
 
 if TYPE_CHECKING:
     from fsbench.vm.protocol import VmCell
@@ -14,12 +14,8 @@ if TYPE_CHECKING:
 
 def to_record(data: dict[str, Any], vm_prov: dict[str, Any]) -> TrialRecord:
     """One record as the guest wrote it (asdict(TrialRecord)), with `vm_prov` under "vm"."""
-    fields = dict(data)
-    fields["metrics"] = [MetricRecord(**m) for m in fields.get("metrics") or []]
-    fields["folded"] = [FoldedRecord(**m) for m in fields.get("folded") or []]
-    fields["id"] = None
-    fields["provenance"] = {**(fields.get("provenance") or {}), "vm": vm_prov}
-    return TrialRecord(**fields)
+    provenance = {**(data.get("provenance") or {}), "vm": vm_prov}
+    return TrialRecord.from_dict({**data, "id": None, "provenance": provenance})
 
 
 def new_record(vc: VmCell) -> TrialRecord:

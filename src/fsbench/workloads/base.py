@@ -18,7 +18,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Generic, Protocol, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
@@ -58,6 +59,22 @@ class Params(BaseModel):
     run facts and the README read it from here."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def whole_values(cls) -> frozenset[str]:
+        """The parameters whose one value is itself a list (a command's argv, its metric
+        patterns): a list given for them in a plan is that value, never a sweep."""
+        return frozenset(n for n, f in cls.model_fields.items() if _is_list(f.annotation))
+
+
+def _is_list(annotation: Any) -> bool:
+    """A list or tuple type, also optional (`X | None`) or annotated."""
+    origin = get_origin(annotation)
+    if origin in (list, tuple):
+        return True
+    if origin is Annotated:
+        return _is_list(get_args(annotation)[0])
+    return origin in (Union, UnionType) and any(_is_list(a) for a in get_args(annotation))
 
 
 P = TypeVar("P", bound=Params)
@@ -127,6 +144,13 @@ class Workload(ABC, Generic[P]):
     params_model: ClassVar[type[Params]]
     # Parameter values per scale; a list value is a sweep (one cell per element).
     scale_defaults: ClassVar[Mapping[Scale, Mapping[str, Any]]]
+    # Parameters that name files of the machine that starts the run (the replay's trace):
+    # a place that runs trials elsewhere (a VM guest, many hosts) carries each file
+    # there; `refuses` checks them on the machine that has them.
+    input_params: ClassVar[tuple[str, ...]] = ()
+    # Parameters no default fits, that every plan gives (the command's own `run`), each
+    # with an example value: with them, every scale's defaults validate.
+    required_example: ClassVar[Mapping[str, Any]] = {}
     tools: ClassVar[tuple[Tool, ...]] = ()
     cache: ClassVar[CacheState] = CacheState.COLD
     flush: ClassVar[Flush] = Flush.SYNC_UMOUNT
@@ -166,6 +190,16 @@ class Workload(ABC, Generic[P]):
         stored as one step per stage: each stage's own parameters, over `params`. `age` is
         the cell's age knob."""
         return [{}]
+
+    def cache_for(self, params: P) -> CacheState:
+        """The cache state the timed phase starts in, with these parameters: the class's
+        `cache`, unless a parameter says (the `command` workload's `cache`)."""
+        return self.cache
+
+    def flush_for(self, params: P) -> Flush:
+        """The flush the runner times after `run`, with these parameters: the class's
+        `flush`, unless a parameter says (the `command` workload's `flush`)."""
+        return self.flush
 
     def run_context(self, ctx: TrialContext, params: P) -> TrialContext:
         """The filesystem this step's timed phase runs on: the trial's own (`ctx`), or one
@@ -214,6 +248,11 @@ class Workload(ABC, Generic[P]):
         flags `not-cold` when the device read less than validity.COLD_READ_FRACTION of
         them); None when the timed phase reads nothing it should find cold."""
         return None
+
+    def inputs(self, params: P) -> tuple[str, ...]:
+        """The files `input_params` name, as the plan gives them."""
+        values = (getattr(params, name) for name in self.input_params)
+        return tuple(str(v) for v in values if v is not None)
 
     def refuses(self, params: P) -> str | None:
         """Why these parameters cannot run on this machine although the model accepts

@@ -9,7 +9,7 @@ benchexec swaps its executor the same way, and hyperfine has `trait Executor`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -153,7 +153,7 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
                 model = instance.for_memory(model, mem)
             need = max(need, instance.required_bytes(model))
         if need > usable:
-            shown = " ".join(f"{k}={v}" for k, v in cell.params.items())
+            shown = " ".join(f"{k}={numbers.setting(v)}" for k, v in cell.params.items())
             raise FsbenchError(
                 f"{cell.workload} {shown} needs {numbers.size(need)} but a "
                 f"{numbers.size(target_size)} target leaves ~{numbers.size(usable)} after the "
@@ -161,9 +161,22 @@ def check_fits(cells: Sequence[Cell], target_size: int, machine_mem: int | None)
             )
 
 
-def check_params(cells: Sequence[Cell]) -> None:
+def input_files(cells: Iterable[Cell]) -> list[str]:
+    """The files of this machine that the cells' steps read (Workload.input_params), as
+    the plan names them, each once, in the cells' order."""
+    names: dict[str, None] = {}
+    for cell in cells:
+        for name, params in cell.steps:
+            wl = workloads.get(name)
+            names.update(dict.fromkeys(wl().inputs(wl.params_model.model_validate(params))))
+    return list(names)
+
+
+def check_params(cells: Sequence[Cell], *, inputs_only: bool = False) -> None:
     """Refuse, before anything runs, parameters a workload cannot run here although its
-    model accepts them (Workload.refuses: a fio job file that is not there)."""
+    model accepts them (Workload.refuses: a fio job file that is not there). `inputs_only`
+    where trials run on another machine (a VM guest), which judges the rest itself: only
+    the steps that read files of this one (Workload.inputs), checked where they are."""
     seen: set[str] = set()
     for cell in cells:
         for name, params in cell.steps:
@@ -173,6 +186,8 @@ def check_params(cells: Sequence[Cell]) -> None:
             if key in seen:
                 continue
             seen.add(key)
+            if inputs_only and not wl().inputs(model):
+                continue
             why = wl().refuses(model)
             if why:
                 raise FsbenchError(f"workload {name}: {why}")

@@ -199,6 +199,22 @@ class RaceResult:
         return self.winners[0].config if self.winners else None
 
     @property
+    def runner_up(self) -> str | None:
+        """The config next to the leader: the second still in the race, else of those
+        dropped as worse the last round's best (the highest mean rank at its look; a pair's
+        look drops one)."""
+        if len(self.winners) > 1:
+            return self.winners[1].config
+        worse = [d for d in self.dropped if d.reason == WORSE]
+        if not self.winners or not worse:
+            return None
+        last = max(d.round for d in worse)
+        return max(
+            (d for d in worse if d.round == last),
+            key=lambda d: d.mean_ranks.get(d.config, -math.inf),
+        ).config
+
+    @property
     def decided(self) -> bool:
         """One config, or one group of equally good configs, is left."""
         return self.stop in (ONE_LEFT, EQUIVALENT)

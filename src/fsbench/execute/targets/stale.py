@@ -25,7 +25,7 @@ from pathlib import Path
 
 from fsbench.execute.targets import devinfo
 from fsbench.execute.targets.loop import IMAGE_RE, MOUNT_DIR_RE, detach_loop
-from fsbench.system import contention, knobs, memcap, proc, servers, stepgroup
+from fsbench.system import contained, contention, knobs, memcap, proc, servers, stepgroup
 
 # The files, named by their owner's pid, in which a run writes down what to undo, and how
 # to undo it; in this order, before any mount is released (a server holds its mount).
@@ -201,6 +201,12 @@ def release_stale(workdir: str | Path) -> list[str]:
             lines.append(f"removed {what} cgroup {group} (pid {pid} gone)")
         except OSError as exc:
             lines.append(f"could not remove {what} cgroup {group}: {exc.strerror}")
+    for group, pid in contained.stale_groups():  # a command's: what it left, killed
+        try:
+            contained.release(group)
+            lines.append(f"removed command cgroup {group} (pid {pid} gone)")
+        except OSError as exc:
+            lines.append(f"could not remove command cgroup {group}: {exc.strerror}")
     for res in (r for r in stale if r.kind == "loop"):
         device = res.loop_device
         if device is None:

@@ -21,6 +21,7 @@ from fsbench.analysis.verdicts import Key, decide_all
 from fsbench.reports.charts.style import INK, MUTED, STYLE, config_colors
 from fsbench.reports.formats import IMAGES
 from fsbench.reports.tables import dims_of
+from fsbench.system import numbers
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def constant_text(rows: Sequence[Row], constant: list[str]) -> str:
     if not rows:
         return ""
     d = dims_of(rows[0])
-    return " ".join(f"{n}={d.get(n)}" for n in constant)
+    return " ".join(f"{n}={numbers.setting(d.get(n))}" for n in constant)
 
 
 def n_text(rows: Sequence[Row]) -> str:

@@ -19,6 +19,7 @@ from fsbench.reports.charts import figure, style
 from fsbench.reports.charts.figure import Chart, Drawing, ok
 from fsbench.reports.headline import headline_metrics
 from fsbench.reports.tables import dims_of, split_dims
+from fsbench.system import numbers
 
 # Parameters whose sweep is the x axis before any other, and how the axis reads them.
 AXES = {
@@ -47,7 +48,7 @@ def numeric_sweep(rows: Sequence[Row]) -> str | None:
 
 
 def _panel(row: Row, others: list[str]) -> str:
-    return " ".join(f"{n}={dims_of(row).get(n)}" for n in others)
+    return " ".join(f"{n}={numbers.setting(dims_of(row).get(n))}" for n in others)
 
 
 def line_chart(d: Drawing, metric: str, param: str) -> Chart | None:

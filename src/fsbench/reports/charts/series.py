@@ -46,6 +46,7 @@ from fsbench.reports.charts.figure import (
 from fsbench.reports.charts.style import MUTED, PALETTE, STYLE, config_colors, tick
 from fsbench.reports.formats import IMAGES
 from fsbench.store import trialfacts
+from fsbench.system import numbers
 
 ROLLING_S = 5  # seconds in the rolling mean (centred)
 MIN_POINTS = 3  # a cell is drawn when one of its series has this many seconds
@@ -297,7 +298,7 @@ def series_chart_set(
             peers = [ts for (c, w, _k), g in groups.items() if (c, w) == (chain, wl) for ts in g]
             names = list(dict.fromkeys(k for ts in peers for k in ts.dims()))
             varying = [k for k in names if len({repr(ts.dims().get(k)) for ts in peers}) > 1]
-            label = " ".join(f"{k}={group[0].dims().get(k)}" for k in varying)
+            label = " ".join(f"{k}={numbers.setting(group[0].dims().get(k))}" for k in varying)
             fig, title = draw_series(group, label, colors)
             paths = save(fig, out_dir, name("series", chain, wl, label), formats)
             charts.append(Chart("series", title, wl, chain, paths, None, size(fig)))

@@ -17,6 +17,7 @@ from fsbench.reports.charts import figure
 from fsbench.reports.charts.figure import Chart, TrialOf
 from fsbench.reports.charts.style import INK, MUTED, STYLE, tick
 from fsbench.reports.formats import IMAGES
+from fsbench.system import numbers
 
 CPU_SERIES = (
     ("cpu_user_pct", "CPU user", "#0072B2"),
@@ -169,7 +170,7 @@ def timeline_chart_set(
             peers = [tl for (c, w, _k), g in groups.items() if (c, w) == (chain, wl) for tl in g]
             names = list(dict.fromkeys(k for tl in peers for k in tl.dims()))
             varying = [k for k in names if len({repr(tl.dims().get(k)) for tl in peers}) > 1]
-            label = " ".join(f"{k}={group[0].dims().get(k)}" for k in varying)
+            label = " ".join(f"{k}={numbers.setting(group[0].dims().get(k))}" for k in varying)
             stem = name("timeline", chain, wl, label)
             charts.append(timeline_figure(group, label, out_dir, stem, formats))
     return charts

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision, Side, decide
@@ -53,10 +53,7 @@ class CellKey:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "host": self.host,
-            "config": self.config,
-            "chain": self.chain,
-            "workload": self.workload,
+            **asdict(self),
             "params": json.loads(self.params),
             "knobs": json.loads(self.knobs),
             "metric": self.metric or None,

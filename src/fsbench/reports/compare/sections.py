@@ -40,7 +40,7 @@ TONES: dict[str, d.Tone] = {
 
 
 def _dims_text(dims: dict[str, Any], names: list[str]) -> str:
-    return " ".join(f"{n}={dims.get(n)}" for n in names)
+    return " ".join(f"{n}={numbers.setting(dims.get(n))}" for n in names)
 
 
 def ratio_text(c: CellComparison) -> str:
@@ -65,7 +65,10 @@ def sections(cmp: Comparison) -> list[d.Table]:
         group = [c for c in cmp.cells if c.key.workload == workload and c.key.chain == chain]
         names = list(dict.fromkeys(n for c in group for n in c.key.dims()))
         varying = [n for n in names if len({repr(c.key.dims().get(n)) for c in group}) > 1]
-        constant = [n for n in names if n not in varying]
+        # An empty table or list (a command's env) says nothing in a caption.
+        constant = [
+            n for n in names if n not in varying and group[0].key.dims().get(n) not in ({}, [])
+        ]
         caption = "mean ± 95% CI (n); B/A [the CI its verdict used]"
         if constant:
             caption += " · " + _dims_text(group[0].key.dims(), constant)
@@ -134,7 +137,7 @@ def unmatched_lines(keys: list[CellKey]) -> list[str]:
     lines = []
     for (label, chain, workload, params, knobs), metrics in cells.items():
         dims = {**json.loads(params), **json.loads(knobs)}
-        what = " ".join(f"{n}={v}" for n, v in dims.items())
+        what = " ".join(f"{n}={numbers.setting(v)}" for n, v in dims.items() if v not in ({}, []))
         wl = f"{workload} ({chain})" if chain else workload
         shown = ", ".join(m for m in metrics if m) or "no metrics"
         lines.append(f"{label} · {wl} · {what} · {shown}")

@@ -28,13 +28,17 @@ def value(x: Any) -> str:
 
 
 def _tables(document: d.Document) -> list[d.Records]:
+    tables = [
+        b.as_table() if isinstance(b, d.Histogram | d.FlameDiff) else b
+        for b in document.blocks
+        if isinstance(b, d.Table | d.Histogram | d.FlameDiff)
+    ]
     return [
         d.Records(
             tuple(c.name for c in t.columns),
             tuple(tuple(c.text if c.value is None else c.value for c in row) for row in t.rows),
         )
-        for t in document.blocks
-        if isinstance(t, d.Table)
+        for t in tables
     ]
 
 

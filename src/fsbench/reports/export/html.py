@@ -9,6 +9,7 @@ at every start of fsbench."""
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from fsbench import __version__
@@ -72,12 +73,14 @@ def _cell(cell: d.Cell, numeric: bool) -> str:
 
 def _table(t: d.Table) -> str:
     from fsbench.reports.html.markup import e, head, table, tag
+    from fsbench.reports.html.results import why_row
 
     numeric = [c.name for c in t.columns if c.numeric]
     rows = [
         tag("tr", "".join(_cell(c, col.numeric) for c, col in zip(row, t.columns, strict=False)))
         for row in [*t.rows, *([t.summary] if t.summary else [])]
     ]
+    rows += [why_row(w, len(t.columns)) for w in t.why]
     out = tag(f"h{min(t.level, 6)}", e(t.title)) if t.title else ""
     out += tag("p", e(t.caption), class_="about") if t.caption else ""
     out += table(head(*(c.name for c in t.columns), numeric=numeric), rows)
@@ -110,9 +113,18 @@ def _block(b: d.Block, chart_dir: Path, kept: tuple[str, ...]) -> str:
         return "".join(tag("p", e(n), class_="about") for n in b.lines)
     if isinstance(b, d.Preformatted):
         return tag("h2", e(b.title)) + pre(b.text)
+    from fsbench.reports.charts.flame import flame_chart
+    from fsbench.reports.charts.histogram import histogram_chart
     from fsbench.reports.charts.points import points_chart
     from fsbench.reports.html.embed import img
+    from fsbench.reports.html.markup import details
 
+    if isinstance(b, d.Histogram):
+        return img(histogram_chart(b, chart_dir, kept))
+    if isinstance(b, d.FlameDiff):  # the image, and the stacks it draws ranked
+        stacks = replace(b.as_table(), title="")
+        ranked = details(e(f"{b.title}: the stacks that changed most"), _table(stacks))
+        return img(flame_chart(b, chart_dir, kept)) + ranked
     return img(points_chart(b, chart_dir, kept))
 
 

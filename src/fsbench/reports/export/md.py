@@ -1,8 +1,9 @@
 """`md`: a document as markdown, a mailing-list post. The title a heading and its facts a
 list; each table under its heading (one level below the document's), caption in italics,
-numbers right-aligned, the best or worst cells in bold, the summary row in italics, then
-its legend and numbered footnotes; verdicts a list, their evidence after a colon; a log in
-a fenced block. Every text that reaches a table or a list is escaped."""
+numbers right-aligned, the best or worst cells in bold, the summary row in italics, the
+lines saying why under it a list, then its legend and numbered footnotes; verdicts a
+list, their evidence after a colon; a log in a fenced block. Every text that reaches a
+table or a list is escaped."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def table(t: d.Table) -> list[str]:
     if t.summary:
         lines.append(_row([f"_{escape(c.text)}_" if c.text else "" for c in t.summary]))
     lines.append("")
+    if t.why:
+        lines += [*(f"- {escape(w)}" for w in t.why), ""]
     if t.legend:
         lines += [f"_{escape(t.legend)}._", ""]
     if t.footnotes:
@@ -63,6 +66,8 @@ def block(b: d.Block) -> list[str]:
         return [*(f"_{escape(n)}_" for n in b.lines), ""]
     if isinstance(b, d.Preformatted):
         return [f"### {escape(b.title)}", "", "```", b.text.rstrip("\n"), "```", ""]
+    if isinstance(b, d.Histogram | d.FlameDiff):
+        return table(b.as_table())
     return []  # a chart is drawn only where a page shows it
 
 

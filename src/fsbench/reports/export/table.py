@@ -1,7 +1,8 @@
 """`table`: a document for the terminal. Its title's byline and its facts first, dimmed;
-then every table as rich draws it (the row names never wrapped, numbers right-aligned, its
-footnotes and legend under it), verdicts with their evidence indented, notes dimmed; a
-blank line before each. Styles only where the terminal shows them (`Options.color`)."""
+then every table as rich draws it (the row names never wrapped, numbers right-aligned;
+under it the lines saying why its verdicts came out so, its footnotes and legend),
+verdicts with their evidence indented, notes dimmed; a blank line before each. Styles
+only where the terminal shows them (`Options.color`)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,8 @@ class _Printer:
         elif isinstance(block, d.Table):
             self.gap()
             self.console.print(rich_table(block))
+            for why in block.why:
+                self.line(f"  {why}", "good")
             for i, note in enumerate(block.footnotes, 1):
                 self.line(f"  [{i}] {note}", "muted")
             if block.legend:
@@ -108,6 +111,8 @@ class _Printer:
             self.line(f"{block.title}:")
             for text in block.text.rstrip("\n").splitlines():
                 self.line(f"  {text}")
+        elif isinstance(block, d.Histogram | d.FlameDiff):
+            self.block(block.as_table())
         # A chart is drawn only where a page shows it.
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from fsbench.analysis.rows import Row
 from fsbench.reports.tables import dims_of
 from fsbench.store.records import TrialRecord
+from fsbench.system import numbers
 
 
 def e(value: Any) -> str:
@@ -112,7 +113,9 @@ def varying(rows: Sequence[Row]) -> dict[tuple[str, str], set[str]]:
 
 def named(values: dict[str, Any], names: set[str] | None = None) -> str:
     """'method=write-4k size=64M': these parameters and knobs (all when names is None)."""
-    return " ".join(f"{k}={v}" for k, v in values.items() if names is None or k in names)
+    return " ".join(
+        f"{k}={numbers.setting(v)}" for k, v in values.items() if names is None or k in names
+    )
 
 
 def where(

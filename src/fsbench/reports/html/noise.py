@@ -17,7 +17,7 @@ from fsbench.system import numbers
 
 
 def _workload(item: Noise, swept: bool) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in json.loads(item.params).items())
+    params = ", ".join(f"{k}={numbers.setting(v)}" for k, v in json.loads(item.params).items())
     return f"{item.workload} {params}" if swept and params else item.workload
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fsbench import __version__
 from fsbench.analysis import aa_check as calibration
+from fsbench.reports import document as d
 from fsbench.reports import run_report
 from fsbench.reports.charts import Chart, all_charts, trial_series
 from fsbench.reports.document import Wants
@@ -34,6 +35,7 @@ from fsbench.reports.html.summary import summary_html
 from fsbench.reports.run_report import RunReportDocument
 from fsbench.reports.source import RunReport
 from fsbench.reports.tables import build_tables
+from fsbench.reports.why import Why
 from fsbench.store.results import Store
 from fsbench.store.runkinds import kind_of
 
@@ -50,8 +52,16 @@ def _section(sid: str, title: str, inner: str, about: str = "") -> str:
     return tag("section", tag("h2", e(title), id=sid) + about_html + inner)
 
 
-def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
-    """The whole page as a string (charts are read from their files and embedded)."""
+def why_html(why: d.Verdicts) -> str:
+    """Per explained pair: the counted verdict, then the mechanisms named (a race's page)."""
+    return "".join(
+        tag("p", tag("strong", e(v.text)) + e(": " + "; ".join(v.details))) for v in why.items
+    )
+
+
+def render_html(report: RunReport, charts: Sequence[Chart], why: Why | None = None) -> str:
+    """The whole page as a string (charts are read from their files and embedded); `why`:
+    the run's last explain run's mechanisms, under the verdicts of its tables."""
     run, trials, rows = report.run, report.trials, report.rows
     decisions = report.decisions
     tables = build_tables(rows, decisions=decisions)
@@ -89,6 +99,7 @@ def render_html(report: RunReport, charts: Sequence[Chart]) -> str:
                 [t for t in tables if t.workload == wl and t.chain == chain],
                 [r for r in rows if r.workload == wl and r.chain == chain],
                 [c for c in charts if c.workload == wl and c.chain == chain],
+                why,
             )
         )
     features = features_section(run, trials)
@@ -195,9 +206,10 @@ def run_page(document: RunReportDocument, chart_dir: Path | None = None) -> str:
     charts also kept in chart_dir (PNG and SVG) when given, else drawn in a temporary
     directory (SVG only) that is removed."""
     if chart_dir is not None:
-        return render_html(document.report, page_charts(document, chart_dir))
+        return render_html(document.report, page_charts(document, chart_dir), document.why)
     with tempfile.TemporaryDirectory(prefix="fsbench-charts-") as tmp:
-        return render_html(document.report, page_charts(document, Path(tmp), ("svg",)))
+        charts = page_charts(document, Path(tmp), ("svg",))
+        return render_html(document.report, charts, document.why)
 
 
 def html_report(store: Store, run_id: int, chart_dir: Path | None = None) -> str:
@@ -211,5 +223,5 @@ def write_run_report(store: Store, run_id: int, out_dir: Path) -> list[Path]:
     document = run_report.build(store, run_id, Wants(charts=True))
     charts = page_charts(document, out_dir)
     page = out_dir / REPORT_NAME
-    page.write_text(render_html(document.report, charts), encoding="utf-8")
+    page.write_text(render_html(document.report, charts, document.why), encoding="utf-8")
     return [page, *(p for c in charts for p in c.paths)]

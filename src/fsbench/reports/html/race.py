@@ -11,7 +11,7 @@ from fsbench import __version__
 from fsbench.reports.charts.race import race_chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import e, head, pre, table, tag
-from fsbench.reports.html.page import css
+from fsbench.reports.html.page import css, why_html
 from fsbench.reports.tune import RaceDocument, TuneReport
 from fsbench.system import numbers
 
@@ -95,6 +95,7 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
             winners,
             tag("h2", "Dropped"),
             dropped if doc.dropped else tag("p", "None."),
+            *_why(doc),
             *(safety if doc.safety else []),
             tag("h2", "Check the winner against the defaults"),
             pre(doc.rerun),
@@ -108,6 +109,14 @@ def race_html(doc: TuneReport, chart_html: str) -> str:
         f'<style>{css()}</style>\n</head>\n<body>\n<div class="wrap">{body}</div>\n'
         "</body>\n</html>\n"
     )
+
+
+def _why(doc: TuneReport) -> list[str]:
+    """The race's explained pair under its winner (`fsbench tune --explain`)."""
+    why = doc.why_block()
+    if why is None:
+        return []
+    return [tag("h2", "Why", id="why"), tag("p", e(why.caption), class_="about"), why_html(why)]
 
 
 def race_page(document: RaceDocument, chart_dir: Path | None = None) -> str:

@@ -8,12 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from fsbench.analysis.rows import Row
+from fsbench.reports import why as explained
 from fsbench.reports.charts import Chart
 from fsbench.reports.html.embed import img
 from fsbench.reports.html.markup import details, e, facts, slug, tag
 from fsbench.reports.html.overtime import over_time_html
 from fsbench.reports.html.repetitions import repetitions_html
 from fsbench.reports.tables import Table
+from fsbench.reports.why import Why
 from fsbench.store.records import RunRecord
 
 _MARKS = re.compile(r"((?: \[\d+\])+)$")
@@ -36,7 +38,15 @@ def _status_class(text: str) -> str:
     return "num"
 
 
-def table_html(t: Table, table_id: str) -> str:
+def why_row(line: str, span: int, source: str = "") -> str:
+    """A line under a table's verdict row saying why its verdict came out so (`source`:
+    what said it, shown on hover)."""
+    return tag("tr", tag("td", e(line), colspan=str(span)), class_="why", title=source or None)
+
+
+def table_html(t: Table, table_id: str, why: Why | None = None) -> str:
+    """A run's table, its verdict row and the lines saying why under it (`why`: the run's
+    last explain run's)."""
     header = tag("th", e(t.row_header), scope="col") + "".join(
         tag("th", e(c), scope="col", class_="num") for c in t.columns
     )
@@ -61,6 +71,8 @@ def table_html(t: Table, table_id: str) -> str:
                 cls = "num sig" if v.kind == "order" else "num"
                 tds.append(tag("td", e(v.short), class_=cls, title=v.text))
         body.append(tag("tr", "".join(tds), class_="verdict"))
+    source = why.source if why else ""
+    body += [why_row(w, len(t.columns) + 1, source) for w in explained.under(t, why)]
     table = tag(
         "table",
         tag("caption", e(t.caption))
@@ -106,6 +118,7 @@ def workload_section(
     tables: Sequence[Table],
     rows: Sequence[Row],
     charts: Sequence[Chart],
+    why: Why | None = None,
 ) -> str:
     wl = rows[0].workload
     stored = run.workloads.get(wl) or {}
@@ -113,7 +126,7 @@ def workload_section(
     if stored.get("summary"):
         parts.append(tag("p", e(stored["summary"]), class_="about"))
     parts.append(_params_html(stored, rows))
-    parts += [table_html(t, f"{sid}-t{i}") for i, t in enumerate(tables)]
+    parts += [table_html(t, f"{sid}-t{i}", why) for i, t in enumerate(tables)]
     main = [c for c in charts if c.kind not in ("timeline", "series")]
     timelines = [c for c in charts if c.kind == "timeline"]
     if main:

@@ -162,11 +162,15 @@ class Child:
                 os.killpg(self.process.pid, sig)
             except ProcessLookupError:
                 pass
-            try:
-                return self.process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                return None
+            return self.wait(grace)
         return self.process.returncode
+
+    def wait(self, timeout: float) -> int | None:
+        """Its exit code, or None if it still runs after `timeout` seconds."""
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
     def close(self) -> None:
         """Killed with its whole group (what it forked may outlive it) and reaped: no

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -38,6 +39,9 @@ MARK_BASE = 0x40000000
 # maps (symbolizing every kernel stack: minutes on a loaded machine of 2 CPUs).
 READY_TIMEOUT = 120.0
 EXIT_GRACE = 300.0
+# How long a bpftrace that has printed nothing since its SIGINT may sleep waiting for
+# events before it is asked again (seconds).
+ASK_AGAIN = 5.0
 # Maps every script keeps for itself.
 WINDOW = ("on", "t0")
 # What a script prints once every probe of it is attached (bpftrace runs BEGIN then).
@@ -106,8 +110,12 @@ class BpftraceTracer(Monitor):
             f"tracepoint:syscalls:sys_enter_kill /pid == {me} && args->sig == 0 && "
             f"args->pid == {self.mark + 1}/ {{ @on = 0; @window_ns = nsecs - @t0; }}\n"
         )
-        end = "".join(f" clear(@{name});" for name in (*WINDOW, *self.scratch))
-        return f"{window}{self.probes(site)}\nEND {{{end} }}\n"
+        probes = self.probes(site)
+        # Only maps the script uses: bpftrace refuses to clear one it never defined (a
+        # journal's scratch map on a filesystem without that journal).
+        used = [n for n in (*WINDOW, *self.scratch) if re.search(rf"@{n}\b", probes + window)]
+        end = "".join(f" clear(@{name});" for name in used)
+        return f"{window}{probes}\nEND {{{end} }}\n"
 
     def attach(self, site: Site) -> None:
         super().attach(site)
@@ -160,14 +168,31 @@ class BpftraceTracer(Monitor):
             if tracer.opened and not tracer.closed:
                 _mark(tracer.mark + 1)
                 tracer.closed = True
-        code = self.child.interrupt(grace=EXIT_GRACE)
+        code = self._finish()
         self.printed = bpfout.parse(self._lines())
         if code is None:
             said = " ".join(self.printed.messages[-3:])
             raise TrialFailed(
                 f"tracer {self.name}: bpftrace did not print its maps in {EXIT_GRACE:.0f} s"
-                + (f": {said}" if said else "")
+                f" ({waiting(self.child.pid)})" + (f": {said}" if said else "")
             )
+
+    def _finish(self) -> int | None:
+        """SIGINT, then up to EXIT_GRACE for bpftrace to print its maps and exit; its exit
+        code, or None. One still waiting for events with nothing printed ASK_AGAIN seconds
+        later missed the signal and is asked again: under load the offcpu script (which
+        sends no events) slept in epoll_wait through the whole grace, twice."""
+        assert self.child is not None and self.log is not None
+        deadline = time.monotonic() + EXIT_GRACE
+        before = self.log.stat().st_size
+        code = self.child.interrupt(grace=ASK_AGAIN)
+        while code is None and time.monotonic() < deadline:
+            asleep = "do_epoll_wait" in waiting(self.child.pid)
+            if asleep and self.log.stat().st_size == before:
+                code = self.child.interrupt(grace=ASK_AGAIN)
+            else:  # printing its maps: symbolizing stacks takes a while under load
+                code = self.child.wait(ASK_AGAIN)
+        return code
 
     def output(self, metrics: Sequence[Metric]) -> Output:
         assert self.site is not None
@@ -194,6 +219,19 @@ class BpftraceTracer(Monitor):
             if self.held:
                 self.held = False
                 tracefs.release()
+
+
+def waiting(pid: int) -> str:
+    """A process's state as the kernel says (D: asleep in the kernel, uninterruptible),
+    and where it sleeps when the kernel tells (wchan; 0 here): what a bpftrace that never
+    exits was doing, for the trial's failure."""
+    proc_dir = Path(f"/proc/{pid}")
+    try:
+        state = (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        wchan = (proc_dir / "wchan").read_text().strip()
+    except (OSError, IndexError):
+        return "gone"
+    return f"state {state}" + (f", in {wchan}" if wchan not in ("", "0") else "")
 
 
 def _mark(pid: int) -> None:

@@ -1,0 +1,1112 @@
+//! Replaying a trace: `prepare` checks the whole trace and makes its starting tree
+//! (untimed); `run` streams the trace again and replays its calls, one engine thread per
+//! recorded thread, each in its recorded order, a call waiting for the earlier calls of
+//! other threads on the resources it names (ROOT's resource-oriented ordering, Weiss et
+//! al., SOSP 2013), as fast as possible or with the recorded think time between calls.
+//!
+//! One reader thread decodes the trace and hands each thread its calls in batches over a
+//! bounded queue: memory stays bounded however long the trace. The reader never holds back
+//! a call another thread's call waits for (it sends the batch first), and a call only ever
+//! waits for calls before it in the trace, so the replay cannot deadlock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::fileset::fill_random;
+use crate::stats::{ENGINE, EngineInfo, Latency};
+use crate::sys::{self, AlignedBuf};
+use crate::trace::calls::{self, Buffers};
+use crate::trace::check::{self, MAX_FD_IDS, MAX_MAP_IDS, Summary, Validator};
+use crate::trace::format::{EntryType, Record, TraceReader};
+use crate::trace::import::TreeCounts;
+use crate::trace::kind::{Kind, MAX_INTS};
+
+pub const SCHEMA: u32 = 1;
+const BATCH: usize = 128;
+const QUEUE_BATCHES: usize = 4;
+const WORKER_STACK: usize = 256 << 10;
+/// Mismatch examples kept (the first of the run).
+const EXAMPLES: usize = 20;
+/// Seed of the synthetic contents (the starting tree's files, the data written).
+pub const FILL_SEED: u64 = 0x7ACE;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timing {
+    /// Each call as soon as its thread's previous call and its dependencies are done.
+    #[default]
+    Fast,
+    /// Also wait the recorded think time before each call (less the tracer's overhead),
+    /// divided by `speed`.
+    Recorded,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaySpec {
+    pub schema: u32,
+    pub trace: String,
+    /// The directory the tree is made in and the calls replayed in.
+    pub dir: String,
+    #[serde(default)]
+    pub timing: Timing,
+    #[serde(default = "one")]
+    pub speed: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+pub fn parse_spec(text: &str) -> Result<ReplaySpec> {
+    let s: ReplaySpec =
+        serde_json::from_str(text).map_err(|e| Error::input(format!("replay spec: {e}")))?;
+    if s.schema != SCHEMA {
+        return Err(Error::input(format!(
+            "replay spec: schema {} is not supported (this engine reads schema {SCHEMA})",
+            s.schema
+        )));
+    }
+    if !(s.speed.is_finite() && s.speed > 0.0 && s.speed <= 1e6) {
+        return Err(Error::input(format!(
+            "replay spec: speed must be > 0, got {}",
+            s.speed
+        )));
+    }
+    if s.dir.trim().is_empty() || s.trace.trim().is_empty() {
+        return Err(Error::input("replay spec: trace and dir are required"));
+    }
+    Ok(s)
+}
+
+#[derive(Debug, Serialize)]
+pub struct PrepareReport {
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub sync_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PrepareResult {
+    pub schema: u32,
+    pub engine: EngineInfo,
+    pub trace: Summary,
+    pub prepare: PrepareReport,
+}
+
+fn cstring(p: &[u8]) -> Result<CString> {
+    CString::new(p.to_vec()).map_err(|_| Error::input("trace: a path holds a NUL byte"))
+}
+
+fn rt(what: &str, p: &[u8], e: std::io::Error) -> Error {
+    Error::runtime(format!("{what} {}: {e}", String::from_utf8_lossy(p)))
+}
+
+/// Check the trace, then make its starting tree in `dir` (which must be empty or absent):
+/// directories, files of their recorded size (the recorded contents, or the synthetic
+/// fill), symlinks; modes as recorded; then syncfs.
+pub fn prepare(spec: &ReplaySpec) -> Result<PrepareResult> {
+    let summary = check::check(Path::new(&spec.trace))?;
+    let dir = Path::new(&spec.dir);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::runtime(format!("create {}: {e}", dir.display())))?;
+    let not_empty = std::fs::read_dir(dir)
+        .map_err(|e| Error::runtime(format!("read {}: {e}", dir.display())))?
+        .next()
+        .is_some();
+    if not_empty {
+        return Err(Error::input(format!(
+            "replay dir {} is not empty: the starting tree is made in an empty one",
+            dir.display()
+        )));
+    }
+    let root = std::fs::File::open(dir)
+        .map_err(|e| Error::runtime(format!("open {}: {e}", dir.display())))?;
+    let rootfd = root.as_raw_fd();
+    let t0 = Instant::now();
+    let mut r = TraceReader::open(Path::new(&spec.trace))?;
+    let mut v = Validator::default();
+    let mut fill = vec![0u8; 1 << 20];
+    fill_random(&mut fill, FILL_SEED);
+    let mut counts = TreeCounts::default();
+    let mut dir_modes: Vec<(CString, u32)> = Vec::new();
+    while let Some(rec) = r.next_record()? {
+        v.see(&rec)?;
+        match rec {
+            Record::Tree {
+                path,
+                kind,
+                size,
+                mode,
+                target,
+            } => {
+                let rel = v.paths[path as usize].clone();
+                let c = cstring(&rel)?;
+                match kind {
+                    EntryType::Dir => {
+                        counts.dirs += 1;
+                        if rel != b"." {
+                            calls::mkdirat(rootfd, &c, 0o700).map_err(|e| rt("mkdir", &rel, e))?;
+                        }
+                        dir_modes.push((c, mode));
+                    }
+                    EntryType::File => {
+                        counts.files += 1;
+                        counts.bytes += size;
+                        calls::make_file(rootfd, &c, size, mode, &fill)
+                            .map_err(|e| rt("create", &rel, e))?;
+                    }
+                    EntryType::Symlink => {
+                        counts.symlinks += 1;
+                        let t = cstring(&target.unwrap_or_default())?;
+                        calls::symlinkat(&t, rootfd, &c).map_err(|e| rt("symlink", &rel, e))?;
+                    }
+                }
+            }
+            Record::Data {
+                path,
+                offset,
+                bytes,
+            } => {
+                let rel = v.paths[path as usize].clone();
+                calls::write_at(rootfd, &cstring(&rel)?, offset, &bytes)
+                    .map_err(|e| rt("write", &rel, e))?;
+                counts.data_bytes += bytes.len() as u64;
+            }
+            _ => {}
+        }
+    }
+    // modes last, deepest first: a directory without write permission is still filled
+    for (c, mode) in dir_modes.iter().rev() {
+        calls::chmodat(rootfd, c, *mode).map_err(|e| rt("chmod", c.as_bytes(), e))?;
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    sys::syncfs(rootfd).map_err(|e| Error::runtime(format!("syncfs {}: {e}", dir.display())))?;
+    Ok(PrepareResult {
+        schema: SCHEMA,
+        engine: ENGINE,
+        trace: summary,
+        prepare: PrepareReport {
+            files: counts.files,
+            dirs: counts.dirs,
+            symlinks: counts.symlinks,
+            bytes: counts.bytes,
+            seconds: round6(seconds),
+            sync_seconds: round6(t1.elapsed().as_secs_f64()),
+        },
+    })
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// A replay thread's progress, which other threads wait on.
+pub struct ThreadState {
+    done: AtomicU64,
+    waiters: AtomicU32,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl ThreadState {
+    fn new() -> Self {
+        ThreadState {
+            done: AtomicU64::new(0),
+            waiters: AtomicU32::new(0),
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn finish_one(&self) {
+        self.done.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.cv.notify_all();
+        }
+    }
+
+    /// Wait until `n` of its calls are done.
+    fn wait_for(&self, n: u64) {
+        for _ in 0..200 {
+            if self.done.load(Ordering::Acquire) >= n {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let mut g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        while self.done.load(Ordering::SeqCst) < n {
+            g = self
+                .cv
+                .wait_timeout(g, Duration::from_millis(1))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        drop(g);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+struct Dep {
+    thread: Arc<ThreadState>,
+    need: u64,
+}
+
+/// One call as a replay thread makes it.
+pub struct Op {
+    pub kind: Kind,
+    pub ints: [i64; MAX_INTS],
+    pub text: Option<CString>,
+    pub path: Option<Arc<CString>>,
+    pub path2: Option<Arc<CString>>,
+    pub result: i64,
+    think_ns: u64,
+    deps: Vec<Dep>,
+}
+
+enum Work {
+    Call(Op),
+    Release { fd: u32, deps: Vec<Dep> },
+}
+
+/// What the threads share: the real descriptors and mappings behind the trace's ids.
+pub struct Tables {
+    /// The replay's directory: the paths' root.
+    pub root: RawFd,
+    pub root_path: Vec<u8>,
+    pub fds: Vec<AtomicI32>,
+    pub maps: Vec<(AtomicUsize, AtomicUsize)>,
+}
+
+impl Tables {
+    fn new(root: RawFd, root_path: Vec<u8>) -> Self {
+        Tables {
+            root,
+            root_path,
+            fds: (0..MAX_FD_IDS).map(|_| AtomicI32::new(-1)).collect(),
+            maps: (0..MAX_MAP_IDS)
+                .map(|_| (AtomicUsize::new(0), AtomicUsize::new(0)))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct KindStats {
+    calls: u64,
+    bytes: u64,
+    recorded_bytes: u64,
+    mismatches: u64,
+    hist: Option<hdrhistogram::Histogram<u64>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Example {
+    pub kind: &'static str,
+    pub path: Option<String>,
+    pub recorded: i64,
+    pub replayed: i64,
+}
+
+struct WorkerOut {
+    kinds: Vec<KindStats>,
+    examples: Vec<Example>,
+    releases: u64,
+    end: Instant,
+}
+
+fn kind_index(k: Kind) -> usize {
+    Kind::ALL.iter().position(|x| *x == k).unwrap_or(0)
+}
+
+/// Same result as recorded? Ids differ by nature; errors compare by errno.
+fn matches(kind: Kind, recorded: i64, got: i64) -> bool {
+    if recorded < 0 || got < 0 {
+        if kind == Kind::Mmap {
+            return (-4095..0).contains(&recorded) != (got >= 0);
+        }
+        return recorded == got;
+    }
+    if kind.makes_id() || !kind.compares_value() {
+        return true;
+    }
+    recorded == got
+}
+
+fn worker(rx: Receiver<Vec<Work>>, me: Arc<ThreadState>, tables: Arc<Tables>) -> WorkerOut {
+    let mut kinds: Vec<KindStats> = Kind::ALL.iter().map(|_| KindStats::default()).collect();
+    let mut examples = Vec::new();
+    let mut releases = 0;
+    let mut bufs = Buffers::default();
+    let mut last_end = Instant::now();
+    for batch in rx {
+        for w in batch {
+            match w {
+                Work::Release { fd, deps } => {
+                    for d in &deps {
+                        d.thread.wait_for(d.need);
+                    }
+                    let real = tables.fds[fd as usize].swap(-1, Ordering::AcqRel);
+                    if real >= 0 {
+                        let _ = sys::close(real);
+                    }
+                    releases += 1;
+                }
+                Work::Call(op) => {
+                    for d in &op.deps {
+                        d.thread.wait_for(d.need);
+                    }
+                    if op.think_ns > 0 {
+                        wait_until(last_end + Duration::from_nanos(op.think_ns));
+                    }
+                    let t0 = Instant::now();
+                    let got = calls::execute(&op, &tables, &mut bufs);
+                    let t1 = Instant::now();
+                    last_end = t1;
+                    let k = &mut kinds[kind_index(op.kind)];
+                    k.calls += 1;
+                    crate::stats::record_latency(
+                        k.hist.get_or_insert_with(crate::stats::histogram),
+                        t1 - t0,
+                    );
+                    if op.kind.moves_bytes() {
+                        k.bytes += got.max(0) as u64;
+                        k.recorded_bytes += op.result.max(0) as u64;
+                    }
+                    if !matches(op.kind, op.result, got) {
+                        k.mismatches += 1;
+                        if examples.len() < EXAMPLES {
+                            examples.push(Example {
+                                kind: op.kind.name(),
+                                path: op
+                                    .path
+                                    .as_ref()
+                                    .map(|p| String::from_utf8_lossy(p.as_bytes()).into_owned()),
+                                recorded: op.result,
+                                replayed: got,
+                            });
+                        }
+                    }
+                }
+            }
+            me.finish_one();
+        }
+    }
+    WorkerOut {
+        kinds,
+        examples,
+        releases,
+        end: last_end,
+    }
+}
+
+/// Sleep most of the way, spin the rest: a sleep overshoots by tens of microseconds.
+fn wait_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > Duration::from_micros(300) {
+            thread::sleep(left - Duration::from_micros(200));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The resources a call names, and how.
+#[derive(Default)]
+struct ResState {
+    writer: Option<(u32, u64)>,
+    readers: Vec<(u32, u64)>,
+}
+
+const FD_KEY: u64 = 1 << 40;
+const MAP_KEY: u64 = 2 << 40;
+
+#[derive(Default)]
+struct Resources {
+    map: HashMap<u64, ResState>,
+}
+
+impl Resources {
+    /// Record `me` (thread, index) using `key`; add to `deps` what it must wait for.
+    fn access(&mut self, key: u64, write: bool, me: (u32, u64), deps: &mut Vec<(u32, u64)>) {
+        let st = self.map.entry(key).or_default();
+        if let Some(w) = st.writer
+            && w.0 != me.0
+        {
+            deps.push(w);
+        }
+        if write {
+            deps.extend(st.readers.iter().filter(|r| r.0 != me.0));
+            st.writer = Some(me);
+            st.readers.clear();
+        } else if let Some(r) = st.readers.iter_mut().find(|r| r.0 == me.0) {
+            r.1 = me.1;
+        } else {
+            st.readers.push(me);
+        }
+    }
+}
+
+/// A recorded thread as the reader sees it.
+struct Lane {
+    tx: Option<SyncSender<Vec<Work>>>,
+    batch: Vec<Work>,
+    /// Work items handed out so far.
+    count: u64,
+    /// End of its previous call as recorded (ns since the trace's start).
+    last_end_ns: i64,
+    start_dep: Option<(u32, u64)>,
+}
+
+impl Lane {
+    fn flush(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let b = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        if let Some(tx) = &self.tx {
+            // a worker that died (panicked) drops its receiver: its calls are lost,
+            // which the missing counts say
+            let _ = tx.send(b);
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct KindResult {
+    pub kind: &'static str,
+    pub calls: u64,
+    pub bytes: u64,
+    pub recorded_bytes: u64,
+    pub mismatches: u64,
+    pub latency_us: Latency,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Mismatches {
+    pub total: u64,
+    pub examples: Vec<Example>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Measured {
+    pub elapsed_s: f64,
+    pub calls: u64,
+    pub calls_per_s: f64,
+    pub threads: u64,
+    pub releases: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunResult {
+    pub schema: u32,
+    pub engine: EngineInfo,
+    pub spec: ReplaySpec,
+    pub measured: Measured,
+    pub kinds: Vec<KindResult>,
+    pub mismatches: Mismatches,
+    pub unrecorded: BTreeMap<String, u64>,
+    pub cpu: crate::stats::CpuUse,
+}
+
+fn raise_nofile() {
+    // SAFETY: plain syscalls on a valid out-pointer.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// Replay the calls of a prepared trace in `spec.dir`.
+pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
+    let mut reader = TraceReader::open(Path::new(&spec.trace))?;
+    let dir = Path::new(&spec.dir);
+    let root = std::fs::File::open(dir)
+        .map_err(|e| Error::runtime(format!("open {}: {e}", dir.display())))?;
+    let root_path = std::fs::canonicalize(dir)
+        .map_err(|e| Error::runtime(format!("resolve {}: {e}", dir.display())))?;
+    raise_nofile();
+    let overhead = |k: &str| {
+        reader
+            .header
+            .get(k)
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0)
+    };
+    let (total_over, gap_over) = (overhead("tracer_overhead_ns"), overhead("gap_overhead_ns"));
+    let tables = Arc::new(Tables::new(
+        root.as_raw_fd(),
+        root_path.as_os_str().as_encoded_bytes().to_vec(),
+    ));
+    let mut v = Validator::default();
+    let mut cpaths: Vec<Arc<CString>> = Vec::new();
+    let mut fd_path: Vec<u32> = Vec::new();
+    let mut map_path: Vec<u32> = Vec::new();
+    let mut res = Resources::default();
+    let mut unrecorded = BTreeMap::new();
+    let mut dep_buf: Vec<(u32, u64)> = Vec::new();
+    let cpu0 = sys::cpu_self();
+    let start = Instant::now();
+
+    // The lanes (and their senders) live inside the scope: on a refusal mid-stream they
+    // are dropped on the way out, so the workers end and the scope can join them.
+    let outs = thread::scope(|s| -> Result<(Vec<WorkerOut>, u64)> {
+        let mut lanes: Vec<Lane> = Vec::new();
+        let mut states: Vec<Arc<ThreadState>> = Vec::new();
+        let mut handles = Vec::new();
+        while let Some(rec) = reader.next_record()? {
+            v.see(&rec)?;
+            match rec {
+                Record::Path { path, .. } => cpaths.push(Arc::new(cstring(&path)?)),
+                Record::Thread { tid, parent, at_ns } => {
+                    let st = Arc::new(ThreadState::new());
+                    let (tx, rx) = sync_channel::<Vec<Work>>(QUEUE_BATCHES);
+                    let (me, tables) = (st.clone(), tables.clone());
+                    let h = thread::Builder::new()
+                        .name(format!("replay-{tid}"))
+                        .stack_size(WORKER_STACK)
+                        .spawn_scoped(s, move || worker(rx, me, tables))
+                        .map_err(|e| Error::runtime(format!("start a replay thread: {e}")))?;
+                    handles.push(h);
+                    states.push(st);
+                    let start_dep = match parent {
+                        Some(p) => {
+                            let pl = &mut lanes[p as usize];
+                            pl.flush();
+                            Some((p, pl.count))
+                        }
+                        None => None,
+                    };
+                    lanes.push(Lane {
+                        tx: Some(tx),
+                        batch: Vec::with_capacity(BATCH),
+                        count: 0,
+                        last_end_ns: at_ns,
+                        start_dep,
+                    });
+                }
+                Record::Call(c) => {
+                    let t = c.tid as usize;
+                    let me = (c.tid, lanes[t].count);
+                    dep_buf.clear();
+                    if let Some(d) = lanes[t].start_dep.take() {
+                        dep_buf.push((d.0, d.1.saturating_sub(1)));
+                        if d.1 == 0 {
+                            dep_buf.pop();
+                        }
+                    }
+                    let path = |i: usize| cpaths[c.ints[i] as usize].clone();
+                    let fkey = |fd: i64| FD_KEY | fd as u64;
+                    let file_of = |fd: i64| fd_path.get(fd as usize).map(|p| u64::from(*p));
+                    let (mut p1, mut p2) = (None, None);
+                    let k = c.kind;
+                    use Kind::*;
+                    match k {
+                        Open => {
+                            p1 = Some(path(0));
+                            let creates = c.ints[1] & i64::from(libc::O_CREAT | libc::O_TRUNC) != 0;
+                            let pid = c.ints[0] as u64;
+                            res.access(pid, creates, me, &mut dep_buf);
+                            if creates {
+                                res.access(u64::from(v.parent(c.ints[0])), true, me, &mut dep_buf);
+                            }
+                            if c.result >= 0 {
+                                res.access(fkey(c.result), true, me, &mut dep_buf);
+                                set(&mut fd_path, c.result as usize, c.ints[0] as u32);
+                            }
+                        }
+                        Dup => {
+                            res.access(fkey(c.ints[0]), false, me, &mut dep_buf);
+                            if c.result >= 0 {
+                                res.access(fkey(c.result), true, me, &mut dep_buf);
+                                let p = fd_path.get(c.ints[0] as usize).copied().unwrap_or(0);
+                                set(&mut fd_path, c.result as usize, p);
+                            }
+                        }
+                        Mkdir | Rmdir | Unlink | Symlink | Truncate => {
+                            // the path is the first id operand (a symlink's target is text)
+                            let at = 0;
+                            p1 = Some(path(at));
+                            let pid = c.ints[at] as u64;
+                            res.access(pid, true, me, &mut dep_buf);
+                            res.access(u64::from(v.parent(c.ints[at])), true, me, &mut dep_buf);
+                        }
+                        Rename | Link => {
+                            p1 = Some(path(0));
+                            p2 = Some(path(1));
+                            for i in 0..2 {
+                                res.access(c.ints[i] as u64, true, me, &mut dep_buf);
+                                res.access(u64::from(v.parent(c.ints[i])), true, me, &mut dep_buf);
+                            }
+                        }
+                        Stat | Access | Readlink | Getxattr | Listxattr => {
+                            p1 = Some(path(0));
+                            res.access(c.ints[0] as u64, false, me, &mut dep_buf);
+                        }
+                        Setxattr | Removexattr | Chmod | Chown | Utimes => {
+                            p1 = Some(path(0));
+                            res.access(c.ints[0] as u64, true, me, &mut dep_buf);
+                        }
+                        Close => res.access(fkey(c.ints[0]), true, me, &mut dep_buf),
+                        Read | Readv | Getdents | Lseek => {
+                            res.access(fkey(c.ints[0]), true, me, &mut dep_buf);
+                            if let Some(f) = file_of(c.ints[0]) {
+                                res.access(f, false, me, &mut dep_buf);
+                            }
+                        }
+                        Write | Writev => {
+                            res.access(fkey(c.ints[0]), true, me, &mut dep_buf);
+                            if let Some(f) = file_of(c.ints[0]) {
+                                res.access(f, true, me, &mut dep_buf);
+                            }
+                        }
+                        Pread | Preadv | Fstat | Fgetxattr | Flistxattr => {
+                            res.access(fkey(c.ints[0]), false, me, &mut dep_buf);
+                            if let Some(f) = file_of(c.ints[0]) {
+                                res.access(f, false, me, &mut dep_buf);
+                            }
+                        }
+                        Pwrite | Pwritev | Fsync | Fdatasync | SyncFileRange | Syncfs
+                        | Ftruncate | Fallocate | Fsetxattr | Fremovexattr | Fchmod | Fchown
+                        | Futimes => {
+                            res.access(fkey(c.ints[0]), false, me, &mut dep_buf);
+                            if let Some(f) = file_of(c.ints[0]) {
+                                res.access(f, true, me, &mut dep_buf);
+                            }
+                        }
+                        Mmap => {
+                            res.access(fkey(c.ints[0]), false, me, &mut dep_buf);
+                            if c.result >= 0 {
+                                res.access(MAP_KEY | c.result as u64, true, me, &mut dep_buf);
+                                let p = fd_path.get(c.ints[0] as usize).copied().unwrap_or(0);
+                                set(&mut map_path, c.result as usize, p);
+                            }
+                        }
+                        Munmap | Msync => {
+                            res.access(MAP_KEY | c.ints[0] as u64, true, me, &mut dep_buf);
+                        }
+                        Sync => {}
+                    }
+                    let think_ns = match spec.timing {
+                        Timing::Fast => 0,
+                        Timing::Recorded => {
+                            let lane = &lanes[t];
+                            let gap = c.start_ns
+                                - lane.last_end_ns
+                                - i64::from(c.skipped) * total_over
+                                - gap_over;
+                            (gap.max(0) as f64 / spec.speed) as u64
+                        }
+                    };
+                    lanes[t].last_end_ns = c.start_ns + c.dur_ns as i64;
+                    let deps = resolve_deps(&mut dep_buf, &mut lanes, &states, c.tid);
+                    let text = match c.text {
+                        Some(t) => Some(cstring(&t)?),
+                        None => None,
+                    };
+                    let op = Op {
+                        kind: k,
+                        ints: c.ints,
+                        text,
+                        path: p1,
+                        path2: p2,
+                        result: c.result,
+                        think_ns,
+                        deps,
+                    };
+                    push(&mut lanes[t], Work::Call(op));
+                }
+                Record::Release { tid, fd } => {
+                    let t = tid as usize;
+                    dep_buf.clear();
+                    res.access(
+                        FD_KEY | u64::from(fd),
+                        true,
+                        (tid, lanes[t].count),
+                        &mut dep_buf,
+                    );
+                    let deps = resolve_deps(&mut dep_buf, &mut lanes, &states, tid);
+                    push(&mut lanes[t], Work::Release { fd, deps });
+                }
+                Record::Exit { tid, .. } => {
+                    let lane = &mut lanes[tid as usize];
+                    lane.flush();
+                    lane.tx = None;
+                }
+                Record::Unrecorded { what, count } => {
+                    *unrecorded.entry(what).or_insert(0) += count;
+                }
+                Record::Tree { .. } | Record::Data { .. } => {}
+            }
+        }
+        for lane in &mut lanes {
+            lane.flush();
+            lane.tx = None;
+        }
+        let outs = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| Error::runtime("a replay thread panicked"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((outs, states.len() as u64))
+    });
+    let (outs, threads) = outs?;
+    let _ = map_path;
+    let cpu1 = sys::cpu_self();
+    let end = outs.iter().map(|o| o.end).max().unwrap_or(start);
+    let elapsed = end.saturating_duration_since(start).as_secs_f64();
+    let mut merged: Vec<KindStats> = Kind::ALL.iter().map(|_| KindStats::default()).collect();
+    let mut examples = Vec::new();
+    let mut releases = 0;
+    for o in outs {
+        releases += o.releases;
+        for (m, k) in merged.iter_mut().zip(o.kinds) {
+            m.calls += k.calls;
+            m.bytes += k.bytes;
+            m.recorded_bytes += k.recorded_bytes;
+            m.mismatches += k.mismatches;
+            if let Some(h) = k.hist {
+                match &mut m.hist {
+                    Some(mh) => {
+                        let _ = mh.add(&h);
+                    }
+                    None => m.hist = Some(h),
+                }
+            }
+        }
+        examples.extend(o.examples);
+    }
+    examples.truncate(EXAMPLES);
+    let kinds: Vec<KindResult> = Kind::ALL
+        .iter()
+        .zip(&merged)
+        .filter(|(_, k)| k.calls > 0)
+        .map(|(kind, k)| KindResult {
+            kind: kind.name(),
+            calls: k.calls,
+            bytes: k.bytes,
+            recorded_bytes: k.recorded_bytes,
+            mismatches: k.mismatches,
+            latency_us: k
+                .hist
+                .as_ref()
+                .map_or_else(|| Latency::of(&crate::stats::histogram()), Latency::of),
+        })
+        .collect();
+    let calls: u64 = kinds.iter().map(|k| k.calls).sum();
+    let total_mismatches = kinds.iter().map(|k| k.mismatches).sum();
+    Ok(RunResult {
+        schema: SCHEMA,
+        engine: ENGINE,
+        spec: spec.clone(),
+        measured: Measured {
+            elapsed_s: round6(elapsed),
+            calls,
+            calls_per_s: if elapsed > 0.0 {
+                (calls as f64 / elapsed).round()
+            } else {
+                0.0
+            },
+            threads,
+            releases,
+        },
+        kinds,
+        mismatches: Mismatches {
+            total: total_mismatches,
+            examples,
+        },
+        unrecorded,
+        cpu: crate::stats::CpuUse::new(cpu1.0 - cpu0.0, cpu1.1 - cpu0.1, calls),
+    })
+}
+
+fn set(v: &mut Vec<u32>, i: usize, x: u32) {
+    if v.len() <= i {
+        v.resize(i + 1, 0);
+    }
+    v[i] = x;
+}
+
+fn push(lane: &mut Lane, w: Work) {
+    lane.batch.push(w);
+    lane.count += 1;
+    if lane.batch.len() >= BATCH {
+        lane.flush();
+    }
+}
+
+/// The (thread, index) pairs a call waits for as waits on thread states: the latest of
+/// each thread, whose batch is sent first so that it can run.
+fn resolve_deps(
+    raw: &mut [(u32, u64)],
+    lanes: &mut [Lane],
+    states: &[Arc<ThreadState>],
+    me: u32,
+) -> Vec<Dep> {
+    if raw.is_empty() {
+        return Vec::new();
+    }
+    raw.sort_unstable();
+    let mut out: Vec<Dep> = Vec::new();
+    let mut i = 0;
+    while i < raw.len() {
+        let t = raw[i].0;
+        let mut idx = raw[i].1;
+        while i < raw.len() && raw[i].0 == t {
+            idx = idx.max(raw[i].1);
+            i += 1;
+        }
+        if t == me {
+            continue;
+        }
+        lanes[t as usize].flush();
+        out.push(Dep {
+            thread: states[t as usize].clone(),
+            need: idx + 1,
+        });
+    }
+    out
+}
+
+/// A buffer of the synthetic fill, at least `len` bytes, aligned for O_DIRECT.
+pub fn filled(len: usize) -> AlignedBuf {
+    let mut b = AlignedBuf::new(len);
+    fill_random(b.as_mut_slice(), FILL_SEED);
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::{Call, TraceWriter};
+
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let d =
+                std::env::temp_dir().join(format!("fsbench-replay-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).expect("scratch dir");
+            Scratch(d)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn call(tid: u32, start_ns: i64, kind: Kind, result: i64, ints: &[i64]) -> Record {
+        let mut all = [0i64; MAX_INTS];
+        all[..ints.len()].copy_from_slice(ints);
+        Record::Call(Call {
+            tid,
+            start_ns,
+            dur_ns: 1000,
+            skipped: 0,
+            kind,
+            result,
+            ints: all,
+            text: None,
+        })
+    }
+
+    /// A path of the recorded tree, directly under its root (id 0, ".").
+    fn path(id: u32, name: &[u8]) -> Record {
+        Record::Path {
+            id,
+            parent: 0,
+            path: name.to_vec(),
+        }
+    }
+
+    /// A thread there from the start.
+    fn thread(tid: u32) -> Record {
+        Record::Thread {
+            tid,
+            parent: None,
+            at_ns: 0,
+        }
+    }
+
+    fn spec(s: &Scratch, timing: Timing) -> ReplaySpec {
+        ReplaySpec {
+            schema: SCHEMA,
+            trace: s.0.join("t.gz").display().to_string(),
+            dir: s.0.join("replay").display().to_string(),
+            timing,
+            speed: 1.0,
+        }
+    }
+
+    const CREATE: i64 = (libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC) as i64;
+
+    /// Thread 0 creates and writes file i, then thread 1 reads it, for many files; and for
+    /// one file thread 1 looked first (ENOENT), before thread 0 made it. Replayed as fast
+    /// as possible, every result is the recorded one: each call waited for the other
+    /// thread's earlier calls on its file.
+    #[test]
+    fn two_threads_on_one_file_keep_the_recorded_order() {
+        let s = Scratch::new("order");
+        let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w.write(&thread(1)).expect("n");
+        let mut t = 0;
+        let files = 300;
+        for i in 0..files {
+            let id = i64::from(i) + 1;
+            w.write(&path(i + 1, format!("f{i}").as_bytes()))
+                .expect("p");
+            t += 10_000;
+            if i == 7 {
+                // thread 1 looks before the file is made
+                w.write(&call(1, t, Kind::Stat, -i64::from(libc::ENOENT), &[id, 1]))
+                    .expect("c");
+            }
+            // thread 0 makes it with 3 fsyncs: slow, so an unordered read would come first
+            w.write(&call(0, t + 1, Kind::Open, 0, &[id, CREATE, 0o644]))
+                .expect("c");
+            w.write(&call(0, t + 2, Kind::Write, 100, &[0, 100]))
+                .expect("c");
+            w.write(&call(0, t + 3, Kind::Close, 0, &[0])).expect("c");
+            w.write(&call(1, t + 4, Kind::Open, 1, &[id, 0, 0]))
+                .expect("c");
+            w.write(&call(1, t + 5, Kind::Read, 100, &[1, 4096]))
+                .expect("c");
+            w.write(&call(1, t + 6, Kind::Close, 0, &[1])).expect("c");
+        }
+        w.write(&Record::Tree {
+            path: 0,
+            kind: EntryType::Dir,
+            size: 0,
+            mode: 0o755,
+            target: None,
+        })
+        .expect("t");
+        w.finish().expect("finish");
+        let spec = spec(&s, Timing::Fast);
+        prepare(&spec).expect("prepare");
+        let r = run(&spec).expect("run");
+        assert_eq!(r.measured.calls, u64::from(files) * 6 + 1);
+        assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
+        let read = r.kinds.iter().find(|k| k.kind == "read").expect("reads");
+        assert_eq!(read.bytes, u64::from(files) * 100);
+        assert_eq!(read.bytes, read.recorded_bytes);
+    }
+
+    /// Two threads on files of their own, each waiting 40 ms of recorded think time before
+    /// each of 5 calls at the same recorded times: replayed together (about 200 ms), not
+    /// one after the other (400 ms).
+    #[test]
+    fn independent_files_run_concurrently() {
+        let s = Scratch::new("concurrent");
+        let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"a")).expect("p");
+        w.write(&path(2, b"b")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w.write(&thread(1)).expect("n");
+        let gap = 40_000_000;
+        for k in 1..=5 {
+            for tid in 0..2u32 {
+                w.write(&call(tid, k * gap, Kind::Stat, 0, &[i64::from(tid) + 1, 1]))
+                    .expect("c");
+            }
+        }
+        for id in 0..3 {
+            let kind = if id == 0 {
+                EntryType::Dir
+            } else {
+                EntryType::File
+            };
+            w.write(&Record::Tree {
+                path: id,
+                kind,
+                size: 10,
+                mode: 0o644,
+                target: None,
+            })
+            .expect("t");
+        }
+        w.finish().expect("finish");
+        let spec = spec(&s, Timing::Recorded);
+        prepare(&spec).expect("prepare");
+        let r = run(&spec).expect("run");
+        assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
+        assert_eq!(r.measured.threads, 2);
+        let e = r.measured.elapsed_s;
+        // 5 gaps of 40 ms per thread: 0.2 s if the threads overlap, 0.4 s one after the
+        // other (the upper bound leaves room for a loaded machine)
+        assert!(
+            (0.19..0.38).contains(&e),
+            "elapsed {e} s: the threads did not overlap"
+        );
+    }
+
+    /// A call whose replayed result differs from the recording is counted, not skipped.
+    #[test]
+    fn mismatching_results_are_counted() {
+        let s = Scratch::new("mismatch");
+        let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"gone")).expect("p");
+        w.write(&thread(0)).expect("n");
+        // recorded: the file was there (open ok, 10 bytes read); the tree lacks it
+        w.write(&call(0, 1, Kind::Stat, 0, &[1, 1])).expect("c");
+        w.write(&call(0, 2, Kind::Open, 0, &[1, 0, 0])).expect("c");
+        w.write(&call(0, 3, Kind::Read, 10, &[0, 10])).expect("c");
+        w.write(&Record::Tree {
+            path: 0,
+            kind: EntryType::Dir,
+            size: 0,
+            mode: 0o755,
+            target: None,
+        })
+        .expect("t");
+        w.finish().expect("finish");
+        let spec = spec(&s, Timing::Fast);
+        prepare(&spec).expect("prepare");
+        let r = run(&spec).expect("run");
+        assert_eq!(r.measured.calls, 3);
+        assert_eq!(r.mismatches.total, 3);
+        let e = &r.mismatches.examples[0];
+        assert_eq!(
+            (e.kind, e.recorded, e.replayed),
+            ("stat", 0, -i64::from(libc::ENOENT))
+        );
+        let read = r.kinds.iter().find(|k| k.kind == "read").expect("read");
+        assert_eq!(
+            (read.bytes, read.recorded_bytes, read.mismatches),
+            (0, 10, 1)
+        );
+    }
+}
