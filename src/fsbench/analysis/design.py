@@ -113,8 +113,9 @@ class Design:
     def rule_with(self, looks: str) -> str:
         """The legend's sentence, with `looks` said (a table's columns may differ in it)."""
         return (
-            "pairs ordered by Welch's t-test on the log scale (three configs: a gate, "
-            "Welch's ANOVA or Bonferroni over the pairs, then pairs at the same level; "
+            "pairs ordered by Welch's t-test or the round-paired t on the log scale, the "
+            "smaller p judged by its law (three configs: a gate, Welch's ANOVA, the ANOVA "
+            "with rounds as blocks or Bonferroni over the pairs, then pairs at the same level; "
             "more: Holm with Shaffer's constraints), Benjamini-Bogomolov over the run's "
             f"tested comparisons ({CONTROLLED} at most {self.alpha:.0%}, not of runs with "
             "one; a metric that is another's exact reciprocal or multiple counted once); "

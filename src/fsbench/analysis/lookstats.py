@@ -29,8 +29,7 @@ from fsbench.analysis.stats import welch_anova_from_moments, welch_from_moments
 
 WELCH, PAIRED = "Welch", "paired"
 # No look's statistic is taken as smaller than this: a p below it is as certain as a p
-# gets, and a machine whose slow trials fell on one config only gives one as readily as a
-# real difference (null_law.py), whatever its noise.
+# gets (and a law's draws cannot tell such p's apart).
 P_FLOOR = 1e-10
 
 
