@@ -8,8 +8,8 @@ on values drawn here: lognormal noise of the metric's CV, and where asked a roun
 (every config of a round multiplied by one lognormal factor) or a share of slow trials
 (each trial independently). The configs of one run share rounds (Side.rounds), so the
 round-paired t is used; "rounds unknown" draws the same values with the rounds not
-recorded, so Welch's t alone decides (judged by the same law). Every look from n = 3 to
-the design's last is made: the loop's early stops are not simulated.
+recorded, so Welch's t alone decides, by its own law (the rule before the rounds). Every
+look from n = 3 to the design's last is made: the loop's early stops are not simulated.
 
     .venv/bin/python bench/rounds_blocks.py [--runs N]
 

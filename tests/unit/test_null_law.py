@@ -17,7 +17,7 @@ from fsbench.analysis.lookstats import (
     paired_from_moments,
     statistics_from_moments,
 )
-from fsbench.analysis.null_law import GATE, PAIR
+from fsbench.analysis.null_law import GATE, GATE_WELCH, PAIR, PAIR_WELCH
 from fsbench.analysis.pairs import Side, draft, gate_p
 from fsbench.analysis.stats import moments, welch, welch_anova_from_moments, welch_from_moments
 
@@ -39,7 +39,16 @@ def test_the_looks_are_the_rounds_and_a_fixed_design_looks_once() -> None:
 
 
 @pytest.mark.parametrize(
-    "kind,looks", [(PAIR, (3,)), (PAIR, (3, 4, 5)), (GATE, (3,)), (GATE, (3, 4, 5, 6))]
+    "kind,looks",
+    [
+        (PAIR, (3,)),
+        (PAIR, (3, 4, 5)),
+        (GATE, (3,)),
+        (GATE, (3, 4, 5, 6)),
+        (PAIR_WELCH, (3,)),
+        (PAIR_WELCH, (3, 4, 5)),
+        (GATE_WELCH, (3, 4)),
+    ],
 )
 def test_a_calibrated_p_is_at_most_a_level_exactly_below_its_boundary(
     kind: str, looks: tuple[int, ...]
@@ -90,6 +99,24 @@ def _look_moments(logs: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
         differences,
         np.array([part.mean(axis=0).var(ddof=1)]),
     )
+
+
+def test_configs_without_shared_rounds_are_judged_by_welchs_law() -> None:
+    """Sides of no common rounds (two runs): Welch's t alone, its own law; a one-look
+    design's p is never below Welch's own."""
+    rng = np.random.default_rng(12)
+    design = Design(True, 3, 5)
+    for _ in range(20):
+        x = rng.lognormal(0.0, 0.1, size=(3, 5))
+        sides = [
+            Side(f"c{i}", tuple(x[i]), tuple(range(1, 6)), rounds=f"run {i}") for i in range(3)
+        ]
+        pairs = [draft(a, b, True, design, False, 0.0, "log") for a, b in (sides[:2], sides[1:])]
+        assert all(p.law == PAIR_WELCH and len(p.looked[0].tests) == 1 for p in pairs)
+        for p in pairs:
+            assert p.p == null_law.calibrated(PAIR_WELCH, (3, 4, 5), list(p.per_look.values()))
+        one = draft(sides[0], sides[1], True, Design(), False, 0.0, "log")
+        assert one.p is not None and one.p >= one.looked[0].p
 
 
 def test_the_laws_statistic_is_the_one_the_decisions_compute() -> None:

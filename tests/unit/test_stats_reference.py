@@ -22,7 +22,7 @@ from fsbench.analysis import null_law
 from fsbench.analysis.decisions import Decision, Side, evidence
 from fsbench.analysis.design import Design
 from fsbench.analysis.family import control_run
-from fsbench.analysis.null_law import PAIR
+from fsbench.analysis.null_law import PAIR, PAIR_WELCH
 from fsbench.analysis.stats import holm, welch, welch_anova_from_moments
 
 # The promise docs/statistics.md makes: a comparison without a difference is ordered in
@@ -133,7 +133,8 @@ def test_one_look_of_an_aa_pair_orders_at_the_promised_rate() -> None:
     assert abs(ordered / draws - PROMISED) <= Z * se, ordered / draws
 
 
-def test_the_sequential_designs_aa_rate_is_the_promised_one() -> None:
+@pytest.mark.parametrize("kind", [PAIR, PAIR_WELCH])
+def test_the_sequential_designs_aa_rate_is_the_promised_one(kind: str) -> None:
     """The sequential design (looks at n = 3..10, each look's statistic, the smaller p of
     Welch's and the round-paired t, held to that look's boundary at the design's level):
     A/A pairs drawn afresh (not the law's own draws, through the law's own statistic)
@@ -141,10 +142,10 @@ def test_the_sequential_designs_aa_rate_is_the_promised_one() -> None:
     holds (and in no more under the others), within the Monte-Carlo error of both
     simulations."""
     design = Design(True, 3, 10)
-    bounds = design.boundaries(PAIR, design.alpha, 10)
+    bounds = design.boundaries(kind, design.alpha, 10)
     rates = []
-    for index in range(len(null_law.PATTERNS[PAIR])):
-        draws = _FreshDraws(PAIR, index)
+    for index in range(len(null_law.PATTERNS[kind])):
+        draws = _FreshDraws(kind, index)
         crossed = np.zeros(null_law.DRAWS, bool)
         for n, boundary in bounds.items():
             crossed |= draws.column(n) < boundary

@@ -47,7 +47,6 @@ from fsbench.analysis.design import (
     needed_reps,
 )
 from fsbench.analysis.lookstats import PAIRED, WELCH
-from fsbench.analysis.null_law import GATE, PAIR
 from fsbench.analysis.pairs import (
     EQUIVALENT,
     ORDER,
@@ -56,6 +55,7 @@ from fsbench.analysis.pairs import (
     Side,
     draft,
     exact_metric,
+    gate_law,
     gate_p,
     scale_of,
 )
@@ -421,13 +421,13 @@ def at_level(decision: Decision, level: float, shown: float | None = None) -> De
             if decision.gate_p is not None and not gate_open:
                 # The gate stayed shut: every pair's statistic at every look is above a
                 # third of the gate's boundary there, so intervals at that level hold 1.
-                gate = design.boundaries(GATE, judged, n)
+                gate = design.boundaries(gate_law(decision.pairs), judged, n)
                 bounds = {look: b / 3 for look, b in gate.items()}
             elif decision.gate_p is not None:
-                bounds = design.boundaries(PAIR, level, n)
+                bounds = design.boundaries(p.law, level, n)
             else:
                 divisor = p.divisor if ordered else stop
-                bounds = design.boundaries(PAIR, judged / divisor, n)
+                bounds = design.boundaries(p.law, judged / divisor, n)
             p = p.shown(bounds, ordered)
             if ordered:
                 p = replace(p, kind=ORDER, winner=p.leader, needed=None)
@@ -446,7 +446,7 @@ def at_level(decision: Decision, level: float, shown: float | None = None) -> De
 def _equivalence_shown(p: Pair, design: Design) -> Pair:
     """An equivalent pair shows the interval equivalence was judged on, at its look."""
     look = next(lk for lk in p.looked if lk.n == p.equivalent_at)
-    level = design.equivalence_level(min(p.n), look.n)
+    level = design.equivalence_level(min(p.n), look.n, p.law)
     name = p.equivalent_by
     return replace(
         p,

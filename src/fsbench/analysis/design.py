@@ -85,11 +85,13 @@ class Design:
         found = self.boundaries(kind, level, n)
         return found.get(look, 0.0) if look is not None else found[max(found)]
 
-    def equivalence_level(self, n: int, look: int | None = None) -> float:
+    def equivalence_level(
+        self, n: int, look: int | None = None, kind: str = null_law.PAIR
+    ) -> float:
         """The confidence of the interval equivalence is judged on at a look: 90% (TOST
         at 5% a side) for one look of one test, less for more, as the law of the pair's
-        statistic counts them."""
-        return 1 - self.boundary(null_law.PAIR, 2 * self.alpha, n, look)
+        statistic (`kind`) counts them."""
+        return 1 - self.boundary(kind, 2 * self.alpha, n, look)
 
     @property
     def one_look(self) -> bool:

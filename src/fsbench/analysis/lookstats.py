@@ -83,23 +83,32 @@ def gate_statistic(anova_p: Any, blocked_p: Any, smallest_pair: Any) -> Any:
 
 
 def statistics_from_moments(
-    means: Any, variances: Any, n: int, differences: Any, round_variance: Any
+    means: Any,
+    variances: Any,
+    n: int,
+    differences: Any,
+    round_variance: Any,
+    rounds: bool = True,
 ) -> tuple[Any, Any]:
     """One look of k configs over the same n rounds, from their means and sample
     variances (draws, k), each pair's within-round differences' means and sample
     variances (draws, pairs, 2; pairs in the order (0, 1), (0, 2), ..., (1, 2), ...) and
     the round means' sample variance (draws,): each pair's statistic (draws, pairs) and,
-    for three configs, the gate (draws,; None otherwise)."""
+    for three configs, the gate (draws,; None otherwise). Configs that shared no rounds
+    (`rounds` false): Welch's t alone, and no blocked ANOVA."""
     k = means.shape[1]
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     found = []
     for index, (i, j) in enumerate(pairs):
         welch = welch_from_moments(means[:, j], variances[:, j], n, means[:, i], variances[:, i], n)
-        paired = paired_from_moments(differences[:, index, 0], differences[:, index, 1], n)
-        found.append(pair_statistic(welch[2], paired[3]))
+        if rounds:
+            paired = paired_from_moments(differences[:, index, 0], differences[:, index, 1], n)
+            found.append(pair_statistic(welch[2], paired[3]))
+        else:
+            found.append(pair_statistic(welch[2], 1.0))
     stats = np.stack(found, axis=1)
     if k != 3:
         return stats, None
     anova = welch_anova_from_moments(means, variances, np.full(means.shape, float(n)))
-    blocked = blocked_anova_from_moments(means, variances, n, round_variance)
+    blocked = blocked_anova_from_moments(means, variances, n, round_variance) if rounds else 1.0
     return stats, gate_statistic(anova, blocked, stats.min(axis=1))

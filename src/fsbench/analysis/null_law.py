@@ -55,6 +55,12 @@ import numpy.typing as npt
 from fsbench.analysis.lookstats import P_FLOOR, statistics_from_moments
 
 PAIR, GATE = "pair", "gate"
+# The same statistics of configs that shared no rounds (two runs, two hosts, two groups):
+# Welch's t alone, Welch's ANOVA or Bonferroni; their own laws, so that they are not judged
+# against the law of a smaller p they cannot have.
+PAIR_WELCH, GATE_WELCH = "pair-welch", "gate-welch"
+# Whether a kind's configs shared rounds, and its configs (a gate: three).
+_ROUNDS = {PAIR: True, GATE: True, PAIR_WELCH: False, GATE_WELCH: False}
 # The share of trials a slow machine slows, and by how many base spreads (log scale):
 # 1.4x at a CV of 4%. A second pattern of any slowdown (thousands of spreads) would hold
 # every slow machine, but then no first look could order anything at the levels a run's
@@ -88,7 +94,7 @@ def _patterns(k: int) -> tuple[Pattern, ...]:
     return (Pattern(even), *(Pattern(s) for s in noisy), *slow)
 
 
-PATTERNS = {PAIR: _patterns(2), GATE: _patterns(3)}
+PATTERNS = {kind: _patterns(3 if kind in (GATE, GATE_WELCH) else 2) for kind in _ROUNDS}
 
 
 class _Draws:
@@ -147,7 +153,9 @@ class _Draws:
         means, variances = moments(self.sums, self.squares)
         differences = np.stack(moments(self.diffs, self.diff_squares), axis=2)
         _, round_variance = moments(self.rounds_sum, self.rounds_squares)
-        pairs, gate = statistics_from_moments(means, variances, n, differences, round_variance)
+        pairs, gate = statistics_from_moments(
+            means, variances, n, differences, round_variance, _ROUNDS[self.kind]
+        )
         return np.asarray(pairs.min(axis=1) if gate is None else gate)
 
 
@@ -212,7 +220,10 @@ def calibrated(kind: str, looks: tuple[int, ...], observed: Sequence[float] | fl
     if kind in PATTERNS:
         per_look = list(observed) if isinstance(observed, Sequence) else [observed]
         per_look += [1.0] * (len(looks) - len(per_look))
-        return _law(kind, looks).calibrated(per_look)
+        found = _law(kind, looks).calibrated(per_look)
+        # One look of Welch's t alone: its own p too (exact where the law's patterns are
+        # kinder than the data: a single look never counts less than Welch's p says).
+        return max(found, per_look[0]) if _welch_alone(kind, looks) else found
     assert not isinstance(observed, Sequence)
     laws = _registered(kind, looks)
     shares = [(np.searchsorted(law, observed, side="right") + 1) / (len(law) + 1) for law in laws]
@@ -223,7 +234,15 @@ def calibrated(kind: str, looks: tuple[int, ...], observed: Sequence[float] | fl
 def boundaries(kind: str, looks: tuple[int, ...], level: float) -> tuple[float, ...]:
     """Per look of `looks`, the statistic a look must go below for a calibrated p of
     `level` (a comparison's kinds: each look its own)."""
-    return _law(kind, looks).boundaries(level)
+    found = _law(kind, looks).boundaries(level)
+    if _welch_alone(kind, looks):
+        return (min(found[0], float(np.nextafter(level, 1.0))),)
+    return found
+
+
+def _welch_alone(kind: str, looks: tuple[int, ...]) -> bool:
+    """One look of one pair judged by Welch's t alone."""
+    return kind == PAIR_WELCH and len(looks) == 1
 
 
 def threshold(kind: str, looks: tuple[int, ...], level: float) -> float:

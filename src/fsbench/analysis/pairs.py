@@ -34,7 +34,7 @@ from fsbench.analysis.lookstats import (
     gate_statistic,
     paired_from_moments,
 )
-from fsbench.analysis.null_law import GATE, PAIR
+from fsbench.analysis.null_law import GATE, GATE_WELCH, PAIR, PAIR_WELCH
 from fsbench.analysis.stats import (
     fisher_exact,
     moments,
@@ -172,6 +172,7 @@ class Pair:
     looked: tuple[Look, ...] = ()  # the evidence at every look made
     equivalent_at: int | None = None  # the look (its n) that showed equivalence
     equivalent_by: str = ""  # the test whose interval showed it
+    law: str = PAIR  # its statistic's law: null_law.PAIR, or PAIR_WELCH without rounds
     noise: float | None = None  # the pair's relative spread (sd of logs, or pooled CV)
     divisor: int = 1  # a step-down's divisor at this pair's step (Holm, Shaffer)
     rank: int = 0  # its place in the step-down (0: the smallest p)
@@ -278,12 +279,12 @@ def _looks(a: Side, b: Side, design: Design, scale: str) -> tuple[Look, ...]:
 
 
 def _equivalent_at(
-    looked: Sequence[Look], scale: str, design: Design, n: int
+    looked: Sequence[Look], scale: str, design: Design, n: int, law: str
 ) -> tuple[int, str] | None:
     """The first look whose narrowest interval at the design's equivalence level there
     is inside the margin (TOST), and its test; None when none is."""
     for look in looked:
-        level = design.equivalence_level(n, look.n)
+        level = design.equivalence_level(n, look.n, law)
         name = look.narrowest(scale, level)
         found = look.interval(scale, level, name)
         if found is not None and 1 - design.margin <= found[0] and found[1] <= 1 + design.margin:
@@ -365,12 +366,18 @@ def draft(
     if not looked:
         first = design.n_min if design.sequential else MIN_REPS
         return replace(pair, note=f"n < {max(first, MIN_REPS)}: not tested yet")
-    equivalent = _equivalent_at(looked, scale, design, min(n))
+    # Configs that shared rounds have both tests at every look; others (or a look with
+    # too few rounds in common) are judged by Welch's alone, at every look.
+    law = PAIR if all(len(look.tests) > 1 for look in looked) else PAIR_WELCH
+    if law == PAIR_WELCH:
+        looked = tuple(replace(look, tests=look.tests[:1]) for look in looked)
+    equivalent = _equivalent_at(looked, scale, design, min(n), law)
     return replace(
         pair,
         test=looked[-1].best.name,
         looked=looked,
-        p=design.p_value(PAIR, {look.n: look.p for look in looked}, min(n)),
+        law=law,
+        p=design.p_value(law, {look.n: look.p for look in looked}, min(n)),
         equivalent=equivalent is not None,
         equivalent_at=equivalent[0] if equivalent else None,
         equivalent_by=equivalent[1] if equivalent else "",
@@ -399,13 +406,24 @@ def gate_p(
         return None
     ns, means, variances = (np.array([[m[i] for m in row] for row in stats]) for i in range(3))
     anova = welch_anova_from_moments(means, variances, ns)
+    law = gate_law(pairs)
     per_look = {
         lk: float(
-            gate_statistic(anova[i], _blocked_p(sides, lk, scale), min(f[lk] for f in by_look))
+            gate_statistic(
+                anova[i],
+                _blocked_p(sides, lk, scale) if law == GATE else 1.0,
+                min(f[lk] for f in by_look),
+            )
         )
         for i, lk in enumerate(looks)
     }
-    return design.p_value(GATE, per_look, n)
+    return design.p_value(law, per_look, n)
+
+
+def gate_law(pairs: Sequence[Pair]) -> str:
+    """The law of three configs' gate: with rounds (null_law.GATE) when every pair was
+    judged with them, else Welch's alone (GATE_WELCH)."""
+    return GATE if all(p.law == PAIR for p in pairs) else GATE_WELCH
 
 
 def _blocked_p(sides: Sequence[Side], n: int, scale: str) -> float:
