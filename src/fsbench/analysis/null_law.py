@@ -220,10 +220,9 @@ def calibrated(kind: str, looks: tuple[int, ...], observed: Sequence[float] | fl
     if kind in PATTERNS:
         per_look = list(observed) if isinstance(observed, Sequence) else [observed]
         per_look += [1.0] * (len(looks) - len(per_look))
-        found = _law(kind, looks).calibrated(per_look)
-        # One look of Welch's t alone: its own p too (exact where the law's patterns are
-        # kinder than the data: a single look never counts less than Welch's p says).
-        return max(found, per_look[0]) if _welch_alone(kind, looks) else found
+        if _welch_alone(kind, looks):
+            return float(per_look[0])  # one look of Welch's t alone: its own p is its law
+        return _law(kind, looks).calibrated(per_look)
     assert not isinstance(observed, Sequence)
     laws = _registered(kind, looks)
     shares = [(np.searchsorted(law, observed, side="right") + 1) / (len(law) + 1) for law in laws]
@@ -234,10 +233,10 @@ def calibrated(kind: str, looks: tuple[int, ...], observed: Sequence[float] | fl
 def boundaries(kind: str, looks: tuple[int, ...], level: float) -> tuple[float, ...]:
     """Per look of `looks`, the statistic a look must go below for a calibrated p of
     `level` (a comparison's kinds: each look its own)."""
-    found = _law(kind, looks).boundaries(level)
     if _welch_alone(kind, looks):
-        return (min(found[0], float(np.nextafter(level, 1.0))),)
-    return found
+        # Its own p at most the level: a p equal to it passes.
+        return (float(np.nextafter(level, 1.0)),) if level > 0 else (0.0,)
+    return _law(kind, looks).boundaries(level)
 
 
 def _welch_alone(kind: str, looks: tuple[int, ...]) -> bool:
