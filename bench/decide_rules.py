@@ -84,7 +84,7 @@ def _rules(n: int, nulls: dict[str, dict[str, Any]]) -> dict[str, Callable[[dict
     `_calibrated` ones have their gate's level moved until the worst spread pattern
     within 2x gives false orders in exactly ALPHA of draws, as fsbench's gate has: the
     comparison at equal error."""
-    gate_level = null_law.threshold(null_law.GATE, (n,), ALPHA)
+    gate_level = null_law.boundaries(null_law.GATE, (n,), ALPHA)[0]
     within = [d for name, d in nulls.items() if "4x" not in name]
 
     def level(statistic: Callable[[dict[str, Any]], Any]) -> float:

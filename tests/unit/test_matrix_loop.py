@@ -342,3 +342,18 @@ def test_a_workload_that_warms_nothing_gets_no_warmup_even_on_a_fresh_start(
     assert first.interrupted
     _, resumed = _run(store, p, FakeExecutor(p, cells), resume=first.run_id)
     assert [s.rep for s in resumed.ran] == [1, 2, 2]  # where it stopped, nothing warmed
+
+
+def test_a_round_that_slows_every_config_is_flagged_by_its_round(store: Store) -> None:
+    """Round 3 runs 25% slower for every config: the rows say that round moved every
+    config."""
+    p = _plan(("A", "B", "C"), reps=6)
+    rng = random.Random(12)
+
+    def round_three_slow(ran: Ran) -> float:
+        return (1.25 if ran.slot.rep == 3 else 1.0) * (1 + rng.gauss(0, 0.01))
+
+    outcome, _ = _run(store, p, FakeExecutor(p, planning.expand(p), round_three_slow))
+    rows = [r for r in source.load(store, outcome.run_id).rows if r.metric == "seconds"]
+    flags = [r.flags.get("order-effect", "") for r in rows]
+    assert all(f.startswith("round 3 moved every config") for f in flags), flags

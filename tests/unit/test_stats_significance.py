@@ -111,3 +111,29 @@ def test_shaffer_is_holm_with_the_hypotheses_that_can_be_true_together() -> None
         [0.006, 0.03, 0.06, 1.0, 1.0, 1.0]
     )
     assert shaffer([None, 0.02, None], 3) == [None, 0.06, None]
+
+
+def test_order_effect_finds_a_round_that_moved_every_config() -> None:
+    """Three configs over six rounds: round 3 slowed every config 23% (fs_mark's round 3
+    in issue 50); the rounds' test finds it and names the round. Without a shock, or with
+    rounds not given, it does not fire."""
+    import random
+
+    rng = random.Random(4)
+    rounds = [r for r in range(1, 7) for _ in range(3)]
+    positions = [1, 2, 3, 2, 3, 1, 3, 1, 2] * 2
+    previous = ["a", "b", "c"] * 6
+    shocked = [(0.23 if r == 3 else 0.0) + rng.gauss(0, 0.02) for r in rounds]
+    mean = sum(shocked) / len(shocked)
+    residuals = [x - mean for x in shocked]
+    found = order_effect(residuals, positions, previous, 3, rounds)
+    assert found.round_p is not None and found.round_p < 1e-6 and found.by_round
+    assert found.round_moved == "3" and found.round_shift == pytest.approx(0.19, abs=0.03)
+    assert found.p is not None and found.p < 1e-5
+    assert order_effect(residuals, positions, previous, 3).round_p is None
+    false = 0
+    for _ in range(400):
+        calm = [rng.gauss(0, 0.02) for _ in rounds]
+        p = order_effect(calm, positions, previous, 3, rounds).p
+        false += p is not None and p < 0.05
+    assert false / 400 <= 0.05 + 3.5 * (0.05 * 0.95 / 400) ** 0.5

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fsbench.analysis.design import Design
+from fsbench.analysis.null_law import PAIR_WELCH
 from fsbench.analysis.verdicts import decide_rows
 from tests.unit.test_reports_ranking import make_row
 
@@ -38,7 +39,11 @@ def test_an_order_shows_a_p_below_the_level() -> None:
     assert v is not None and v.kind == "order"
     (pair,) = v.pairs
     assert pair.p is not None and pair.p < 0.05
-    assert "Welch p" in v.text and "95% CI" in v.text
+    # The interval at the level its verdict used: one look of Welch's t alone (the rows
+    # record no rounds), at most its own level.
+    level = 1 - Design().boundary(PAIR_WELCH, 0.05, 3)
+    assert 0.95 <= level < 0.98 and pair.ci_level == level and pair.law == PAIR_WELCH
+    assert "Welch p" in v.text and f"{level:.0%} CI" in v.text
 
 
 def test_constant_values_one_step_apart_are_undecided_by_resolution() -> None:

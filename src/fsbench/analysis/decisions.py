@@ -4,10 +4,13 @@ One comparison is the configs measured in the same conditions (one workload step
 combination of parameters and knobs, one metric). Each pair of its configs gets one of
 three answers, each with its evidence:
 
-- **order**: one is better. Welch's t-test over the repetitions, on the log scale for
-  ratio metrics (times and rates: a difference there is a ratio, and noise grows with the
-  value), from n = 3. Two configs: the pair at the comparison's level. Three: a gate first
-  (Welch's ANOVA, or Bonferroni over the three pairs), then every pair at the same level
+- **order**: one is better. Welch's t-test over the repetitions and the round-paired t
+  (the rounds are blocks: a shock that slowed a whole round cancels), the smaller p of
+  the two judged against its own law, on the log scale for ratio metrics (times and
+  rates: a difference there is a ratio, and noise grows with the value), from n = 3. Two
+  configs: the pair at the comparison's level. Three: a gate first (Welch's ANOVA, the
+  ANOVA with rounds as blocks, or Bonferroni over the three pairs), then every pair at
+  the same level
   (with three configs at most one pair can be equal once any two differ, so the gate
   protects the pairs: the family-wise rate is held). More than three: Holm's step-down with
   Shaffer's (1986) logical constraints. Counts fsbench reads itself (extents, files) that do
@@ -43,7 +46,7 @@ from fsbench.analysis.design import (
     Design,
     needed_reps,
 )
-from fsbench.analysis.null_law import GATE, PAIR
+from fsbench.analysis.lookstats import PAIRED, WELCH
 from fsbench.analysis.pairs import (
     EQUIVALENT,
     ORDER,
@@ -52,11 +55,15 @@ from fsbench.analysis.pairs import (
     Side,
     draft,
     exact_metric,
+    gate_law,
     gate_p,
     scale_of,
 )
 from fsbench.analysis.stats import step_down
 from fsbench.system import numbers
+
+# How a pair's test is named beside its interval.
+TEST_NAMES = {WELCH: "Welch", PAIRED: "round-paired t"}
 
 __all__ = ["EQUIVALENT", "ORDER", "UNDECIDED", "Decision", "Pair", "Side", "at_level", "decide"]
 
@@ -211,7 +218,7 @@ class Decision:
             also = f"; also within ±{self.design.margin:.0%}" if p.equivalent else ""
             return (
                 f"{p.winner} better than {p.loser} ({factor}, {_fmt_ci(p)}, "
-                f"Welch {_p_text(p.p)}{also})"
+                f"{TEST_NAMES.get(p.test, p.test)} {_p_text(p.p)}{also})"
             )
         if p.kind == EQUIVALENT:
             if p.test == "exact":
@@ -412,23 +419,26 @@ def at_level(decision: Decision, level: float, shown: float | None = None) -> De
             ordered = p.p is not None and level > 0 and p.p <= level
             design = decision.design
             if decision.gate_p is not None and not gate_open:
-                # The gate stayed shut: every pair's p at every look is above a third of
-                # its boundary, so intervals at that level all hold 1.
-                boundary = design.boundary(GATE, judged, n) / 3
+                # The gate stayed shut: every pair's statistic at every look is above a
+                # third of the gate's boundary there, so intervals at that level hold 1.
+                gate = design.boundaries(gate_law(decision.pairs), judged, n)
+                bounds = {look: b / 3 for look, b in gate.items()}
             elif decision.gate_p is not None:
-                boundary = design.boundary(PAIR, level, n)
+                bounds = design.boundaries(p.law, level, n)
             else:
                 divisor = p.divisor if ordered else stop
-                boundary = design.boundary(PAIR, judged / divisor, n)
-            p = p.shown(1 - boundary, before=boundary if ordered else None)
+                bounds = design.boundaries(p.law, judged / divisor, n)
+            p = p.shown(bounds, ordered)
             if ordered:
                 p = replace(p, kind=ORDER, winner=p.leader, needed=None)
             else:
                 p = replace(p, kind=EQUIVALENT if p.equivalent else UNDECIDED, winner="")
                 if p.equivalent:
                     p = _equivalence_shown(p, design)
+                elif p.ci is None:
+                    p = replace(p, note=_FIRST_LOOKS)
                 elif decision.explain:
-                    p = replace(p, needed=_needed(p, design, boundary))
+                    p = replace(p, needed=_needed(p, design, bounds[max(bounds)]))
         pairs.append(p)
     return replace(decision, pairs=tuple(pairs), level=level)
 
@@ -436,8 +446,23 @@ def at_level(decision: Decision, level: float, shown: float | None = None) -> De
 def _equivalence_shown(p: Pair, design: Design) -> Pair:
     """An equivalent pair shows the interval equivalence was judged on, at its look."""
     look = next(lk for lk in p.looked if lk.n == p.equivalent_at)
-    level = design.equivalence_level(min(p.n))
-    return replace(p, ci=look.interval(p.scale, level), ci_level=level, ratio=look.ratio(p.scale))
+    level = design.equivalence_level(min(p.n), look.n, p.law)
+    name = p.equivalent_by
+    return replace(
+        p,
+        ci=look.interval(p.scale, level, name),
+        ci_level=level,
+        ratio=look.ratio(p.scale, name),
+        test=name,
+    )
+
+
+# Why an undecided pair shows no interval: at its run's level, its looks so far could not
+# order anything (under the law's slow machine, a config whose every trial fell slow while
+# another's did not looks exactly like a difference: null_law.py).
+_FIRST_LOOKS = (
+    "its looks so far cannot order at this level: a run of slow trials would look the same"
+)
 
 
 def _needed(p: Pair, design: Design, boundary: float) -> int | None:

@@ -67,19 +67,31 @@ class Design:
             return (max(n, 2),)
         return tuple(range(self.n_min, self.n_max + 1))
 
-    def p_value(self, kind: str, smallest: float, n: int) -> float:
-        """The calibrated p of a statistic (null_law.PAIR or GATE) whose smallest value
-        over the looks made was `smallest`."""
-        return null_law.calibrated(kind, self.planned(n), smallest)
+    def p_value(self, kind: str, per_look: Mapping[int, float], n: int) -> float:
+        """The calibrated p of a statistic (null_law.PAIR or GATE) from its value at each
+        look made (by the look's n; looks not made count as no evidence)."""
+        planned = self.planned(n)
+        return null_law.calibrated(kind, planned, [per_look.get(lk, 1.0) for lk in planned])
 
-    def boundary(self, kind: str, level: float, n: int) -> float:
-        """The per-look p a statistic must go below for a calibrated p of `level`."""
-        return null_law.threshold(kind, self.planned(n), level)
+    def boundaries(self, kind: str, level: float, n: int) -> dict[int, float]:
+        """Per planned look (by its n), the statistic a look must go below for a calibrated
+        p of `level`."""
+        planned = self.planned(n)
+        return dict(zip(planned, null_law.boundaries(kind, planned, level), strict=True))
 
-    def equivalence_level(self, n: int) -> float:
-        """The confidence of the interval equivalence is judged on at each look: 90% (TOST
-        at 5% a side) for one look, the Pocock constant for more."""
-        return 1 - self.boundary(null_law.PAIR, 2 * self.alpha, n)
+    def boundary(self, kind: str, level: float, n: int, look: int | None = None) -> float:
+        """The boundary of one look (by default the last planned: what more repetitions
+        are judged at)."""
+        found = self.boundaries(kind, level, n)
+        return found.get(look, 0.0) if look is not None else found[max(found)]
+
+    def equivalence_level(
+        self, n: int, look: int | None = None, kind: str = null_law.PAIR
+    ) -> float:
+        """The confidence of the interval equivalence is judged on at a look: 90% (TOST
+        at 5% a side) for one look of one test, less for more, as the law of the pair's
+        statistic (`kind`) counts them."""
+        return 1 - self.boundary(kind, 2 * self.alpha, n, look)
 
     @property
     def one_look(self) -> bool:
@@ -103,8 +115,9 @@ class Design:
     def rule_with(self, looks: str) -> str:
         """The legend's sentence, with `looks` said (a table's columns may differ in it)."""
         return (
-            "pairs ordered by Welch's t-test on the log scale (three configs: a gate, "
-            "Welch's ANOVA or Bonferroni over the pairs, then pairs at the same level; "
+            "pairs ordered by Welch's t-test or the round-paired t on the log scale, the "
+            "smaller p judged by its law (three configs: a gate, Welch's ANOVA, the ANOVA "
+            "with rounds as blocks or Bonferroni over the pairs, then pairs at the same level; "
             "more: Holm with Shaffer's constraints), Benjamini-Bogomolov over the run's "
             f"tested comparisons ({CONTROLLED} at most {self.alpha:.0%}, not of runs with "
             "one; a metric that is another's exact reciprocal or multiple counted once); "

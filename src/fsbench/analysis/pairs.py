@@ -1,12 +1,13 @@
 """One pair of configs in a comparison: its evidence at every look, before the
 comparison's multiplicity and the run's control decide it (decisions.py).
 
-Welch's t-test of the two configs' values at each look the pair has had (n = 3, 4, ...),
-on the log scale for ratio metrics (times and rates, every value positive: a difference
-there is a ratio, and noise grows with the value) and on the raw scale otherwise; the
-smallest p over the looks calibrated to the design's looks (null_law.py); equivalence by
-the first look whose interval is inside the margin (TOST). Counts fsbench reads itself
-that never vary are answered exactly, counts of events out of N by Fisher's exact test.
+At each look the pair has had (n = 3, 4, ...), two tests of the two configs' values (on
+the log scale for ratio metrics: times and rates, every value positive, where a difference
+is a ratio and noise grows with the value; on the raw scale otherwise): Welch's t, and
+the round-paired t where both configs ran in the same rounds (lookstats.py); the smaller p
+at every look calibrated to the design's looks (null_law.py); equivalence by the first
+look whose interval is inside the margin (TOST). Counts fsbench reads itself that never
+vary are answered exactly, counts of events out of N by Fisher's exact test.
 
 Pure functions: values in, evidence out.
 """
@@ -26,7 +27,14 @@ from fsbench.analysis.design import (
     Design,
     cv,
 )
-from fsbench.analysis.null_law import GATE, PAIR, gate_statistic
+from fsbench.analysis.lookstats import (
+    PAIRED,
+    WELCH,
+    blocked_anova_from_moments,
+    gate_statistic,
+    paired_from_moments,
+)
+from fsbench.analysis.null_law import GATE, GATE_WELCH, PAIR, PAIR_WELCH
 from fsbench.analysis.stats import (
     fisher_exact,
     moments,
@@ -37,6 +45,8 @@ from fsbench.analysis.stats import (
 
 ORDER, EQUIVALENT, UNDECIDED = "order", "equivalent", "undecided"
 LOG, RAW = "log", "raw"
+# The tests a pair is judged by (its `test` names the one whose interval it shows).
+TESTS = (WELCH, PAIRED)
 
 
 @dataclass(frozen=True)
@@ -47,12 +57,22 @@ class Side:
     values: tuple[float, ...]
     reps: tuple[int, ...] = ()
     over: int | None = None  # counts of events out of `over` (crashes): Fisher's test
+    # The rounds its reps count ("" unknown): configs of the same rounds (one run's group
+    # on one host) ran each rep in one round, a block the round-paired t pairs them by.
+    rounds: str = ""
 
     def upto(self, n: int) -> list[float]:
         """The values of repetitions 1..n (all of them when reps were not recorded)."""
         if not self.reps:
             return list(self.values[:n])
         return [v for v, r in zip(self.values, self.reps, strict=True) if r <= n]
+
+    def by_rep(self, n: int) -> dict[int, float]:
+        """The values of repetitions 1..n by repetition (nothing when reps were not
+        recorded, or the rounds are unknown)."""
+        if not self.reps or not self.rounds:
+            return {}
+        return {r: v for v, r in zip(self.values, self.reps, strict=True) if r <= n}
 
     @property
     def n(self) -> int:
@@ -63,36 +83,71 @@ class Side:
         return statistics.fmean(self.values)
 
 
-@dataclass(frozen=True)
-class Look:
-    """A pair's evidence at one look: b's mean minus a's (of the log values, or of the
-    values on the raw scale), its standard error, Welch's df and p; on the raw scale
-    `base` is a's mean, the ratio's denominator."""
+def _exp(x: float) -> float:
+    """e^x, infinite beyond a float's range (an interval at a confidence next to 1)."""
+    return math.exp(x) if x < 709 else math.inf
 
-    n: int
+
+@dataclass(frozen=True)
+class Test:
+    """One test of a pair at one look: b's mean minus a's (of the log values, or of the
+    values on the raw scale; the round-paired t's mean difference within rounds), its
+    standard error, df and two-sided p."""
+
+    name: str  # Welch | paired
     estimate: float
     se: float
     df: float
     p: float
+
+
+@dataclass(frozen=True)
+class Look:
+    """A pair's evidence at one look: its tests (Welch's, and the round-paired t where
+    the configs shared rounds); on the raw scale `base` is a's mean, the ratio's
+    denominator. The look's statistic is the smaller p."""
+
+    n: int
+    tests: tuple[Test, ...]
     base: float = 0.0
 
-    def ratio(self, scale: str) -> float | None:
-        if scale == LOG:
-            return math.exp(self.estimate)
-        return 1 + self.estimate / self.base if self.base else None
+    @property
+    def p(self) -> float:
+        return self.best.p
 
-    def interval(self, scale: str, confidence: float) -> tuple[float, float] | None:
-        """The ratio b / a at this confidence: the inverse of the look's own test, so it
-        excludes 1 exactly when the test's p is below 1 - confidence (None on the raw
-        scale when a's mean is zero: no ratio)."""
-        half = t_quantile(self.df, confidence) * self.se if self.se > 0 else 0.0
-        lo, hi = self.estimate - half, self.estimate + half
+    @property
+    def best(self) -> Test:
+        """The test of the smaller p (Welch's on a tie)."""
+        return min(self.tests, key=lambda t: t.p)
+
+    def test(self, name: str) -> Test:
+        return next(t for t in self.tests if t.name == name)
+
+    def ratio(self, scale: str, name: str | None = None) -> float | None:
+        found = self.test(name) if name else self.best
         if scale == LOG:
-            return math.exp(lo), math.exp(hi)
+            return _exp(found.estimate)
+        return 1 + found.estimate / self.base if self.base else None
+
+    def interval(
+        self, scale: str, confidence: float, name: str | None = None
+    ) -> tuple[float, float] | None:
+        """The ratio b / a at this confidence by one test (the best by default): its
+        inverse, so it excludes 1 exactly when the test's p is below 1 - confidence (None
+        on the raw scale when a's mean is zero: no ratio)."""
+        found = self.test(name) if name else self.best
+        half = t_quantile(found.df, confidence) * found.se if found.se > 0 else 0.0
+        lo, hi = found.estimate - half, found.estimate + half
+        if scale == LOG:
+            return _exp(lo), _exp(hi)
         if not self.base:
             return None
         ends = sorted((1 + lo / self.base, 1 + hi / self.base))
         return ends[0], ends[1]
+
+    def narrowest(self, scale: str, confidence: float) -> str:
+        """The test whose interval at this confidence is the narrowest (TOST judges it)."""
+        return min(self.tests, key=lambda t: t_quantile(t.df, confidence) * t.se).name
 
 
 @dataclass(frozen=True)
@@ -108,7 +163,7 @@ class Pair:
     ratio: float | None = None  # b / a: of the geometric means on the log scale
     ci: tuple[float, float] | None = None  # CI of the ratio at `ci_level`
     ci_level: float = 0.90
-    test: str = "Welch"  # Welch | exact | Fisher | resolution
+    test: str = WELCH  # Welch | paired (the test of its interval) | exact | Fisher | resolution
     p: float | None = None  # the order's p, calibrated over the looks (Shaffer-adjusted)
     n: tuple[int, int] = (0, 0)
     needed: int | None = None  # undecided: repetitions per config that would decide
@@ -116,6 +171,8 @@ class Pair:
     scale: str = LOG  # log | raw: the scale of the test and of `looked`
     looked: tuple[Look, ...] = ()  # the evidence at every look made
     equivalent_at: int | None = None  # the look (its n) that showed equivalence
+    equivalent_by: str = ""  # the test whose interval showed it
+    law: str = PAIR  # its statistic's law: null_law.PAIR, or PAIR_WELCH without rounds
     noise: float | None = None  # the pair's relative spread (sd of logs, or pooled CV)
     divisor: int = 1  # a step-down's divisor at this pair's step (Holm, Shaffer)
     rank: int = 0  # its place in the step-down (0: the smallest p)
@@ -126,19 +183,31 @@ class Pair:
 
     @property
     def tested(self) -> bool:
-        return self.test == "Welch" and bool(self.looked)
+        return self.test in TESTS and bool(self.looked)
 
-    def shown(self, confidence: float, before: float | None = None) -> Pair:
-        """The pair with the interval of the first look whose p is below `before` (the
-        look that decided it), else of the last look, at `confidence`."""
+    @property
+    def per_look(self) -> dict[int, float]:
+        """Its statistic at every look made: the smaller p of its tests."""
+        return {look.n: look.p for look in self.looked}
+
+    def shown(self, boundaries: dict[int, float], ordered: bool) -> Pair:
+        """The pair with the interval its verdict used: of the first look whose statistic
+        is below that look's boundary when it is ordered (the look and test that decided
+        it), else of its last look, by the test of the smaller p there, at one minus the
+        look's boundary. A look that cannot order at this level (a boundary of 0) shows
+        no interval."""
         look = self.looked[-1]
-        if before is not None:
-            look = next((lk for lk in self.looked if lk.p < before), look)
+        if ordered:
+            look = next(lk for lk in self.looked if lk.p < boundaries.get(lk.n, 0.0))
+        boundary = boundaries.get(look.n, 0.0)
+        if boundary <= 0:
+            return replace(self, ci=None, ratio=look.ratio(self.scale), test=look.best.name)
         return replace(
             self,
-            ci=look.interval(self.scale, confidence),
-            ci_level=confidence,
+            ci=look.interval(self.scale, 1 - boundary),
+            ci_level=1 - boundary,
             ratio=look.ratio(self.scale),
+            test=look.best.name,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -185,45 +254,41 @@ def _transform(values: Sequence[float], scale: str) -> list[float]:
 
 
 def _looks(a: Side, b: Side, design: Design, scale: str) -> tuple[Look, ...]:
-    """Welch's test of b against a at every look the pair has had (from n = 3), all
-    looks in one computation."""
-    import numpy as np
-
-    kept = []  # (n, moments of a, moments of b)
+    """Both tests of b against a at every look the pair has had (from n = 3): Welch's,
+    and the round-paired t over the rounds both configs ran in (two or more)."""
+    out = []
     for n in design.looks(min(a.n, b.n)):
         if n < MIN_REPS:
             continue
-        ma_, mb_ = moments(_transform(a.upto(n), scale)), moments(_transform(b.upto(n), scale))
-        if ma_[0] < 2 or mb_[0] < 2 or (ma_[2] == 0 and mb_[2] == 0):
+        xa, xb = _transform(a.upto(n), scale), _transform(b.upto(n), scale)
+        (na, ma, va), (nb, mb, vb) = moments(xa), moments(xb)
+        if na < 2 or nb < 2 or (va == 0 and vb == 0):
             continue  # constant on both sides at this look: nothing to test here
-        kept.append((n, ma_, mb_))
-    if not kept:
-        return ()
-    na, ma, sa = (np.array([k[1][i] for k in kept], float) for i in range(3))
-    nb, mb, sb = (np.array([k[2][i] for k in kept], float) for i in range(3))
-    _, df, p = welch_from_moments(mb, sb, nb, ma, sa, na)
-    se = np.sqrt(sa / na + sb / nb)
-    return tuple(
-        Look(
-            n,
-            float(mb[i] - ma[i]),
-            float(se[i]),
-            float(df[i]),
-            float(p[i]),
-            float(ma[i]) if scale == RAW else 0.0,
-        )
-        for i, (n, _, _) in enumerate(kept)
-    )
+        _, df, p = welch_from_moments(mb, vb, nb, ma, va, na)
+        se = math.sqrt(va / na + vb / nb)
+        tests = [Test(WELCH, mb - ma, se, float(df), float(p))]
+        ra, rb = a.by_rep(n), b.by_rep(n)
+        if a.rounds == b.rounds and len(common := sorted(set(ra) & set(rb))) >= 2:
+            d = _transform([rb[r] for r in common], scale)
+            d0 = _transform([ra[r] for r in common], scale)
+            _, m, var = moments([y - x for x, y in zip(d0, d, strict=True)])
+            mean, se_p, df_p, p_p = paired_from_moments(m, var, len(common))
+            tests.append(Test(PAIRED, float(mean), float(se_p), float(df_p), float(p_p)))
+        out.append(Look(n, tuple(tests), ma if scale == RAW else 0.0))
+    return tuple(out)
 
 
-def _equivalent_at(looked: Sequence[Look], scale: str, design: Design, n: int) -> int | None:
-    """The first look whose interval at the design's equivalence level is inside the
-    margin (TOST), or None."""
-    level = design.equivalence_level(n)
+def _equivalent_at(
+    looked: Sequence[Look], scale: str, design: Design, n: int, law: str
+) -> tuple[int, str] | None:
+    """The first look whose narrowest interval at the design's equivalence level there
+    is inside the margin (TOST), and its test; None when none is."""
     for look in looked:
-        found = look.interval(scale, level)
+        level = design.equivalence_level(n, look.n, law)
+        name = look.narrowest(scale, level)
+        found = look.interval(scale, level, name)
         if found is not None and 1 - design.margin <= found[0] and found[1] <= 1 + design.margin:
-            return look.n
+            return look.n, name
     return None
 
 
@@ -242,8 +307,9 @@ def _noise(a: Side, b: Side, scale: str) -> float | None:
 def draft(
     a: Side, b: Side, higher: bool, design: Design, exact: bool, resolution: float, scale: str
 ) -> Pair:
-    """One pair's evidence before multiplicity: an exact answer, a Fisher p, or Welch's
-    test at every look with its p calibrated over the looks (`p`, not yet adjusted)."""
+    """One pair's evidence before multiplicity: an exact answer, a Fisher p, or its tests
+    at every look with their smaller p calibrated over the looks (`p`, not yet
+    adjusted)."""
     n = (a.n, b.n)
     base = Pair(a.label, b.label, UNDECIDED, n=n, scale=scale)
     if a.over is not None and b.over is not None:
@@ -300,15 +366,21 @@ def draft(
     if not looked:
         first = design.n_min if design.sequential else MIN_REPS
         return replace(pair, note=f"n < {max(first, MIN_REPS)}: not tested yet")
-    smallest = min(look.p for look in looked)
-    equivalent_at = _equivalent_at(looked, scale, design, min(n))
+    # Configs that shared rounds have both tests at every look; others (or a look with
+    # too few rounds in common) are judged by Welch's alone, at every look.
+    law = PAIR if all(len(look.tests) > 1 for look in looked) else PAIR_WELCH
+    if law == PAIR_WELCH:
+        looked = tuple(replace(look, tests=look.tests[:1]) for look in looked)
+    equivalent = _equivalent_at(looked, scale, design, min(n), law)
     return replace(
         pair,
-        test="Welch",
+        test=looked[-1].best.name,
         looked=looked,
-        p=design.p_value(PAIR, smallest, min(n)),
-        equivalent=equivalent_at is not None,
-        equivalent_at=equivalent_at,
+        law=law,
+        p=design.p_value(law, {look.n: look.p for look in looked}, min(n)),
+        equivalent=equivalent is not None,
+        equivalent_at=equivalent[0] if equivalent else None,
+        equivalent_by=equivalent[1] if equivalent else "",
         ratio=looked[-1].ratio(scale),
         noise=_noise(a, b, scale),
     )
@@ -317,14 +389,16 @@ def draft(
 def gate_p(
     sides: Sequence[Side], pairs: Sequence[Pair], design: Design, scale: str
 ) -> float | None:
-    """Three configs' gate (null_law.GATE) over their looks, calibrated, from the three
-    pairs' own looks and Welch's ANOVA at each; None where a look has a config without
-    spread (Welch's ANOVA weighs it infinitely) or a pair was not tested there."""
+    """Three configs' gate (null_law.GATE) over their looks, calibrated: at each look
+    Welch's ANOVA, the ANOVA with rounds as blocks (over the rounds all three configs ran
+    in, when they share rounds) and the three pairs' own statistics; None where a look
+    has a config without spread (Welch's ANOVA weighs it infinitely) or a pair was not
+    tested there."""
     import numpy as np
 
     n = min(s.n for s in sides)
     looks = [lk for lk in design.looks(n) if lk >= MIN_REPS]
-    by_look = [{lk.n: lk.p for lk in p.looked} for p in pairs]
+    by_look = [p.per_look for p in pairs]
     if not looks or any(set(looks) - set(found) for found in by_look):
         return None
     stats = [[moments(_transform(s.upto(lk), scale)) for s in sides] for lk in looks]
@@ -332,8 +406,40 @@ def gate_p(
         return None
     ns, means, variances = (np.array([[m[i] for m in row] for row in stats]) for i in range(3))
     anova = welch_anova_from_moments(means, variances, ns)
-    smallest = min(
-        gate_statistic(float(anova[i]), min(found[lk] for found in by_look))
+    law = gate_law(pairs)
+    per_look = {
+        lk: float(
+            gate_statistic(
+                anova[i],
+                _blocked_p(sides, lk, scale) if law == GATE else 1.0,
+                min(f[lk] for f in by_look),
+            )
+        )
         for i, lk in enumerate(looks)
+    }
+    return design.p_value(law, per_look, n)
+
+
+def gate_law(pairs: Sequence[Pair]) -> str:
+    """The law of three configs' gate: with rounds (null_law.GATE) when every pair was
+    judged with them, else Welch's alone (GATE_WELCH)."""
+    return GATE if all(p.law == PAIR for p in pairs) else GATE_WELCH
+
+
+def _blocked_p(sides: Sequence[Side], n: int, scale: str) -> float:
+    """The blocked ANOVA's p at look n over the rounds every config ran in (1 when they
+    share fewer than two, or no rounds at all)."""
+    import numpy as np
+
+    found = [s.by_rep(n) for s in sides]
+    if len({s.rounds for s in sides}) > 1:
+        return 1.0
+    common = sorted(set.intersection(*(set(f) for f in found)))
+    if len(common) < 2:
+        return 1.0
+    x = np.array([_transform([f[r] for r in common], scale) for f in found])  # configs x rounds
+    round_variance = float(np.var(x.mean(axis=0), ddof=1))
+    p = blocked_anova_from_moments(
+        x.mean(axis=1), x.var(axis=1, ddof=1), len(common), round_variance
     )
-    return design.p_value(GATE, smallest, n)
+    return float(p)

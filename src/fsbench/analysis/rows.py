@@ -14,6 +14,7 @@ from typing import Any
 
 from fsbench.analysis.stats import (
     OUTLIER_MIN_N,
+    OrderEffect,
     bimodal,
     holm,
     min_detectable,
@@ -325,7 +326,7 @@ def _flag_order_effects(rows: list[Row], cells: dict[CellId, _Cell]) -> None:
         metrics = sorted({m.name for t in trials for m in t.metrics})
         tests = []
         for metric in metrics:
-            residuals, positions, previous = [], [], []
+            residuals, positions, previous, rounds = [], [], [], []
             configs = 0
             for k in keys:
                 pairs = _values(cells[k].counted, metric)
@@ -339,20 +340,33 @@ def _flag_order_effects(rows: list[Row], cells: dict[CellId, _Cell]) -> None:
                     residuals.append(v / mean - 1)
                     positions.append(t.position)
                     previous.append(t.previous_cell)
-            tests.append((metric, order_effect(residuals, positions, previous, configs)))
+                    rounds.append(t.rep)
+            effect = order_effect(residuals, positions, previous, configs, rounds)
+            tests.append((metric, effect))
         adjusted = holm([effect.p for _, effect in tests])
         for (metric, effect), p in zip(tests, adjusted, strict=True):
             if p is None or p >= ORDER_ALPHA or effect.size < ORDER_MIN_CHANGE:
                 continue
-            detail = (
-                f"{effect.position_change:+.0%} from first to last place in the round"
-                if abs(effect.position_change) >= abs(effect.carryover_spread)
-                else f"{effect.carryover_spread:.0%} apart by the trial run just before"
-            )
+            detail = _order_detail(effect)
             text = f"{detail} (Holm p = {p:.2g}, {effect.n} trials)"
             for row in rows:
                 if row.metric == metric and _cell_id_of(row) in keys:
                     row.flags["order-effect"] = text
+
+
+def _order_detail(effect: OrderEffect) -> str:
+    """What moved the results: a round (and whether it moved every config of it), the
+    place in the round, or the trial run just before."""
+    if effect.by_round and effect.round_moved:
+        return (
+            f"round {effect.round_moved} moved every config ({effect.round_shift:+.0%}): "
+            "a shock of the round's, the round-paired t discounts it"
+        )
+    if effect.by_round:
+        return f"{effect.round_spread:.0%} apart by round"
+    if abs(effect.position_change) >= abs(effect.carryover_spread):
+        return f"{effect.position_change:+.0%} from first to last place in the round"
+    return f"{effect.carryover_spread:.0%} apart by the trial run just before"
 
 
 def _cell_id_of(row: Row) -> CellId:

@@ -214,29 +214,63 @@ def least_n(holds: Callable[[int], bool], lo: int, hi: int) -> int | None:
 
 @dataclass(frozen=True)
 class OrderEffect:
-    """Whether results depend on where a trial ran: its place in the round (a linear trend
-    of the residuals with position) or the trial run just before it (residuals grouped by
-    the previous cell, one-way ANOVA). Residuals are relative to each config's own mean."""
+    """Whether results depend on where or when a trial ran: its place in the round (a
+    linear trend of the residuals with position), the trial run just before it (residuals
+    grouped by the previous cell, one-way ANOVA) or its round (residuals grouped by round:
+    the rounds are blocks, and a shock that slows a whole round moves every config of it).
+    Residuals are relative to each config's own mean."""
 
     n: int
     position_p: float | None
     position_change: float  # fitted change from the first place to the last, relative
     carryover_p: float | None
     carryover_spread: float  # range of the mean residual per previous cell, relative
+    round_p: float | None = None
+    round_spread: float = 0.0  # range of the mean residual per round, relative
+    round_shift: float = 0.0  # the mean residual of the round farthest from the others'
+    round_moved: str = ""  # that round, when it moved every trial of it the same way
 
     @property
     def p(self) -> float | None:
-        """The smaller p of the two tests, corrected for being the smaller of two
-        (Bonferroni: twice it); None if neither could run."""
-        found = [p for p in (self.position_p, self.carryover_p) if p is not None]
+        """The smallest p of the tests, corrected for being the smallest (Bonferroni:
+        times the tests made); None if none could run."""
+        found = [p for p in (self.position_p, self.carryover_p, self.round_p) if p is not None]
         if not found:
             return None
         return min(1.0, len(found) * min(found))
 
     @property
     def size(self) -> float:
-        """How far the order moved results, relative: the larger of the two effects."""
-        return max(abs(self.position_change), self.carryover_spread)
+        """How far the order moved results, relative: the largest of the effects."""
+        return max(abs(self.position_change), self.carryover_spread, self.round_spread)
+
+    @property
+    def by_round(self) -> bool:
+        """The rounds' test is the one that found it."""
+        found = [p for p in (self.position_p, self.carryover_p) if p is not None]
+        return self.round_p is not None and all(self.round_p <= p for p in found)
+
+
+def _grouped(
+    residuals: Sequence[float], labels: Sequence[str], spent: int
+) -> tuple[float | None, dict[str, list[float]]]:
+    """One-way ANOVA of the residuals grouped by label (its p, None when it cannot run:
+    fewer than six residuals, fewer than two groups or no group of two, no df left), and
+    the groups."""
+    groups: dict[str, list[float]] = {}
+    for r, label in zip(residuals, labels, strict=True):
+        groups.setdefault(label, []).append(r)
+    n, k = len(residuals), len(groups)
+    df_within = n - k - spent
+    if n < 6 or not 2 <= k < n or df_within < 1:
+        return None, groups
+    grand = statistics.fmean(residuals)
+    means = {g: statistics.fmean(v) for g, v in groups.items()}
+    ssb = sum(len(v) * (means[g] - grand) ** 2 for g, v in groups.items())
+    ssw = sum((x - means[g]) ** 2 for g, v in groups.items() for x in v)
+    if ssw == 0:
+        return (0.0 if ssb > 0 else 1.0), groups
+    return _f_sf((ssb / (k - 1)) / (ssw / df_within), k - 1, df_within), groups
 
 
 def order_effect(
@@ -244,12 +278,14 @@ def order_effect(
     positions: Sequence[int],
     previous: Sequence[str],
     configs: int = 1,
+    rounds: Sequence[int] = (),
 ) -> OrderEffect:
     """Tests on relative residuals (value / its config's mean - 1) of the counted trials of
-    one comparison group: slope against position (t-test), and differences between the
-    trials that followed each other cell (F-test). The `configs` means already subtracted
-    cost as many degrees of freedom (less one: the residuals' own mean is zero). A test
-    needs at least six trials, two distinct positions (or previous cells) and a degree of
+    one comparison group: slope against position (t-test), differences between the
+    trials that followed each other cell (F-test) and, given each trial's round,
+    differences between rounds (F-test). The `configs` means already subtracted cost as
+    many degrees of freedom (less one: the residuals' own mean is zero). A test needs at
+    least six trials, two distinct positions (previous cells, rounds) and a degree of
     freedom left; otherwise its p is None."""
     n = len(residuals)
     spent = max(configs, 1) - 1  # the config means, beyond the grand mean a test fits anyway
@@ -268,24 +304,27 @@ def order_effect(
         else:
             se = math.sqrt(sse / df_pos / sxx)
             pos_p = 2 * _t_sf(abs(slope / se), df_pos)
-    carry_p, spread = None, 0.0
-    groups: dict[str, list[float]] = {}
-    for r, prev in zip(residuals, previous, strict=True):
-        groups.setdefault(prev, []).append(r)
-    k = len(groups)
-    df_within = n - k - spent
-    if n >= 6 and 2 <= k < n and df_within >= 1:
-        grand = statistics.fmean(residuals)
-        means = {g: statistics.fmean(v) for g, v in groups.items()}
-        ssb = sum(len(v) * (means[g] - grand) ** 2 for g, v in groups.items())
-        ssw = sum((x - means[g]) ** 2 for g, v in groups.items() for x in v)
-        spread = max(means.values()) - min(means.values())
-        if ssw == 0:
-            carry_p = 0.0 if ssb > 0 else 1.0
-        else:
-            f = (ssb / (k - 1)) / (ssw / df_within)
-            carry_p = _f_sf(f, k - 1, df_within)
-    return OrderEffect(n, pos_p, change, carry_p, spread)
+    carry_p, groups = _grouped(residuals, previous, spent)
+    spread = _spread(groups) if carry_p is not None else 0.0
+    if not rounds:
+        return OrderEffect(n, pos_p, change, carry_p, spread)
+    round_p, by_round = _grouped(residuals, [str(r) for r in rounds], spent)
+    if round_p is None:
+        return OrderEffect(n, pos_p, change, carry_p, spread)
+    means = {g: statistics.fmean(v) for g, v in by_round.items()}
+    center = statistics.fmean(means.values())
+    far = max(means, key=lambda g: abs(means[g] - center))
+    shift = means[far] - center
+    every = all((x - center) * shift > 0 for x in by_round[far])
+    return OrderEffect(
+        n, pos_p, change, carry_p, spread, round_p, _spread(by_round), shift, far if every else ""
+    )
+
+
+def _spread(groups: dict[str, list[float]]) -> float:
+    """The range of the groups' mean residuals."""
+    means = [statistics.fmean(v) for v in groups.values()]
+    return max(means) - min(means)
 
 
 def _f_sf(f: float, d1: float, d2: float) -> float:

@@ -50,8 +50,9 @@ FLAGS: dict[str, Flag] = {
         ),
         Flag(
             "order-effect",
-            "the results depend on the trial's place in its round or on the trial run just "
-            "before: the machine's state, not only the config, moved them",
+            "the results depend on the trial's place in its round, on the trial run just "
+            "before or on the round (a shock that moved every config of it): the machine's "
+            "state, not only the config, moved them",
             detailed=True,
         ),
         Flag(

@@ -36,9 +36,11 @@ def key_of(row: Row) -> Key:
 
 
 def side_of(row: Row, label: str | None = None) -> Side:
+    """A row as one config's side of a comparison: the configs of one run's comparison
+    on one host ran in the same rounds (one comparison group's), a rep in one round."""
     over = int(row.over["n"]) if row.over and row.unit == "count" else None
     reps = tuple(row.reps) if len(row.reps) == len(row.values) else ()
-    return Side(label or label_of(row), tuple(row.values), reps, over)
+    return Side(label or label_of(row), tuple(row.values), reps, over, f"host {row.host}")
 
 
 def decide_rows(
@@ -63,7 +65,7 @@ def decide_rows(
         design = replace(design, n_max=max(design.n_min, max(planned)))
     sides = [side_of(r, label) for label, r in usable]
     if any(s.over is not None for s in sides) and not all(s.over is not None for s in sides):
-        sides = [Side(s.label, s.values, s.reps) for s in sides]
+        sides = [Side(s.label, s.values, s.reps, rounds=s.rounds) for s in sides]
     return (decide if judged else evidence)(
         sides,
         better=first.better,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from fsbench.analysis.decisions import EQUIVALENT, ORDER, Decision, Side, decide
@@ -165,7 +165,8 @@ def _draft(key: CellKey, a: Row, b: Row, design: Design) -> Decision | None:
     """A against B for one matched cell, before the control over every cell compared."""
     if not (a.values and b.values) or (a.better or b.better) not in ("higher", "lower"):
         return None
-    sides = [side_of(a, "A"), side_of(b, "B")]
+    # Two runs, or two groups of one: no rounds in common to pair trials by.
+    sides = [replace(side_of(a, "A"), rounds=""), replace(side_of(b, "B"), rounds="")]
     if (sides[0].over is None) != (sides[1].over is None):
         sides = [Side(s.label, s.values, s.reps) for s in sides]
     return decide(
