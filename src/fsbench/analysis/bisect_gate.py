@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from fsbench.analysis import decisions
 from fsbench.analysis.decisions import ORDER, Side
 from fsbench.analysis.design import ALPHA, DEFAULT_MARGIN, MIN_REPS, Design, cv
-from fsbench.analysis.null_law import PAIR
+from fsbench.analysis.null_law import PAIR_WELCH
 from fsbench.analysis.stats import min_detectable, summarize
 
 GOOD, BAD, UNDECIDED = "good", "bad", "undecided"
@@ -104,7 +104,8 @@ def gate(
     mid = (g + b) / 2
     good_side = (mean - mid) * (g - mid) > 0
     p_mid = midpoint_p(good, bad, step)
-    level = design(n_max, margin).boundary(PAIR, ALPHA, n_max)
+    # a step and its endpoints share no rounds (each kernel is measured apart): Welch's law
+    level = design(n_max, margin).boundary(PAIR_WELCH, ALPHA, n_max)
     both = vs_good.kind == ORDER and vs_bad.kind == ORDER
     drift = ", though it differs from both endpoints (a drift, or a partial change)"
     base = _with(base, p_mid=p_mid)
@@ -178,7 +179,7 @@ def refusal(
     cg, cb = cv(good), cv(bad)
     noise = math.sqrt(((cg or 0.0) ** 2 + (cb or 0.0) ** 2) / 2)
     d = design(n_max, margin)
-    boundary = d.boundary(PAIR, ALPHA, n_max)
+    boundary = d.boundary(PAIR_WELCH, ALPHA, n_max)
     detectable = min_detectable(noise, 1.0, n_max, alpha=boundary)
     # Ordered at the level a step is judged at (the design's per-look boundary), not 5%:
     # identical kernels measured apart in time must not pass for a regression.
