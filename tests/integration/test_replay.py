@@ -72,6 +72,18 @@ def _record(tmp: Path) -> tuple[Path, dict[str, object]]:
     return trace, _recorded(tree, trace, PROGRAM)
 
 
+def _replayed_on_ext4_and_xfs(workdir: Path, trace: Path) -> list[dict[str, Any]]:
+    """The rows of one `fsbench run` replaying `trace` on ext4 and xfs, once each."""
+    res = fsbench(
+        "run", "--workdir", str(workdir / "work"), "--db", str(workdir / "r.db"),
+        "--image-size", "1G", "--scale", "tiny", "--reps", "1", "--json",
+        "--fs", "ext4,xfs", "--workload", "replay", "--set", f"trace={trace}",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows: list[dict[str, Any]] = json.loads(res.stdout)["rows"]
+    return rows
+
+
 def test_a_recorded_program_replays_its_calls_on_ext4_and_xfs(workdir: Path) -> None:
     trace, recorded = _record(workdir)
     kinds = recorded["calls_by_kind"]
@@ -83,13 +95,7 @@ def test_a_recorded_program_replays_its_calls_on_ext4_and_xfs(workdir: Path) -> 
         "files": 1, "dirs": 2, "symlinks": 0, "bytes": 50_000, "data_bytes": 0
     }  # fmt: skip
     summary = _engine.trace_summary(trace)
-    res = fsbench(
-        "run", "--workdir", str(workdir / "work"), "--db", str(workdir / "r.db"),
-        "--image-size", "1G", "--scale", "tiny", "--reps", "1", "--json",
-        "--fs", "ext4,xfs", "--workload", "replay", "--set", f"trace={trace}",
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    rows = json.loads(res.stdout)["rows"]
+    rows = _replayed_on_ext4_and_xfs(workdir, trace)
     for fs in ("ext4", "xfs"):
         got = {r["metric"]: r["mean"] for r in rows if r["fs"] == fs}
         assert got["calls"] == recorded["calls"], fs
@@ -243,13 +249,7 @@ def test_copies_by_the_kernel_replay_as_copies(workdir: Path) -> None:
     assert copied == 102_400 + 7_400 + 7_000
     assert summary["sendfile"]["bytes"] == 4_096 + 2_400
     assert kinds["write"] >= 1 and kinds["pread"] >= 1  # the half-inside copies
-    res = fsbench(
-        "run", "--workdir", str(workdir / "work"), "--db", str(workdir / "r.db"),
-        "--image-size", "1G", "--scale", "tiny", "--reps", "1", "--json",
-        "--fs", "ext4,xfs", "--workload", "replay", "--set", f"trace={trace}",
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    rows = json.loads(res.stdout)["rows"]
+    rows = _replayed_on_ext4_and_xfs(workdir, trace)
     for fs in ("ext4", "xfs"):
         got = {r["metric"]: r["mean"] for r in rows if r["fs"] == fs}
         assert got["mismatches"] == 0 and got["calls_not_replayed"] == 0, (fs, got)
