@@ -1003,6 +1003,30 @@ mod tests {
         }
     }
 
+    /// The trace `w` finished with a starting tree of its root (path 0) and files 1 to
+    /// `paths` - 1 of 10 bytes each, then replayed with the recorded gaps.
+    fn replayed_with_gaps(s: &Scratch, mut w: TraceWriter, paths: u32) -> RunResult {
+        for id in 0..paths {
+            let kind = if id == 0 {
+                EntryType::Dir
+            } else {
+                EntryType::File
+            };
+            w.write(&Record::Tree {
+                path: id,
+                kind,
+                size: 10,
+                mode: 0o644,
+                target: None,
+            })
+            .expect("t");
+        }
+        w.finish().expect("finish");
+        let spec = spec(s, Timing::Recorded);
+        prepare(&spec).expect("prepare");
+        run(&spec).expect("run")
+    }
+
     fn spec(s: &Scratch, timing: Timing) -> ReplaySpec {
         ReplaySpec {
             schema: SCHEMA,
@@ -1051,20 +1075,7 @@ mod tests {
         .expect("x");
         w.write(&call(0, 221_000_000, Kind::Stat, 0, &[1, 1]))
             .expect("c");
-        for (id, kind) in [(0, EntryType::Dir), (1, EntryType::File)] {
-            w.write(&Record::Tree {
-                path: id,
-                kind,
-                size: 10,
-                mode: 0o644,
-                target: None,
-            })
-            .expect("t");
-        }
-        w.finish().expect("finish");
-        let spec = spec(&s, Timing::Recorded);
-        prepare(&spec).expect("prepare");
-        let r = run(&spec).expect("run");
+        let r = replayed_with_gaps(&s, w, 2);
         assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
         let e = r.measured.elapsed_s;
         // the child's 5 gaps of 20 ms: 0.1 s; the shell's own recorded gap less the
@@ -1147,25 +1158,7 @@ mod tests {
                     .expect("c");
             }
         }
-        for id in 0..3 {
-            let kind = if id == 0 {
-                EntryType::Dir
-            } else {
-                EntryType::File
-            };
-            w.write(&Record::Tree {
-                path: id,
-                kind,
-                size: 10,
-                mode: 0o644,
-                target: None,
-            })
-            .expect("t");
-        }
-        w.finish().expect("finish");
-        let spec = spec(&s, Timing::Recorded);
-        prepare(&spec).expect("prepare");
-        let r = run(&spec).expect("run");
+        let r = replayed_with_gaps(&s, w, 3);
         assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
         assert_eq!(r.measured.threads, 2);
         let e = r.measured.elapsed_s;
