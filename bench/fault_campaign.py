@@ -12,12 +12,15 @@ run, again and again (issue 52):
     .venv/bin/python bench/fault_campaign.py [--attempts 20] [--seed 1] [--faults F,...]
         [--save]
 
-Each fault's attempts run one after the other, the faults side by side (a thread each: a
-count, not a timing; the guest's take minutes each, its trial limit and the host's margin).
-After each fault the run is finished as an operator would (the server started again,
-space freed, `fsbench resume RUN` when it ended interrupted). Prints per fault: attempts,
-runs finished without help, runs resumable (interrupted, then finished by a resume),
-missed (the run ended before its fault came: finished, nothing injected), trials lost (a
+Each fault is injected into `--attempts` runs: a run that ended before its fault came is
+counted as missed, and another is tried. Each fault's runs go one after the other, the
+faults side by side (a thread each: a count, not a timing; the guest's take minutes each,
+its trial limit and the host's margin). After each fault the run is finished as an
+operator would (the server started again, space freed, `fsbench resume RUN` when it ended
+interrupted). Prints per fault: attempts, runs finished without help, runs resumable
+(interrupted, then finished by a resume), missed (the run ended before its fault came, or
+its signal came while the command printed the finished run's table: finished, the run
+untouched), trials lost (a
 planned slot missing or stored twice: must be 0), leaks (a mount, loop device, QEMU
 process or guest directory left: must be 0). `--save` writes
 bench/results/fault_campaign.json. Needs root (and /dev/kvm or patience for the guest)."""
@@ -120,6 +123,11 @@ def _settle(attempt: Attempt, proc: subprocess.Popen[bytes], tally: Tally) -> No
     rc = proc.wait(timeout=900)
     if rc in (0, 4):
         tally.finished += 1
+    elif rc < 0 and _finished(attempt.db):
+        # Its signal came after the run had ended (while the command printed its table,
+        # the handlers given back): the run is whole, the fault missed it.
+        tally.finished += 1
+        tally.missed += 1
     elif not _stored(attempt.db):
         work = ["--workdir", str(attempt.workdir / "work"), "--db", attempt.db]
         res = fsbench("run", *attempt.args, *work, timeout=900)
@@ -177,6 +185,16 @@ def _stored(db: str) -> bool:
     store = Store(db)
     try:
         return store.latest_run_id() is not None
+    finally:
+        store.close()
+
+
+def _finished(db: str) -> bool:
+    """Whether the store's newest run ended finished."""
+    store = Store(db)
+    try:
+        run_id = store.latest_run_id()
+        return run_id is not None and store.get_run(run_id).status == "finished"
     finally:
         store.close()
 
@@ -299,7 +317,10 @@ def campaign(faults: list[str], attempts: int, seed: int) -> dict[str, Tally]:
 def _series(fault: str, attempts: int, seed: int, pg: Cluster | None, tally: Tally) -> None:
     """`fault`'s attempts, one after the other, its moments drawn from its own seed."""
     rng = random.Random(f"{seed}-{fault}")
-    for n in range(attempts):
+    n = 0
+    # `attempts` faults that reached a run: a run that ended before its fault came is
+    # tried again (at most 3x over, so a fault that never lands cannot loop forever).
+    while tally.attempts - tally.missed < attempts and n < 3 * attempts:
         workdir = Path(tempfile.mkdtemp(prefix="fsbench-faults-", dir="/var/tmp"))
         try:
             one = _one(fault, workdir, rng, pg, n)
@@ -309,7 +330,8 @@ def _series(fault: str, attempts: int, seed: int, pg: Cluster | None, tally: Tal
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         _add(tally, one)
-        print(f"{fault} {n + 1}/{attempts}: {asdict(tally)}", file=sys.stderr, flush=True)
+        n += 1
+        print(f"{fault} {n}: {asdict(tally)}", file=sys.stderr, flush=True)
 
 
 def _add(into: Tally, one: Tally) -> None:
@@ -340,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.save:
         results = {
             "seed": args.seed,
+            "injected_per_fault": args.attempts,
             "runs": {f: ["fsbench", "run", *ARGS.get(f, ALLOC)] for f in faults},
             "faults": {f: asdict(t) for f, t in tallies.items()},
         }

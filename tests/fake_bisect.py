@@ -58,7 +58,7 @@ def main() -> None:
     """`fsbench` with the fakes in place: the arguments after the interpreter's."""
     from fsbench.cli.app import main as fsbench
     from fsbench.store.records import MetricRecord, now
-    from fsbench.vm import bisect, kbuild, qemu
+    from fsbench.vm import bisect, kbuild
     from fsbench.vm.records import record_for
 
     rng = random.Random(5)
@@ -98,6 +98,6 @@ def main() -> None:
 
     kbuild.KernelBuilder.build = build  # type: ignore[method-assign]
     bisect.Bisection.measure = measure  # type: ignore[method-assign]
-    qemu.resolve_accel = lambda requested: ("tcg", {})  # type: ignore[assignment]
+    bisect.Bisection.decide_accel = lambda self: ("tcg", {})  # type: ignore[method-assign]
     sys.argv = ["fsbench", *sys.argv[1:]]
     fsbench()

@@ -52,9 +52,7 @@ def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, float]:
     from fsbench.system.hostkeys import Host
 
     monkeypatch.setattr(hostfacts, "host", lambda *a: Host.write({}))
-    from fsbench.vm import qemu
-
-    monkeypatch.setattr(qemu, "resolve_accel", lambda requested: ("tcg", {}))
+    monkeypatch.setattr(driver.Bisection, "decide_accel", lambda self: ("tcg", {}))
     return knobs
 
 

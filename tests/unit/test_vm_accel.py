@@ -45,7 +45,7 @@ def fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeQemu:
     monkeypatch.setattr(
         os, "access", lambda p, mode, **kw: True if str(p) == KVM else real_access(p, mode, **kw)
     )
-    monkeypatch.setattr(qemu, "_probe_memo", None)
+    monkeypatch.setattr(qemu, "_probe_memo", {})
 
     def make(body: str) -> Path:
         script = tmp_path / "qemu-system-x86_64"
@@ -85,6 +85,58 @@ def test_anything_else_falls_back_to_tcg(fake_qemu: FakeQemu, body: str, reason:
     assert accel == "tcg" and facts["kvm_probe"]["usable"] is False
     with pytest.raises(FsbenchError, match="--accel kvm: "):
         qemu.resolve_accel("kvm")
+
+
+# A stand-in QEMU that passes the boot sector (no -kernel) and, given a kernel, does `body`
+# with $console the file its -serial names.
+KERNEL_STAND_IN = f"""
+case "$*" in *-kernel*) ;; *) exit {qemu.PROBE_EXIT} ;; esac
+console=$(echo "$*" | sed 's/.*-serial file:\\([^ ]*\\).*/\\1/')
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "usable", "reason"),
+    [
+        (f'echo "[ 1.8] {qemu.KERNEL_PROBE_MARK} - not syncing" > "$console"; exit 0', True, "ran"),
+        # The nested /dev/kvm seen here: a boot sector runs, a Linux kernel hangs.
+        ('echo "Probing EDD ... ok" > "$console"; exec sleep 30', False, "hung"),
+        ('echo "Probing EDD" > "$console"; exit 0', False, "exit 0"),  # no panic: not run
+    ],
+)
+def test_the_guest_kernel_must_run_under_kvm_too(
+    fake_qemu: FakeQemu, tmp_path: Path, body: str, usable: bool, reason: str
+) -> None:
+    kernel = tmp_path / "images" / "vmlinuz"
+    kernel.parent.mkdir()
+    kernel.write_bytes(b"bzImage")
+    fake_qemu(KERNEL_STAND_IN + body)
+    probe = qemu.probe_kvm(0.5, kernel=kernel, fresh=True)
+    assert (probe.usable, reason in probe.reason) == (usable, True)
+    accel, facts = qemu.resolve_accel("auto", kernel)
+    assert (accel, facts["kvm_probe"]) == ("kvm" if usable else "tcg", probe.as_dict())
+    assert qemu.probe_kvm(0.5).usable  # the boot sector alone passes in every case
+
+
+def test_the_kernel_verdict_is_kept_for_this_boot_of_the_host(
+    fake_qemu: FakeQemu, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kernel = tmp_path / "images" / "vmlinuz"
+    kernel.parent.mkdir()
+    kernel.write_bytes(b"bzImage")
+    argv = fake_qemu(KERNEL_STAND_IN + "exec sleep 30")
+    hung = qemu.probe_kvm(0.5, kernel=kernel, fresh=True)
+    assert not hung.usable and (kernel.parent / qemu.KERNEL_PROBE_FILE).exists()
+    argv.unlink()
+    monkeypatch.setattr(qemu, "_probe_memo", {})  # another fsbench process
+    monkeypatch.setattr(qemu, "_probe", lambda timeout: qemu.KvmProbe(True, "sector", 0.1))
+    kept = qemu.probe_kvm(0.5, kernel=kernel)
+    assert (kept.usable, kept.reason) == (False, hung.reason)  # read, not probed again
+    assert not argv.exists()
+    monkeypatch.setattr(qemu, "_probe_memo", {})
+    kernel.write_bytes(b"another bzImage")  # another kernel: probed again
+    assert not qemu.probe_kvm(0.5, kernel=kernel).usable
+    assert "-kernel" in argv.read_text()
 
 
 def test_no_dev_kvm_is_tcg_without_starting_qemu(

@@ -259,7 +259,7 @@ class Bisection(Driver):
         self.checked_out = self.git.branch()
         # Decided once: every step runs under the same accelerator (KVM, or TCG when KVM
         # does not work here), never KVM for some commits and TCG for others.
-        self.accel, accel_facts = qemu.resolve_accel("auto")
+        self.accel, accel_facts = self.decide_accel()
         args = self.args
         return NewRun(
             name=f"bisect {self.good[:12]}..{self.bad[:12]}",
@@ -281,6 +281,12 @@ class Bisection(Driver):
                 recheck=args.recheck,
             ),
         )
+
+    def decide_accel(self) -> tuple[str, dict[str, Any]]:
+        """KVM if the guests' default kernel runs under it (the commits' kernels are not
+        built yet), else TCG."""
+        image = vm.ensure_image(None, vm.VmSpec().cache_dir)
+        return qemu.resolve_accel("auto", image.kernel)
 
     def body(self, life: Life) -> None:
         """The bisection, from its endpoints (a resumed one: its stored evidence, the

@@ -253,7 +253,7 @@ def run_boot_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRec
     prov: dict[str, Any] = {}
     try:
         img = ensure_image(spec.kernel, spec.cache_dir, log)
-        accel, accel_facts = qemu.resolve_accel(spec.accel)
+        accel, accel_facts = qemu.resolve_accel(spec.accel, img.kernel)
         prov["vm"] = machine_facts(spec, img, accel, accel_facts, "systemd")
         root = ensure_boot_root(img, cell.config, spec, log)
         prov["boot_root"] = root.as_dict()

@@ -43,21 +43,31 @@ def _guest_filesystems(cache: Path, wanted: list[str]) -> dict[str, dict[str, bo
     return out
 
 
+def _kvm(images: list[dict[str, Any]]) -> dict[str, object]:
+    """The probe's verdict, with a current image's kernel when one is cached (what a
+    guest boots); else the boot sector's alone, said so."""
+    kernels = [Path(i["dir"]) / "vmlinuz" for i in images if i["current"]]
+    kernel = next((k for k in kernels if k.exists()), None)
+    facts = qemu.probe_kvm(kernel=kernel).as_dict()
+    if kernel is None and facts["usable"]:
+        facts["reason"] = f"{facts['reason']} (no guest image yet: its kernel is tried first)"
+    return facts
+
+
 def doctor_facts(cache: Path = DEFAULT_CACHE, probe: bool = True) -> dict[str, Any]:
     """QEMU and its version, whether KVM is usable (the probe's verdict), debootstrap,
     cached images and kernels, and the filesystems the VM adds (per cached kernel)."""
     facts: dict[str, Any] = {"qemu": qemu.qemu_facts()}
     facts["debootstrap"] = shutil.which("debootstrap")
+    current = current_keys(cache)
+    images = [{**img, "current": img.get("key") in current} for img in cached_images(cache)]
     if probe and facts["qemu"]["binary"]:
-        facts["kvm"] = qemu.probe_kvm().as_dict()
+        facts["kvm"] = _kvm(images)
     else:
         facts["kvm"] = {"usable": False, "reason": "not probed", "seconds": 0.0}
     facts["accel"] = "kvm" if facts["kvm"]["usable"] else "tcg"
     facts["cache_dir"] = str(cache)
-    current = current_keys(cache)
-    facts["images"] = [
-        {**img, "current": img.get("key") in current} for img in cached_images(cache)
-    ]
+    facts["images"] = images
     facts["kernels"] = cached_kernels(cache)
     facts["boot_roots"] = cached_boot_roots(cache)
     adds = host_lacks()

@@ -154,7 +154,7 @@ def run_in_vm(
     if missing:
         raise FsbenchError(missing)
     img = ensure_image(spec.kernel, spec.cache_dir, log)
-    accel, accel_facts = qemu.resolve_accel(spec.accel)
+    accel, accel_facts = qemu.resolve_accel(spec.accel, img.kernel)
     cell_limit = (job.trial_timeout or DEFAULT_CELL_TIMEOUT) + CELL_MARGIN
     boot_limit = BOOT_TIMEOUT[accel]
     outer = timeout or boot_limit + cell_limit * len(job.cells)

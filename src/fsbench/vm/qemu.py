@@ -3,6 +3,7 @@ one way a guest is launched and watched: an outer limit, and killed on every pat
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -65,17 +66,57 @@ class KvmProbe:
         return {"usable": self.usable, "reason": self.reason, "seconds": round(self.seconds, 2)}
 
 
-_probe_memo: KvmProbe | None = None
+# Per kernel (None: the boot sector alone), for this process.
+_probe_memo: dict[str | None, KvmProbe] = {}
+# What the kernel probe's console shows once the guest kernel ran to its root mount.
+KERNEL_PROBE_MARK = "Kernel panic"
+# The kernel probe's verdict, kept beside the kernel for this boot of the host (each
+# fsbench process would otherwise wait out a hanging KVM again).
+KERNEL_PROBE_FILE = "kvm-probe.json"
 
 
-def probe_kvm(timeout: float = KVM_PROBE_SECONDS, *, fresh: bool = False) -> KvmProbe:
-    """Boot a 512-byte guest under KVM; usable only if it runs and exits in time.
-    (`/dev/kvm` can exist and hang: only a guest that really ran proves it.)"""
-    global _probe_memo
-    if _probe_memo is not None and not fresh:
-        return _probe_memo
-    _probe_memo = _probe(timeout)
-    return _probe_memo
+def probe_kvm(
+    timeout: float = KVM_PROBE_SECONDS, *, kernel: Path | None = None, fresh: bool = False
+) -> KvmProbe:
+    """Boot a 512-byte guest under KVM, then `kernel` (the guests' own) with no root disk;
+    usable only if both run and exit in time. (`/dev/kvm` can exist and hang: only a guest
+    that really ran proves it. A nested /dev/kvm seen here ran the boot sector, even into
+    long mode, yet hung every Linux kernel right after its real-mode setup.)"""
+    key = str(kernel) if kernel is not None else None
+    if key in _probe_memo and not fresh:
+        return _probe_memo[key]
+    probe = _probe(timeout)
+    if probe.usable and kernel is not None:
+        probe = _kernel_verdict(kernel, timeout, fresh)
+    _probe_memo[key] = probe
+    return probe
+
+
+def _kernel_verdict(kernel: Path, timeout: float, fresh: bool) -> KvmProbe:
+    """The kernel probe's verdict for this boot of the host: read from beside the kernel,
+    or probed and written there."""
+    stat = kernel.stat()
+    key = {
+        "boot_id": Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
+        "qemu": qemu_binary(),
+        "kernel": [str(kernel), stat.st_size, stat.st_mtime_ns],
+    }
+    kept = kernel.with_name(KERNEL_PROBE_FILE)
+    if not fresh:
+        try:
+            data = json.loads(kept.read_text())
+            if data.get("key") == key:
+                return KvmProbe(**data["probe"])
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+    probe = _probe_kernel(kernel, timeout)
+    try:
+        tmp = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "probe": probe.as_dict()}))
+        os.replace(tmp, kept)
+    except OSError:
+        pass  # a read-only cache: probed again next time
+    return probe
 
 
 def _probe(timeout: float) -> KvmProbe:
@@ -90,31 +131,50 @@ def _probe(timeout: float) -> KvmProbe:
         disk = Path(tmp) / "boot.img"
         disk.write_bytes(_PROBE_CODE.ljust(510, b"\0") + b"\x55\xaa")
         argv = [
-            binary,
-            "-accel",
-            "kvm",
-            "-cpu",
-            "host",
-            "-m",
-            "32",
-            "-display",
-            "none",
-            "-nodefaults",
-            "-no-reboot",
-            "-device",
-            "isa-debug-exit,iobase=0xf4,iosize=0x04",
-            "-drive",
-            f"file={disk},format=raw,if=floppy",
+            *_kvm_argv(binary, 32),
+            *["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"],
+            *["-drive", f"file={disk},format=raw,if=floppy"],
         ]
         out = launch(argv, Path(tmp) / "stderr", lambda elapsed: elapsed > timeout, poll=0.05)
     if out.returncode == PROBE_EXIT:
         return KvmProbe(True, f"test guest ran under KVM in {out.seconds:.1f} s", out.seconds)
-    if out.stopped:
+    return _failed("test guest", out, timeout)
+
+
+def _probe_kernel(kernel: Path, timeout: float) -> KvmProbe:
+    """`kernel` under KVM with no root disk: it runs to its root mount, panics, and
+    (panic=-1, -no-reboot) QEMU exits; its console must show the panic."""
+    binary = qemu_binary()
+    assert binary is not None  # _probe found it
+    with tempfile.TemporaryDirectory(prefix="fsbench-kvmprobe-") as tmp:
+        console = Path(tmp) / "console"
+        argv = [
+            *_kvm_argv(binary, 256),
+            *["-serial", f"file:{console}", "-kernel", str(kernel)],
+            *["-append", "console=ttyS0 panic=-1"],
+        ]
+        out = launch(argv, Path(tmp) / "stderr", lambda elapsed: elapsed > timeout, poll=0.05)
+        shown = console.read_text(errors="replace") if console.exists() else ""
+    what = f"the guest kernel ({kernel.name})"
+    if not out.stopped and KERNEL_PROBE_MARK in shown:
         return KvmProbe(
-            False, f"test guest under KVM hung (no exit in {timeout:.0f} s)", out.seconds
+            True, f"{what} ran under KVM to its root mount in {out.seconds:.1f} s", out.seconds
         )
+    return _failed(what, out, timeout)
+
+
+def _kvm_argv(binary: str, ram_mb: int) -> list[str]:
+    return [
+        *[binary, "-accel", "kvm", "-cpu", "host", "-m", str(ram_mb)],
+        *["-display", "none", "-nodefaults", "-no-reboot"],
+    ]
+
+
+def _failed(what: str, out: Outcome, timeout: float) -> KvmProbe:
+    if out.stopped:
+        return KvmProbe(False, f"{what} under KVM hung (no exit in {timeout:.0f} s)", out.seconds)
     err = out.stderr.strip().splitlines()[0] if out.stderr.strip() else f"exit {out.returncode}"
-    return KvmProbe(False, f"test guest under KVM failed: {err}", out.seconds)
+    return KvmProbe(False, f"{what} under KVM failed: {err}", out.seconds)
 
 
 # The CPU a TCG guest gets: qemu64 with x86-64-v2 (the guest's Python packages are the
@@ -123,11 +183,12 @@ def _probe(timeout: float) -> KvmProbe:
 TCG_CPU = "qemu64,+rdrand,+cx16,+lahf_lm,+popcnt,+ssse3,+sse4.1,+sse4.2"
 
 
-def resolve_accel(requested: str) -> tuple[str, dict[str, Any]]:
-    """auto | kvm | tcg -> the accelerator a guest gets, and how that was decided."""
+def resolve_accel(requested: str, kernel: Path | None = None) -> tuple[str, dict[str, Any]]:
+    """auto | kvm | tcg -> the accelerator a guest booting `kernel` gets, and how that was
+    decided."""
     if requested == "tcg":
         return "tcg", {"requested": "tcg"}
-    probe = probe_kvm()
+    probe = probe_kvm(kernel=kernel)
     if requested == "kvm" and not probe.usable:
         raise FsbenchError(f"--accel kvm: {probe.reason}")
     return ("kvm" if probe.usable else "tcg"), {

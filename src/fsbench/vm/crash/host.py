@@ -214,7 +214,7 @@ def run_crash_cell(vc: VmCell, spec: VmSpec, log: LogFn = quiet) -> list[TrialRe
     crashes: list[Crash] = []
     try:
         img = ensure_image(spec.kernel, spec.cache_dir, log)
-        accel, accel_facts = qemu.resolve_accel(spec.accel)
+        accel, accel_facts = qemu.resolve_accel(spec.accel, img.kernel)
         prov["vm"] = machine_facts(spec, img, accel, accel_facts, "script")
         prov["vm"].update(scratch_bytes=spec.scratch_bytes, scratch_cache="none")
         job = {
