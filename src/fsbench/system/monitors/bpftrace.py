@@ -74,6 +74,13 @@ def workload_filter(cgroup: Path) -> str:
     return f'(cgroup == cgroupid("{cgroup}") && (pid != {me} || tid == {me}))'
 
 
+# The kernel types of the journal tracepoints of a filesystem built as a module (Debian's
+# kernels, the VM target's guest): bpftrace 0.17 reads such a tracepoint's fields from its
+# format file, and these typedefs are not in vmlinux's BTF ("unknown type name 'tid_t'").
+# Defined as the kernel defines them; where BTF has them, nothing reads these.
+MODULE_TYPES = "#define tid_t unsigned int\n#define xfs_lsn_t long long\n"
+
+
 class BpftraceTracer(Monitor):
     role = Role.TRACER
     needs = Needs(tools=(BPFTRACE,), root=True, tracefs=True)
@@ -115,7 +122,7 @@ class BpftraceTracer(Monitor):
         # journal's scratch map on a filesystem without that journal).
         used = [n for n in (*WINDOW, *self.scratch) if re.search(rf"@{n}\b", probes + window)]
         end = "".join(f" clear(@{name});" for name in used)
-        return f"{window}{probes}\nEND {{{end} }}\n"
+        return f"{MODULE_TYPES}{window}{probes}\nEND {{{end} }}\n"
 
     def attach(self, site: Site) -> None:
         super().attach(site)
