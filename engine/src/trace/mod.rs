@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod calls;
 pub mod check;
+pub mod clock;
 pub mod format;
 pub mod import;
 pub mod kind;

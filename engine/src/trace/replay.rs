@@ -27,6 +27,7 @@ use crate::stats::{ENGINE, EngineInfo, Latency};
 use crate::sys::{self, AlignedBuf};
 use crate::trace::calls::{self, Buffers};
 use crate::trace::check::{self, MAX_FD_IDS, MAX_MAP_IDS, Summary, Validator};
+use crate::trace::clock::CallClock;
 use crate::trace::format::{EntryType, Record, TraceReader};
 use crate::trace::import::TreeCounts;
 use crate::trace::kind::{Kind, MAX_INTS};
@@ -334,8 +335,9 @@ struct WorkerOut {
     end: Instant,
 }
 
+/// Its place in `Kind::ALL` (declared in the same order).
 fn kind_index(k: Kind) -> usize {
-    Kind::ALL.iter().position(|x| *x == k).unwrap_or(0)
+    k as usize
 }
 
 /// Same result as recorded? Ids differ by nature; errors compare by errno.
@@ -352,20 +354,26 @@ fn matches(kind: Kind, recorded: i64, got: i64) -> bool {
     recorded == got
 }
 
-fn worker(rx: Receiver<Vec<Work>>, me: Arc<ThreadState>, tables: Arc<Tables>) -> WorkerOut {
+fn worker(
+    rx: Receiver<Vec<Work>>,
+    me: Arc<ThreadState>,
+    tables: Arc<Tables>,
+    clock: CallClock,
+) -> WorkerOut {
     let mut kinds: Vec<KindStats> = Kind::ALL.iter().map(|_| KindStats::default()).collect();
     let mut examples = Vec::new();
     let mut releases = 0;
     let mut bufs = Buffers::default();
-    let mut last_end = Instant::now();
+    let mut last_end = clock.ticks();
     for batch in rx {
-        for w in batch {
+        // By reference: a call is read where the dispatcher wrote it, not copied out first.
+        for w in &batch {
             match w {
                 Work::Release { fd, deps } => {
-                    for d in &deps {
+                    for d in deps {
                         d.thread.wait_for(d.need);
                     }
-                    let real = tables.fds[fd as usize].swap(-1, Ordering::AcqRel);
+                    let real = tables.fds[*fd as usize].swap(-1, Ordering::AcqRel);
                     if real >= 0 {
                         let _ = sys::close(real);
                     }
@@ -376,20 +384,21 @@ fn worker(rx: Receiver<Vec<Work>>, me: Arc<ThreadState>, tables: Arc<Tables>) ->
                         d.thread.wait_for(d.need);
                     }
                     if op.after_deps {
-                        last_end = last_end.max(Instant::now());
+                        last_end = last_end.max(clock.ticks());
                     }
                     if op.think_ns > 0 {
-                        wait_until(last_end + Duration::from_nanos(op.think_ns));
+                        let think = clock.ticks_in(Duration::from_nanos(op.think_ns));
+                        wait_until(&clock, last_end + think);
                     }
-                    let t0 = Instant::now();
-                    let got = calls::execute(&op, &tables, &mut bufs);
-                    let t1 = Instant::now();
+                    let t0 = clock.ticks();
+                    let got = calls::execute(op, &tables, &mut bufs);
+                    let t1 = clock.ticks();
                     last_end = t1;
                     let k = &mut kinds[kind_index(op.kind)];
                     k.calls += 1;
                     crate::stats::record_latency(
                         k.hist.get_or_insert_with(crate::stats::histogram),
-                        t1 - t0,
+                        clock.between(t0, t1),
                     );
                     if op.kind.moves_bytes() {
                         k.bytes += got.max(0) as u64;
@@ -418,18 +427,18 @@ fn worker(rx: Receiver<Vec<Work>>, me: Arc<ThreadState>, tables: Arc<Tables>) ->
         kinds,
         examples,
         releases,
-        end: last_end,
+        end: clock.instant(last_end),
     }
 }
 
 /// Sleep most of the way, spin the rest: a sleep overshoots by tens of microseconds.
-fn wait_until(t: Instant) {
+fn wait_until(clock: &CallClock, t: u64) {
     loop {
-        let now = Instant::now();
+        let now = clock.ticks();
         if now >= t {
             return;
         }
-        let left = t - now;
+        let left = clock.between(now, t);
         if left > Duration::from_micros(300) {
             thread::sleep(left - Duration::from_micros(200));
         } else {
@@ -579,6 +588,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
     let mut unrecorded = BTreeMap::new();
     let mut dep_buf: Vec<(u32, u64)> = Vec::new();
     let cpu0 = sys::cpu_self();
+    let clock = CallClock::new();
     let start = Instant::now();
 
     // The lanes (and their senders) live inside the scope: on a refusal mid-stream they
@@ -598,7 +608,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     let h = thread::Builder::new()
                         .name(format!("replay-{tid}"))
                         .stack_size(WORKER_STACK)
-                        .spawn_scoped(s, move || worker(rx, me, tables))
+                        .spawn_scoped(s, move || worker(rx, me, tables, clock))
                         .map_err(|e| Error::runtime(format!("start a replay thread: {e}")))?;
                     handles.push(h);
                     states.push(st);
