@@ -101,6 +101,9 @@ def test_doctor_facts(guest_image: GuestImage) -> None:
     assert facts["accel"] in ("kvm", "tcg")
     assert facts["kvm"]["reason"]
     assert facts["images"], "the image test above builds one"
+    # KVM is usable only once a current image's kernel ran under it (a boot sector alone
+    # can run where Linux hangs, as on the nested /dev/kvm of docs/vm.md).
+    assert not facts["kvm"]["usable"] or "the guest kernel" in facts["kvm"]["reason"]
     # What the VM adds is what this host's kernel lacks (a fact of the machine, not a
     # list), and every cached guest kernel has all of it.
     lacks = host_lacks()
