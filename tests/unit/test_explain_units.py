@@ -138,6 +138,22 @@ def test_identical_configs_name_nothing() -> None:
     assert {m.kind for m in found.mechanisms} <= {"equivalent", "undecided"}
 
 
+def test_a_mechanism_mostly_zero_keeps_its_ratio_interval_at_or_above_zero() -> None:
+    """Off-CPU time on flushes seen in one trial of each config only: compared on the
+    raw scale, whose interval of the ratio would reach below 0 (a guest saw 522x
+    (-622-1,666)); a time's ratio cannot."""
+    waits = {"a": (0.0, 0.0, 0.001), "b": (0.0, 0.9, 0.0)}
+    trials = [
+        _trial(config, rep, {"offcpu_flush_s": waits[config][rep - 1]}, 100.0)
+        for rep in range(1, 4)
+        for config in ("a", "b")
+    ]
+    (found,) = explain(trials, {"fs_mark": "files_per_s"}, Design())
+    (flush,) = [m for m in found.mechanisms if m.metric == "offcpu_flush_s"]
+    assert flush.ratio is not None and flush.ratio > 100 and flush.verdict == "undecided"
+    assert flush.ci is not None and flush.ci[0] == 0.0 < flush.ci[1]
+
+
 def test_top_symbols_are_leaf_frames_shared() -> None:
     maps = [{"fs_mark;a;b": 3.0, "fs_mark;c;b": 1.0, "fs_mark;d": 4.0}]
     assert top_symbols(maps) == [("b", 0.5), ("d", 0.5)]
