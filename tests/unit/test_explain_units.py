@@ -195,3 +195,19 @@ def test_the_profile_difference_names_the_code_only_one_config_runs() -> None:
         ("btrfs_sync_file", 0.0, 0.5),
         ("btrfs_sync_log", 0.0, 0.5),
     ]
+
+
+def test_the_raw_scale_ratio_interval_stops_at_zero_only_for_values_never_below_it() -> None:
+    """The clip is the pair's (pairs.Look), for every metric with zeros: one whose values
+    go below 0 keeps its interval as computed."""
+    from fsbench.analysis.design import Design
+    from fsbench.analysis.pairs import RAW, Side, _looks
+
+    def low_end(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+        (look,) = _looks(Side("a", a), Side("b", b), Design(), RAW)
+        interval = look.interval(RAW, 0.95)
+        assert interval is not None
+        return interval[0]
+
+    assert low_end((0.0, 0.0, 0.001), (0.0, 0.9, 0.0)) == 0.0
+    assert low_end((0.0, -0.2, 0.201), (0.0, 0.9, -0.5)) < 0

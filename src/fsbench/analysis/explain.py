@@ -279,13 +279,7 @@ def _found(name: str, decision: Decision) -> Found:
     pair = decision.pairs[0]
     mechanism = BY_METRIC[name]
     a, b = decision.means
-    ci = pair.ci
-    if ci is not None and ci[0] < 0:
-        # A mechanism is a time, a count or bytes: never below 0, nor its ratio. Values
-        # with zeros are compared on the raw scale, whose interval (the difference over
-        # a's mean) can reach below 0 when the difference is wide.
-        ci = (0.0, ci[1])
-    return Found(name, mechanism.label, (a, b), pair.ratio, ci, pair.kind, mechanism.time_part)
+    return Found(name, mechanism.label, (a, b), pair.ratio, pair.ci, pair.kind, mechanism.time_part)
 
 
 def _account(found: Explanation) -> None:

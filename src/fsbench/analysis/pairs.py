@@ -110,6 +110,9 @@ class Look:
     n: int
     tests: tuple[Test, ...]
     base: float = 0.0
+    # Every value of both configs at or above 0 (a time, a count, bytes): their ratio is
+    # too, and its raw-scale interval starts at 0 at the lowest.
+    nonnegative: bool = False
 
     @property
     def p(self) -> float:
@@ -143,7 +146,7 @@ class Look:
         if not self.base:
             return None
         ends = sorted((1 + lo / self.base, 1 + hi / self.base))
-        return ends[0], ends[1]
+        return (max(0.0, ends[0]) if self.nonnegative else ends[0]), ends[1]
 
     def narrowest(self, scale: str, confidence: float) -> str:
         """The test whose interval at this confidence is the narrowest (TOST judges it)."""
@@ -257,6 +260,7 @@ def _looks(a: Side, b: Side, design: Design, scale: str) -> tuple[Look, ...]:
     """Both tests of b against a at every look the pair has had (from n = 3): Welch's,
     and the round-paired t over the rounds both configs ran in (two or more)."""
     out = []
+    nonnegative = scale == RAW and min((*a.values, *b.values), default=0.0) >= 0
     for n in design.looks(min(a.n, b.n)):
         if n < MIN_REPS:
             continue
@@ -274,7 +278,7 @@ def _looks(a: Side, b: Side, design: Design, scale: str) -> tuple[Look, ...]:
             _, m, var = moments([y - x for x, y in zip(d0, d, strict=True)])
             mean, se_p, df_p, p_p = paired_from_moments(m, var, len(common))
             tests.append(Test(PAIRED, float(mean), float(se_p), float(df_p), float(p_p)))
-        out.append(Look(n, tuple(tests), ma if scale == RAW else 0.0))
+        out.append(Look(n, tuple(tests), ma if scale == RAW else 0.0, nonnegative))
     return tuple(out)
 
 
