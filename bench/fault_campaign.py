@@ -178,25 +178,27 @@ def _counted_trial_started(work: Path) -> bool:
     return False
 
 
-def _stored(db: str) -> bool:
-    """Whether the run got as far as the store."""
+def _newest_status(db: str) -> str | None:
+    """The status of the store's newest run (None: the run never got as far as the
+    store)."""
     if not db.startswith("postgresql") and not Path(db).exists():
-        return False
+        return None
     store = Store(db)
     try:
-        return store.latest_run_id() is not None
+        run_id = store.latest_run_id()
+        return None if run_id is None else store.get_run(run_id).status
     finally:
         store.close()
+
+
+def _stored(db: str) -> bool:
+    """Whether the run got as far as the store."""
+    return _newest_status(db) is not None
 
 
 def _finished(db: str) -> bool:
     """Whether the store's newest run ended finished."""
-    store = Store(db)
-    try:
-        run_id = store.latest_run_id()
-        return run_id is not None and store.get_run(run_id).status == "finished"
-    finally:
-        store.close()
+    return _newest_status(db) == "finished"
 
 
 @contextmanager
