@@ -129,11 +129,16 @@ def test_the_kernel_verdict_is_kept_for_this_boot_of_the_host(
     assert not hung.usable and (kernel.parent / qemu.KERNEL_PROBE_FILE).exists()
     argv.unlink()
     monkeypatch.setattr(qemu, "_probe_memo", {})  # another fsbench process
-    monkeypatch.setattr(qemu, "_probe", lambda timeout: qemu.KvmProbe(True, "sector", 0.1))
+
+    def no_guest(timeout: float) -> qemu.KvmProbe:
+        raise AssertionError("a kept verdict starts no guest, not even the boot sector")
+
+    monkeypatch.setattr(qemu, "_probe", no_guest)
     kept = qemu.probe_kvm(0.5, kernel=kernel)
     assert (kept.usable, kept.reason) == (False, hung.reason)  # read, not probed again
     assert not argv.exists()
     monkeypatch.setattr(qemu, "_probe_memo", {})
+    monkeypatch.setattr(qemu, "_probe", lambda timeout: qemu.KvmProbe(True, "sector", 0.1))
     kernel.write_bytes(b"another bzImage")  # another kernel: probed again
     assert not qemu.probe_kvm(0.5, kernel=kernel).usable
     assert "-kernel" in argv.read_text()

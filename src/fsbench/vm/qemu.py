@@ -85,38 +85,47 @@ def probe_kvm(
     key = str(kernel) if kernel is not None else None
     if key in _probe_memo and not fresh:
         return _probe_memo[key]
-    probe = _probe(timeout)
-    if probe.usable and kernel is not None:
-        probe = _kernel_verdict(kernel, timeout, fresh)
+    # A verdict kept for this boot of the host answers without starting a guest at all.
+    probe = _kept(kernel) if kernel is not None and not fresh else None
+    if probe is None:
+        probe = _probe(timeout)
+        if probe.usable and kernel is not None:
+            probe = _probe_kernel(kernel, timeout)
+            _keep(kernel, probe)
     _probe_memo[key] = probe
     return probe
 
 
-def _kernel_verdict(kernel: Path, timeout: float, fresh: bool) -> KvmProbe:
-    """The kernel probe's verdict for this boot of the host: read from beside the kernel,
-    or probed and written there."""
+def _verdict_key(kernel: Path) -> dict[str, Any]:
+    """What a kept verdict holds for: this boot of the host, this QEMU, this kernel."""
     stat = kernel.stat()
-    key = {
+    return {
         "boot_id": Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
         "qemu": qemu_binary(),
         "kernel": [str(kernel), stat.st_size, stat.st_mtime_ns],
     }
+
+
+def _kept(kernel: Path) -> KvmProbe | None:
+    """The verdict kept beside `kernel` for this boot, if there is one."""
+    try:
+        data = json.loads(kernel.with_name(KERNEL_PROBE_FILE).read_text())
+        if data.get("key") == _verdict_key(kernel):
+            return KvmProbe(**data["probe"])
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    return None
+
+
+def _keep(kernel: Path, probe: KvmProbe) -> None:
+    """The kernel probe's verdict beside `kernel`, for the next fsbench of this boot."""
     kept = kernel.with_name(KERNEL_PROBE_FILE)
-    if not fresh:
-        try:
-            data = json.loads(kept.read_text())
-            if data.get("key") == key:
-                return KvmProbe(**data["probe"])
-        except (OSError, ValueError, TypeError, KeyError):
-            pass
-    probe = _probe_kernel(kernel, timeout)
     try:
         tmp = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "probe": probe.as_dict()}))
+        tmp.write_text(json.dumps({"key": _verdict_key(kernel), "probe": probe.as_dict()}))
         os.replace(tmp, kept)
     except OSError:
         pass  # a read-only cache: probed again next time
-    return probe
 
 
 def _probe(timeout: float) -> KvmProbe:
