@@ -14,7 +14,15 @@ from fsbench.store.records import MetricRecord, TrialRecord
 from fsbench.system import engine
 from fsbench.system.errors import FsbenchError
 from fsbench.vm import images, kernels, pyenv, qemu, rootfs
-from fsbench.vm.job import JobWatch, VmResult, carried, import_records
+from fsbench.vm.job import (
+    CELL_MARGIN,
+    DEFAULT_CELL_TIMEOUT,
+    JobWatch,
+    VmResult,
+    carried,
+    cell_margin,
+    import_records,
+)
 from fsbench.vm.protocol import DONE, ENGINE, RECORDS, STARTED, VmCell, VmJob
 
 
@@ -149,7 +157,7 @@ def test_python_deps_closure() -> None:
 
 def test_watch_streams_records_and_stops(tmp_path: Path) -> None:
     got: list[TrialRecord] = []
-    w = JobWatch(tmp_path, {"accel": "tcg"}, 100.0, 50.0, 1000.0, got.extend)
+    w = JobWatch(tmp_path, {"accel": "tcg"}, 100.0, 10.0, 1000.0, got.extend)
     assert not w(1.0)
     (tmp_path / STARTED).write_text(json.dumps({"kernel": "6.1.0-56-amd64"}))
     line = json.dumps([asdict(_record(0))])
@@ -158,12 +166,19 @@ def test_watch_streams_records_and_stops(tmp_path: Path) -> None:
     assert w.started_after == 20.0
     assert [r.seq for r in got] == [0]
     assert got[0].provenance["vm"]["guest"]["kernel"] == "6.1.0-56-amd64"
-    assert w(71.0)  # no cell for more than 50 s
-    assert "no trial finished for 50 s" in w.reason
+    assert not w(89.0)
+    assert w(91.0)  # no cell for more than its 10 s limit and the least margin, 60 s
+    assert "no trial finished for 70 s (its time limit + 60 s)" in w.reason
     (tmp_path / DONE).write_text("{}")
     w2 = JobWatch(tmp_path, {}, 100.0, 50.0, 1000.0, None)
     assert not w2(1.0)
     assert w2(40.0)  # DONE long ago, poweroff stuck: stop
+
+
+def test_a_cells_margin_is_as_long_as_its_trials_limit_within_bounds() -> None:
+    low, high = CELL_MARGIN
+    assert cell_margin(1.0) == low and cell_margin(low + 5) == low + 5
+    assert cell_margin(DEFAULT_CELL_TIMEOUT) == high
 
 
 def test_watch_boot_timeout(tmp_path: Path) -> None:

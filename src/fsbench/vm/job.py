@@ -49,11 +49,19 @@ from fsbench.vm.rundir import RunDir, run_dir
 
 # Under TCG on 2 cores a systemd boot takes ~10 s; leave a wide margin for a loaded host.
 BOOT_TIMEOUT = {"kvm": 120.0, "tcg": 300.0}
-# Beyond a cell's own time limit (enforced in the guest): mkfs, umount, writing records.
-CELL_MARGIN = 120.0
+# Beyond a cell's own time limit (enforced in the guest), for mkfs, umount, the checks and
+# writing records, which take longer the more a trial may do: as long as that limit,
+# within these bounds (a short limit's hang is then found in a minute or two, not three).
+CELL_MARGIN = (60.0, 120.0)
 DEFAULT_CELL_TIMEOUT = 600.0
 # The results are in (DONE or FAILED): a guest whose power-off takes longer is killed.
 POWEROFF_GRACE = 30.0
+
+
+def cell_margin(trial_limit: float) -> float:
+    """What a cell may take beyond its trial's time limit before its guest counts as hung."""
+    low, high = CELL_MARGIN
+    return min(high, max(low, trial_limit))
 
 
 @dataclass
@@ -155,7 +163,8 @@ def run_in_vm(
         raise FsbenchError(missing)
     img = ensure_image(spec.kernel, spec.cache_dir, log)
     accel, accel_facts = qemu.resolve_accel(spec.accel, img.kernel)
-    cell_limit = (job.trial_timeout or DEFAULT_CELL_TIMEOUT) + CELL_MARGIN
+    trial_limit = job.trial_timeout or DEFAULT_CELL_TIMEOUT
+    cell_limit = trial_limit + cell_margin(trial_limit)
     boot_limit = BOOT_TIMEOUT[accel]
     outer = timeout or boot_limit + cell_limit * len(job.cells)
 
@@ -188,7 +197,7 @@ def run_in_vm(
             f"booting the guest ({accel}, {spec.vcpus} vCPU, {spec.ram_mb} MiB, kernel "
             f"{img.kernel_version}) for {len(job.cells)} cell(s)"
         )
-        watch = JobWatch(rd.share, prov, boot_limit, cell_limit, outer, on_cell)
+        watch = JobWatch(rd.share, prov, boot_limit, trial_limit, outer, on_cell)
         outcome = guest.run(watch, rd.stderr)
         prov["guest"] = watch.guest
         if watch.guest:  # what the guest kernel really offers, for doctor
@@ -237,12 +246,14 @@ class JobWatch:
         share: Path,
         prov: dict[str, Any],
         boot_limit: float,
-        cell_limit: float,
+        trial_limit: float,
         outer: float,
         on_cell: ProgressFn | None,
     ) -> None:
         self.share, self.prov = share, prov
-        self.boot_limit, self.cell_limit, self.outer = boot_limit, cell_limit, outer
+        self.boot_limit, self.outer = boot_limit, outer
+        self.cell_margin = cell_margin(trial_limit)
+        self.cell_limit = trial_limit + self.cell_margin
         self.on_cell = on_cell
         self.guest: dict[str, Any] = {}
         self.started_after: float | None = None
@@ -282,7 +293,7 @@ class JobWatch:
         if self.started_after is not None and elapsed - self.last_progress > self.cell_limit:
             self.reason = (
                 f"no trial finished for {self.cell_limit:.0f} s (its time limit + "
-                f"{CELL_MARGIN:.0f} s): QEMU killed"
+                f"{self.cell_margin:.0f} s): QEMU killed"
             )
             return True
         return False
