@@ -6,9 +6,10 @@ repetitions that would decide them). As root, on an idle machine: other work mov
 numbers (the load average is kept with them).
 
 `--runs N` runs the default N times, each in a fresh store (as a new user's first run:
-its plan projected from warm-up trials); `decide` is the first, `decide_runs` all of
-them, and `runs_summary` how many headline pairs each decided and how many runs decided
-two thirds or more.
+its plan from the preset's cost priors, or from warm-up trials where it has none);
+`decide` is the first, `decide_runs` all of them, and `runs_summary` how many headline
+pairs each decided, how many runs reached the goal (quick_replay.GOAL) and how many ended
+within the budget + 5%.
 
     .venv/bin/python bench/quick_decides.py [--runs N] [--skip-fixed] [--keep DIR]
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quick_replay import GOAL  # noqa: E402
 from results_file import REPO, save, trial_conditions  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
@@ -90,19 +92,24 @@ def tally(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def runs_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Headline pairs decided per run, and the runs that decided two thirds or more."""
+def runs_summary(runs: list[dict[str, Any]], budget: float) -> dict[str, Any]:
+    """Headline pairs decided per run, the runs that reached the goal (quick_replay.GOAL),
+    and the runs whose whole command (fsbench's start and preflight included) ended
+    within the preset's budget + 5%."""
     decided = [r["decided"] for r in runs]
     pairs = runs[0]["pairs"]
-    two_thirds = -(-2 * pairs // 3)
+    target = -(-GOAL[0] * pairs // GOAL[1])
     return {
         "runs": len(runs),
         "pairs": pairs,
         "decided": decided,
         "decided_min": min(decided),
         "decided_max": max(decided),
-        "two_thirds": two_thirds,
-        "runs_reaching_two_thirds": sum(d >= two_thirds for d in decided),
+        "target": target,
+        "runs_reaching_target": sum(d >= target for d in decided),
+        "budget_s": budget,
+        "runs_within_budget_5pct": sum(r["seconds"] <= 1.05 * budget for r in runs),
+        "seconds": [r["seconds"] for r in runs],
         "seconds_max": max(r["seconds"] for r in runs),
     }
 
@@ -126,7 +133,7 @@ def main() -> None:
         results: dict[str, Any] = {"decide": runs[0]}
         if args.runs > 1:
             results["decide_runs"] = runs
-            results["runs_summary"] = runs_summary(runs)
+            results["runs_summary"] = runs_summary(runs, float(load_preset("quick").budget or 0))
         if not args.skip_fixed:
             with trial_conditions() as conditions:
                 results["fixed_3"] = run(where / "fixed.db", ["--reps", "3"])
