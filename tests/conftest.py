@@ -173,9 +173,13 @@ def guest_image(guest_images: Callable[[str | None], GuestImage]) -> GuestImage:
 # longest chains are handed out first, one to each worker (--no-loadscope-reorder keeps
 # this order).
 GROUPS: dict[str, tuple[str, ...]] = {
-    "qemu": ("tests/integration/test_vm.py", "tests/integration/test_crash.py"),
+    "qemu": (
+        "tests/integration/test_vm.py",
+        "tests/integration/test_crash.py",
+        "tests/integration/test_tune_safe.py",
+    ),
     "bisect": ("tests/integration/test_bisect.py",),
-    "boots": ("tests/integration/test_vm_boot.py", "tests/integration/test_tune_safe.py"),
+    "boots": ("tests/integration/test_vm_boot.py",),
     "fleet": ("tests/integration/test_fleet.py",),
     "sysctls": (
         "tests/integration/test_knobs_restore.py",
@@ -189,13 +193,15 @@ ALONE_AFTER = "qemu"  # the group an `alone` test outside the groups joins, at i
 # Groups that run at the end of another's chain, on its worker: the sysctls group holds an
 # `alone` test (test_memcap's page-cache read) that on the other worker waited for a guest
 # test to end: 102.4 s for a test of seconds in a warm make test (its entry in
-# bench/results/history/suite_time-2026-11-29-fc4.json). The guests that boot kernels and
-# race configs (boots) follow the bisection's, on its worker: one QEMU chain held all four
-# files of guests, 1,850 s of a 2,008 s CI run, while the other workers ran out of tests
-# (issue 47); the bisection's chain (a few hundred seconds warm, its kernels' builds cold)
-# takes about 500 s of them, and still no more than two guests run at once. Joined, the
-# bisection's chain is no longer two tests: xdist gives a worker its next unit as soon as
-# two tests or fewer are left to it, and the fleet's chain would have queued behind them.
+# bench/results/history/suite_time-2026-11-29-fc4.json). The guests that boot kernels
+# (boots) follow the bisection's, on its worker: one QEMU chain held all four files of
+# guests, 1,850 s of a 2,008 s CI run, while the other workers ran out of tests (issue 47);
+# the bisection's chain (a few hundred seconds warm, its kernels' builds cold) takes some
+# of them, and still no more than two guests run at once. The race's crash tests
+# (test_tune_safe) stay with the other crash tests: a cold bisection is the longest chain.
+# Joined, the bisection's chain is no longer two tests: xdist gives a worker its next unit
+# as soon as two tests or fewer are left to it, and the fleet's chain would have queued
+# behind them.
 JOINS = {"sysctls": ALONE_AFTER, "boots": "bisect"}
 
 # `make check` leaves these out (marked slow): the QEMU guests, the kernel builds, the

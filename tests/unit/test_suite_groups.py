@@ -60,8 +60,8 @@ def test_each_workers_idle_tail_is_the_session_end_less_its_last_tests_end() -> 
 
 
 def test_the_chains_of_guests_start_at_once_one_per_worker() -> None:
-    """The QEMU guests are two chains (the crash tests; the bisection, then the boots and
-    the tune race), each longer than two tests so that xdist hands out the fleet's chain
+    """The QEMU guests are two chains (the crash tests, the tune race's among them; the
+    bisection, then the boots), each longer than two tests so that xdist hands out the fleet's chain
     to the third worker instead of queueing it behind one of them."""
     chains = [conftest.chain_of(f"{path}::t", alone=False) for g in conftest.FIRST
               for path in conftest.GROUPS[g]]  # fmt: skip
@@ -73,7 +73,7 @@ def test_the_chains_of_guests_start_at_once_one_per_worker() -> None:
                 Path(path).read_text().count("\ndef test_")
             )
     assert min(tests.values()) > 2, tests
-    assert conftest.chain_of("tests/integration/test_tune_safe.py::t", alone=False) == "bisect"
+    assert conftest.chain_of("tests/integration/test_tune_safe.py::t", alone=False) == "qemu"
     assert conftest.chain_of("tests/integration/test_vm_boot.py::t[ext4]", alone=False) == (
         "bisect"
     )
