@@ -234,9 +234,14 @@ impl ThreadState {
         }
     }
 
-    fn finish_one(&self) {
-        self.done.fetch_add(1, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+    /// Its first `n` calls are done. Only its own worker calls this, so a plain store
+    /// publishes the count: a locked add and a sequentially consistent load here were a
+    /// large part of what a replayed call costs beyond the call itself. A waiter that
+    /// registers just as the count moves may miss the wake-up; it looks again within
+    /// its 1 ms timeout (wait_for).
+    fn finish(&self, n: u64) {
+        self.done.store(n, Ordering::Release);
+        if self.waiters.load(Ordering::Relaxed) > 0 {
             let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.cv.notify_all();
         }
@@ -363,6 +368,7 @@ fn worker(
     let mut kinds: Vec<KindStats> = Kind::ALL.iter().map(|_| KindStats::default()).collect();
     let mut examples = Vec::new();
     let mut releases = 0;
+    let mut finished = 0u64;
     let mut bufs = Buffers::default();
     let mut last_end = clock.ticks();
     for batch in rx {
@@ -420,7 +426,8 @@ fn worker(
                     }
                 }
             }
-            me.finish_one();
+            finished += 1;
+            me.finish(finished);
         }
     }
     WorkerOut {
