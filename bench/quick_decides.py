@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quick_replay import GOAL  # noqa: E402
-from results_file import REPO, save, trial_conditions  # noqa: E402
+from results_file import REPO, kept_dir, save, trial_conditions  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
 from fsbench.plan.presets import load_preset  # noqa: E402
@@ -122,8 +122,7 @@ def main() -> None:
     args = parser.parse_args()
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="fsbench-quick-") as tmp:
-        where = args.keep or Path(tmp)
-        where.mkdir(parents=True, exist_ok=True)
+        where = kept_dir(args.keep, tmp)
         runs = []
         for i in range(args.runs):
             with trial_conditions() as conditions:

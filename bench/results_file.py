@@ -192,6 +192,14 @@ def finish(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def kept_dir(keep: Path | None, scratch: str) -> Path:
+    """Where a bench writes the stores it makes: `--keep DIR` (made if missing), else its
+    scratch directory (removed with it)."""
+    where = keep or Path(scratch)
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
 @contextmanager
 def trial_conditions() -> Iterator[dict[str, Any]]:
     """The conditions of one trial, for the bench to keep with it: when it started and the

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from results_file import save, trial_conditions  # noqa: E402
+from results_file import kept_dir, save, trial_conditions  # noqa: E402
 
 from fsbench import workloads  # noqa: E402
 from fsbench.analysis.costs import headline_of  # noqa: E402
@@ -243,9 +243,7 @@ def main() -> None:
         if args.store:
             db = args.store
         else:
-            where = args.keep or Path(tmp)
-            where.mkdir(parents=True, exist_ok=True)
-            db = where / "length.db"
+            db = kept_dir(args.keep, tmp) / "length.db"
             plan = Path(tmp) / "trial-length.toml"
             plan.write_text(plan_toml(filesystems, args.reps, args.workload))
             with trial_conditions() as conditions:

@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from results_file import save  # noqa: E402
+from results_file import kept_dir, save  # noqa: E402
 
 from fsbench.analysis.stats import t_quantile  # noqa: E402
 from fsbench.store import trialfacts  # noqa: E402
@@ -127,9 +127,7 @@ def main() -> None:
         if args.store:
             db = args.store
         else:
-            where = args.keep or Path(tmp)
-            where.mkdir(parents=True, exist_ok=True)
-            db = where / "warmup.db"
+            db = kept_dir(args.keep, tmp) / "warmup.db"
             for _ in range(args.runs):
                 cmd = [FSBENCH, "run", "--db", str(db), "--no-report", *args.run_args]
                 subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
