@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results_file import kept_dir, save, trial_conditions  # noqa: E402
 
-from fsbench import workloads  # noqa: E402
 from fsbench.analysis.costs import headline_of  # noqa: E402
 from fsbench.analysis.design import EXACT_UNITS  # noqa: E402
+from fsbench.plan import model as planning  # noqa: E402
 from fsbench.plan.presets import load_preset  # noqa: E402
 from fsbench.store.records import TrialRecord, slot_seconds  # noqa: E402
 from fsbench.store.results import Store  # noqa: E402
@@ -79,17 +79,10 @@ def plan_toml(filesystems: Sequence[str], reps: int, workloads: Sequence[str]) -
 
 
 def shipped(workload: str, knob: str) -> Any:
-    """The quick preset's value of a workload's length parameter (the workload's own
-    default at the preset's scale where the preset gives none)."""
-    quick = load_preset("quick")
-    spec = next(w for w in quick.workloads if w.name == workload)
-    given = {**spec.params, **spec.params_at.get(quick.scale, {})}
-    if knob in given:
-        return given[knob]
+    """The quick preset's value of a workload's length parameter, as its run resolves it
+    (the workload's own default at the preset's scale where the preset gives none)."""
     return next(
-        wl.defaults(quick.scale)[knob]
-        for wl in map(workloads.get, spec.steps)
-        if knob in wl.defaults(quick.scale)
+        c.params[knob] for c in planning.expand(load_preset("quick")) if c.workload == workload
     )
 
 
@@ -105,11 +98,7 @@ def cv(values: Sequence[float]) -> float:
 
 def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Least-squares slope of log(y) on log(x)."""
-    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
-    mx, my = statistics.fmean(lx), statistics.fmean(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum(
-        (a - mx) ** 2 for a in lx
-    )
+    return statistics.linear_regression([math.log(x) for x in xs], [math.log(y) for y in ys]).slope
 
 
 def cells(trials: Sequence[TrialRecord]) -> list[dict[str, Any]]:
