@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quick_replay import GOAL  # noqa: E402
+from quick_replay import goal  # noqa: E402
 from results_file import REPO, kept_dir, save, trial_conditions  # noqa: E402
 
 sys.path.insert(0, str(REPO / "src"))
@@ -98,7 +98,7 @@ def runs_summary(runs: list[dict[str, Any]], budget: float) -> dict[str, Any]:
     within the preset's budget + 5%."""
     decided = [r["decided"] for r in runs]
     pairs = runs[0]["pairs"]
-    target = -(-GOAL[0] * pairs // GOAL[1])
+    target = goal(pairs)
     return {
         "runs": len(runs),
         "pairs": pairs,

@@ -53,6 +53,11 @@ from fsbench.store.results import Store  # noqa: E402
 GOAL = (42, 57)
 
 
+def goal(pairs: int) -> int:
+    """The headline pairs a run of `pairs` must decide: the goal's share, rounded up."""
+    return -(-GOAL[0] * pairs // GOAL[1])
+
+
 def replay(
     models: Mapping[str, CellModel],
     budget: float,
@@ -97,7 +102,7 @@ def _one(args: tuple[Mapping[str, CellModel], float, int, Path, bool]) -> dict[s
 def summary(runs: list[dict[str, Any]], budget: float) -> dict[str, Any]:
     decided = sorted(r["order"] + r["equivalent"] for r in runs)
     pairs = runs[0]["order"] + runs[0]["equivalent"] + runs[0]["undecided"]
-    need = -(-GOAL[0] * pairs // GOAL[1])  # the goal's share, rounded up
+    need = goal(pairs)
     seconds = sorted(r["seconds"] for r in runs)
     return {
         "budget_s": budget,

@@ -27,7 +27,7 @@ def test_the_default_run_decides_the_goal_in_nine_replays_of_ten() -> None:
     budgets = json.loads(RESULT.read_text())["results"]["budgets"]
     preset = f"{load_preset('quick').budget:g}"
     found = budgets[preset]
-    assert found["target"] * quick_replay.GOAL[1] >= found["pairs"] * quick_replay.GOAL[0]
+    assert found["target"] == quick_replay.goal(found["pairs"])
     assert found["decided_p10"] >= found["target"], found
     assert found["share_reaching_target"] >= 0.9, found
     for each in budgets.values():
@@ -39,7 +39,7 @@ def test_real_fresh_runs_reach_the_goal_in_nine_of_ten_within_the_budget() -> No
     found = doc["runs_summary"]
     assert found["runs"] >= 5 and found["runs"] == len(doc["decide_runs"])
     assert found["budget_s"] == load_preset("quick").budget
-    assert found["target"] * quick_replay.GOAL[1] >= found["pairs"] * quick_replay.GOAL[0]
+    assert found["target"] == quick_replay.goal(found["pairs"])
     decided = [run["decided"] for run in doc["decide_runs"]]
     assert found["decided"] == decided
     assert sum(d >= found["target"] for d in decided) >= 0.9 * len(decided), decided
