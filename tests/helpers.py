@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -63,6 +64,29 @@ def fsbench(
         timeout=timeout,
         check=False,
     )
+
+
+def crash_run_args(workdir: Path, db: Path, *args: str) -> list[str]:
+    """`fsbench run ARGS` as the crash tests give it: the tiny scale, the test guest, a
+    2 GiB scratch disk, the test's work directory and store."""
+    return [
+        "run",
+        *args,
+        *["--scale", "tiny", *GUEST, "--image-size", "2G"],
+        *["--workdir", str(workdir / "work"), "--db", str(db)],
+    ]
+
+
+def replayed_case(
+    case: dict[str, Any], workdir: Path, db: Path, timeout: float = 1500
+) -> dict[str, Any]:
+    """A kept crash case's own replay command, run as a user would paste it (with the
+    crash tests' flags): its JSON report."""
+    argv = shlex.split(case["replay"])
+    assert argv[:2] == ["fsbench", "run"] and f"replay={case['seed']}" in argv
+    res = fsbench(*crash_run_args(workdir, db, *argv[2:]), "--json", timeout=timeout)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout)  # type: ignore[no-any-return]
 
 
 def cli_args(*args: str, report: bool = False) -> list[str]:

@@ -10,7 +10,6 @@ tests/integration/test_tune_safe.py, which run those very configs."""
 from __future__ import annotations
 
 import json
-import shlex
 import signal
 import subprocess
 import sys
@@ -20,7 +19,13 @@ from pathlib import Path
 from fsbench.store.results import Store
 from fsbench.vm.crash.host import case_seed, cut_after
 from fsbench.vm.images import GuestImage
-from tests.helpers import GUEST, VM_MARKS, assert_every_slot_once, fsbench
+from tests.helpers import (
+    VM_MARKS,
+    assert_every_slot_once,
+    crash_run_args,
+    fsbench,
+    replayed_case,
+)
 
 pytestmark = VM_MARKS
 COUNTS = ("crashes", "damaged_crashes", "acked_lost", "files_empty", "files_mixed", "fsck_errors")
@@ -44,17 +49,9 @@ def _crash_run(workdir: Path, *args: str) -> dict:  # type: ignore[type-arg]
 
 
 def _run(workdir: Path, *args: str) -> dict:  # type: ignore[type-arg]
-    res = fsbench("run", *_run_args(workdir, *args), "--json", timeout=1500)
+    res = fsbench(*crash_run_args(workdir, workdir / "r.db", *args), "--json", timeout=1500)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout)  # type: ignore[no-any-return]
-
-
-def _run_args(workdir: Path, *args: str) -> list[str]:
-    return [
-        *args,
-        *["--scale", "tiny", *GUEST, "--image-size", "2G"],
-        *["--workdir", str(workdir / "work"), "--db", str(workdir / "r.db")],
-    ]
 
 
 def _killed_after_its_first_trial(argv: list[str], db: Path) -> None:
@@ -86,9 +83,10 @@ def test_power_cuts_on_ordered_and_writeback_in_a_run_killed_and_resumed(
     """The issue's power cuts, in a run killed (kill -9) after its first stored trial and
     resumed: one run of guests proves both, the resume and what the cuts find."""
     db = workdir / "r.db"
-    argv = _run_args(
+    argv = crash_run_args(
         workdir,
-        *["run", "--target", "vm", "--workload", "crash"],
+        db,
+        *["--target", "vm", "--workload", "crash"],
         *["--fs", "ext4:mount=data=ordered", "--fs", "ext4:mount=data=writeback"],
         *["--set", "pattern=replace-rename", "--set", "crashes=2"],
         *["--workload", "untar", "--reps", "1", "--no-report"],  # untar: the speed side
@@ -149,13 +147,6 @@ def test_power_cuts_on_ordered_and_writeback_in_a_run_killed_and_resumed(
 LATE_CUT_SEED = 48
 
 
-def _replayed(workdir: Path, case: dict) -> dict:  # type: ignore[type-arg]
-    """The kept case's own replay command, run as a user would paste it."""
-    argv = shlex.split(case["replay"])
-    assert argv[:2] == ["fsbench", "run"] and f"replay={case['seed']}" in argv
-    return _run(workdir, *argv[2:])
-
-
 def _failing(workdir: Path, run_id: int) -> list:  # type: ignore[type-arg]
     (trial,) = Store(workdir / "r.db").get_trials(run_id)
     return trial.provenance["crash"]["failing"]  # type: ignore[no-any-return]
@@ -182,7 +173,7 @@ def test_noauto_da_alloc_leaves_renamed_files_empty_and_the_seed_replays_it(
     )
     (case,) = _failing(workdir, out["run"])
     assert {d["kind"] for d in case["damage"]} == {"empty"}
-    again = _replayed(workdir, case)
+    again = replayed_case(case, workdir, workdir / "r.db")
     replayed = {r["metric"]: r["mean"] for r in again["rows"]}
     assert replayed["damaged_crashes"] == rows["damaged_crashes"] == 1
     assert replayed["files_empty"] > 0

@@ -12,13 +12,12 @@ and the kept case's own replay command finds the same damage from its seed."""
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
 from fsbench.store.results import Store
 from fsbench.vm.images import GuestImage
-from tests.helpers import GUEST, VM_MARKS, fsbench, ours
+from tests.helpers import GUEST, VM_MARKS, fsbench, ours, replayed_case
 
 pytestmark = VM_MARKS
 
@@ -104,17 +103,8 @@ def _fsync_append_held_but_not_without_barriers(crash_trials: list[Any], workdir
     (case,) = trial.provenance["crash"]["failing"]
     assert case["cache_damage"], case
     # The kept case's replay command, as a user would paste it, into a store of its own.
-    argv = shlex.split(case["replay"])
-    assert argv[:2] == ["fsbench", "run"] and f"replay={case['seed']}" in argv
     replay_db = workdir / "replay.db"
-    again = fsbench(
-        *argv[1:],
-        *["--scale", "tiny", *GUEST, "--image-size", "2G", "--json"],
-        *["--workdir", str(workdir / "work"), "--db", str(replay_db)],
-        timeout=900,
-    )
-    assert again.returncode == 0, again.stderr[-3000:]
-    out = json.loads(again.stdout)
+    out = replayed_case(case, workdir, replay_db, timeout=900)
     replayed = {r["metric"]: r["mean"] for r in out["rows"]}
     assert "cache_damaged" in replayed, [(r["status"], r["message"]) for r in out["rows"]]
     assert replayed["cache_damaged"] == 1
