@@ -405,3 +405,56 @@ def test_an_instrumented_pass_is_not_what_a_counted_trial_is_projected_from(
     # From its warm-up trial, which measures no noise (a projection from stored trials
     # states theirs), and the warm-up trial was run: the store's trials were passed over.
     assert counted.groups[0].noise is None and counted.warmup_s > 0
+
+
+def test_time_a_settled_group_will_not_spend_raises_the_looks_of_an_open_one(
+    store: Store,
+) -> None:
+    """Two groups of fs_mark: files=1000 far apart (settled at its minimum), files=2000 8%
+    apart in 5% noise (open at n = 3). The re-plan gives each looks up to 5 from what is
+    left; the settled group will spend none of its two, so the open group's looks are
+    raised to the n its pairs need, it is said before any look, kept with the run, and
+    the rounds are spent within the budget."""
+    from fsbench.execute.executors.replay import CellModel, MetricModel, ReplayExecutor, StepModel
+
+    p = _plan(("a", "b", "c"), workload="fs_mark", budget=120.0, max_reps=10).model_copy(
+        update={"workloads": [WorkloadSpec(name="fs_mark", params={"files": [1000, 2000]})]}
+    )
+    cells = planning.expand(p)
+    apart = {1000: 0.3, 2000: 0.08}  # each config this much faster than the one before
+    cvs = {1000: 0.02, 2000: 0.05}
+
+    def model(files: int, label: str) -> CellModel:
+        mean = 1000.0 * (1 + apart[files] * "abc".index(label))
+        metric = MetricModel("files_per_s", "files/s", "higher", mean, cvs[files])
+        return CellModel(3.0, (StepModel("fs_mark", (metric,), ("files_per_s",)),), 3.0)
+
+    models = {c.key: model(c.params["files"], c.config.display) for c in cells}
+    executor = ReplayExecutor(p, cells, models, seed=18)
+    notes: list[str] = []
+
+    class Noting(Hooks):
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    outcome = matrix.run(
+        p, cells, store, argv=[], overrides={}, executor=executor, clock=executor.clock,
+        hooks=Noting(),
+    )  # fmt: skip
+    design = runkinds.design(store.get_run(outcome.run_id))
+    assert (
+        "re-plan after the minimum rounds: 78 s spent, 42 s left; the looks stay as planned"
+        in notes
+    )
+    raised = notes.index(
+        "looks raised for open pairs that more rounds would settle, from the time the groups "
+        "already answered will not spend:"
+    )
+    assert notes[raised + 1].startswith("  fs_mark files=2000 (3 configs, 9 s a round): n up to 7")
+    assert [(g.n_max, g.wanted) for g in design.groups] == [(5, None), (7, 7)]
+    assert design.reached is not None
+    assert design.reached == [3, 7]  # past the re-plan's looks
+    assert design.spent_s is not None and design.spent_s <= 120.0
+    report = source.load(store, outcome.run_id)
+    open_group = [d for d in report.decisions.values() if d.headline and "2000" in d.key[2]]
+    assert [p.kind for d in open_group for p in d.pairs] == ["order"] * 3

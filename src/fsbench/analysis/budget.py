@@ -19,6 +19,19 @@ measured on another machine can be off, so the first plan can leave part of the 
 unused or overrun it. The looks still depend on nothing but what rounds cost, and each
 group's boundaries are computed for its final looks before its first look.
 
+Then the looks of the groups still open are raised where the evidence says more rounds
+would settle them (`raise_by_need`). The re-plan shares the budget as if every group
+spent all its looks, but a group whose pairs are all answered after its minimum spends
+nothing more, nor does one that no round within max_reps would settle: their time would
+go unspent while a group one or two rounds short of its answer stops at its last look.
+So a group whose open pairs would settle, at the noise and difference measured, at n
+rounds gets its looks raised to n, the raise that settles the most pairs a second first,
+while the time the others will not spend covers it. The needs are measured as looks up to
+max_reps would judge them (the strictest a raise can make them), so a raised group does not
+find at once that its raised looks need more. Looks are only ever raised, once, before the
+group's first look past its minimum, and its boundaries are those of the raised looks from
+then on: a later look at the same data is judged more strictly, never less.
+
 An instrumented pass planned after the counted run (`fsbench run --explain`) is reserved
 from the budget before the looks are shared out (`Instrumented`): its trials are projected
 from the same round costs, so the counted run and the pass together fit the budget.
@@ -29,7 +42,7 @@ Pure: projected costs in, a plan out.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from fsbench.analysis import null_law
@@ -82,6 +95,7 @@ class GroupPlan:
 
     cost: GroupCost
     n_max: int
+    wanted: int | None = None  # its looks were raised to this for its open pairs
 
     @property
     def n_min(self) -> int:
@@ -113,6 +127,12 @@ class GroupPlan:
     def cost_s(self) -> float:
         return self.n_max * self.cost.round_s + self.warmups * self.cost.warmup_s
 
+    def cost_after(self, reached: int, upto: int | None = None) -> float:
+        """What its rounds after `reached` cost, up to its last look (or `upto`, if fewer),
+        with the warm-up trial before them."""
+        rounds = max(0, min(self.n_max, upto or self.n_max) - reached)
+        return rounds * self.cost.round_s + (self.cost.warmup_s if rounds else 0.0)
+
     def line(self) -> str:
         """'fileserver threads=4 (3 configs): n up to 4 (looks at 3-4); about 14% at CV
         5%, 28% at CV 10%'."""
@@ -124,6 +144,8 @@ class GroupPlan:
             looks = f"n up to {self.n_max} (looks at {first}-{self.n_max})"
             if c.counts_only:
                 looks += f", exact counts from n = {self.n_min}"
+            if self.wanted:
+                looks += ", raised: its open pairs would settle by then at the noise measured"
         tells = ""
         if not c.counts_only and self.n_max >= MIN_REPS:
             cvs = (c.noise,) if c.noise else ASSUMED_CVS
@@ -138,7 +160,7 @@ class GroupPlan:
 
     def record(self) -> GroupLooks:
         """As the run's design keeps it."""
-        return GroupLooks(
+        looks = GroupLooks(
             name=self.cost.name,
             configs=self.cost.configs,
             round_s=round(self.cost.round_s, 2),
@@ -148,13 +170,16 @@ class GroupPlan:
             n_min=self.n_min,
             n_max=self.n_max,
         )
+        if self.wanted:
+            looks.wanted = self.wanted
+        return looks
 
     @classmethod
     def from_record(cls, kept: GroupLooks) -> GroupPlan:
         cost = GroupCost(
             kept.name, kept.configs, kept.round_s, kept.counts_only, kept.noise, kept.warmup_s
         )
-        return cls(cost, kept.n_max)
+        return cls(cost, kept.n_max, kept.wanted)
 
 
 @dataclass(frozen=True)
@@ -318,6 +343,57 @@ def replan(
     groups = [GroupPlan(c, max(c.n_min, n)) for c, n in zip(measured, reached, strict=True)]
     shared = _share(groups, first.budget - reserved - spent, max_reps)
     return BudgetPlan(first.budget, first.spent, shared, first.warmed, spent, reserved=reserved)
+
+
+def raise_by_need(
+    replanned: BudgetPlan, reached: Sequence[int], needs: Mapping[int, Sequence[int]]
+) -> BudgetPlan:
+    """The re-plan's looks raised for the groups still open. `needs`, by group index: per
+    open pair, the rounds that would settle it at the noise and difference measured (pairs
+    nothing within max_reps would settle left out); `reached`: the rounds each group has.
+    Each open group is counted as spending its rounds up to the most its pairs within its
+    looks need (a group not in `needs` spends nothing more); what the budget leaves after
+    that goes, one raise at a time, to the raise that settles the most pairs a second,
+    while it fits."""
+    if replanned.counted_budget is None or replanned.replanned_at is None:
+        return replanned
+    groups = list(replanned.groups)
+
+    def spends(i: int, n_max: int) -> float:
+        """What group i spends with looks up to n_max: rounds until its pairs settle."""
+        upto = max((n for n in needs[i] if n <= n_max), default=reached[i])
+        return replace(groups[i], n_max=n_max).cost_after(reached[i], upto)
+
+    left = replanned.counted_budget - replanned.replanned_at
+    left -= sum(spends(i, groups[i].n_max) for i in needs)
+    while True:
+        best: tuple[float, float, int, int] | None = None  # (-pairs a second, extra, i, n)
+        for i, wanted in needs.items():
+            settled = sum(n <= groups[i].n_max for n in wanted)
+            for n in sorted({n for n in wanted if n > groups[i].n_max}):
+                extra = spends(i, n) - spends(i, groups[i].n_max)
+                gain = sum(m <= n for m in wanted) - settled
+                rate = -gain / max(extra, 1e-9)
+                if extra <= left and (best is None or (rate, extra) < best[:2]):
+                    best = (rate, extra, i, n)
+        if best is None:
+            return replace(replanned, groups=tuple(groups))
+        _, extra, i, n = best
+        left -= extra
+        groups[i] = replace(groups[i], n_max=n, wanted=n)
+
+
+def raised_lines(replanned: BudgetPlan, raised: BudgetPlan) -> list[str]:
+    """What `raise_by_need` changed, said after the re-plan's lines (nothing if nothing)."""
+    before = {g.cost.name: g.n_max for g in replanned.groups}
+    changed = [g for g in raised.groups if before.get(g.cost.name) != g.n_max]
+    if not changed:
+        return []
+    head = (
+        "looks raised for open pairs that more rounds would settle, from the time the "
+        "groups already answered will not spend:"
+    )
+    return [head] + [f"  {g.line()}" for g in changed]
 
 
 def _share(groups: list[GroupPlan], left: float, max_reps: int) -> tuple[GroupPlan, ...]:

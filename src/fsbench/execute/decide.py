@@ -15,7 +15,9 @@
 4. **Re-plan.** The looks are shared out again from what the minimum rounds and the warm-up
    trial before them cost (budget.replan), before any look is taken: nothing so far has
    stopped a group on a timing, so each group's boundaries are still those of its final
-   looks. A resumed run keeps the plan it had.
+   looks. Then the groups still open get their looks raised to the rounds their open pairs
+   need at the noise measured, from the time the groups already answered will not spend
+   (budget.raise_by_need). A resumed run keeps the plan it had.
 5. **More rounds** for the groups still open, cheapest answer first, each within its
    planned looks while the budget lasts. A group stops on exactly the answer the report
    will print: the run-wide control (family.py) with every group still running counted as
@@ -202,8 +204,14 @@ class Decide:
             self.loop.hooks.note(line)
         self.plans, self.reserved = list(found.groups), found.reserved
         self._cached.clear()
-        self._record(found)
-        return found
+        open_groups = [i for i in range(len(self.groups)) if not self._complete(i)]
+        raised = budget.raise_by_need(found, reached, self._needs_if_raised(open_groups))
+        for line in budget.raised_lines(found, raised):
+            self.loop.hooks.note(line)
+        self.plans = list(raised.groups)
+        self._cached.clear()
+        self._record(raised)
+        return raised
 
     def _more(self) -> None:
         """Rounds for the groups still open, cheapest answer first, within their looks
@@ -294,16 +302,42 @@ class Decide:
         is open or no open pair settles within them."""
         if self._complete(index):
             return None
+        within = [n for n in self._pair_needs(index) if n <= self.plans[index].n_max]
+        return max(within) if within else None
+
+    def _needs_if_raised(self, open_groups: list[int]) -> dict[int, list[int]]:
+        """Per group in `open_groups`, its open pairs' needs within max_reps (what
+        budget.raise_by_need takes), each as looks up to max_reps would judge it: raised
+        looks judge a group more strictly, so a need measured against the looks it has
+        would fall short of what the raised looks need, and the group, once raised, would
+        stop at once as one no round within its looks would settle."""
+        kept = self.plans
+        self.plans = [
+            replace(g, n_max=max(g.n_max, self.plan.max_reps)) if i in open_groups else g
+            for i, g in enumerate(kept)
+        ]
+        self._cached.clear()
+        try:
+            needs = {
+                i: [n for n in self._pair_needs(i) if n <= self.plan.max_reps] for i in open_groups
+            }
+            return {i: found for i, found in needs.items() if found}
+        finally:
+            self.plans = kept
+            self._cached.clear()
+
+    def _pair_needs(self, index: int) -> list[int]:
+        """Per undecided pair of the group, the repetitions that would settle it at the
+        noise and difference measured (none for a pair nothing within the limit would
+        settle)."""
         found = self.decisions(set(), explain=True)
-        needs = [
+        return [
             p.needed
             for k in self._keys(index)
             if k in found
             for p in found[k].pairs
             if p.kind == UNDECIDED and p.needed is not None
         ]
-        within = [n for n in needs if n <= self.plans[index].n_max]
-        return max(within) if within else None
 
     # -- trials ---------------------------------------------------------------------
 

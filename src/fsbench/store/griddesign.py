@@ -28,6 +28,8 @@ class GroupLooks(BaseModel):
     warmup_s: float = 0.0  # its warm-up trial's seconds (0: a store from before they were kept)
     n_min: int = 0
     n_max: int  # the last look: repetitions from its minimum up to this
+    # Its looks were raised to n_max after its minimum, for open pairs that would settle.
+    wanted: int | None = None
 
 
 class GridDesign(BaseModel):
