@@ -40,10 +40,16 @@ pub fn histogram() -> Histogram<u64> {
 /// Record one latency (at least 1 ns) into `h`.
 #[inline]
 pub fn record_latency(h: &mut Histogram<u64>, latency: Duration) {
-    let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX).max(1);
+    record_value(h, u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
+}
+
+/// Record one value (at least 1) into `h`, in whatever unit `h` counts.
+#[inline]
+pub fn record_value(h: &mut Histogram<u64>, v: u64) {
+    let v = v.max(1);
     // auto-resizing: grows to the value (fails only past u64 index math)
-    if h.record(ns).is_err() {
-        h.saturating_record(ns);
+    if h.record(v).is_err() {
+        h.saturating_record(v);
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::ffi::CString;
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 
@@ -262,13 +263,19 @@ pub fn execute(op: &Op, t: &Tables, b: &mut Buffers) -> i64 {
             }
             Kind::Ftruncate => ret(i64::from(libc::ftruncate(fd(), n[1]))),
             Kind::Fallocate => ret(i64::from(libc::fallocate(fd(), n[1] as c_int, n[2], n[3]))),
+            // the kernel fills the stat buffer and nothing reads it: not zeroed first
             Kind::Stat => {
-                let mut st: libc::stat = std::mem::zeroed();
-                ret(i64::from(libc::fstatat(root, p, &mut st, follow(n[1]))))
+                let mut st = MaybeUninit::<libc::stat>::uninit();
+                ret(i64::from(libc::fstatat(
+                    root,
+                    p,
+                    st.as_mut_ptr(),
+                    follow(n[1]),
+                )))
             }
             Kind::Fstat => {
-                let mut st: libc::stat = std::mem::zeroed();
-                ret(i64::from(libc::fstat(fd(), &mut st)))
+                let mut st = MaybeUninit::<libc::stat>::uninit();
+                ret(i64::from(libc::fstat(fd(), st.as_mut_ptr())))
             }
             Kind::Access => ret(i64::from(libc::faccessat(root, p, n[1] as c_int, 0))),
             Kind::Readlink => {

@@ -7,6 +7,8 @@
 
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
+
 /// How long the TSC's rate is measured against the monotonic clock.
 const CALIBRATION: Duration = Duration::from_millis(20);
 const CLOCKSOURCE: &str = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
@@ -70,6 +72,20 @@ impl CallClock {
         Duration::from_nanos((to.saturating_sub(from) as f64 * self.ns_per_tick) as u64)
     }
 
+    /// A histogram of tick counts as one of nanoseconds (each recorded value scaled,
+    /// within the histogram's precision).
+    pub fn ticks_to_ns(&self, ticks: &Histogram<u64>) -> Histogram<u64> {
+        let mut ns = crate::stats::histogram();
+        for v in ticks.iter_recorded() {
+            let at = self.between(0, ticks.median_equivalent(v.value_iterated_to()));
+            let at = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX).max(1);
+            if ns.record_n(at, v.count_at_value()).is_err() {
+                ns.saturating_record_n(at, v.count_at_value());
+            }
+        }
+        ns
+    }
+
     /// The ticks in `d`.
     pub fn ticks_in(&self, d: Duration) -> u64 {
         (d.as_nanos() as f64 / self.ns_per_tick) as u64
@@ -128,5 +144,28 @@ mod tests {
             let d = Duration::from_micros(250);
             assert!(clock.between(0, clock.ticks_in(d)).abs_diff(d) < Duration::from_micros(1));
         }
+    }
+
+    /// Latencies kept in ticks read as nanoseconds: each value scaled, counts kept.
+    #[test]
+    fn a_histogram_of_ticks_reads_in_nanoseconds() {
+        let clock = CallClock::new();
+        let mut ticks = crate::stats::histogram();
+        let (short, long) = (Duration::from_nanos(300), Duration::from_millis(2));
+        ticks.record_n(clock.ticks_in(short), 99).unwrap();
+        ticks.record(clock.ticks_in(long)).unwrap();
+        let ns = clock.ticks_to_ns(&ticks);
+        assert_eq!(ns.len(), 100);
+        // within the histogram's two significant figures (and a tick's rounding)
+        let near = |got: u64, want: Duration| {
+            let want = want.as_nanos() as f64;
+            (got as f64 - want).abs() <= want * 0.02 + 1.0
+        };
+        assert!(
+            near(ns.value_at_quantile(0.5), short),
+            "{}",
+            ns.value_at_quantile(0.5)
+        );
+        assert!(near(ns.max(), long), "{}", ns.max());
     }
 }

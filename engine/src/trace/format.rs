@@ -307,6 +307,8 @@ pub struct TraceReader {
     last_ns: i64,
     seen: Counts,
     ended: bool,
+    /// The kind of the last call read.
+    last_kind: Kind,
     pub header: serde_json::Value,
 }
 
@@ -329,6 +331,7 @@ impl TraceReader {
             last_ns: 0,
             seen: Counts::default(),
             ended: false,
+            last_kind: Kind::Open,
             header: serde_json::Value::Null,
         };
         if !r.read_line()? {
@@ -400,7 +403,7 @@ impl TraceReader {
 
     fn parse(&mut self, line: &[u8], n: u64) -> Result<Option<Record>> {
         let mut f = Fields {
-            it: line.split(|b| *b == b'\t'),
+            rest: Some(line),
             n,
         };
         let tag = f.raw().unwrap_or_default();
@@ -411,15 +414,17 @@ impl TraceReader {
                 let dur = f.int("duration")?;
                 let skipped = f.id("skipped")?;
                 let kind_s = f.raw().unwrap_or_default();
-                let kind = std::str::from_utf8(kind_s)
-                    .ok()
-                    .and_then(Kind::from_name)
+                // a trace's calls come in runs of one kind: the last one is tried first
+                let kind = Some(self.last_kind)
+                    .filter(|k| k.name().as_bytes() == kind_s)
+                    .or_else(|| std::str::from_utf8(kind_s).ok().and_then(Kind::from_name))
                     .ok_or_else(|| {
                         bad(
                             n,
                             &format!("unknown call {:?}", String::from_utf8_lossy(kind_s)),
                         )
                     })?;
+                self.last_kind = kind;
                 let result = f.int("result")?;
                 let mut ints = [0i64; MAX_INTS];
                 let mut text = None;
@@ -581,22 +586,47 @@ impl TraceReader {
     }
 }
 
-/// The tab-separated fields of one line.
-struct Fields<'a, I: Iterator<Item = &'a [u8]>> {
-    it: I,
+/// The tab-separated fields of one line, read in one pass: a number is parsed where it
+/// is scanned (finding each tab first, then parsing, went over every byte twice).
+struct Fields<'a> {
+    /// What follows the last field read; None after the line's last field.
+    rest: Option<&'a [u8]>,
     n: u64,
 }
 
-impl<'a, I: Iterator<Item = &'a [u8]>> Fields<'a, I> {
+impl<'a> Fields<'a> {
     fn raw(&mut self) -> Option<&'a [u8]> {
-        self.it.next()
+        let s = self.rest?;
+        match s.iter().position(|b| *b == b'\t') {
+            Some(i) => {
+                self.rest = Some(&s[i + 1..]);
+                Some(&s[..i])
+            }
+            None => {
+                self.rest = None;
+                Some(s)
+            }
+        }
     }
 
+    #[inline]
     fn int(&mut self, what: &str) -> Result<i64> {
-        let n = self.n;
-        self.raw()
-            .and_then(parse_i64)
-            .ok_or_else(|| bad(n, &format!("{what}: a number is missing")))
+        if let Some(s) = self.rest
+            && let Some((v, used)) = leading_i64(s)
+        {
+            match s.get(used) {
+                None => {
+                    self.rest = None;
+                    return Ok(v);
+                }
+                Some(b'\t') => {
+                    self.rest = Some(&s[used + 1..]);
+                    return Ok(v);
+                }
+                Some(_) => {}
+            }
+        }
+        Err(no_number(self.n, what))
     }
 
     fn id(&mut self, what: &str) -> Result<u32> {
@@ -613,23 +643,28 @@ impl<'a, I: Iterator<Item = &'a [u8]>> Fields<'a, I> {
     }
 }
 
-/// A decimal integer as `str::parse::<i64>` reads it (an optional sign, digits, no
-/// overflow), straight from the bytes: the replayer's reader parses several a call, and
-/// checking each as UTF-8 first and then parsing it cost a tenth of a replay's CPU.
-fn parse_i64(s: &[u8]) -> Option<i64> {
-    let (negative, digits) = match s.first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
+#[cold]
+fn no_number(n: u64, what: &str) -> Error {
+    bad(n, &format!("{what}: a number is missing"))
+}
+
+/// The decimal integer `s` starts with, as `str::parse::<i64>` reads one (an optional
+/// sign, digits, no overflow), and the bytes it takes; straight from the bytes: the
+/// replayer's reader parses several a call, and checking each as UTF-8 first and then
+/// parsing it cost a tenth of a replay's CPU.
+#[inline]
+fn leading_i64(s: &[u8]) -> Option<(i64, usize)> {
+    let (negative, start) = match s.first()? {
+        b'-' => (true, 1),
+        b'+' => (false, 1),
+        _ => (false, 0),
     };
-    if digits.is_empty() {
-        return None;
-    }
     let mut v: i64 = 0;
-    for &b in digits {
+    let mut i = start;
+    while let Some(&b) = s.get(i) {
         let d = b.wrapping_sub(b'0');
         if d > 9 {
-            return None;
+            break;
         }
         v = v.checked_mul(10)?;
         v = if negative {
@@ -637,8 +672,9 @@ fn parse_i64(s: &[u8]) -> Option<i64> {
         } else {
             v.checked_add(i64::from(d))?
         };
+        i += 1;
     }
-    Some(v)
+    (i > start).then_some((v, i))
 }
 
 /// A path as a trace may name it: relative to the tree and normalised ("." the root
@@ -694,6 +730,7 @@ mod tests {
 
     #[test]
     fn integers_read_as_str_parse_reads_them() {
+        let whole = |s: &[u8]| leading_i64(s).and_then(|(v, used)| (used == s.len()).then_some(v));
         let cases: [&[u8]; 14] = [
             b"0",
             b"7",
@@ -714,9 +751,49 @@ mod tests {
             let reference = std::str::from_utf8(s)
                 .ok()
                 .and_then(|t| t.parse::<i64>().ok());
-            assert_eq!(parse_i64(s), reference, "{:?}", String::from_utf8_lossy(s));
+            assert_eq!(whole(s), reference, "{:?}", String::from_utf8_lossy(s));
         }
-        assert_eq!(parse_i64(b"\xff1"), None);
+        assert_eq!(whole(b"\xff1"), None);
+        // a number ends where a non-digit begins
+        assert_eq!(leading_i64(b"-12\t3"), Some((-12, 3)));
+        assert_eq!(leading_i64(b"-\t3"), None);
+    }
+
+    /// Fields read as the line split at its tabs reads: empty fields kept, a number only
+    /// where the whole field is one, and the next field after it.
+    #[test]
+    fn fields_read_as_the_line_split_at_tabs() {
+        let lines: [&[u8]; 6] = [
+            b"c\t0\t-12\t\t7",
+            b"",
+            b"\t",
+            b"5\t12a\t3",
+            b"x\t+4",
+            b"-\t9",
+        ];
+        for line in lines {
+            let split: Vec<&[u8]> = line.split(|b| *b == b'\t').collect();
+            let fields = || Fields {
+                rest: Some(line),
+                n: 1,
+            };
+            let mut f = fields();
+            let raw: Vec<&[u8]> = std::iter::from_fn(|| f.raw()).collect();
+            assert_eq!(raw, split);
+            for (i, field) in split.iter().enumerate() {
+                let mut f = fields();
+                for _ in 0..i {
+                    f.raw();
+                }
+                let want = std::str::from_utf8(field)
+                    .ok()
+                    .and_then(|s| s.parse::<i64>().ok());
+                assert_eq!(f.int("x").ok(), want, "{line:?} field {i}");
+                if want.is_some() {
+                    assert_eq!(f.raw(), split.get(i + 1).copied());
+                }
+            }
+        }
     }
 
     #[test]

@@ -9,12 +9,12 @@
 //! a call another thread's call waits for (it sends the batch first), and a call only ever
 //! waits for calls before it in the trace, so the replay cannot deadlock.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -33,7 +33,10 @@ use crate::trace::import::TreeCounts;
 use crate::trace::kind::{Kind, MAX_INTS};
 
 pub const SCHEMA: u32 = 1;
-const BATCH: usize = 128;
+/// Calls a thread's batch holds before it is sent: a worker that takes a batch from a
+/// full queue wakes the reader, which costs microseconds, so a batch must hold enough
+/// calls to spread it thin (128 cheap calls paid a tenth more).
+const BATCH: usize = 1024;
 const QUEUE_BATCHES: usize = 4;
 const WORKER_STACK: usize = 256 << 10;
 /// Mismatch examples kept (the first of the run).
@@ -361,6 +364,7 @@ fn matches(kind: Kind, recorded: i64, got: i64) -> bool {
 
 fn worker(
     rx: Receiver<Vec<Work>>,
+    spent: Sender<Vec<Work>>,
     me: Arc<ThreadState>,
     tables: Arc<Tables>,
     clock: CallClock,
@@ -371,11 +375,15 @@ fn worker(
     let mut finished = 0u64;
     let mut bufs = Buffers::default();
     let mut last_end = clock.ticks();
-    for batch in rx {
+    for mut batch in rx {
+        // `last_end` was read at the end of the call before, with only its bookkeeping
+        // since: not so after waiting for a batch, a release or a dependency
+        let mut back_to_back = false;
         // By reference: a call is read where the dispatcher wrote it, not copied out first.
         for w in &batch {
             match w {
                 Work::Release { fd, deps } => {
+                    back_to_back = false;
                     for d in deps {
                         d.thread.wait_for(d.need);
                     }
@@ -386,6 +394,9 @@ fn worker(
                     releases += 1;
                 }
                 Work::Call(op) => {
+                    if !op.deps.is_empty() || op.after_deps || op.think_ns > 0 {
+                        back_to_back = false;
+                    }
                     for d in &op.deps {
                         d.thread.wait_for(d.need);
                     }
@@ -396,15 +407,25 @@ fn worker(
                         let think = clock.ticks_in(Duration::from_nanos(op.think_ns));
                         wait_until(&clock, last_end + think);
                     }
-                    let t0 = clock.ticks();
+                    // Back to back, the call before's end is this one's start: one clock
+                    // read a call, not two (a read was a tenth of the replayer's own cost
+                    // per cheap call), and the few instructions of bookkeeping between the
+                    // two calls count in this one's latency.
+                    let t0 = if back_to_back {
+                        last_end
+                    } else {
+                        clock.ticks()
+                    };
                     let got = calls::execute(op, &tables, &mut bufs);
                     let t1 = clock.ticks();
                     last_end = t1;
+                    back_to_back = true;
                     let k = &mut kinds[kind_index(op.kind)];
                     k.calls += 1;
-                    crate::stats::record_latency(
+                    // in ticks: scaled to nanoseconds once, at the end (ticks_to_ns)
+                    crate::stats::record_value(
                         k.hist.get_or_insert_with(crate::stats::histogram),
-                        clock.between(t0, t1),
+                        t1.saturating_sub(t0),
                     );
                     if op.kind.moves_bytes() {
                         k.bytes += got.max(0) as u64;
@@ -428,6 +449,14 @@ fn worker(
             }
             finished += 1;
             me.finish(finished);
+        }
+        // emptied here, so that the reader refills it: no allocation per batch
+        batch.clear();
+        let _ = spent.send(batch);
+    }
+    for k in &mut kinds {
+        if let Some(h) = &k.hist {
+            k.hist = Some(clock.ticks_to_ns(h));
         }
     }
     WorkerOut {
@@ -461,18 +490,32 @@ struct ResState {
     readers: Vec<(u32, u64)>,
 }
 
-const FD_KEY: u64 = 1 << 40;
-const MAP_KEY: u64 = 2 << 40;
+/// A key names a resource: a path id, or a descriptor or mapping id with this tag.
+const KEY_TAG: u32 = 40;
+const FD_KEY: u64 = 1 << KEY_TAG;
+const MAP_KEY: u64 = 2 << KEY_TAG;
 
+/// The resources' states by path, descriptor and mapping id: the ids are small and
+/// dense (the validator bounds them), so a vector each, not a hash map (hashing two or
+/// three keys a call was a fifth of the reader's time).
 #[derive(Default)]
 struct Resources {
-    map: HashMap<u64, ResState>,
+    by_tag: [Vec<ResState>; 3],
 }
 
 impl Resources {
+    fn state(&mut self, key: u64) -> &mut ResState {
+        let table = &mut self.by_tag[(key >> KEY_TAG) as usize];
+        let i = (key & (FD_KEY - 1)) as usize;
+        if table.len() <= i {
+            table.resize_with(i + 1, ResState::default);
+        }
+        &mut table[i]
+    }
+
     /// Record `me` (thread, index) using `key`; add to `deps` what it must wait for.
     fn access(&mut self, key: u64, write: bool, me: (u32, u64), deps: &mut Vec<(u32, u64)>) {
-        let st = self.map.entry(key).or_default();
+        let st = self.state(key);
         if let Some(w) = st.writer
             && w.0 != me.0
         {
@@ -487,6 +530,26 @@ impl Resources {
         } else {
             st.readers.push(me);
         }
+    }
+}
+
+/// Batches the workers have replayed and emptied, for the reader to fill again: a batch
+/// is allocated once, not once per use (a fresh one per flush, freed by the worker, was
+/// an allocation and a free per batch, and cold memory to write). A new batch grows as
+/// calls are pushed: a thread of few calls holds little memory.
+struct Spent {
+    tx: Sender<Vec<Work>>,
+    rx: Receiver<Vec<Work>>,
+}
+
+impl Spent {
+    fn new() -> Self {
+        let (tx, rx) = channel();
+        Spent { tx, rx }
+    }
+
+    fn take(&self) -> Vec<Work> {
+        self.rx.try_recv().unwrap_or_default()
     }
 }
 
@@ -509,7 +572,8 @@ impl Lane {
         if self.batch.is_empty() {
             return;
         }
-        let b = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        // the next batch is taken from the spent ones when a call is pushed (push)
+        let b = std::mem::take(&mut self.batch);
         if let Some(tx) = &self.tx {
             // a worker that died (panicked) drops its receiver: its calls are lost,
             // which the missing counts say
@@ -604,6 +668,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
         let mut lanes: Vec<Lane> = Vec::new();
         let mut states: Vec<Arc<ThreadState>> = Vec::new();
         let mut handles = Vec::new();
+        let spent = Spent::new();
         while let Some(rec) = reader.next_record()? {
             v.see(&rec)?;
             match rec {
@@ -611,11 +676,11 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                 Record::Thread { tid, parent, at_ns } => {
                     let st = Arc::new(ThreadState::new());
                     let (tx, rx) = sync_channel::<Vec<Work>>(QUEUE_BATCHES);
-                    let (me, tables) = (st.clone(), tables.clone());
+                    let (me, tables, back) = (st.clone(), tables.clone(), spent.tx.clone());
                     let h = thread::Builder::new()
                         .name(format!("replay-{tid}"))
                         .stack_size(WORKER_STACK)
-                        .spawn_scoped(s, move || worker(rx, me, tables, clock))
+                        .spawn_scoped(s, move || worker(rx, back, me, tables, clock))
                         .map_err(|e| Error::runtime(format!("start a replay thread: {e}")))?;
                     handles.push(h);
                     states.push(st);
@@ -629,7 +694,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     };
                     lanes.push(Lane {
                         tx: Some(tx),
-                        batch: Vec::with_capacity(BATCH),
+                        batch: Vec::new(),
                         count: 0,
                         last_end_ns: at_ns,
                         start_dep,
@@ -798,7 +863,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                         after_deps: joined,
                         deps,
                     };
-                    push(&mut lanes[t], Work::Call(op));
+                    push(&mut lanes[t], &spent, Work::Call(op));
                 }
                 Record::Release { tid, fd } => {
                     let t = tid as usize;
@@ -810,7 +875,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                         &mut dep_buf,
                     );
                     let deps = resolve_deps(&mut dep_buf, &mut lanes, &states, tid);
-                    push(&mut lanes[t], Work::Release { fd, deps });
+                    push(&mut lanes[t], &spent, Work::Release { fd, deps });
                 }
                 Record::Exit { tid, at_ns } => {
                     let lane = &mut lanes[tid as usize];
@@ -916,7 +981,10 @@ fn set(v: &mut Vec<u32>, i: usize, x: u32) {
     v[i] = x;
 }
 
-fn push(lane: &mut Lane, w: Work) {
+fn push(lane: &mut Lane, spent: &Spent, w: Work) {
+    if lane.batch.capacity() == 0 {
+        lane.batch = spent.take();
+    }
     lane.batch.push(w);
     lane.count += 1;
     if lane.batch.len() >= BATCH {
