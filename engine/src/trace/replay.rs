@@ -570,6 +570,8 @@ struct Lane {
     parent: Option<u32>,
     /// Threads it started that have ended: (thread, its work items, when it ended).
     ended_children: Vec<(u32, u64, i64)>,
+    /// Threads it started that have not ended (as far as the trace has been read).
+    live_children: Vec<u32>,
 }
 
 impl Lane {
@@ -692,6 +694,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     let start_dep = match parent {
                         Some(p) => {
                             let pl = &mut lanes[p as usize];
+                            pl.live_children.push(tid);
                             pl.flush();
                             Some((p, pl.count))
                         }
@@ -706,6 +709,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                         start_dep,
                         parent,
                         ended_children: Vec::new(),
+                        live_children: Vec::new(),
                     });
                 }
                 Record::Call(c) => {
@@ -733,6 +737,26 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                         joined = true;
                         false
                     });
+                    // A child still running whose last call ended in this thread's gap:
+                    // with the recorded gaps, the think time counts from that call's end
+                    // (and waits for it). A parent blocked on a pipe from its child (git
+                    // repack reading pack-objects) makes its next call before the tracer
+                    // reports the child's exit, so the rule above misses it, and the
+                    // child's whole traced life was waited again as the parent's gap.
+                    if spec.timing == Timing::Recorded {
+                        for i in 0..lanes[t].live_children.len() {
+                            let child = lanes[t].live_children[i];
+                            let cl = &lanes[child as usize];
+                            if cl.count > 0
+                                && cl.last_end_ns > since_ns
+                                && cl.last_end_ns <= c.start_ns
+                            {
+                                dep_buf.push((child, cl.count - 1));
+                                since_ns = cl.last_end_ns;
+                                joined = true;
+                            }
+                        }
+                    }
                     let path = |i: usize| cpaths[c.ints[i] as usize].clone();
                     let fkey = |fd: i64| FD_KEY | fd as u64;
                     let file_of = |fd: i64| fd_path.get(fd as usize).map(|p| u64::from(*p));
@@ -888,8 +912,13 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     let lane = &mut lanes[tid as usize];
                     lane.flush();
                     lane.tx = None;
-                    if let (Some(p), items @ 1..) = (lane.parent, lane.count) {
-                        lanes[p as usize].ended_children.push((tid, items, at_ns));
+                    let (parent, lane_items) = (lane.parent, lane.count);
+                    if let Some(p) = parent {
+                        let pl = &mut lanes[p as usize];
+                        pl.live_children.retain(|c| *c != tid);
+                        if lane_items > 0 {
+                            pl.ended_children.push((tid, lane_items, at_ns));
+                        }
                     }
                 }
                 Record::Unrecorded { what, count } => {
@@ -1173,6 +1202,50 @@ mod tests {
         // the child's 5 gaps of 20 ms: 0.1 s; the shell's own recorded gap less the
         // tracer's part would be 0.2 s
         assert!((0.095..0.17).contains(&e), "elapsed {e} s");
+    }
+
+    /// As above, but the shell's next call comes before the tracer reports the child's
+    /// exit (a parent woken by its child's pipe closing): the think time still counts
+    /// from the child's last call.
+    #[test]
+    fn a_parent_s_call_before_its_child_s_reported_exit_waits_for_its_last_call() {
+        let s = Scratch::new("pipe");
+        let header =
+            serde_json::json!({"tracer_overhead_ns": 20_000_000, "gap_overhead_ns": 20_000_000});
+        let mut w = TraceWriter::create(&s.0.join("t.gz"), &header).expect("w");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"a")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w.write(&call(0, 0, Kind::Stat, 0, &[1, 1])).expect("c");
+        let child = Record::Thread {
+            tid: 1,
+            parent: Some(0),
+            at_ns: 10_000_000,
+        };
+        w.write(&child).expect("n");
+        for k in 1..=5 {
+            w.write(&call(
+                1,
+                10_000_000 + k * 40_000_000,
+                Kind::Stat,
+                0,
+                &[1, 1],
+            ))
+            .expect("c");
+        }
+        w.write(&call(0, 211_000_000, Kind::Stat, 0, &[1, 1]))
+            .expect("c");
+        w.write(&Record::Exit {
+            tid: 1,
+            at_ns: 212_000_000,
+        })
+        .expect("x");
+        let r = replayed_with_gaps(&s, w, 2);
+        assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
+        let e = r.measured.elapsed_s;
+        // the child's 5 gaps of 20 ms: 0.1 s; the shell's own gap less the tracer's cost
+        // of its two calls would be 0.17 s
+        assert!((0.095..0.15).contains(&e), "elapsed {e} s");
     }
 
     /// The tracer's cost taken off the gaps is a mean: gaps of 1 ms and 59 ms in turn,
