@@ -169,3 +169,15 @@ def test_the_raise_that_settles_the_most_pairs_a_second_goes_first() -> None:
     # (fio's two for three rounds, not fs_mark's one for four).
     both = budget.raise_by_need(_replanned(40.0), [3, 3], {0: [7], 1: [6, 6]})
     assert [g.n_max for g in both.groups] == [5, 6]
+
+
+def test_a_run_over_its_budget_after_a_raise_names_no_plan_beyond_the_budget() -> None:
+    """A raised plan still counts the answered groups' unused looks; the reason a run
+    went over says what its rounds were planned to spend, which is within the budget."""
+    from fsbench.execute.decide import _over_why
+
+    raised = budget.raise_by_need(_replanned(40.0), [3, 3], {1: [7]})
+    assert raised.planned_s > raised.counted_budget  # fs_mark's two unused looks and fio's 7
+    assert _over_why(raised, 130.0) == (
+        "rounds took longer than projected (130 s spent against 100 s planned)"
+    )

@@ -483,9 +483,11 @@ def _over_why(found: BudgetPlan, spent: float) -> str:
             f"the minimum rounds (n = 3 for timings, 2 for counts) were projected at "
             f"{need:.0f} s on this machine, beyond the budget of {found.budget:.0f} s{kept}"
         )
+    # Looks raised by need count the answered groups' unused looks in planned_s: what the
+    # rounds were planned to spend is at most the budget.
+    planned = min(found.planned_s, found.counted_budget or found.planned_s)
     return (
-        f"rounds took longer than projected ({spent:.0f} s spent against "
-        f"{found.planned_s:.0f} s planned)"
+        f"rounds took longer than projected ({spent:.0f} s spent against {planned:.0f} s planned)"
     )
 
 
