@@ -1158,14 +1158,10 @@ mod tests {
         }
     }
 
-    /// A shell (thread 0) runs a command (thread 1) and waits for it: its next call's
-    /// recorded gap spans the child's whole life, tracer cost included. Replayed with
-    /// the recorded gaps, the shell waits for the child's last call, then its own think
-    /// time after the child ended: about the child's replay (5 gaps of 40 ms recorded, 20
-    /// ms of each the tracer's), not the shell's recorded 220 ms.
-    #[test]
-    fn a_parent_waits_for_its_ended_child_not_the_childs_recorded_time() {
-        let s = Scratch::new("join");
+    /// A shell (thread 0) that made one call, then started a command (thread 1) that makes
+    /// 5 calls 40 ms apart (from 10 ms to 210 ms), with 20 ms a call of the tracer's; the
+    /// shell's next call and the child's exit are the caller's to write.
+    fn shell_and_child(s: &Scratch) -> TraceWriter {
         let header =
             serde_json::json!({"tracer_overhead_ns": 20_000_000, "gap_overhead_ns": 20_000_000});
         let mut w = TraceWriter::create(&s.0.join("t.gz"), &header).expect("w");
@@ -1189,6 +1185,18 @@ mod tests {
             ))
             .expect("c");
         }
+        w
+    }
+
+    /// A shell (thread 0) runs a command (thread 1) and waits for it: its next call's
+    /// recorded gap spans the child's whole life, tracer cost included. Replayed with
+    /// the recorded gaps, the shell waits for the child's last call, then its own think
+    /// time after the child ended: about the child's replay (5 gaps of 40 ms recorded, 20
+    /// ms of each the tracer's), not the shell's recorded 220 ms.
+    #[test]
+    fn a_parent_waits_for_its_ended_child_not_the_childs_recorded_time() {
+        let s = Scratch::new("join");
+        let mut w = shell_and_child(&s);
         w.write(&Record::Exit {
             tid: 1,
             at_ns: 211_000_000,
@@ -1210,29 +1218,7 @@ mod tests {
     #[test]
     fn a_parent_s_call_before_its_child_s_reported_exit_waits_for_its_last_call() {
         let s = Scratch::new("pipe");
-        let header =
-            serde_json::json!({"tracer_overhead_ns": 20_000_000, "gap_overhead_ns": 20_000_000});
-        let mut w = TraceWriter::create(&s.0.join("t.gz"), &header).expect("w");
-        w.write(&path(0, b".")).expect("p");
-        w.write(&path(1, b"a")).expect("p");
-        w.write(&thread(0)).expect("n");
-        w.write(&call(0, 0, Kind::Stat, 0, &[1, 1])).expect("c");
-        let child = Record::Thread {
-            tid: 1,
-            parent: Some(0),
-            at_ns: 10_000_000,
-        };
-        w.write(&child).expect("n");
-        for k in 1..=5 {
-            w.write(&call(
-                1,
-                10_000_000 + k * 40_000_000,
-                Kind::Stat,
-                0,
-                &[1, 1],
-            ))
-            .expect("c");
-        }
+        let mut w = shell_and_child(&s);
         w.write(&call(0, 211_000_000, Kind::Stat, 0, &[1, 1]))
             .expect("c");
         w.write(&Record::Exit {
