@@ -36,9 +36,8 @@ def test_the_default_run_decides_the_goal_in_nine_replays_of_ten() -> None:
 
 def test_real_fresh_runs_are_counted_against_the_goal_within_the_budget() -> None:
     """The committed real runs: five or more, each within the budget + 5%, and how many
-    reached the goal counted from their own decided pairs. The latest five (with the
-    looks of open groups raised by need) reached it in three: the goal of nine in ten is
-    not met in real runs, and docs/statistics.md says so where it cites this count."""
+    reached the goal counted from their own decided pairs; docs/statistics.md, where it
+    cites that count, says the goal of nine in ten is not met exactly when it is not."""
     doc = json.loads((BENCH / "results" / "quick_decides.json").read_text())["results"]
     found = doc["runs_summary"]
     assert found["runs"] >= 5 and found["runs"] == len(doc["decide_runs"])
