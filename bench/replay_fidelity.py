@@ -242,8 +242,10 @@ def cost(calls: int, pairs: int, work: Path) -> dict[str, Any]:
     the loop right after it): the machine's load moves both, a pair shares its moment."""
     trace = work / "fstat.fsbt.gz"
     engine_json("trace", "fstat-trace", "--calls", str(calls), "-o", str(trace))
-    spec = {"schema": 1, "trace": str(trace), "dir": str(work / "fstat-replay")}
-    engine_json("replay", "prepare", "-", spec=spec)
+    spec: dict[str, Any] = {"schema": 1, "trace": str(trace), "dir": str(work / "fstat-replay")}
+    prepared, _ = engine_json("replay", "prepare", "-", spec=spec)
+    # as the replay workload does: the thread count prepare read (one: a table of its own)
+    spec["threads"] = prepared["trace"]["threads"]
     measured = []
     for _ in range(pairs):
         with results_file.trial_conditions() as replay_conditions:

@@ -323,6 +323,12 @@ fn count_entries_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<u64> {
 }
 
 /// User and system CPU seconds of this process so far, all its threads (live or ended).
+/// Give the calling thread a descriptor table of its own (a copy of the one it shared).
+pub fn unshare_files() -> io::Result<()> {
+    // SAFETY: unshare takes flags only; CLONE_FILES affects the calling thread alone.
+    cvt(unsafe { libc::unshare(libc::CLONE_FILES) }).map(|_| ())
+}
+
 pub fn cpu_self() -> (f64, f64) {
     // SAFETY: libc::rusage is plain old data; all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

@@ -96,6 +96,8 @@ class Replay(Workload[ReplayParams]):
             "dir": str(ctx.mountpoint / DIR),
             "timing": params.timing,
             "speed": params.speed,
+            # one thread replays in a descriptor table of its own (docs/replay.md)
+            "threads": self.threads(params),
         }
 
     def required_bytes(self, params: ReplayParams) -> int:
