@@ -293,3 +293,46 @@ def test_copies_by_the_kernel_replay_as_copies(workdir: Path) -> None:
         assert got["copy_file_range_bytes"] == copied, fs
         assert got["sendfile_bytes"] == 4_096 + 2_400, fs
     assert ours(workdir) == ([], [])
+
+
+# Thread a takes a lock, writes its file, then sleeps 0.3 s holding it; thread b, which
+# needs the lock to write its own file, waits for it in a futex wait a's release ends.
+HELD_LOCK = """
+import os, threading, time
+lock, taken = threading.Lock(), threading.Event()
+def a():
+    with lock:
+        taken.set()
+        with open("a", "wb") as f:
+            f.write(b"a")
+        time.sleep(0.3)
+def b():
+    taken.wait()
+    os.stat("data")
+    with lock:
+        with open("b", "wb") as f:
+            f.write(b"b")
+threads = [threading.Thread(target=f) for f in (a, b)]
+for t in threads: t.start()
+for t in threads: t.join()
+"""
+
+
+def test_a_wait_for_another_thread_s_lock_is_recorded_and_not_replayed_as_think_time(
+    tmp_path: Path,
+) -> None:
+    """Thread b's gap between its stat and its open holds a 0.3 s wait for a's lock: it is
+    recorded as a wait, and the replay with the recorded gaps does not wait it again (a's
+    sleep is the program's own time, but a makes no call after it)."""
+    tree = tmp_path / "tree"
+    (tree / "data").mkdir(parents=True)
+    trace = tmp_path / "lock.fsbt.gz"
+    report = _recorded(tree, trace, HELD_LOCK)
+    assert report["waits"] >= 1
+    assert report["waited_s"] >= 0.25
+    spec = {"schema": _engine.SCHEMA, "trace": str(trace), "dir": str(tmp_path / "replay"),
+            "timing": "recorded", "speed": 1.0}  # fmt: skip
+    _engine.replay_prepare(spec, timeout=600)
+    replayed = _engine.replay_run(spec, timeout=600)
+    assert replayed["mismatches"]["total"] == 0
+    assert float(replayed["measured"]["elapsed_s"]) < 0.2

@@ -8,9 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::trace::format::{
-    EntryType, Record, TraceReader, VERSION, parent_of, path_inside, target_inside,
-};
+use crate::trace::format::{EntryType, Record, TraceReader, parent_of, path_inside, target_inside};
 use crate::trace::import::TreeCounts;
 use crate::trace::kind::{Kind, Operand};
 
@@ -39,6 +37,9 @@ pub struct Summary {
     /// From the first recorded event to the last, as recorded (under the tracer).
     pub span_s: f64,
     pub kinds: BTreeMap<&'static str, KindCount>,
+    /// Waits for other threads (`w` records), and their recorded seconds in all.
+    pub waits: u64,
+    pub waited_s: f64,
     pub tree: TreeCounts,
     pub unrecorded: BTreeMap<String, u64>,
 }
@@ -163,7 +164,7 @@ impl Validator {
                     return Err(refuse(format!("descriptor id {fd} is over {MAX_FD_IDS}")));
                 }
             }
-            Record::Exit { tid, .. } => self.thread(*tid)?,
+            Record::Exit { tid, .. } | Record::Wait { tid, .. } => self.thread(*tid)?,
             Record::Tree {
                 path, kind, target, ..
             } => {
@@ -194,6 +195,7 @@ pub fn check(path: &Path) -> Result<Summary> {
     let mut tree = TreeCounts::default();
     let mut unrecorded = BTreeMap::new();
     let (mut first, mut last) = (None::<i64>, 0i64);
+    let (mut waits, mut waited_ns) = (0u64, 0u64);
     while let Some(rec) = r.next_record()? {
         v.see(&rec)?;
         let mut at = |t: i64| {
@@ -213,6 +215,13 @@ pub fn check(path: &Path) -> Result<Summary> {
                 }
             }
             Record::Thread { at_ns, .. } | Record::Exit { at_ns, .. } => at(*at_ns),
+            Record::Wait {
+                start_ns, dur_ns, ..
+            } => {
+                at(*start_ns);
+                waits += 1;
+                waited_ns += dur_ns;
+            }
             Record::Tree { kind, size, .. } => match kind {
                 EntryType::File => {
                     tree.files += 1;
@@ -230,13 +239,15 @@ pub fn check(path: &Path) -> Result<Summary> {
     }
     let counts = r.counts();
     Ok(Summary {
-        version: VERSION,
+        version: r.version,
         header: r.header,
         calls: counts.calls,
         threads: counts.threads,
         paths: counts.paths,
         span_s: first.map_or(0.0, |f| (last - f) as f64 / 1e9),
         kinds,
+        waits,
+        waited_s: waited_ns as f64 / 1e9,
         tree,
         unrecorded,
     })
@@ -319,16 +330,16 @@ mod tests {
             .expect("write");
         gz.finish().expect("finish");
         assert!(refusal(&lines).contains("truncated"));
-        // another version
-        let v2 = dir.join("v2.gz");
+        // another version (one this engine does not know)
+        let v3 = dir.join("v3.gz");
         let mut gz = flate2::write::GzEncoder::new(
-            std::fs::File::create(&v2).expect("create"),
+            std::fs::File::create(&v3).expect("create"),
             flate2::Compression::fast(),
         );
-        gz.write_all(b"fsbench-trace\t2\t{}\nend\t0\t0\t0\n")
+        gz.write_all(b"fsbench-trace\t3\t{}\nend\t0\t0\t0\n")
             .expect("write");
         gz.finish().expect("finish");
-        assert!(refusal(&v2).contains("version 2 is not supported"));
+        assert!(refusal(&v3).contains("version 3 is not supported"));
         // a path outside the tree
         let out = dir.join("outside.gz");
         write(&out, b"../etc/passwd");

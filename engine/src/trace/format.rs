@@ -1,12 +1,14 @@
-//! The trace file (version 1): a gzip stream of lines, one record each, fields separated
-//! by tabs. docs/replay.md describes it for people; this module writes and reads it.
+//! The trace file (version 2; version 1 had no `w` lines): a gzip stream of lines, one
+//! record each, fields separated by tabs. docs/replay.md describes it for people; this
+//! module writes and reads it.
 //!
 //! ```text
-//! fsbench-trace  1  {header JSON}                 first line
+//! fsbench-trace  2  {header JSON}                 first line
 //! p  ID  PARENT  PATH                             a path, relative to the tree ("." is its root)
 //! n  TID  PARENT_TID|-  DT                        a thread starts (a process: its first thread)
 //! c  TID  DT  DUR  SKIP  KIND  RESULT  OPERANDS   a call
 //! r  TID  FD                                      the original released a descriptor implicitly
+//! w  TID  DT  DUR                                 a thread waited for another (futex)
 //! x  TID  DT                                      a thread ended
 //! t  PATH  TYPE  SIZE  MODE  [TARGET]             the starting tree: an entry as it was
 //! d  PATH  OFFSET  HEX                            its contents (recorded --with-data)
@@ -14,7 +16,7 @@
 //! end  CALLS  PATHS  THREADS                      the trailer: the trace is complete
 //! ```
 //!
-//! DT is nanoseconds since the previous timed record (`n`, `c`, `x`), which may be
+//! DT is nanoseconds since the previous timed record (`n`, `c`, `w`, `x`), which may be
 //! negative (a call is written when it ends, at its start time); DUR and SKIP (traced
 //! calls of the thread that are not in the trace, since its previous call) as written by
 //! the importer. Strings are bytes, with `\\`, tab, newline and other control bytes
@@ -32,8 +34,9 @@ use crate::error::{Error, Result};
 use crate::trace::kind::{Kind, MAX_INTS, Operand};
 
 pub const MAGIC: &str = "fsbench-trace";
-/// The version this engine writes and the only one it reads.
-pub const VERSION: u32 = 1;
+/// The version this engine writes; it reads this one and version 1 (no waits).
+pub const VERSION: u32 = 2;
+const READS: [&str; 2] = ["1", "2"];
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +99,13 @@ pub enum Record {
     Release {
         tid: u32,
         fd: u32,
+    },
+    /// The thread was blocked from `start_ns` for `dur_ns` in a call that waits for
+    /// another thread of its process (a futex wait): not replayed, and not think time.
+    Wait {
+        tid: u32,
+        start_ns: i64,
+        dur_ns: u64,
     },
     Exit {
         tid: u32,
@@ -246,6 +256,14 @@ impl TraceWriter {
             Record::Release { tid, fd } => {
                 let _ = write!(self.line, "r\t{tid}\t{fd}");
             }
+            Record::Wait {
+                tid,
+                start_ns,
+                dur_ns,
+            } => {
+                let dt = self.delta(*start_ns);
+                let _ = write!(self.line, "w\t{tid}\t{dt}\t{dur_ns}");
+            }
             Record::Exit { tid, at_ns } => {
                 let dt = self.delta(*at_ns);
                 let _ = write!(self.line, "x\t{tid}\t{dt}");
@@ -298,7 +316,7 @@ impl TraceWriter {
     }
 }
 
-/// Reads a trace, streaming, refusing what is not a complete trace of this version. Every
+/// Reads a trace, streaming, refusing what is not a complete trace of a version it reads. Every
 /// refusal is an input error (exit 2) of one line.
 pub struct TraceReader {
     input: BufReader<MultiGzDecoder<File>>,
@@ -309,6 +327,7 @@ pub struct TraceReader {
     ended: bool,
     /// The kind of the last call read.
     last_kind: Kind,
+    pub version: u32,
     pub header: serde_json::Value,
 }
 
@@ -332,6 +351,7 @@ impl TraceReader {
             seen: Counts::default(),
             ended: false,
             last_kind: Kind::Open,
+            version: VERSION,
             header: serde_json::Value::Null,
         };
         if !r.read_line()? {
@@ -348,12 +368,13 @@ impl TraceReader {
             )));
         }
         let version = parts.next().and_then(|v| std::str::from_utf8(v).ok());
-        if version != Some("1") {
+        let Some(version) = version.filter(|v| READS.contains(v)) else {
             return Err(Error::input(format!(
-                "trace version {} is not supported (this engine reads version {VERSION})",
+                "trace version {} is not supported (this engine reads versions 1 to {VERSION})",
                 version.unwrap_or("?")
             )));
-        }
+        };
+        r.version = version.parse().unwrap_or(VERSION);
         r.header = parts
             .next()
             .and_then(|h| serde_json::from_slice(h).ok())
@@ -491,6 +512,16 @@ impl TraceReader {
                 tid: f.id("thread")?,
                 fd: f.id("descriptor")?,
             },
+            b"w" => {
+                let tid = f.id("thread")?;
+                self.last_ns += f.int("time")?;
+                let dur = f.int("duration")?;
+                Record::Wait {
+                    tid,
+                    start_ns: self.last_ns,
+                    dur_ns: u64::try_from(dur).map_err(|_| bad(n, "negative duration"))?,
+                }
+            }
             b"x" => {
                 let tid = f.id("thread")?;
                 self.last_ns += f.int("time")?;

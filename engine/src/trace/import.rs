@@ -145,6 +145,14 @@ pub const SEEN_NOT_REPLAYED: &[&str] = &[
     "io_uring_enter",
 ];
 
+/// Traced too, for the time a thread waited for another of its process (`w` records): a
+/// lock another thread held while the tracer stopped it at a call is not think time.
+pub const WAITS: &[&str] = &["futex", "futex_waitv"];
+/// futex operations that block until another thread wakes the caller (the command, its
+/// flags masked): WAIT, LOCK_PI, WAIT_BITSET, WAIT_REQUEUE_PI, LOCK_PI2.
+const FUTEX_WAITS: [i64; 5] = [0, 6, 9, 11, 13];
+const FUTEX_CMD_MASK: i64 = 0x7f;
+
 /// strace's options for a recording, before `-o FILE -- COMMAND`: the format
 /// [`crate::trace::straceline`] reads, and the calls above (`?`: a name this
 /// architecture lacks, such as `open` on arm64, is no error).
@@ -152,6 +160,7 @@ pub fn strace_args() -> Vec<String> {
     let calls: Vec<String> = SYSCALLS
         .iter()
         .chain(SEEN_NOT_REPLAYED)
+        .chain(WAITS)
         .map(|n| format!("?{n}"))
         .collect();
     [
@@ -204,6 +213,9 @@ pub struct Report {
     pub paths: u64,
     pub threads: u64,
     pub calls_by_kind: BTreeMap<&'static str, u64>,
+    /// Waits for other threads recorded (`w`), and their seconds in all.
+    pub waits: u64,
+    pub waited_s: f64,
     pub tree: TreeCounts,
     pub unrecorded: BTreeMap<String, u64>,
 }
@@ -281,6 +293,8 @@ struct Importer {
     last_ns: i64,
     unrecorded: BTreeMap<String, u64>,
     by_kind: BTreeMap<&'static str, u64>,
+    waits: u64,
+    waited_ns: u64,
 }
 
 /// The errno a name means (`ENOENT` -> 2); an unknown name is EIO's neighbour 1000 + n.
@@ -390,6 +404,29 @@ impl Importer {
             t.skipped += 1;
         }
         *self.unrecorded.entry(what).or_default() += 1;
+    }
+
+    /// A futex call: a wait until another thread woke it is recorded as a wait; any
+    /// other (a wake, a wait its own timeout ended) is only counted as skipped, for the
+    /// tracer's cost in the gap.
+    fn futex(&mut self, pid: i64, ts: i64, p: &Parsed<'_>) -> Result<()> {
+        let t0 = self.t0.unwrap_or(ts);
+        let Some(task) = self.tasks.get_mut(&pid) else {
+            return Ok(());
+        };
+        task.skipped += 1;
+        let waits = p.name == b"futex_waitv" || FUTEX_WAITS.contains(&(int(p, 1) & FUTEX_CMD_MASK));
+        if !waits || p.errno == Some(b"ETIMEDOUT".as_slice()) {
+            return Ok(());
+        }
+        self.waits += 1;
+        self.waited_ns += p.dur_ns;
+        let tid = task.idx;
+        self.w.write(&Record::Wait {
+            tid,
+            start_ns: ts - t0,
+            dur_ns: p.dur_ns,
+        })
     }
 
     fn outside(&mut self, pid: i64, kind: Kind) {
@@ -1293,6 +1330,7 @@ impl Importer {
                 self.skip(pid, format!("not-replayed:{name}"));
                 Ok(())
             }
+            "futex" | "futex_waitv" => self.futex(pid, ts, &p),
             "execve" | "execveat" => {
                 if Self::result(&p) == Some(0) {
                     self.exec(pid)?;
@@ -1612,6 +1650,8 @@ pub fn run(opts: &Options) -> Result<Report> {
         last_ns: 0,
         unrecorded: BTreeMap::new(),
         by_kind: BTreeMap::new(),
+        waits: 0,
+        waited_ns: 0,
     };
     let input = File::open(&opts.strace)
         .map_err(|e| Error::input(format!("read {}: {e}", opts.strace.display())))?;
@@ -1682,6 +1722,8 @@ pub fn run(opts: &Options) -> Result<Report> {
         paths: counts.paths,
         threads: counts.threads,
         calls_by_kind: im.by_kind,
+        waits: im.waits,
+        waited_s: im.waited_ns as f64 / 1e9,
         tree,
         unrecorded,
     })
@@ -1759,6 +1801,60 @@ mod tests {
             "{:?}",
             report.unrecorded
         );
+    }
+
+    /// A futex wait another thread ended is recorded as the waiter's wait (`w`), with its
+    /// start and duration; a wake, and a wait its own timeout ended, are not. All three
+    /// are counted as skipped calls of their thread, whose tracer cost is in its gap.
+    #[test]
+    fn futex_waits_are_recorded_as_waits_and_counted_as_skipped() {
+        let dir = std::env::temp_dir().join(format!("fsbench-futex-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let strace = dir.join("strace.txt");
+        std::fs::write(
+            &strace,
+            concat!(
+                "100 1.0 clone(child_stack=NULL, flags=0x3d0f00) = 101 <0.000001>\n",
+                "100 1.1 futex(0x7f00, 0x80, 2, NULL <unfinished ...>\n",
+                "101 1.2 futex(0x7f00, 0x81, 1) = 1 <0.000002>\n",
+                "100 1.3 <... futex resumed>) = 0 <0.2>\n",
+                "100 1.4 futex(0x7f08, 0x189, 0, {tv_sec=1, tv_nsec=0}, 0xffffffff) = -1 ETIMEDOUT (Connection timed out) <0.05>\n",
+                "100 1.5 openat(-100</r>, \"/r/f\", 0x241, 0666) = 4</r/f> <0.000001>\n",
+            ),
+        )
+        .expect("strace file");
+        let out = dir.join("t.fsbt.gz");
+        let report = run(&Options {
+            strace,
+            root: PathBuf::from("/r"),
+            snapshot: None,
+            out: out.clone(),
+            header: serde_json::Map::new(),
+            tracer_overhead_ns: 0,
+            gap_overhead_ns: 0,
+        })
+        .expect("imports");
+        assert_eq!((report.waits, report.waited_s), (1, 0.2));
+        let mut r = crate::trace::format::TraceReader::open(&out).expect("reads");
+        assert_eq!(r.version, crate::trace::format::VERSION);
+        let mut waits = Vec::new();
+        let mut open_skipped = None;
+        while let Some(rec) = r.next_record().expect("record") {
+            match rec {
+                Record::Wait {
+                    tid,
+                    start_ns,
+                    dur_ns,
+                } => waits.push((tid, start_ns, dur_ns)),
+                Record::Call(c) if c.kind == Kind::Open => open_skipped = Some(c.skipped),
+                _ => {}
+            }
+        }
+        std::fs::remove_dir_all(&dir).expect("cleaned");
+        // thread 0 (pid 100), from 0.1 s after the trace's first event, for 0.2 s
+        assert_eq!(waits, vec![(0, 100_000_000, 200_000_000)]);
+        // the clone, the wait and the timed-out wait before the open
+        assert_eq!(open_skipped, Some(3));
     }
 
     #[test]

@@ -591,6 +591,9 @@ struct Lane {
     ended_children: Vec<(u32, u64, i64)>,
     /// Threads it started that have not ended (as far as the trace has been read).
     live_children: Vec<u32>,
+    /// Its waits for other threads since its previous call, as recorded (start, end):
+    /// the recorded gap less these is its think time.
+    waits: Vec<(i64, i64)>,
 }
 
 impl Lane {
@@ -735,6 +738,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                         parent,
                         ended_children: Vec::new(),
                         live_children: Vec::new(),
+                        waits: Vec::new(),
                     });
                 }
                 Record::Call(c) => {
@@ -897,12 +901,20 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                             let lane = &mut lanes[t];
                             let owed =
                                 lane.tracer_owed_ns + i64::from(c.skipped) * total_over + gap_over;
-                            let gap = c.start_ns - since_ns;
+                            // what it waited for other threads in the gap (a lock another
+                            // thread held while the tracer stopped it) is not its own time
+                            let waited: i64 = lane
+                                .waits
+                                .iter()
+                                .map(|&(a, b)| (b.min(c.start_ns) - a.max(since_ns)).max(0))
+                                .sum();
+                            let gap = c.start_ns - since_ns - waited;
                             lane.tracer_owed_ns = (owed - gap).max(0);
                             ((gap - owed).max(0) as f64 / spec.speed) as u64
                         }
                     };
                     lanes[t].last_end_ns = c.start_ns + c.dur_ns as i64;
+                    lanes[t].waits.clear();
                     let deps = resolve_deps(&mut dep_buf, &mut lanes, &states, c.tid);
                     let text = match c.text {
                         Some(t) => Some(cstring(&t)?),
@@ -932,6 +944,17 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     );
                     let deps = resolve_deps(&mut dep_buf, &mut lanes, &states, tid);
                     push(&mut lanes[t], &spent, Work::Release { fd, deps });
+                }
+                Record::Wait {
+                    tid,
+                    start_ns,
+                    dur_ns,
+                } => {
+                    if spec.timing == Timing::Recorded {
+                        let end =
+                            start_ns.saturating_add(i64::try_from(dur_ns).unwrap_or(i64::MAX));
+                        lanes[tid as usize].waits.push((start_ns, end));
+                    }
                 }
                 Record::Exit { tid, at_ns } => {
                     let lane = &mut lanes[tid as usize];
@@ -1288,12 +1311,36 @@ mod tests {
         );
     }
 
+    /// A thread that waited 50 ms of a 60 ms gap for another thread (a futex wait, a
+    /// `w` record) replays the 10 ms left as its think time, not the whole gap.
+    #[test]
+    fn a_wait_for_another_thread_is_not_think_time() {
+        let s = Scratch::new("waits");
+        let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"a")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w.write(&call(0, 0, Kind::Stat, 0, &[1, 1])).expect("c");
+        for k in 0..3 {
+            let t = k * 60_000_000;
+            w.write(&Record::Wait {
+                tid: 0,
+                start_ns: t + 5_000_000,
+                dur_ns: 50_000_000,
+            })
+            .expect("w");
+            w.write(&call(0, t + 60_000_000, Kind::Stat, 0, &[1, 1]))
+                .expect("c");
+        }
+        let r = replayed_with_gaps(&s, w, 2);
+        assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
+        let e = r.measured.elapsed_s;
+        // 3 gaps of 10 ms left: 0.03 s; the gaps whole would be 0.18 s
+        assert!((0.029..0.1).contains(&e), "elapsed {e} s");
+    }
+
     const CREATE: i64 = (libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC) as i64;
 
-    /// Thread 0 creates and writes file i, then thread 1 reads it, for many files; and for
-    /// one file thread 1 looked first (ENOENT), before thread 0 made it. Replayed as fast
-    /// as possible, every result is the recorded one: each call waited for the other
-    /// thread's earlier calls on its file.
     /// A trace of `threads` threads, each making a file, writing it, fstat-ing and
     /// closing it, finished with its tree (the root alone).
     fn files_made_by(s: &Scratch, threads: u32) {
@@ -1378,6 +1425,10 @@ mod tests {
         assert_eq!(run(&right).expect("run").measured.calls, 8);
     }
 
+    /// Thread 0 creates and writes file i, then thread 1 reads it, for many files; and for
+    /// one file thread 1 looked first (ENOENT), before thread 0 made it. Replayed as fast
+    /// as possible, every result is the recorded one: each call waited for the other
+    /// thread's earlier calls on its file.
     #[test]
     fn two_threads_on_one_file_keep_the_recorded_order() {
         let s = Scratch::new("order");

@@ -61,6 +61,12 @@ def record(
             f"{numbers.duration(cost['gap'] / 1e9)} of it before the call (taken off the "
             "recorded gaps a replay with timing=recorded waits)"
         )
+        if rep.get("waits"):
+            typer.echo(
+                f"waits for other threads (futex): {numbers.count(rep['waits'])}, "
+                f"{numbers.duration(rep['waited_s'])} in all (not think time: not waited "
+                "again by a replay with timing=recorded)"
+            )
         kinds = ", ".join(f"{k} {numbers.count(n)}" for k, n in rep["calls_by_kind"].items())
         typer.echo(f"calls: {kinds or 'none'}")
         left = sum(rep["unrecorded"].values())
