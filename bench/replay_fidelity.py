@@ -195,6 +195,13 @@ def fidelity(fss: str, names: list[str], reps: int, files: int, work: Path) -> d
             "argv": argv,
             "recorded_calls": rep["calls"],
             "recorded_by_kind": rep["calls_by_kind"],
+            # what the recording measured and kept beside its calls: the replay with the
+            # recorded gaps takes strace's cost and the waits off them
+            "recording": {
+                "tracer_cost_ns": rep["tracer_cost_ns"],
+                "waits": rep["waits"],
+                "waited_s": round(float(rep["waited_s"]), 3),
+            },
             "configs": configs,
             "orders": decided,
             # A pair one way for the program and the other way for a replay.
