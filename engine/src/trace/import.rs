@@ -1757,6 +1757,24 @@ mod tests {
         assert_eq!(args[0], "-f");
     }
 
+    /// strace's output `text`, of a command run in /r, imported into `dir`/t.fsbt.gz (the
+    /// directory made first): the importer's report.
+    fn imported(dir: &std::path::Path, text: &str) -> Report {
+        std::fs::create_dir_all(dir).expect("temp dir");
+        let strace = dir.join("strace.txt");
+        std::fs::write(&strace, text).expect("strace file");
+        run(&Options {
+            strace,
+            root: PathBuf::from("/r"),
+            snapshot: None,
+            out: dir.join("t.fsbt.gz"),
+            header: serde_json::Map::new(),
+            tracer_overhead_ns: 0,
+            gap_overhead_ns: 0,
+        })
+        .expect("imports")
+    }
+
     /// Thread 101 opens a file while thread 100's close of the same number is cut in two
     /// by strace: the kernel freed the number at the close's start, so the open's
     /// descriptor is the new file's, and the write on it is recorded (a recording under
@@ -1764,10 +1782,8 @@ mod tests {
     #[test]
     fn a_close_cut_in_two_frees_its_number_at_its_start() {
         let dir = std::env::temp_dir().join(format!("fsbench-import-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let strace = dir.join("strace.txt");
-        std::fs::write(
-            &strace,
+        let report = imported(
+            &dir,
             concat!(
                 "100 1.0 clone(child_stack=NULL, flags=0x10f00) = 101 <0.000001>\n",
                 "100 1.1 openat(-100</r>, \"/r/old\", 0x241, 0666) = 4</r/old> <0.000001>\n",
@@ -1777,18 +1793,7 @@ mod tests {
                 "101 1.5 write(4</r/new>, \"\"..., 10) = 10 <0.000001>\n",
                 "101 1.6 fsync(4</r/new>) = 0 <0.000001>\n",
             ),
-        )
-        .expect("strace file");
-        let report = run(&Options {
-            strace,
-            root: PathBuf::from("/r"),
-            snapshot: None,
-            out: dir.join("t.fsbt.gz"),
-            header: serde_json::Map::new(),
-            tracer_overhead_ns: 0,
-            gap_overhead_ns: 0,
-        })
-        .expect("imports");
+        );
         std::fs::remove_dir_all(&dir).expect("cleaned");
         assert_eq!(report.calls_by_kind.get("write"), Some(&1));
         assert_eq!(report.calls_by_kind.get("fsync"), Some(&1));
@@ -1809,10 +1814,8 @@ mod tests {
     #[test]
     fn futex_waits_are_recorded_as_waits_and_counted_as_skipped() {
         let dir = std::env::temp_dir().join(format!("fsbench-futex-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let strace = dir.join("strace.txt");
-        std::fs::write(
-            &strace,
+        let report = imported(
+            &dir,
             concat!(
                 "100 1.0 clone(child_stack=NULL, flags=0x3d0f00) = 101 <0.000001>\n",
                 "100 1.1 futex(0x7f00, 0x80, 2, NULL <unfinished ...>\n",
@@ -1821,20 +1824,9 @@ mod tests {
                 "100 1.4 futex(0x7f08, 0x189, 0, {tv_sec=1, tv_nsec=0}, 0xffffffff) = -1 ETIMEDOUT (Connection timed out) <0.05>\n",
                 "100 1.5 openat(-100</r>, \"/r/f\", 0x241, 0666) = 4</r/f> <0.000001>\n",
             ),
-        )
-        .expect("strace file");
-        let out = dir.join("t.fsbt.gz");
-        let report = run(&Options {
-            strace,
-            root: PathBuf::from("/r"),
-            snapshot: None,
-            out: out.clone(),
-            header: serde_json::Map::new(),
-            tracer_overhead_ns: 0,
-            gap_overhead_ns: 0,
-        })
-        .expect("imports");
+        );
         assert_eq!((report.waits, report.waited_s), (1, 0.2));
+        let out = dir.join("t.fsbt.gz");
         let mut r = crate::trace::format::TraceReader::open(&out).expect("reads");
         assert_eq!(r.version, crate::trace::format::VERSION);
         let mut waits = Vec::new();

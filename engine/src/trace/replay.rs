@@ -1341,6 +1341,19 @@ mod tests {
 
     const CREATE: i64 = (libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC) as i64;
 
+    /// Finish `w` with a starting tree of its root alone.
+    fn finish_with_root(mut w: TraceWriter) {
+        w.write(&Record::Tree {
+            path: 0,
+            kind: EntryType::Dir,
+            size: 0,
+            mode: 0o755,
+            target: None,
+        })
+        .expect("t");
+        w.finish().expect("finish");
+    }
+
     /// A trace of `threads` threads, each making a file, writing it, fstat-ing and
     /// closing it, finished with its tree (the root alone).
     fn files_made_by(s: &Scratch, threads: u32) {
@@ -1363,15 +1376,7 @@ mod tests {
             w.write(&call(tid, t + 3, Kind::Close, 0, &[fd]))
                 .expect("c");
         }
-        w.write(&Record::Tree {
-            path: 0,
-            kind: EntryType::Dir,
-            size: 0,
-            mode: 0o755,
-            target: None,
-        })
-        .expect("t");
-        w.finish().expect("finish");
+        finish_with_root(w);
     }
 
     /// One thread, told so by the spec, replays in a descriptor table of its own: its
@@ -1460,15 +1465,7 @@ mod tests {
                 .expect("c");
             w.write(&call(1, t + 6, Kind::Close, 0, &[1])).expect("c");
         }
-        w.write(&Record::Tree {
-            path: 0,
-            kind: EntryType::Dir,
-            size: 0,
-            mode: 0o755,
-            target: None,
-        })
-        .expect("t");
-        w.finish().expect("finish");
+        finish_with_root(w);
         let spec = spec(&s, Timing::Fast);
         prepare(&spec).expect("prepare");
         let r = run(&spec).expect("run");
@@ -1522,15 +1519,7 @@ mod tests {
         w.write(&call(0, 1, Kind::Stat, 0, &[1, 1])).expect("c");
         w.write(&call(0, 2, Kind::Open, 0, &[1, 0, 0])).expect("c");
         w.write(&call(0, 3, Kind::Read, 10, &[0, 10])).expect("c");
-        w.write(&Record::Tree {
-            path: 0,
-            kind: EntryType::Dir,
-            size: 0,
-            mode: 0o755,
-            target: None,
-        })
-        .expect("t");
-        w.finish().expect("finish");
+        finish_with_root(w);
         let spec = spec(&s, Timing::Fast);
         prepare(&spec).expect("prepare");
         let r = run(&spec).expect("run");
