@@ -41,6 +41,11 @@ pub const SCHEMA: u32 = 1;
 const BATCH: usize = 4096;
 const QUEUE_BATCHES: usize = 4;
 const WORKER_STACK: usize = 256 << 10;
+/// Waits a thread keeps between two of its calls: past that the older half is summed,
+/// taken as lying after the think time's start (the end of a child it joined could
+/// fall after one; its think time is then the shorter), so that a thread that waits
+/// often and calls rarely does not hold every wait in memory.
+const WAITS_KEPT: usize = 4096;
 /// Mismatch examples kept (the first of the run).
 const EXAMPLES: usize = 20;
 /// Seed of the synthetic contents (the starting tree's files, the data written).
@@ -594,6 +599,8 @@ struct Lane {
     /// Its waits for other threads since its previous call, as recorded (start, end):
     /// the recorded gap less these is its think time.
     waits: Vec<(i64, i64)>,
+    /// Waits folded out of `waits` (their length summed), for memory (WAITS_KEPT).
+    waits_folded_ns: i64,
 }
 
 impl Lane {
@@ -739,6 +746,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                         ended_children: Vec::new(),
                         live_children: Vec::new(),
                         waits: Vec::new(),
+                        waits_folded_ns: 0,
                     });
                 }
                 Record::Call(c) => {
@@ -903,11 +911,12 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                                 lane.tracer_owed_ns + i64::from(c.skipped) * total_over + gap_over;
                             // what it waited for other threads in the gap (a lock another
                             // thread held while the tracer stopped it) is not its own time
-                            let waited: i64 = lane
-                                .waits
-                                .iter()
-                                .map(|&(a, b)| (b.min(c.start_ns) - a.max(since_ns)).max(0))
-                                .sum();
+                            let waited: i64 = lane.waits_folded_ns
+                                + lane
+                                    .waits
+                                    .iter()
+                                    .map(|&(a, b)| (b.min(c.start_ns) - a.max(since_ns)).max(0))
+                                    .sum::<i64>();
                             let gap = c.start_ns - since_ns - waited;
                             lane.tracer_owed_ns = (owed - gap).max(0);
                             ((gap - owed).max(0) as f64 / spec.speed) as u64
@@ -915,6 +924,7 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     };
                     lanes[t].last_end_ns = c.start_ns + c.dur_ns as i64;
                     lanes[t].waits.clear();
+                    lanes[t].waits_folded_ns = 0;
                     let deps = resolve_deps(&mut dep_buf, &mut lanes, &states, c.tid);
                     let text = match c.text {
                         Some(t) => Some(cstring(&t)?),
@@ -953,7 +963,12 @@ pub fn run(spec: &ReplaySpec) -> Result<RunResult> {
                     if spec.timing == Timing::Recorded {
                         let end =
                             start_ns.saturating_add(i64::try_from(dur_ns).unwrap_or(i64::MAX));
-                        lanes[tid as usize].waits.push((start_ns, end));
+                        let lane = &mut lanes[tid as usize];
+                        if lane.waits.len() >= WAITS_KEPT {
+                            let old = lane.waits.drain(..WAITS_KEPT / 2);
+                            lane.waits_folded_ns += old.map(|(a, b)| b - a).sum::<i64>();
+                        }
+                        lane.waits.push((start_ns, end));
                     }
                 }
                 Record::Exit { tid, at_ns } => {
@@ -1337,6 +1352,34 @@ mod tests {
         let e = r.measured.elapsed_s;
         // 3 gaps of 10 ms left: 0.03 s; the gaps whole would be 0.18 s
         assert!((0.029..0.1).contains(&e), "elapsed {e} s");
+    }
+
+    /// More waits in one gap than a thread keeps (10,000 of 10 us in a 110 ms gap): the
+    /// folded ones are still taken off, and 10 ms is left.
+    #[test]
+    fn waits_past_those_kept_are_summed_not_lost() {
+        let s = Scratch::new("many-waits");
+        let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"a")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w.write(&call(0, 0, Kind::Stat, 0, &[1, 1])).expect("c");
+        let waits: i64 = 10_000;
+        assert!(waits as usize > WAITS_KEPT);
+        for k in 0..waits {
+            w.write(&Record::Wait {
+                tid: 0,
+                start_ns: 5_000_000 + k * 10_000,
+                dur_ns: 10_000,
+            })
+            .expect("w");
+        }
+        w.write(&call(0, 110_000_000, Kind::Stat, 0, &[1, 1]))
+            .expect("c");
+        let r = replayed_with_gaps(&s, w, 2);
+        assert_eq!(r.mismatches.total, 0, "{:?}", r.mismatches.examples);
+        let e = r.measured.elapsed_s;
+        assert!((0.009..0.06).contains(&e), "elapsed {e} s");
     }
 
     const CREATE: i64 = (libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC) as i64;
