@@ -100,6 +100,8 @@ def test_machine_argv_tcg_and_throttle(tmp_path: Path) -> None:
     assert {"+cx16", "+lahf_lm", "+popcnt", "+ssse3", "+sse4.1", "+sse4.2"} <= set(cpu)
     assert "-no-reboot" in argv
     assert "panic=-1" in m.cmdline()
+    # a TCG guest on a loaded host failed the boot's timer check and panicked
+    assert "no_timer_check" in m.cmdline().split()
     scratch = next(a for a in argv if a.startswith(f"file={tmp_path / 'scratch.img'}"))
     assert "cache=none" in scratch
     assert "throttling.iops-total=500" in scratch
