@@ -1178,6 +1178,16 @@ mod tests {
         }
     }
 
+    /// A trace at `dir`/t.gz with `header`: the tree's root and its file `a` (path 1), and
+    /// thread 0; the caller writes its calls.
+    fn one_thread_on_a(dir: &std::path::Path, header: serde_json::Value) -> TraceWriter {
+        let mut w = TraceWriter::create(&dir.join("t.gz"), &header).expect("w");
+        w.write(&path(0, b".")).expect("p");
+        w.write(&path(1, b"a")).expect("p");
+        w.write(&thread(0)).expect("n");
+        w
+    }
+
     /// A thread there from the start.
     fn thread(tid: u32) -> Record {
         Record::Thread {
@@ -1228,10 +1238,7 @@ mod tests {
     fn shell_and_child(s: &Scratch) -> TraceWriter {
         let header =
             serde_json::json!({"tracer_overhead_ns": 20_000_000, "gap_overhead_ns": 20_000_000});
-        let mut w = TraceWriter::create(&s.0.join("t.gz"), &header).expect("w");
-        w.write(&path(0, b".")).expect("p");
-        w.write(&path(1, b"a")).expect("p");
-        w.write(&thread(0)).expect("n");
+        let mut w = one_thread_on_a(&s.0, header);
         w.write(&call(0, 0, Kind::Stat, 0, &[1, 1])).expect("c");
         let child = Record::Thread {
             tid: 1,
@@ -1306,10 +1313,7 @@ mod tests {
         let s = Scratch::new("owed");
         let header =
             serde_json::json!({"tracer_overhead_ns": 30_000_000, "gap_overhead_ns": 30_000_000});
-        let mut w = TraceWriter::create(&s.0.join("t.gz"), &header).expect("w");
-        w.write(&path(0, b".")).expect("p");
-        w.write(&path(1, b"a")).expect("p");
-        w.write(&thread(0)).expect("n");
+        let mut w = one_thread_on_a(&s.0, header);
         let mut t = 0;
         for k in 0..6 {
             // each call lasts 1 us (call()); the gap before it is 1 ms or 59 ms
@@ -1331,10 +1335,7 @@ mod tests {
     #[test]
     fn a_wait_for_another_thread_is_not_think_time() {
         let s = Scratch::new("waits");
-        let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
-        w.write(&path(0, b".")).expect("p");
-        w.write(&path(1, b"a")).expect("p");
-        w.write(&thread(0)).expect("n");
+        let mut w = one_thread_on_a(&s.0, serde_json::json!({}));
         w.write(&call(0, 0, Kind::Stat, 0, &[1, 1])).expect("c");
         for k in 0..3 {
             let t = k * 60_000_000;
@@ -1359,10 +1360,7 @@ mod tests {
     #[test]
     fn waits_past_those_kept_are_summed_not_lost() {
         let s = Scratch::new("many-waits");
-        let mut w = TraceWriter::create(&s.0.join("t.gz"), &serde_json::json!({})).expect("w");
-        w.write(&path(0, b".")).expect("p");
-        w.write(&path(1, b"a")).expect("p");
-        w.write(&thread(0)).expect("n");
+        let mut w = one_thread_on_a(&s.0, serde_json::json!({}));
         w.write(&call(0, 0, Kind::Stat, 0, &[1, 1])).expect("c");
         let waits: i64 = 10_000;
         assert!(waits as usize > WAITS_KEPT);
