@@ -199,6 +199,7 @@ def fidelity(fss: str, names: list[str], reps: int, files: int, work: Path) -> d
             # recorded gaps takes strace's cost and the waits off them
             "recording": {
                 "tracer_cost_ns": rep["tracer_cost_ns"],
+                "cpu_latency_not_held": rep["cpu_latency_not_held"],
                 "waits": rep["waits"],
                 "waited_s": round(float(rep["waited_s"]), 3),
             },

@@ -336,3 +336,27 @@ def test_a_wait_for_another_thread_s_lock_is_recorded_and_not_replayed_as_think_
     replayed = _engine.replay_run(spec, timeout=600)
     assert replayed["mismatches"]["total"] == 0
     assert float(replayed["measured"]["elapsed_s"]) < 0.2
+
+
+def test_the_recording_holds_the_cpus_out_of_deep_idle(tmp_path: Path) -> None:
+    """While the recorded command runs, the CPUs' wake-up latency is held at 0 (strace's
+    cost per call steady, docs/replay.md); the trace's header says so, and the recording
+    reports strace's cost measured before the command and after it, whose mean it keeps."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    program = """
+import struct
+with open("/dev/cpu_dma_latency", "rb") as f:
+    value = struct.unpack("=i", f.read(4))[0]
+open("latency", "w").write(str(value))
+"""
+    trace = tmp_path / "latency.fsbt.gz"
+    report = _recorded(tree, trace, program)
+    assert (tree / "latency").read_text() == "0"
+    assert report["cpu_latency_not_held"] is None
+    assert _engine.trace_summary(trace)["header"]["cpu_latency_held"] is True
+    cost = report["tracer_cost_ns"]
+    for when in ("before", "after"):
+        assert 0 < cost[when]["gap"] <= cost[when]["per_call"]
+    mean_gap = (cost["before"]["gap"] + cost["after"]["gap"]) / 2
+    assert abs(cost["gap"] - mean_gap) <= 1

@@ -61,6 +61,11 @@ def record(
             f"{numbers.duration(cost['gap'] / 1e9)} of it before the call (taken off the "
             "recorded gaps a replay with timing=recorded waits)"
         )
+        if rep["cpu_latency_not_held"]:
+            typer.echo(
+                f"the CPUs were free to idle deeply ({rep['cpu_latency_not_held']}): "
+                "strace's cost per call may have varied during the recording"
+            )
         if rep.get("waits"):
             typer.echo(
                 f"waits for other threads (futex): {numbers.count(rep['waits'])}, "

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsbench.system import engine, proc
+from fsbench.system import cpu_latency, engine, proc
 from fsbench.system.errors import FsbenchError, TrialFailed
 
 TRACER = proc.Tool("strace", "strace")
@@ -48,13 +48,13 @@ def _run_traced(argv: list[str], cwd: Path) -> int:
 
 
 def tracer_cost(work: Path, calls: int) -> engine.StraceCost:
-    """strace's cost per recorded call, measured right after the recording with the same
-    options: the engine's loop of fstats of one cached file, its own seconds without strace
-    and under it, and the gap strace recorded between its calls. A replay with the recorded
-    timing waits the recorded gaps less this (docs/replay.md): without it, a recording of
-    many cheap calls replayed with its gaps several times slower than the program ran."""
+    """strace's cost per recorded call, measured with the recording's options: the
+    engine's loop of fstats of one cached file, its own seconds without strace and under
+    it, and the gap strace recorded between its calls. A replay with the recorded timing
+    waits the recorded gaps less this (docs/replay.md): without it, a recording of many
+    cheap calls replayed with its gaps several times slower than the program ran."""
     loop = work / "calibration"
-    loop.mkdir()
+    loop.mkdir(exist_ok=True)
     native = float(engine.fstat_loop(loop, calls)["seconds"])
     strace_out = work / "calibration.strace"
     argv = ["strace", *engine.strace_args(), "-o", str(strace_out), "--"]
@@ -64,7 +64,14 @@ def tracer_cost(work: Path, calls: int) -> engine.StraceCost:
     traced = float(json.loads(res.stdout)["seconds"])
     per_call = max(0, round((traced - native) / calls * 1e9))
     gap = int(engine.strace_gaps(strace_out, calls)["gap_ns"])
+    strace_out.unlink()
     return engine.StraceCost(per_call_ns=per_call, gap_ns=min(gap, per_call))
+
+
+def _mean(before: engine.StraceCost, after: engine.StraceCost) -> engine.StraceCost:
+    per_call = round((before.per_call_ns + after.per_call_ns) / 2)
+    gap = min(round((before.gap_ns + after.gap_ns) / 2), per_call)
+    return engine.StraceCost(per_call_ns=per_call, gap_ns=gap)
 
 
 def record(command: list[str], out: Path, *, directory: Path | None, with_data: bool) -> Recording:
@@ -95,21 +102,33 @@ def _record(command: list[str], out: Path, *, directory: Path | None, with_data:
         engine.trace_snapshot(root, snapshot, with_data=with_data)
         strace_out = Path(work) / "strace.txt"
         argv = ["strace", *engine.strace_args(), "-o", str(strace_out), "--", *command]
-        started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        status = _run_traced(argv, root)
-        if status < 0:
-            status = 128 + abs(status)  # killed by a signal, as a shell says it
-        if not strace_out.is_file():
-            raise FsbenchError(f"record: strace wrote nothing (exit status {status})")
-        cost = tracer_cost(Path(work), CALIBRATION_CALLS)
+        # strace's cost, measured just before and just after the command and taken as
+        # their mean, all three with the CPUs held out of deep idle (system/cpu_latency.py)
+        with cpu_latency.shallow_idle() as not_held:
+            before = tracer_cost(Path(work), CALIBRATION_CALLS)
+            started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            status = _run_traced(argv, root)
+            if status < 0:
+                status = 128 + abs(status)  # killed by a signal, as a shell says it
+            if not strace_out.is_file():
+                raise FsbenchError(f"record: strace wrote nothing (exit status {status})")
+            after = tracer_cost(Path(work), CALIBRATION_CALLS)
+        cost = _mean(before, after)
         header = {
             "command": command,
             "tracer": version,
             "recorded_at": started,
             "exit_status": status,
             "tree": "scratch" if directory is None else str(root),
+            "cpu_latency_held": not_held is None,
         }
         report = engine.trace_import(strace_out, root, out, snapshot, header, cost)
-        report["tracer_cost_ns"] = {"per_call": cost.per_call_ns, "gap": cost.gap_ns}
+        report["tracer_cost_ns"] = {
+            "per_call": cost.per_call_ns,
+            "gap": cost.gap_ns,
+            "before": {"per_call": before.per_call_ns, "gap": before.gap_ns},
+            "after": {"per_call": after.per_call_ns, "gap": after.gap_ns},
+        }
+        report["cpu_latency_not_held"] = not_held
         shutil.rmtree(scratch, ignore_errors=True)
     return Recording(out, status, report)
