@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fsbench.analysis import history
+from fsbench.reports.html.provenance import host_items
 from fsbench.reports.tables import machine_line
-from fsbench.store.records import RunRecord
+from fsbench.store.records import RunRecord, TrialRecord
 from fsbench.system.hostfacts import free_page_reporting
 from fsbench.system.hostkeys import Host
 
@@ -52,3 +54,35 @@ def test_the_report_header_says_when_the_host_takes_free_memory_back() -> None:
     assert said in machine_line(_run({"free_page_reporting": True}))
     assert said not in machine_line(_run({"free_page_reporting": False}))
     assert said not in machine_line(_run({}))  # a run stored before the fact was kept
+
+
+def test_the_report_header_says_when_the_cpus_were_held_out_of_deep_idle() -> None:
+    said = "CPUs held out of deep idle"
+    assert said in machine_line(_run({"cpu_latency_us": 0}))
+    assert said not in machine_line(_run({"cpu_latency_us": 2_000_000_000}))  # no request
+    assert said not in machine_line(_run({}))  # a run stored before the fact was kept
+
+
+def test_the_provenance_names_the_idle_driver_and_the_request() -> None:
+    items = dict(host_items(_run({"cpuidle_driver": "haltpoll", "cpu_latency_us": 0})))
+    assert items["cpuidle"] == "haltpoll, held out of deep idle (latency 0)"
+    items = dict(host_items(_run({"cpuidle_driver": "haltpoll", "cpu_latency_us": 2_000_000_000})))
+    assert items["cpuidle"] == "haltpoll, no latency request"
+    items = dict(host_items(_run({"cpuidle_driver": "intel_idle", "cpu_latency_us": 20})))
+    assert items["cpuidle"] == "intel_idle, latency request 20 us"
+    assert dict(host_items(_run({})))["cpuidle"] is None  # stored before: nothing claimed
+
+
+def test_history_sees_the_cpus_held_out_of_deep_idle_as_a_change() -> None:
+    """A series whose runs began with and without the wake-up latency held differs in that
+    fact (0 is a value, not a missing one); runs stored before it say nothing of it."""
+    trial = TrialRecord(
+        seq=0, rep=1, cell_key="k", config="ext4", fs="ext4", mkfs_options=[],
+        mount_options="", workload="alloc", params={}, status="ok",
+    )  # fmt: skip
+    held = history.facts_of(_run({"cpu_latency_us": 0, "cpuidle_driver": "haltpoll"}), trial)
+    free = history.facts_of(_run({"cpu_latency_us": 2_000_000_000}), trial)
+    assert held["host cpu_latency_us"] == "0"
+    assert free["host cpu_latency_us"] == "2000000000"
+    assert held["host cpuidle_driver"] == "haltpoll"
+    assert "host cpu_latency_us" not in history.facts_of(_run({}), trial)

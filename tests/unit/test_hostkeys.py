@@ -41,6 +41,8 @@ GOOD: dict[str, tuple[Any, str]] = {
     "cpus": (2, "2"),
     "memory_bytes": (25276502016, "23.5 GiB"),
     "cpufreq_governor": ("schedutil", "schedutil"),
+    "cpuidle_driver": ("haltpoll", "haltpoll"),
+    "cpu_latency_us": (0, "0"),
     "dirty_ratio": ("20", "20"),
     "dirty_background_ratio": ("10", "10"),
     "free_page_reporting": (True, "True"),
@@ -59,6 +61,8 @@ BAD: dict[str, tuple[Any, str]] = {
     "cpus": (0, "'cpus' = 0 is not a positive number"),
     "memory_bytes": ("24G", "'memory_bytes' = '24G' is not int"),
     "cpufreq_governor": ("", "'cpufreq_governor' = '' is not one line of text"),
+    "cpuidle_driver": ("", "'cpuidle_driver' = '' is not one line of text"),
+    "cpu_latency_us": (-1, "'cpu_latency_us' = -1 is not a number at least 0"),
     "dirty_ratio": (20, "'dirty_ratio' = 20 is not str"),
     "dirty_background_ratio": ("110", "'dirty_background_ratio' = '110' is not a whole "
                                "percentage (0-100)"),

@@ -255,3 +255,21 @@ def test_params_at_a_scale_apply_at_that_scale_only() -> None:
     )
     with pytest.raises(FsbenchError, match="unknown parameter 'nope'"):
         planning.expand(bad)
+
+
+def test_cpu_idle_is_any_unless_asked_and_kept_only_when_asked() -> None:
+    """--cpu-idle shallow goes into the plan (and the stored plan); the default leaves
+    the stored plan as plans stored before it were; any other value is one line."""
+
+    from fsbench.cli import planflags
+
+    def built(**flags: object) -> Plan:
+        given = {"fs": ["ext4"], "workload": ["alloc"], **flags}
+        return planflags.build_plan(planflags.flags_of(given))
+
+    assert built().cpu_idle == "any"
+    assert "cpu_idle" not in built().model_dump(mode="json")
+    shallow = built(cpu_idle="shallow")
+    assert shallow.model_dump(mode="json")["cpu_idle"] == "shallow"
+    with pytest.raises(FsbenchError, match="cpu_idle"):
+        built(cpu_idle="deep")

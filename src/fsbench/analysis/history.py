@@ -36,8 +36,9 @@ _COMMIT = re.compile(r"\b[0-9a-f]{40}\b")
 _SHORT_COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 # Facts whose change means the measuring changed, not the system measured.
 HARNESS = ("fsbench version", "fsbench commit", "python", "qemu", "guest fsbench")
-HOST_FACTS = ("cpu", "cpus", "memory_bytes", "cpufreq_governor", "dirty_ratio",
-              "dirty_background_ratio", "machine", "kernel")  # fmt: skip
+HOST_FACTS = ("cpu", "cpus", "memory_bytes", "cpufreq_governor", "cpuidle_driver",
+              "cpu_latency_us", "dirty_ratio", "dirty_background_ratio", "machine",
+              "kernel")  # fmt: skip
 
 
 @dataclass
@@ -214,7 +215,8 @@ def facts_of(run: RunRecord, trial: TrialRecord) -> dict[str, str]:
     for name in HOST_FACTS:
         if name != "kernel":  # kernel_of: the guest's where it ran in one
             # As stored, not as shown: a change the formatter would round away is a change.
-            out[f"host {name}"] = str(host.value(name) or "")
+            value = host.value(name)  # 0 is a value (cpu_latency_us), None none
+            out[f"host {name}"] = "" if value is None else str(value)
     return {k: v for k, v in out.items() if v}
 
 

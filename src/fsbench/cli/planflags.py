@@ -100,6 +100,7 @@ StoreWaitOpt = Annotated[
 ]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help=field_help(Plan, "seed"))]
 WarmupOpt = Annotated[int | None, typer.Option("--warmup", help=field_help(Plan, "warmup"))]
+CpuIdleOpt = Annotated[str | None, typer.Option("--cpu-idle", help=field_help(Plan, "cpu_idle"))]
 TargetOpt = targetflags.TargetOpt
 
 
@@ -127,7 +128,7 @@ def with_plan_flags(skip: Collection[str] = ()) -> Callable[[F], F]:
 # The flags that set a plan field of the same name as given.
 PLAN_FIELDS = (
     "scale", "max_reps", "ci_target", "margin", "steady", "trial_timeout", "store_wait", "seed",
-    "warmup",
+    "warmup", "cpu_idle",
 )  # fmt: skip
 
 
@@ -154,6 +155,7 @@ class PlanFlags:
     store_wait: StoreWaitOpt = None
     seed: SeedOpt = None
     warmup: WarmupOpt = None
+    cpu_idle: CpuIdleOpt = None
     target_kind: TargetOpt = None
     # The target flags given, by flag name ({"image-size": "2G"}): cli/targetflags.py.
     target: dict[str, Any] = field(default_factory=dict)

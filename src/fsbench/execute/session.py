@@ -51,7 +51,7 @@ from fsbench.store.results import Store
 from fsbench.store.runkinds import GRID, RunKind, kind_of
 from fsbench.store.schema import new_uid
 from fsbench.store.spool import Spool, spool_path
-from fsbench.system import hostfacts
+from fsbench.system import cpu_latency, hostfacts
 from fsbench.system.errors import FsbenchError
 from fsbench.system.plugins import load
 
@@ -220,7 +220,8 @@ def _lived(driver: Driver, command: bool) -> Life:
     store, record, executor, view = driver.store, driver.record, driver.executor, driver.view
     new: NewRun | None = None
     if record is not None:
-        _waits(store, record.plan, record.uid, view)
+        plan: Mapping[str, Any] = record.plan
+        _waits(store, plan, record.uid, view)
         spooled = store.write_spooled()  # what it measured but could not store, first
         stored = len({(t.host, t.seq) for t in store.run_trials(record)})
         said = f"fsbench: resuming {driver.kind.noun} {record.id} ({stored} trials stored"
@@ -242,7 +243,8 @@ def _lived(driver: Driver, command: bool) -> Life:
         for line in executor.release_stale():
             view.note(f"released stale: {line}")
     # Opened before the run is stored: a real device's safety checks happen in open().
-    with executor if executor is not None else nullcontext():
+    # The CPUs held before the host's facts are taken, which then say so.
+    with executor if executor is not None else nullcontext(), _idle_held(plan, view):
         if new is None:
             assert record is not None
             store.reopen_run(record.id)
@@ -252,6 +254,20 @@ def _lived(driver: Driver, command: bool) -> Life:
         with _ended(life, executor):
             driver.body(life)
     return life
+
+
+@contextmanager
+def _idle_held(plan: Mapping[str, Any], view: View) -> Iterator[None]:
+    """The plan's `cpu_idle = "shallow"`: the CPUs held out of deep idle for the run's
+    life (system/cpu_latency.py). Where the request cannot be made, a warning, and the
+    run goes on (the host's facts say what the CPUs were held to)."""
+    if plan.get("cpu_idle", "any") != "shallow":
+        yield
+        return
+    with cpu_latency.shallow_idle() as not_held:
+        if not_held is not None:
+            view.note(f"warning: cpu_idle = shallow not held: {not_held}")
+        yield
 
 
 def _waits(store: Store, plan: Mapping[str, Any], uid: str, view: View) -> None:

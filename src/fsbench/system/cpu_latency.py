@@ -19,6 +19,8 @@ from pathlib import Path
 
 DEVICE = Path("/dev/cpu_dma_latency")
 _VALUE = struct.Struct("=i")  # microseconds, the kernel's s32
+# What the device reads while no process holds a request (PM_QOS_CPU_LATENCY_DEFAULT_VALUE).
+NO_REQUEST_US = 2_000_000_000
 
 
 @contextmanager

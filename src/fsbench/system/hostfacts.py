@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fsbench import __version__
-from fsbench.system import filesystems, proc
+from fsbench.system import cpu_latency, filesystems, proc
 from fsbench.system.hostkeys import Host
 
 
@@ -72,6 +72,13 @@ def package_version(package: str) -> str | None:
     return f"{package} {res.stdout.strip()}" if res.ok and res.stdout.strip() else None
 
 
+def _cpu_latency_us() -> int | None:
+    try:
+        return cpu_latency.requested_us()
+    except OSError:  # no such device, not root
+        return None
+
+
 def host(fs_types: list[str], tool_packages: Mapping[str, str]) -> Host:
     """This host's facts, with the versions of these filesystems' tools and of the tools
     given as command -> Debian package (the workloads': `workloads.tool_packages`)."""
@@ -95,6 +102,8 @@ def host(fs_types: list[str], tool_packages: Mapping[str, str]) -> Host:
             "cpus": os.cpu_count(),
             "memory_bytes": mem * 1024 if mem else None,
             "cpufreq_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            "cpuidle_driver": _read("/sys/devices/system/cpu/cpuidle/current_driver") or None,
+            "cpu_latency_us": _cpu_latency_us(),
             "dirty_ratio": _read("/proc/sys/vm/dirty_ratio"),
             "dirty_background_ratio": _read("/proc/sys/vm/dirty_background_ratio"),
             "free_page_reporting": free_page_reporting(),

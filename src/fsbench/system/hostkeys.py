@@ -43,6 +43,7 @@ def _versions(value: Any) -> bool:
 ANY = Check(lambda _: True, "")  # its type says it all
 LINE = Check(_line, "one line of text")
 POSITIVE = Check(lambda n: n > 0, "a positive number")
+AT_LEAST_ZERO = Check(lambda n: n >= 0, "a number at least 0")
 PERCENT = Check(lambda s: s.isdigit() and int(s) <= 100, "a whole percentage (0-100)")
 VERSIONS = Check(_versions, "command -> one line of version text (or null)")
 
@@ -78,6 +79,16 @@ class Host(BaseModel):
     ] = None
     cpufreq_governor: Annotated[
         str | None, Fact("cpu0's cpufreq scaling governor (null: no cpufreq)")
+    ] = None
+    cpuidle_driver: Annotated[str | None, Fact("the cpuidle driver (null: none)")] = None
+    cpu_latency_us: Annotated[
+        int | None,
+        Fact(
+            "the CPU wake-up latency the kernel held the CPUs to as the run began (PM QoS, "
+            "/dev/cpu_dma_latency: 0 with cpu_idle = shallow; null: unreadable)",
+            AT_LEAST_ZERO,
+            unit="us",
+        ),
     ] = None
     dirty_ratio: Annotated[
         str | None, Fact("vm.dirty_ratio, as /proc/sys/vm reads", PERCENT, unit="%")

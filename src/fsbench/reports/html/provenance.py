@@ -12,7 +12,8 @@ from fsbench.reports.html.markup import details, e, facts, head, plain, pre, tab
 from fsbench.reports.tables import run_header, run_hosts
 from fsbench.store import trialfacts
 from fsbench.store.records import RunRecord, TrialRecord
-from fsbench.system import numbers
+from fsbench.system import cpu_latency, numbers
+from fsbench.system.hostkeys import Host
 
 # Target facts that name this run's temporary things, not the target.
 _TARGET_HIDDEN = {"summary", "notes", "owner_pid", "loop_device", "diskstats_name", "workdir"}
@@ -38,6 +39,24 @@ def target_items(t: dict[str, Any]) -> list[tuple[str, Any]]:
     return items
 
 
+def _cpuidle(h: Host) -> str | None:
+    """The idle driver and the wake-up latency the CPUs were held to (0: polling, never
+    halted: the run's `cpu_idle = "shallow"` or another process's request)."""
+    if h.cpuidle_driver is None and h.cpu_latency_us is None:
+        return None
+    latency = h.cpu_latency_us
+    held = (
+        "no latency request readable"
+        if latency is None
+        else "held out of deep idle (latency 0)"
+        if latency == 0
+        else "no latency request"
+        if latency >= cpu_latency.NO_REQUEST_US
+        else f"latency request {h.shown('cpu_latency_us')} us"
+    )
+    return f"{h.shown('cpuidle_driver') or 'no driver'}, {held}"
+
+
 def host_items(run: RunRecord) -> list[tuple[str, Any]]:
     names = run_hosts(run)
     if names is not None:  # the controller's facts are not where the trials ran
@@ -56,6 +75,7 @@ def host_items(run: RunRecord) -> list[tuple[str, Any]]:
         ("CPU", f"{h.shown('cpus')} × {h.shown('cpu')}" if h.cpus else h.shown("cpu")),
         ("memory", h.shown("memory_bytes")),
         ("cpufreq governor", h.shown("cpufreq_governor") or "none reported"),
+        ("cpuidle", _cpuidle(h)),
         (
             "dirty ratios",
             f"vm.dirty_ratio {h.shown('dirty_ratio')}, "
