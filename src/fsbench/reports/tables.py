@@ -351,7 +351,7 @@ def machine_line(run: RunRecord) -> str:
         # hostfacts.free_page_reporting: a buffered trial's speed can be the hypervisor's.
         line += "; free memory reported to the hypervisor (buffered I/O pays to fault it back)"
     if h.cpu_latency_us == 0:
-        # hostkeys.cpu_latency_us: no wake-up in the trials paid a halted CPU's exit
+        # hostkeys.cpu_latency_us: held as the run began (its cpu_idle, or another program)
         line += "; CPUs held out of deep idle (wake-up latency 0)"
     if h.flagged:
         line += f"; stored facts unreadable here: {'; '.join(h.flagged.values())}"

@@ -1,5 +1,6 @@
-"""The CPUs held out of their deeper idle states while a tracer records (PM QoS, the
-kernel's CPU latency request, as cyclictest and tuned's latency profiles make it).
+"""The CPUs held out of their deeper idle states (PM QoS, the kernel's CPU latency
+request, as cyclictest and tuned's latency profiles make it): while `fsbench record`
+measures and records, and for a whole run with `cpu_idle = "shallow"`.
 
 strace stops the traced program at each call and waits for strace to be woken, then
 wakes the program again. On a virtual machine, waking a halted virtual CPU costs exits
