@@ -138,6 +138,37 @@ def test_identical_configs_name_nothing() -> None:
     assert {m.kind for m in found.mechanisms} <= {"equivalent", "undecided"}
 
 
+def test_a_tiny_difference_decided_on_a_count_that_barely_varies_is_not_named() -> None:
+    """An A/A pair once had device bytes per byte asked 9.100 against 9.114 in every
+    trial (0.15% apart, decided): real, inside the margin, and no reason for anything.
+    The same count 3x apart is named."""
+    rng = random.Random(7)
+    for times, verdict in ((1.0015, "equivalent"), (3.0, "different")):
+        trials = [
+            _trial(
+                config,
+                rep,
+                {"dev_bytes_per_asked_byte": 9.1 * scale * (1 + rng.uniform(-1e-4, 1e-4))},
+                100.0,
+            )
+            for rep in range(1, 6)
+            for config, scale in (("a", 1.0), ("b", times))
+        ]
+        (found,) = explain(trials, {"fs_mark": "files_per_s"}, Design())
+        (mechanism,) = found.mechanisms
+        assert mechanism.kind == "order", mechanism  # decided either way
+        assert mechanism.verdict == verdict, mechanism
+        assert (found.named != []) == (verdict == "different")
+    # A count the same in every trial of each config, apart by less than the margin.
+    trials = [
+        _trial(config, rep, {"flushes_per_fsync": value}, 100.0)
+        for rep in range(1, 5)
+        for config, value in (("a", 2.0), ("b", 2.02))
+    ]
+    (found,) = explain(trials, {"fs_mark": "files_per_s"}, Design())
+    assert [m.verdict for m in found.mechanisms] == ["equivalent"] and found.named == []
+
+
 def test_a_mechanism_mostly_zero_keeps_its_ratio_interval_at_or_above_zero() -> None:
     """Off-CPU time on flushes seen in one trial of each config only: compared on the
     raw scale, whose interval of the ratio would reach below 0 (a guest saw 522x

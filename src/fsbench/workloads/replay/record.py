@@ -47,8 +47,8 @@ def _run_traced(argv: list[str], cwd: Path) -> int:
         raise
 
 
-def tracer_cost(work: Path, calls: int) -> engine.StraceCost:
-    """strace's cost per recorded call, measured with the recording's options: the
+def tracer_cost(work: Path, calls: int, options: list[str]) -> engine.StraceCost:
+    """strace's cost per recorded call, measured with the recording's `options`: the
     engine's loop of fstats of one cached file, its own seconds without strace and under
     it, and the gap strace recorded between its calls. A replay with the recorded timing
     waits the recorded gaps less this (docs/replay.md): without it, a recording of many
@@ -57,7 +57,7 @@ def tracer_cost(work: Path, calls: int) -> engine.StraceCost:
     loop.mkdir(exist_ok=True)
     native = float(engine.fstat_loop(loop, calls)["seconds"])
     strace_out = work / "calibration.strace"
-    argv = ["strace", *engine.strace_args(), "-o", str(strace_out), "--"]
+    argv = ["strace", *options, "-o", str(strace_out), "--"]
     res = proc.run([*argv, str(engine.engine()), *engine.fstat_loop_args(loop, calls)], timeout=600)
     if not res.ok:
         raise FsbenchError(f"record: strace's cost per call not measured: {res.output}")
@@ -101,18 +101,19 @@ def _record(command: list[str], out: Path, *, directory: Path | None, with_data:
         snapshot = Path(work) / "snapshot.gz"
         engine.trace_snapshot(root, snapshot, with_data=with_data)
         strace_out = Path(work) / "strace.txt"
-        argv = ["strace", *engine.strace_args(), "-o", str(strace_out), "--", *command]
+        options = engine.strace_args()
+        argv = ["strace", *options, "-o", str(strace_out), "--", *command]
         # strace's cost, measured just before and just after the command and taken as
         # their mean, all three with the CPUs held out of deep idle (system/cpu_latency.py)
         with cpu_latency.shallow_idle() as not_held:
-            before = tracer_cost(Path(work), CALIBRATION_CALLS)
+            before = tracer_cost(Path(work), CALIBRATION_CALLS, options)
             started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             status = _run_traced(argv, root)
             if status < 0:
                 status = 128 + abs(status)  # killed by a signal, as a shell says it
             if not strace_out.is_file():
                 raise FsbenchError(f"record: strace wrote nothing (exit status {status})")
-            after = tracer_cost(Path(work), CALIBRATION_CALLS)
+            after = tracer_cost(Path(work), CALIBRATION_CALLS, options)
         cost = _mean(before, after)
         header = {
             "command": command,
