@@ -11,7 +11,7 @@ trial, and whether its headline metrics are all exact counts; where they came fr
 (store, runs, their dates and host, this machine, the fsbench commit) beside them.
 
     .venv/bin/python bench/cost_priors.py --store ~/.local/share/fsbench/results.db \
-        [--preset quick] [--run ID ...]
+        [--store DB ...] [--preset quick] [--run ID ...]
 """
 
 from __future__ import annotations
@@ -34,19 +34,20 @@ from fsbench.store.results import Store  # noqa: E402
 PRESETS = Path(__file__).resolve().parent.parent / "src" / "fsbench" / "plan" / "presets"
 
 
-def priors(store: Store, preset: str, run_ids: list[int]) -> dict[str, Any]:
-    """The priors file of `preset` from the store's runs `run_ids` (all its finished runs
-    of the preset when empty)."""
+def priors(stores: list[Store], preset: str, run_ids: list[int]) -> dict[str, Any]:
+    """The priors file of `preset` from each store's runs `run_ids` (all its finished runs
+    of the preset when empty): a cell's trials pooled over them all."""
     keys = {c.key for c in planning.expand(load_preset(preset))}
     runs = [
-        r
+        (store, r)
+        for store in stores
         for r in store.list_runs()
         if (r.id in run_ids if run_ids else r.name == preset and r.status == "finished")
         and not r.part_of
         and not (r.plan or {}).get("instrumented")
     ]
     cells: dict[str, dict[str, Any]] = {}
-    for run in runs:
+    for store, run in runs:
         for key, found in costs.cell_history(store.get_trials(run.id), keys).items():
             cell = cells.setdefault(key, {"seconds": [], "counts_only": found.counts_only})
             cell["seconds"] += [round(s, 3) for s in found.seconds]
@@ -59,7 +60,7 @@ def priors(store: Store, preset: str, run_ids: list[int]) -> dict[str, Any]:
             "written": now(),
             "argv": ["bench/cost_priors.py", *sys.argv[1:]],
             "runs": [
-                {"id": r.id, "created_at": r.created_at, "host": r.host.hostname} for r in runs
+                {"id": r.id, "created_at": r.created_at, "host": r.host.hostname} for _, r in runs
             ],
             "machine": machine(),
             "fsbench": fsbench_state(),
@@ -70,11 +71,11 @@ def priors(store: Store, preset: str, run_ids: list[int]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", type=Path, required=True)
+    parser.add_argument("--store", type=Path, action="append", required=True, help="repeatable")
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--run", type=int, action="append", default=[])
     args = parser.parse_args()
-    doc = priors(Store(args.store), args.preset, args.run)
+    doc = priors([Store(s) for s in args.store], args.preset, args.run)
     out = PRESETS / f"{args.preset}{costs.PRIORS_SUFFIX}"
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{out}: {len(doc['cells'])} cells from {len(doc['origin']['runs'])} runs")

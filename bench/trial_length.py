@@ -51,8 +51,8 @@ FSBENCH = str(Path(sys.executable).with_name("fsbench"))
 # preset's, twice it (fio at most 6 GiB: the default loop image is 8 GiB).
 LENGTHS: dict[str, tuple[str, list[Any]]] = {
     "alloc": ("size", ["1G", "2G", "4G"]),
-    "untar+tree-read": ("files", [20000, 40000, 80000]),
-    "fs_mark": ("files", [2000, 4000, 8000]),
+    "untar+tree-read": ("files", [32000, 64000, 128000]),
+    "fs_mark": ("files", [2500, 5000, 10000]),
     "fio": ("size", ["2G", "4G", "6G"]),
     "fileserver": ("duration", [2.5, 5, 10]),
 }

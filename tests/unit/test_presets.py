@@ -87,6 +87,8 @@ def test_quick() -> None:
     assert _names(p) == ["alloc", "untar+tree-read", "fs_mark", "fio", "fileserver"]
     # Repetitions where the answer is open, within the time a fixed 3 took.
     assert p.reps == "decide" and p.max_reps == 10 and p.budget == 480
+    # The CPUs held out of deep idle for the run (README, docs/running.md).
+    assert p.cpu_idle == "shallow"
     by_name = {w.name: w for w in p.workloads}
     assert by_name["untar+tree-read"].params["source"] == "synthetic"
     # Streaming writes with O_DIRECT: the page cache's speed in a VM is the hypervisor's.

@@ -51,22 +51,23 @@ def _cell(config: str, files: int, slot: float, step: float, values: list[float]
 
 def test_the_best_length_is_the_most_information_per_second_among_those_long_enough() -> None:
     noisy, calm, calmest = [90.0, 100.0, 110.0], [99.0, 100.0, 101.0], [99.9, 100.0, 100.1]
+    half, once, twice = trial_length.LENGTHS["fs_mark"][1]
     cells = [
-        # 2000 files: the most information per second, but its step lasts under 2 s.
-        _cell("ext4", 2000, 1.9, 1.8, calmest),
-        _cell("xfs", 2000, 1.9, 1.8, calmest),
-        _cell("ext4", 4000, 3.0, 2.9, calm),
-        _cell("xfs", 4000, 3.0, 2.9, calm),
-        _cell("ext4", 8000, 6.0, 5.9, noisy),
-        _cell("xfs", 8000, 6.0, 5.9, calm),
+        # Half the files: the most information per second, but its step lasts under 2 s.
+        _cell("ext4", half, 1.9, 1.8, calmest),
+        _cell("xfs", half, 1.9, 1.8, calmest),
+        _cell("ext4", once, 3.0, 2.9, calm),
+        _cell("xfs", once, 3.0, 2.9, calm),
+        _cell("ext4", twice, 6.0, 5.9, noisy),
+        _cell("xfs", twice, 6.0, 5.9, calm),
     ]
     found = trial_length.per_workload([trial_length.summarize(c) for c in cells])["fs_mark"]
     by_files = {row["files"]: row for row in found["lengths"]}
-    assert not by_files[2000]["long_enough"] and by_files[4000]["long_enough"]
-    assert by_files[2000]["info_per_s"] > by_files[4000]["info_per_s"]
-    assert by_files[4000]["info_per_s"] > by_files[8000]["info_per_s"]
-    assert found["best"] == 4000
+    assert not by_files[half]["long_enough"] and by_files[once]["long_enough"]
+    assert by_files[half]["info_per_s"] > by_files[once]["info_per_s"]
+    assert by_files[once]["info_per_s"] > by_files[twice]["info_per_s"]
+    assert found["best"] == once
     # Information per second: 1 / (CV^2 x slot seconds), here CV = 1% over a 3 s slot.
-    assert abs(by_files[4000]["info_per_s"] - 1 / (0.01**2 * 3.0)) < 1e-6
+    assert abs(by_files[once]["info_per_s"] - 1 / (0.01**2 * 3.0)) < 1e-6
     assert set(found["configs"]) == {"ext4", "xfs"}
-    assert found["configs"]["ext4"]["cv_slope"]["fs_mark.files_per_s"] > 0  # 8000 is noisy
+    assert found["configs"]["ext4"]["cv_slope"]["fs_mark.files_per_s"] > 0  # twice is noisy
