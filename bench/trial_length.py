@@ -12,7 +12,9 @@ tell a given difference is proportional to its inverse. Per workload and metric,
 of log(CV) against log(trial seconds): -0.5 where the noise is per second of work and
 averages out in longer trials, 0 where it is per trial (a longer trial then buys nothing).
 The length each workload should run at is the one with the most information per second
-(the geometric mean over its metrics) among those whose every timed step lasts 2 s or more.
+(the geometric mean over its metrics) among those whose every timed step lasts 2 s or
+more: no trial flagged `short` by the runner, which times the phase itself, and no step's
+wall time under it.
 
     .venv/bin/python bench/trial_length.py [--fs ext4 ...] [--workload NAME ...] [--reps 5]
                                            [--keep DIR] [-o NAME]
@@ -43,6 +45,7 @@ from fsbench.analysis.costs import headline_of  # noqa: E402
 from fsbench.analysis.design import EXACT_UNITS  # noqa: E402
 from fsbench.plan import model as planning  # noqa: E402
 from fsbench.plan.presets import load_preset  # noqa: E402
+from fsbench.store import trialfacts  # noqa: E402
 from fsbench.store.records import TrialRecord, slot_seconds  # noqa: E402
 from fsbench.store.results import Store  # noqa: E402
 
@@ -121,12 +124,15 @@ def cells(trials: Sequence[TrialRecord]) -> list[dict[str, Any]]:
             (workload, config, json.dumps(length)),
             {
                 **{"workload": workload, "config": config, knob: length},
-                **{"slot_s": [], "steps_s": {}, "metrics": {}},
+                **{"slot_s": [], "steps_s": {}, "metrics": {}, "short_steps": 0},
             },
         )
         cell["slot_s"].append(slots[seq])
         for step in steps:
             cell["steps_s"].setdefault(step.workload, []).append(step_seconds(step))
+            # The runner's own check of the timed phase (execute/checks.py): a step's wall
+            # time includes its sync and unmount, and once let a 1.5 s extraction pass.
+            cell["short_steps"] += "short" in trialfacts.flags(step.provenance)
             headline = headline_of(step)
             for m in step.metrics:
                 if m.name in headline and m.unit not in EXACT_UNITS:
@@ -196,7 +202,10 @@ def per_workload(summaries: list[dict[str, Any]]) -> dict[str, Any]:
                     knob: value,
                     "configs": len(rows),
                     "info_per_s": statistics.geometric_mean(infos) if all(infos) else None,
-                    "long_enough": all(r["shortest_step_s"] >= SHORTEST_STEP_S for r in rows),
+                    "long_enough": all(
+                        r["shortest_step_s"] >= SHORTEST_STEP_S and not r.get("short_steps")
+                        for r in rows
+                    ),
                 }
             )
         best = max(

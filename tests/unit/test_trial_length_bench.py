@@ -38,7 +38,9 @@ def test_a_cv_falling_as_the_square_root_of_length_has_slope_minus_a_half() -> N
     assert abs(trial_length.slope(lengths, [0.05, 0.05, 0.05])) < 1e-12
 
 
-def _cell(config: str, files: int, slot: float, step: float, values: list[float]) -> Any:
+def _cell(
+    config: str, files: int, slot: float, step: float, values: list[float], short: int = 0
+) -> Any:
     return {
         "workload": "fs_mark",
         "config": config,
@@ -46,6 +48,7 @@ def _cell(config: str, files: int, slot: float, step: float, values: list[float]
         "slot_s": [slot] * len(values),
         "steps_s": {"fs_mark": [step] * len(values)},
         "metrics": {"fs_mark.files_per_s": values},
+        "short_steps": short,
     }
 
 
@@ -71,3 +74,19 @@ def test_the_best_length_is_the_most_information_per_second_among_those_long_eno
     assert abs(by_files[once]["info_per_s"] - 1 / (0.01**2 * 3.0)) < 1e-6
     assert set(found["configs"]) == {"ext4", "xfs"}
     assert found["configs"]["ext4"]["cv_slope"]["fs_mark.files_per_s"] > 0  # twice is noisy
+
+
+def test_a_length_whose_timed_phase_the_runner_flagged_short_is_not_long_enough() -> None:
+    """A step's wall time (sync and unmount in it) can pass the floor while the phase the
+    runner timed does not: 40k files extracted in 1.5 s inside a 2.7 s step."""
+    calm = [99.0, 100.0, 101.0]
+    half, once, twice = trial_length.LENGTHS["fs_mark"][1]
+    cells = [
+        _cell("ext4", half, 3.0, 2.7, calm, short=3),
+        _cell("ext4", once, 5.0, 4.7, calm),
+        _cell("ext4", twice, 9.0, 8.7, calm),
+    ]
+    found = trial_length.per_workload([trial_length.summarize(c) for c in cells])["fs_mark"]
+    by_files = {row["files"]: row for row in found["lengths"]}
+    assert not by_files[half]["long_enough"] and by_files[once]["long_enough"]
+    assert found["best"] == once  # the half length buys more per second, and is too short
