@@ -267,8 +267,11 @@ def test_cpu_idle_is_any_unless_asked_and_kept_only_when_asked() -> None:
         given = {"fs": ["ext4"], "workload": ["alloc"], **flags}
         return planflags.build_plan(planflags.flags_of(given))
 
-    assert built().cpu_idle == "any"
+    assert built().cpu_idle == "any"  # an ad-hoc run, though the quick preset holds them
     assert "cpu_idle" not in built().model_dump(mode="json")
+    assert planflags.build_plan(planflags.flags_of({})).cpu_idle == "shallow"  # quick
+    assert built(preset="quick").cpu_idle == "shallow"
+    assert planflags.build_plan(planflags.flags_of({"cpu_idle": "any"})).cpu_idle == "any"
     shallow = built(cpu_idle="shallow")
     assert shallow.model_dump(mode="json")["cpu_idle"] == "shallow"
     with pytest.raises(FsbenchError, match="cpu_idle"):

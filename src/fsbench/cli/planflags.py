@@ -264,6 +264,10 @@ def build_plan(flags: PlanFlags) -> Plan:
     if not explicit and (flags.fs or flags.workload):
         data["name"] = "custom"
         data["description"] = ""
+        if flags.cpu_idle is None:
+            # The default comparison holds the CPUs (its priors were measured so); an
+            # ad-hoc run lets them idle unless asked, as every other plan.
+            data["cpu_idle"] = "any"
     try:
         data["fs"] = [c if isinstance(c, FsConfig) else FsConfig(**c) for c in data["fs"]]
         return Plan.model_validate(data)
